@@ -1,0 +1,77 @@
+//! The operations on a [`Device`](crate::Device), one module each; this module
+//! holds the conversions from tensors to the CPU reference's borrowed inputs.
+
+mod fusion;
+mod resample;
+mod voxelize;
+
+pub use fusion::{Fused, FusionStreamInput};
+pub use resample::{Resampled, StreamInput, TargetTimes, TimeAxis};
+pub use voxelize::{VoxelInput, VoxelOutput};
+
+use robocache_cpu::{DType, HostSlice, Times};
+
+use crate::{Error, Result, Tensor};
+
+/// Checks the rank of a tensor.
+fn expect_rank(what: &str, tensor: &Tensor, ranks: &[usize], expected: &str) -> Result<()> {
+    if ranks.contains(&tensor.shape().len()) {
+        Ok(())
+    } else {
+        Err(Error::Rank { what: what.to_owned(), expected: expected.to_owned(), shape: tensor.shape().to_vec() })
+    }
+}
+
+/// Checks the dtype of a tensor.
+fn expect_dtype(what: &str, tensor: &Tensor, dtype: DType) -> Result<()> {
+    if tensor.dtype() == dtype {
+        Ok(())
+    } else {
+        Err(robocache_cpu::Error::DTypeMismatch { what: what.to_owned(), expected: dtype.to_string(), actual: tensor.dtype() }
+            .into())
+    }
+}
+
+/// An `f64` time tensor `[L]` (shared) or `[B, L]` (per row) as [`Times`].
+fn host_times<'a>(what: &str, tensor: &'a Tensor) -> Result<Times<'a>> {
+    expect_rank(what, tensor, &[1, 2], "[L] (shared) or [B, L] (per row)")?;
+    expect_dtype(what, tensor, DType::F64)?;
+    let HostSlice::F64(times) = tensor.host_slice() else {
+        unreachable!("dtype checked above")
+    };
+    Ok(if tensor.shape().len() == 1 { Times::Shared(times) } else { Times::PerRow(times) })
+}
+
+/// Valid lengths `[B]` of any integer dtype as `usize`; negative values are
+/// reported as bad lengths of their row.
+fn host_lengths(what: &str, tensor: &Tensor, samples: usize) -> Result<Vec<usize>> {
+    expect_rank(what, tensor, &[1], "[B]")?;
+    let bad = |row: usize, length: u64| robocache_cpu::Error::BadLength { what: what.to_owned(), row, length, samples };
+    macro_rules! convert {
+        ($v:expr) => {
+            $v.iter()
+                .enumerate()
+                .map(|(row, &n)| usize::try_from(n).map_err(|_| bad(row, 0)))
+                .collect::<Result<Vec<usize>, _>>()
+        };
+    }
+    let lengths = match tensor.host_slice() {
+        HostSlice::U8(v) => convert!(v),
+        HostSlice::U16(v) => convert!(v),
+        HostSlice::U32(v) => convert!(v),
+        HostSlice::U64(v) => convert!(v),
+        HostSlice::I8(v) => convert!(v),
+        HostSlice::I16(v) => convert!(v),
+        HostSlice::I32(v) => convert!(v),
+        HostSlice::I64(v) => convert!(v),
+        other => {
+            return Err(robocache_cpu::Error::DTypeMismatch {
+                what: what.to_owned(),
+                expected: "an integer dtype".into(),
+                actual: other.dtype(),
+            }
+            .into())
+        }
+    };
+    Ok(lengths?)
+}

@@ -1,0 +1,113 @@
+use robocache_cpu::{DType, HostSlice, HostVec, Points, VoxelGrid, VoxelMode, Voxels};
+
+use super::{expect_dtype, expect_rank};
+use crate::{Device, Error, Result, Tensor};
+
+/// Points `[N, 3]` f32, optional features `[N, F]` f32, optional cloud index
+/// `[N]` (any integer dtype) with the number of clouds.
+#[derive(Clone, Copy, Debug)]
+pub struct VoxelInput<'a> {
+    pub points: &'a Tensor,
+    pub features: Option<&'a Tensor>,
+    pub clouds: Option<(&'a Tensor, usize)>,
+}
+
+/// The grid (`[B, X, Y, Z]`: u8 occupancy or u32 counts; `[B, X, Y, Z, F]`
+/// f32 for mean and max), the counts for mean, and the dropped points.
+#[derive(Clone, Debug)]
+pub struct VoxelOutput {
+    pub grid: Tensor,
+    pub counts: Option<Tensor>,
+    pub dropped: u64,
+}
+
+impl Device {
+    /// Voxelizes point clouds (SPEC §3.4); the output may take at most
+    /// `budget_bytes`, checked before anything is allocated.
+    ///
+    /// ```
+    /// use robocache::{Device, Tensor, VoxelGrid, VoxelInput, VoxelMode};
+    ///
+    /// let device = Device::cpu();
+    /// let points = Tensor::from_slice(&device, &[0.1f32, 0.2, 0.3, 9.0, 9.0, 9.0], &[2, 3])?;
+    /// let grid = VoxelGrid { origin: [0.0; 3], voxel_size: [0.5; 3], dims: [2, 2, 2] };
+    /// let input = VoxelInput { points: &points, features: None, clouds: None };
+    /// let out = device.voxelize(&input, &grid, VoxelMode::Occupancy, 1 << 20)?;
+    /// assert_eq!(out.grid.to_vec::<u8>()?, [1, 0, 0, 0, 0, 0, 0, 0]);
+    /// assert_eq!(out.dropped, 1);
+    /// # Ok::<(), robocache::Error>(())
+    /// ```
+    pub fn voxelize(&self, input: &VoxelInput<'_>, grid: &VoxelGrid, mode: VoxelMode, budget_bytes: u64) -> Result<VoxelOutput> {
+        match self {
+            Device::Cpu => {
+                self.expect_same("points", input.points.device())?;
+                expect_rank("points", input.points, &[2], "[N, 3]")?;
+                if input.points.shape()[1] != 3 {
+                    return Err(Error::Rank { what: "points".into(), expected: "[N, 3]".into(), shape: input.points.shape().to_vec() });
+                }
+                expect_dtype("points", input.points, DType::F32)?;
+                let HostSlice::F32(positions) = input.points.host_slice() else { unreachable!("dtype checked") };
+                let mut points = Points::new(positions);
+                if let Some(features) = input.features {
+                    self.expect_same("features", features.device())?;
+                    expect_rank("features", features, &[2], "[N, F]")?;
+                    expect_dtype("features", features, DType::F32)?;
+                    let HostSlice::F32(values) = features.host_slice() else { unreachable!("dtype checked") };
+                    points = points.with_features(values, features.shape()[1]);
+                }
+                let cloud_index;
+                if let Some((clouds, count)) = input.clouds {
+                    self.expect_same("cloud index", clouds.device())?;
+                    expect_rank("cloud index", clouds, &[1], "[N]")?;
+                    cloud_index = cloud_indices(clouds, count)?;
+                    points = points.with_clouds(&cloud_index, count);
+                }
+                let out = robocache_cpu::voxelize(&points, grid, mode, budget_bytes)?;
+                let counts_shape = out.shape[..4].to_vec();
+                let (values, counts) = match out.voxels {
+                    Voxels::Occupancy(v) => (HostVec::U8(v), None),
+                    Voxels::Count(v) => (HostVec::U32(v), None),
+                    Voxels::Mean { mean, counts } => {
+                        (HostVec::F32(mean), Some(Tensor::host(self, HostVec::U32(counts), counts_shape)))
+                    }
+                    Voxels::Max(v) => (HostVec::F32(v), None),
+                };
+                Ok(VoxelOutput { grid: Tensor::host(self, values, out.shape), counts, dropped: out.dropped })
+            }
+            Device::Cuda(cuda) => cuda.absent(),
+        }
+    }
+}
+
+/// A cloud index of any integer dtype as `u32`; values that do not fit are
+/// reported as out of range for `clouds`.
+fn cloud_indices(tensor: &Tensor, clouds: usize) -> Result<Vec<u32>> {
+    let out_of_range = |point: usize, cloud: u64| robocache_cpu::Error::CloudIndex { point, cloud, clouds };
+    macro_rules! convert {
+        ($v:expr) => {
+            $v.iter()
+                .enumerate()
+                .map(|(i, &c)| u32::try_from(c).map_err(|_| out_of_range(i, u64::try_from(c).unwrap_or(u64::MAX))))
+                .collect::<Result<Vec<u32>, _>>()
+        };
+    }
+    let indices = match tensor.host_slice() {
+        HostSlice::U8(v) => convert!(v),
+        HostSlice::U16(v) => convert!(v),
+        HostSlice::U32(v) => Ok(v.to_vec()),
+        HostSlice::U64(v) => convert!(v),
+        HostSlice::I8(v) => convert!(v),
+        HostSlice::I16(v) => convert!(v),
+        HostSlice::I32(v) => convert!(v),
+        HostSlice::I64(v) => convert!(v),
+        other => {
+            return Err(robocache_cpu::Error::DTypeMismatch {
+                what: "cloud index".into(),
+                expected: "an integer dtype".into(),
+                actual: other.dtype(),
+            }
+            .into())
+        }
+    };
+    Ok(indices?)
+}

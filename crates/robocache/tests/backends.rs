@@ -1,0 +1,263 @@
+//! One test body per operation, instantiated for every backend: the backend
+//! under test must match the CPU reference (`robocache_cpu`) on the shared
+//! proptest cases, within SPEC §3's tolerances (selection methods, masks and
+//! voxel counts exactly; interpolation within one unit in the last place).
+//! A backend that is not available (no CUDA in this build, or no device)
+//! skips with a message.
+
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+use robocache::half::{bf16, f16};
+use robocache::{
+    BackendKind, DType, Device, Element, FusionStreamInput, HostVec, StreamInput, TargetTimes, Tensor, TimeAxis,
+    VoxelInput,
+};
+use robocache_cpu::strategies::{fusion_case, resample_case, voxel_case, StreamCase, TimesCase};
+
+/// Unit in the last place of `dtype` at the magnitude of `v`.
+fn ulp(dtype: DType, v: f64) -> f64 {
+    let (mantissa, min_exponent) = match dtype {
+        DType::F16 => (10, -14),
+        DType::BF16 => (7, -126),
+        DType::F32 => (23, -126),
+        DType::F64 => (52, -1022),
+        _ => return 0.0,
+    };
+    let exponent = if v == 0.0 { min_exponent } else { (v.abs().log2().floor() as i32).max(min_exponent) };
+    2f64.powi(exponent - mantissa)
+}
+
+/// Element-wise comparison: bitwise equal, or within one ulp for float dtypes
+/// when `interpolated` (both infinite of the same sign counts as equal).
+fn assert_close(what: &str, got: &HostVec, want: &HostVec, exact: impl Fn(usize) -> bool) -> Result<(), TestCaseError> {
+    prop_assert_eq!(got.dtype(), want.dtype(), "{} dtype", what);
+    prop_assert_eq!(got.len(), want.len(), "{} length", what);
+    let dtype = want.dtype();
+    let to_f64 = |v: &HostVec| -> Vec<f64> { robocache_cpu::with_host_data!(HostVec, v, |x: T| x.iter().map(|e| e.to_f64()).collect()) };
+    for (i, (g, w)) in to_f64(got).into_iter().zip(to_f64(want)).enumerate() {
+        if g == w || (g.is_nan() && w.is_nan()) {
+            continue;
+        }
+        prop_assert!(!exact(i), "{} element {}: {} != {} (must be exactly equal)", what, i, g, w);
+        prop_assert!((g - w).abs() <= ulp(dtype, w), "{} element {}: {} vs {} differ by more than one ulp", what, i, g, w);
+    }
+    Ok(())
+}
+
+fn upload_stream<'a>(device: &Device, dtype: DType, case: &'a StreamCase) -> (Tensor, Option<Tensor>, Option<Tensor>) {
+    let data = match dtype {
+        DType::F32 => Tensor::from_slice(device, &case.data_as::<f32>(), &case.shape),
+        DType::F64 => Tensor::from_slice(device, &case.data_as::<f64>(), &case.shape),
+        DType::F16 => Tensor::from_slice(device, &case.data_as::<f16>(), &case.shape),
+        DType::BF16 => Tensor::from_slice(device, &case.data_as::<bf16>(), &case.shape),
+        DType::U8 => Tensor::from_slice(device, &case.data_as::<u8>(), &case.shape),
+        DType::I32 => Tensor::from_slice(device, &case.data_as::<i32>(), &case.shape),
+        DType::Bool => Tensor::from_slice(device, &case.data_as::<bool>(), &case.shape),
+        other => panic!("no test dtype {other}"),
+    }
+    .unwrap();
+    let times = match &case.times {
+        TimesCase::Shared(t) => Some(Tensor::from_slice(device, t, &[t.len()]).unwrap()),
+        TimesCase::PerRow(t) => Some(Tensor::from_slice(device, t, &[case.shape[0], case.shape[1]]).unwrap()),
+        TimesCase::Uniform { .. } => None,
+    };
+    // Lengths as i64, as PyTorch hands them over.
+    let lengths = case.lengths.as_ref().map(|l| {
+        let l: Vec<i64> = l.iter().map(|&n| n as i64).collect();
+        Tensor::from_slice(device, &l, &[l.len()]).unwrap()
+    });
+    (data, times, lengths)
+}
+
+fn time_axis<'a>(case: &TimesCase, tensor: Option<&'a Tensor>) -> TimeAxis<'a> {
+    match (case, tensor) {
+        (TimesCase::Uniform { start, hz }, _) => TimeAxis::Uniform { start: *start, hz: *hz },
+        (_, Some(t)) => TimeAxis::Tensor(t),
+        (_, None) => unreachable!("explicit times are uploaded"),
+    }
+}
+
+fn upload_targets(device: &Device, targets: &TimesCase, batch: usize, len: usize) -> Option<Tensor> {
+    match targets {
+        TimesCase::Shared(t) => Some(Tensor::from_slice(device, t, &[len]).unwrap()),
+        TimesCase::PerRow(t) => Some(Tensor::from_slice(device, t, &[batch, len]).unwrap()),
+        TimesCase::Uniform { .. } => None,
+    }
+}
+
+fn target_times<'a>(targets: &TimesCase, tensor: Option<&'a Tensor>, len: usize) -> TargetTimes<'a> {
+    match (targets, tensor) {
+        (TimesCase::Uniform { start, hz }, _) => TargetTimes::Uniform { start: *start, hz: *hz, len },
+        (_, Some(t)) => TargetTimes::Tensor(t),
+        (_, None) => unreachable!("explicit targets are uploaded"),
+    }
+}
+
+fn runner() -> TestRunner {
+    TestRunner::new(Config { cases: 256, failure_persistence: None, ..Config::default() })
+}
+
+fn resample_matches_reference(device: &Device) {
+    for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16, DType::U8, DType::I32, DType::Bool] {
+        let reference = Device::cpu();
+        runner()
+            .run(&resample_case(dtype), |case| {
+                let run = |device: &Device| {
+                    let (data, times, lengths) = upload_stream(device, dtype, &case.stream);
+                    let mut stream = StreamInput::new(&data, time_axis(&case.stream.times, times.as_ref()));
+                    if let Some(l) = &lengths {
+                        stream = stream.with_lengths(l);
+                    }
+                    let targets = upload_targets(device, &case.targets, case.stream.shape[0], case.target_len);
+                    let targets = target_times(&case.targets, targets.as_ref(), case.target_len);
+                    device.resample(&stream, &targets, &case.stream.spec).unwrap()
+                };
+                let (got, want) = (run(device), run(&reference));
+                prop_assert_eq!(got.data.shape(), want.data.shape());
+                prop_assert_eq!(got.valid.to_vec::<bool>().unwrap(), want.valid.to_vec::<bool>().unwrap(), "valid mask");
+                let d = case.stream.shape[2];
+                let groups = case.stream.spec.channels.resolve(d).unwrap();
+                let selection = |i: usize| groups.iter().any(|g| g.range.contains(&(i % d)) && g.method.is_selection());
+                assert_close("resample", &got.data.to_host().unwrap(), &want.data.to_host().unwrap(), selection)
+            })
+            .unwrap_or_else(|e| panic!("{dtype}: {e}"));
+    }
+}
+
+fn fusion_matches_reference(device: &Device) {
+    let reference = Device::cpu();
+    runner()
+        .run(&fusion_case(), |case| {
+            let run = |device: &Device| {
+                let uploads: Vec<_> = case.streams.iter().map(|(d, s)| upload_stream(device, *d, s)).collect();
+                let inputs: Vec<FusionStreamInput<'_>> = case
+                    .streams
+                    .iter()
+                    .zip(&uploads)
+                    .map(|((_, s), (data, times, lengths))| {
+                        let mut stream = StreamInput::new(data, time_axis(&s.times, times.as_ref()));
+                        if let Some(l) = lengths {
+                            stream = stream.with_lengths(l);
+                        }
+                        FusionStreamInput { stream, spec: s.spec.clone() }
+                    })
+                    .collect();
+                let batch = case.streams[0].1.shape[0];
+                let targets = upload_targets(device, &case.targets, batch, case.target_len);
+                device.fuse(&inputs, &target_times(&case.targets, targets.as_ref(), case.target_len), case.dtype).unwrap()
+            };
+            let (got, want) = (run(device), run(&reference));
+            prop_assert_eq!(&got.offsets, &want.offsets);
+            prop_assert_eq!(got.valid.to_vec::<bool>().unwrap(), want.valid.to_vec::<bool>().unwrap(), "valid masks");
+            assert_close("fusion", &got.data.to_host().unwrap(), &want.data.to_host().unwrap(), |_| false)
+        })
+        .unwrap();
+}
+
+fn voxelize_matches_reference(device: &Device) {
+    let reference = Device::cpu();
+    runner()
+        .run(&voxel_case(), |case| {
+            let run = |device: &Device| {
+                let n = case.positions.len() / 3;
+                let points = Tensor::from_slice(device, &case.positions, &[n, 3]).unwrap();
+                let features =
+                    case.features.as_ref().map(|f| Tensor::from_slice(device, f, &[n, case.feature_len]).unwrap());
+                let clouds = case.cloud_of_point.as_ref().map(|c| Tensor::from_slice(device, c, &[n]).unwrap());
+                let input = VoxelInput {
+                    points: &points,
+                    features: features.as_ref(),
+                    clouds: clouds.as_ref().map(|c| (c, case.clouds)),
+                };
+                device.voxelize(&input, &case.grid, case.mode, 1 << 24).unwrap()
+            };
+            let (got, want) = (run(device), run(&reference));
+            prop_assert_eq!(got.dropped, want.dropped);
+            prop_assert_eq!(got.grid.shape(), want.grid.shape());
+            let (g, w) = (got.grid.to_host().unwrap(), want.grid.to_host().unwrap());
+            if case.mode == robocache::VoxelMode::Mean {
+                let (HostVec::F32(g), HostVec::F32(w)) = (&g, &w) else { panic!("mean is f32") };
+                for (a, b) in g.iter().zip(w) {
+                    prop_assert!((a - b).abs() <= 1e-6 * b.abs(), "mean {} vs {}", a, b);
+                }
+                let counts = |o: &robocache::VoxelOutput| o.counts.as_ref().map(|c| c.to_vec::<u32>().unwrap());
+                prop_assert_eq!(counts(&got), counts(&want));
+            } else {
+                prop_assert_eq!(g, w);
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+macro_rules! backend_tests {
+    ($backend:ident, $device:expr) => {
+        mod $backend {
+            fn device() -> Option<robocache::Device> {
+                match $device {
+                    Ok(device) => Some(device),
+                    Err(reason) => {
+                        eprintln!("skipping the {} backend: {reason}", stringify!($backend));
+                        None
+                    }
+                }
+            }
+
+            #[test]
+            fn resample_matches_reference() {
+                if let Some(device) = device() {
+                    super::resample_matches_reference(&device);
+                }
+            }
+
+            #[test]
+            fn fusion_matches_reference() {
+                if let Some(device) = device() {
+                    super::fusion_matches_reference(&device);
+                }
+            }
+
+            #[test]
+            fn voxelize_matches_reference() {
+                if let Some(device) = device() {
+                    super::voxelize_matches_reference(&device);
+                }
+            }
+        }
+    };
+}
+
+backend_tests!(cpu, Ok::<_, robocache::Error>(robocache::Device::cpu()));
+backend_tests!(cuda, robocache::Device::cuda(0));
+
+#[test]
+fn cuda_request_without_backend_is_an_error_and_auto_falls_back() {
+    if Device::cuda_compiled() {
+        return;
+    }
+    let err = Device::cuda(0).unwrap_err();
+    assert!(matches!(err, robocache::Error::CudaNotCompiled), "{err}");
+    assert!(Device::from_request("cuda".parse().unwrap()).is_err());
+    assert_eq!(Device::auto().kind(), BackendKind::Cpu);
+    assert_eq!(Device::from_request("auto".parse().unwrap()).unwrap(), Device::Cpu);
+}
+
+#[test]
+fn facade_input_errors() {
+    use robocache::{Error, Method, ResampleSpec};
+    let device = Device::cpu();
+    let data = Tensor::from_slice(&device, &[0.0f32; 6], &[2, 3]).unwrap();
+    let stream = StreamInput::new(&data, TimeAxis::Uniform { start: 0.0, hz: 1.0 });
+    let targets = TargetTimes::Uniform { start: 0.0, hz: 1.0, len: 2 };
+    let spec = ResampleSpec::new(Method::Linear);
+    assert!(matches!(device.resample(&stream, &targets, &spec), Err(Error::Rank { .. })));
+    let data = Tensor::from_slice(&device, &[0.0f32; 6], &[2, 3, 1]).unwrap();
+    let times = Tensor::from_slice(&device, &[0.0f32, 1.0, 2.0], &[3]).unwrap();
+    let stream = StreamInput::new(&data, TimeAxis::Tensor(&times));
+    assert!(matches!(device.resample(&stream, &targets, &spec), Err(Error::Invalid(robocache_cpu::Error::DTypeMismatch { .. }))));
+    let lengths = Tensor::from_slice(&device, &[3i64, -1], &[2]).unwrap();
+    let stream = StreamInput::new(&data, TimeAxis::Uniform { start: 0.0, hz: 1.0 }).with_lengths(&lengths);
+    let err = device.resample(&stream, &targets, &spec).unwrap_err();
+    assert!(err.to_string().contains("row 1"), "{err}");
+    assert!(Tensor::from_slice(&device, &[0u8; 5], &[2, 3]).is_err());
+}
