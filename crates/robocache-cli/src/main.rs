@@ -1,1 +1,64 @@
-fn main() {}
+//! `robocache`: resample, align and voxelize robot data from the command line.
+//!
+//! ```text
+//! robocache info
+//! robocache resample --data joints.npy --times t.npy --target-hz 50 --target-count 100 --output out.npy
+//! robocache voxelize --points cloud.npy --origin -1,-1,0 --voxel-size 0.05 --dims 40,40,20 --output grid.npy
+//! robocache bench --backend cpu
+//! ```
+
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+mod commands;
+mod npy;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// robocache: multi-rate robot data onto one policy clock, on the GPU or the CPU.
+#[derive(Debug, Parser)]
+#[command(name = "robocache", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Version, backends, devices and kernel architectures of this build.
+    Info(commands::info::Args),
+    /// Resample a `.npy` stream onto target times; writes OUT.npy and OUT.valid.npy.
+    Resample(commands::resample::Args),
+    /// Voxelize a `.npy` point cloud into a grid; writes OUT.npy (and OUT.counts.npy for mean).
+    Voxelize(commands::voxelize::Args),
+    /// Time the operations on a backend on fixed workloads (SPEC §7 shapes).
+    Bench(commands::bench::Args),
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("ROBOCACHE_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .without_time()
+        .init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Info(args) => commands::info::run(args),
+        Command::Resample(args) => commands::resample::run(args),
+        Command::Voxelize(args) => commands::voxelize::run(args),
+        Command::Bench(args) => commands::bench::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            // One line: the error and its causes.
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -413,6 +413,11 @@ impl<'a> HostSlice<'a> {
         crate::with_host_data!(HostSlice, *self, |v: T| bytemuck::cast_slice::<T, u8>(v))
     }
 
+    /// The elements as `f64` (exact except for 64-bit integers above 2^53).
+    pub fn to_f64_vec(&self) -> Vec<f64> {
+        crate::with_host_data!(HostSlice, self, |v: T| v.iter().map(|x| x.to_f64()).collect())
+    }
+
     /// Copies the elements into an owned [`HostVec`].
     pub fn to_host_vec(&self) -> HostVec {
         crate::with_host_data!(HostSlice, self, |v: T| <T as Element>::vec(v.to_vec()))

@@ -1,0 +1,25 @@
+//! One module per subcommand.
+
+pub mod bench;
+pub mod info;
+pub mod resample;
+pub mod voxelize;
+
+use std::path::{Path, PathBuf};
+
+/// `out.npy` → `out.<suffix>.npy`, beside it.
+pub fn sibling(output: &Path, suffix: &str) -> PathBuf {
+    let stem = output.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    output.with_file_name(format!("{stem}.{suffix}.npy"))
+}
+
+/// Parses `a,b,c` (or one value for all three axes).
+pub fn triple<T: std::str::FromStr + Copy>(text: &str) -> Result<[T; 3], String> {
+    let parts: Vec<&str> = text.split(',').map(str::trim).collect();
+    let parse = |s: &str| s.parse::<T>().map_err(|_| format!("'{s}' is not a valid number"));
+    match parts.as_slice() {
+        [one] => Ok([parse(one)?; 3]),
+        [x, y, z] => Ok([parse(x)?, parse(y)?, parse(z)?]),
+        _ => Err(format!("'{text}' should be one value or three separated by commas")),
+    }
+}

@@ -1,0 +1,150 @@
+//! The `robocache` binary end to end: `.npy` in, `.npy` out, one-line errors.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use npyz::WriterBuilder;
+
+fn write<T: npyz::AutoSerialize + Copy>(path: &Path, data: &[T], shape: &[u64]) {
+    let file = std::fs::File::create(path).unwrap();
+    let mut w = npyz::WriteOptions::<T>::new().default_dtype().shape(shape).writer(file).begin_nd().unwrap();
+    w.extend(data.iter().copied()).unwrap();
+    w.finish().unwrap();
+}
+
+fn read<T: npyz::Deserialize>(path: &Path) -> (Vec<T>, Vec<u64>) {
+    let npy = npyz::NpyFile::new(std::fs::File::open(path).unwrap()).unwrap();
+    let shape = npy.shape().to_vec();
+    (npy.into_vec().unwrap(), shape)
+}
+
+fn robocache(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_robocache")).args(args).output().unwrap();
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+fn path(dir: &tempfile::TempDir, name: &str) -> PathBuf {
+    dir.path().join(name)
+}
+
+#[test]
+fn resample_a_2d_stream_at_uniform_rates() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = path(&dir, "x.npy");
+    write::<f32>(&data, &[0.0, 100.0, 10.0, 200.0, 20.0, 300.0], &[3, 2]);
+    let out = path(&dir, "out.npy");
+    let (ok, stdout, stderr) = robocache(&[
+        "resample", "--data", data.to_str().unwrap(), "--hz", "10", "--target-hz", "20", "--target-count", "6",
+        "--backend", "cpu", "--output", out.to_str().unwrap(),
+    ]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("5 of 6 targets"), "{stdout}");
+    let (values, shape) = read::<f32>(&out);
+    assert_eq!(shape, [6, 2]);
+    assert_eq!(values, [0.0, 100.0, 5.0, 150.0, 10.0, 200.0, 15.0, 250.0, 20.0, 300.0, 20.0, 300.0]);
+    let (valid, shape) = read::<bool>(&path(&dir, "out.valid.npy"));
+    assert_eq!(shape, [6]);
+    assert_eq!(valid, [true, true, true, true, true, false]);
+}
+
+#[test]
+fn resample_with_time_files_channel_groups_and_fill() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, times, targets, lengths, out) =
+        (path(&dir, "x.npy"), path(&dir, "t.npy"), path(&dir, "q.npy"), path(&dir, "n.npy"), path(&dir, "o.npy"));
+    // 2 rows x 2 samples x 5 channels: a quaternion (xyzw) and a gripper flag.
+    let h = std::f64::consts::FRAC_1_SQRT_2;
+    let row = [0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, h, h, 1.0];
+    write::<f64>(&data, &[row, row].concat(), &[2, 2, 5]);
+    write::<f64>(&times, &[1.7e9, 1.7e9 + 1.0, 1.7e9 + 10.0, 1.7e9 + 11.0], &[2, 2]);
+    write::<f64>(&targets, &[1.7e9 + 0.5, 1.7e9 + 10.5], &[2]);
+    write::<i64>(&lengths, &[2, 2], &[2]);
+    let (ok, _, stderr) = robocache(&[
+        "resample", "--data", data.to_str().unwrap(), "--times", times.to_str().unwrap(),
+        "--targets", targets.to_str().unwrap(), "--lengths", lengths.to_str().unwrap(),
+        "--channels", "0..4:slerp-xyzw,4..5:previous", "--boundary", "fill:-1", "--backend", "cpu",
+        "--output", out.to_str().unwrap(),
+    ]);
+    assert!(ok, "{stderr}");
+    let (values, shape) = read::<f64>(&out);
+    assert_eq!(shape, [2, 2, 5]);
+    // Row 0 at +0.5 s: halfway from identity to 90° about z is 45° about z.
+    let e = std::f64::consts::FRAC_PI_8;
+    let want = [0.0, 0.0, e.sin(), e.cos(), 0.0];
+    for (got, want) in values[..5].iter().zip(want) {
+        assert!((got - want).abs() < 1e-12, "{values:?}");
+    }
+    assert_eq!(&values[5..10], &[-1.0; 5], "outside row 0's range: the fill value");
+    assert_eq!(&values[10..15], &[-1.0; 5]);
+    assert_eq!(values[19], 0.0, "gripper of row 1 holds its first sample");
+}
+
+#[test]
+fn errors_are_one_line_and_exit_non_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, times, out) = (path(&dir, "x.npy"), path(&dir, "t.npy"), path(&dir, "o.npy"));
+    write::<f32>(&data, &[0.0; 6], &[1, 3, 2]);
+    write::<f64>(&times, &[0.0, 1.0, 1.0], &[3]);
+    let args = |extra: &[&str]| {
+        let mut a = vec!["resample", "--data", data.to_str().unwrap(), "--output", out.to_str().unwrap(), "--target-hz", "1", "--target-count", "2", "--backend", "cpu"];
+        a.extend_from_slice(extra);
+        a.into_iter().map(String::from).collect::<Vec<_>>()
+    };
+    let run = |a: Vec<String>| robocache(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    for (extra, expected) in [
+        (vec!["--times", times.to_str().unwrap()], "row 0, index 2"),
+        (vec!["--hz", "10", "--method", "cubic"], "unknown method 'cubic'"),
+        (vec!["--hz", "10", "--channels", "0..1:linear"], "covers channels 0..1"),
+        (vec!["--hz", "10", "--boundary", "fill:nope"], "not a number"),
+        (vec!["--times", "/nonexistent.npy"], "cannot open /nonexistent.npy"),
+    ] {
+        let (ok, _, stderr) = run(args(&extra));
+        assert!(!ok);
+        assert!(stderr.contains(expected), "{extra:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().filter(|l| l.starts_with("error:")).count(), 1, "{stderr}");
+    }
+    let mut cuda = args(&["--hz", "10"]);
+    let backend = cuda.iter().position(|a| a == "--backend").unwrap();
+    cuda[backend + 1] = "cuda".into();
+    let (ok, _, stderr) = run(cuda);
+    assert!(!ok && stderr.contains("error: CUDA"), "{stderr}");
+}
+
+#[test]
+fn voxelize_count_and_mean() {
+    let dir = tempfile::tempdir().unwrap();
+    let (points, features, out) = (path(&dir, "p.npy"), path(&dir, "f.npy"), path(&dir, "g.npy"));
+    write::<f32>(&points, &[0.1, 0.1, 0.1, 0.2, 0.2, 0.2, 1.5, 0.1, 0.1, -3.0, 0.0, 0.0], &[4, 3]);
+    write::<f32>(&features, &[1.0, 3.0, 5.0, 7.0], &[4, 1]);
+    let grid = ["--origin", "0,0,0", "--voxel-size", "1", "--dims", "2,1,1", "--backend", "cpu"];
+    let mut args = vec!["voxelize", "--points", points.to_str().unwrap(), "--output", out.to_str().unwrap(), "--mode", "count"];
+    args.extend(grid);
+    let (ok, stdout, stderr) = robocache(&args);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("1 points dropped"), "{stdout}");
+    let (counts, shape) = read::<u32>(&out);
+    assert_eq!((counts, shape), (vec![2, 1], vec![1, 2, 1, 1]));
+    args[5..7].copy_from_slice(&["--mode", "mean"]);
+    args.extend(["--features", features.to_str().unwrap()]);
+    let (ok, _, stderr) = robocache(&args);
+    assert!(ok, "{stderr}");
+    let (mean, shape) = read::<f32>(&out);
+    assert_eq!((mean, shape), (vec![2.0, 5.0], vec![1, 2, 1, 1, 1]));
+    let (counts, _) = read::<u32>(&path(&dir, "g.counts.npy"));
+    assert_eq!(counts, [2, 1]);
+    // f64 points are refused with a hint, not cast silently.
+    write::<f64>(&points, &[0.0; 3], &[1, 3]);
+    let (ok, _, stderr) = robocache(&args);
+    assert!(!ok && stderr.contains("astype(numpy.float32)"), "{stderr}");
+}
+
+#[test]
+fn info_reports_backends() {
+    let (ok, stdout, _) = robocache(&["info", "--json"]);
+    assert!(ok);
+    let info: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(info["backends"][0]["name"], "cpu");
+    assert_eq!(info["backends"][1]["name"], "cuda");
+    let (ok, stdout, _) = robocache(&["info"]);
+    assert!(ok && stdout.contains("auto picks"), "{stdout}");
+}
