@@ -1,1 +1,73 @@
-fn main() {}
+//! Project automation, run as `cargo xtask <command>` (rust-analyzer's xtask pattern).
+//!
+//! - `bench-numpy`: the CPU backend against NumPy on the same workloads, in one
+//!   run, with NumPy installed from PyPI into `target/tools/python`.
+
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "xtask", about = "robocache project automation")]
+struct Cli {
+    #[command(subcommand)]
+    command: Task,
+}
+
+#[derive(Debug, Subcommand)]
+enum Task {
+    /// Time the CPU backend against NumPy (benches/cpu_vs_numpy.py) and print the ratios.
+    BenchNumpy {
+        /// Timed calls per workload.
+        #[arg(long, default_value_t = 10)]
+        repeats: usize,
+    },
+}
+
+fn main() -> Result<()> {
+    match Cli::parse().command {
+        Task::BenchNumpy { repeats } => bench_numpy(repeats),
+    }
+}
+
+/// The workspace root (xtask lives one level below it).
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
+}
+
+fn run(command: &mut Command) -> Result<()> {
+    let status = command.status().with_context(|| format!("cannot start {command:?}"))?;
+    if !status.success() {
+        bail!("{command:?} failed with {status}");
+    }
+    Ok(())
+}
+
+/// A Python virtual environment under `target/tools/python` with `packages`
+/// installed from PyPI; returns its interpreter.
+fn python_with(packages: &[&str]) -> Result<PathBuf> {
+    let venv = root().join("target/tools/python");
+    let python = venv.join("bin/python");
+    if !python.exists() {
+        run(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
+    }
+    run(Command::new(&python).args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"]).args(packages))?;
+    Ok(python)
+}
+
+fn bench_numpy(repeats: usize) -> Result<()> {
+    let python = python_with(&["numpy>=1.26"])?;
+    run(Command::new(env!("CARGO")).current_dir(root()).args(["build", "--release", "-p", "robocache-cli"]))?;
+    let out = root().join("target/bench");
+    std::fs::create_dir_all(&out)?;
+    run(Command::new(python)
+        .arg(root().join("benches/cpu_vs_numpy.py"))
+        .arg("--robocache")
+        .arg(root().join("target/release/robocache"))
+        .args(["--repeats", &repeats.to_string(), "--json"])
+        .arg(out.join("cpu_vs_numpy.json")))
+}

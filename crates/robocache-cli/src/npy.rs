@@ -19,7 +19,8 @@ pub struct Array {
 /// Reads a C-order `.npy` file of bool, integer or float (16/32/64-bit) elements.
 pub fn read(path: &Path) -> Result<Array> {
     let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let npy = npyz::NpyFile::new(BufReader::new(file)).with_context(|| format!("{} is not a valid .npy file", path.display()))?;
+    let npy = npyz::NpyFile::new(BufReader::new(file))
+        .with_context(|| format!("{} is not a valid .npy file", path.display()))?;
     if npy.order() == npyz::Order::Fortran {
         bail!("{}: Fortran-order arrays are not supported (save with numpy.ascontiguousarray)", path.display());
     }

@@ -20,7 +20,11 @@ fn read<T: npyz::Deserialize>(path: &Path) -> (Vec<T>, Vec<u64>) {
 
 fn robocache(args: &[&str]) -> (bool, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_robocache")).args(args).output().unwrap();
-    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 fn path(dir: &tempfile::TempDir, name: &str) -> PathBuf {
@@ -34,8 +38,19 @@ fn resample_a_2d_stream_at_uniform_rates() {
     write::<f32>(&data, &[0.0, 100.0, 10.0, 200.0, 20.0, 300.0], &[3, 2]);
     let out = path(&dir, "out.npy");
     let (ok, stdout, stderr) = robocache(&[
-        "resample", "--data", data.to_str().unwrap(), "--hz", "10", "--target-hz", "20", "--target-count", "6",
-        "--backend", "cpu", "--output", out.to_str().unwrap(),
+        "resample",
+        "--data",
+        data.to_str().unwrap(),
+        "--hz",
+        "10",
+        "--target-hz",
+        "20",
+        "--target-count",
+        "6",
+        "--backend",
+        "cpu",
+        "--output",
+        out.to_str().unwrap(),
     ]);
     assert!(ok, "{stderr}");
     assert!(stdout.contains("5 of 6 targets"), "{stdout}");
@@ -60,10 +75,23 @@ fn resample_with_time_files_channel_groups_and_fill() {
     write::<f64>(&targets, &[1.7e9 + 0.5, 1.7e9 + 10.5], &[2]);
     write::<i64>(&lengths, &[2, 2], &[2]);
     let (ok, _, stderr) = robocache(&[
-        "resample", "--data", data.to_str().unwrap(), "--times", times.to_str().unwrap(),
-        "--targets", targets.to_str().unwrap(), "--lengths", lengths.to_str().unwrap(),
-        "--channels", "0..4:slerp-xyzw,4..5:previous", "--boundary", "fill:-1", "--backend", "cpu",
-        "--output", out.to_str().unwrap(),
+        "resample",
+        "--data",
+        data.to_str().unwrap(),
+        "--times",
+        times.to_str().unwrap(),
+        "--targets",
+        targets.to_str().unwrap(),
+        "--lengths",
+        lengths.to_str().unwrap(),
+        "--channels",
+        "0..4:slerp-xyzw,4..5:previous",
+        "--boundary",
+        "fill:-1",
+        "--backend",
+        "cpu",
+        "--output",
+        out.to_str().unwrap(),
     ]);
     assert!(ok, "{stderr}");
     let (values, shape) = read::<f64>(&out);
@@ -86,7 +114,19 @@ fn errors_are_one_line_and_exit_non_zero() {
     write::<f32>(&data, &[0.0; 6], &[1, 3, 2]);
     write::<f64>(&times, &[0.0, 1.0, 1.0], &[3]);
     let args = |extra: &[&str]| {
-        let mut a = vec!["resample", "--data", data.to_str().unwrap(), "--output", out.to_str().unwrap(), "--target-hz", "1", "--target-count", "2", "--backend", "cpu"];
+        let mut a = vec![
+            "resample",
+            "--data",
+            data.to_str().unwrap(),
+            "--output",
+            out.to_str().unwrap(),
+            "--target-hz",
+            "1",
+            "--target-count",
+            "2",
+            "--backend",
+            "cpu",
+        ];
         a.extend_from_slice(extra);
         a.into_iter().map(String::from).collect::<Vec<_>>()
     };
@@ -117,7 +157,8 @@ fn voxelize_count_and_mean() {
     write::<f32>(&points, &[0.1, 0.1, 0.1, 0.2, 0.2, 0.2, 1.5, 0.1, 0.1, -3.0, 0.0, 0.0], &[4, 3]);
     write::<f32>(&features, &[1.0, 3.0, 5.0, 7.0], &[4, 1]);
     let grid = ["--origin", "0,0,0", "--voxel-size", "1", "--dims", "2,1,1", "--backend", "cpu"];
-    let mut args = vec!["voxelize", "--points", points.to_str().unwrap(), "--output", out.to_str().unwrap(), "--mode", "count"];
+    let mut args =
+        vec!["voxelize", "--points", points.to_str().unwrap(), "--output", out.to_str().unwrap(), "--mode", "count"];
     args.extend(grid);
     let (ok, stdout, stderr) = robocache(&args);
     assert!(ok, "{stderr}");

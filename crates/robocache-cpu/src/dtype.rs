@@ -91,15 +91,7 @@ mod sealed {
 /// Sealed: the set of element types is closed so that every backend can
 /// support all of them.
 pub trait Element:
-    sealed::Sealed
-    + Copy
-    + Send
-    + Sync
-    + PartialEq
-    + fmt::Debug
-    + bytemuck::NoUninit
-    + bytemuck::Zeroable
-    + 'static
+    sealed::Sealed + Copy + Send + Sync + PartialEq + fmt::Debug + bytemuck::NoUninit + bytemuck::Zeroable + 'static
 {
     /// The dtype tag of this type.
     const DTYPE: DType;
@@ -121,6 +113,11 @@ pub trait Element:
     /// precision (f32 for f16/bf16/f32, f64 for f64), rounded to nearest-even;
     /// `None` for integer types and bool.
     fn lerp(x0: Self, x1: Self, w: f64) -> Option<Self>;
+
+    /// [`Element::lerp`] over slices, `out[i] = lerp(x0[i], x1[i], w)`, in a
+    /// loop the compiler can vectorize; `None` (and `out` untouched) for
+    /// integer types and bool.
+    fn lerp_slice(out: &mut [Self], x0: &[Self], x1: &[Self], w: f64) -> Option<()>;
 
     /// Wraps a slice of this type as a [`HostSlice`].
     fn slice(data: &[Self]) -> HostSlice<'_>;
@@ -164,6 +161,9 @@ macro_rules! integer_element {
             }
             #[inline]
             fn lerp(_: Self, _: Self, _: f64) -> Option<Self> {
+                None
+            }
+            fn lerp_slice(_: &mut [Self], _: &[Self], _: &[Self], _: f64) -> Option<()> {
                 None
             }
             fn slice(data: &[Self]) -> HostSlice<'_> {
@@ -217,6 +217,15 @@ macro_rules! float_element {
             fn lerp(x0: Self, x1: Self, w: f64) -> Option<Self> {
                 Some($from32(lerp_f32($to32(x0), $to32(x1), w)))
             }
+            #[inline]
+            fn lerp_slice(out: &mut [Self], x0: &[Self], x1: &[Self], w: f64) -> Option<()> {
+                let w = w as f32;
+                for ((o, &a), &b) in out.iter_mut().zip(x0).zip(x1) {
+                    let a = $to32(a);
+                    *o = $from32(a + w * ($to32(b) - a));
+                }
+                Some(())
+            }
             fn slice(data: &[Self]) -> HostSlice<'_> {
                 HostSlice::$dtype(data)
             }
@@ -263,6 +272,13 @@ impl Element for f64 {
     fn lerp(x0: Self, x1: Self, w: f64) -> Option<Self> {
         Some(x0 + w * (x1 - x0))
     }
+    #[inline]
+    fn lerp_slice(out: &mut [Self], x0: &[Self], x1: &[Self], w: f64) -> Option<()> {
+        for ((o, &a), &b) in out.iter_mut().zip(x0).zip(x1) {
+            *o = a + w * (b - a);
+        }
+        Some(())
+    }
     fn slice(data: &[Self]) -> HostSlice<'_> {
         HostSlice::F64(data)
     }
@@ -307,6 +323,9 @@ impl Element for bool {
         None
     }
     fn lerp(_: Self, _: Self, _: f64) -> Option<Self> {
+        None
+    }
+    fn lerp_slice(_: &mut [Self], _: &[Self], _: &[Self], _: f64) -> Option<()> {
         None
     }
     fn slice(data: &[Self]) -> HostSlice<'_> {
@@ -372,19 +391,71 @@ macro_rules! with_host_data {
     ($kind:ident, $value:expr, |$v:ident: $t:ident| $body:expr) => {{
         use $crate::$kind as K;
         match $value {
-            K::Bool($v) => { #[allow(dead_code)] type $t = bool; $body }
-            K::U8($v) => { #[allow(dead_code)] type $t = u8; $body }
-            K::U16($v) => { #[allow(dead_code)] type $t = u16; $body }
-            K::U32($v) => { #[allow(dead_code)] type $t = u32; $body }
-            K::U64($v) => { #[allow(dead_code)] type $t = u64; $body }
-            K::I8($v) => { #[allow(dead_code)] type $t = i8; $body }
-            K::I16($v) => { #[allow(dead_code)] type $t = i16; $body }
-            K::I32($v) => { #[allow(dead_code)] type $t = i32; $body }
-            K::I64($v) => { #[allow(dead_code)] type $t = i64; $body }
-            K::F16($v) => { #[allow(dead_code)] type $t = $crate::half::f16; $body }
-            K::BF16($v) => { #[allow(dead_code)] type $t = $crate::half::bf16; $body }
-            K::F32($v) => { #[allow(dead_code)] type $t = f32; $body }
-            K::F64($v) => { #[allow(dead_code)] type $t = f64; $body }
+            K::Bool($v) => {
+                #[allow(dead_code)]
+                type $t = bool;
+                $body
+            }
+            K::U8($v) => {
+                #[allow(dead_code)]
+                type $t = u8;
+                $body
+            }
+            K::U16($v) => {
+                #[allow(dead_code)]
+                type $t = u16;
+                $body
+            }
+            K::U32($v) => {
+                #[allow(dead_code)]
+                type $t = u32;
+                $body
+            }
+            K::U64($v) => {
+                #[allow(dead_code)]
+                type $t = u64;
+                $body
+            }
+            K::I8($v) => {
+                #[allow(dead_code)]
+                type $t = i8;
+                $body
+            }
+            K::I16($v) => {
+                #[allow(dead_code)]
+                type $t = i16;
+                $body
+            }
+            K::I32($v) => {
+                #[allow(dead_code)]
+                type $t = i32;
+                $body
+            }
+            K::I64($v) => {
+                #[allow(dead_code)]
+                type $t = i64;
+                $body
+            }
+            K::F16($v) => {
+                #[allow(dead_code)]
+                type $t = $crate::half::f16;
+                $body
+            }
+            K::BF16($v) => {
+                #[allow(dead_code)]
+                type $t = $crate::half::bf16;
+                $body
+            }
+            K::F32($v) => {
+                #[allow(dead_code)]
+                type $t = f32;
+                $body
+            }
+            K::F64($v) => {
+                #[allow(dead_code)]
+                type $t = f64;
+                $body
+            }
         }
     }};
 }

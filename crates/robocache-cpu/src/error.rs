@@ -26,7 +26,9 @@ pub enum Error {
     TimesNotIncreasing { what: String, row: usize, index: usize, previous: f64, value: f64 },
 
     /// A uniform timeline has a bad start or rate.
-    #[error("{what}: uniform timeline start {start} s, rate {hz} Hz; the start must be finite and the rate finite and > 0")]
+    #[error(
+        "{what}: uniform timeline start {start} s, rate {hz} Hz; the start must be finite and the rate finite and > 0"
+    )]
     BadUniformTimeline { what: String, start: f64, hz: f64 },
 
     /// A valid length outside `1..=S`.

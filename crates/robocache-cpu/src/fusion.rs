@@ -81,9 +81,7 @@ pub fn plan_fusion(input: &FusionInput<'_>) -> Result<(Vec<ResamplePlan>, Vec<us
             &input.targets,
             &stream.spec,
         )?;
-        let end = offsets[k]
-            .checked_add(plan.channels)
-            .ok_or_else(|| Error::Overflow("fusion channels".into()))?;
+        let end = offsets[k].checked_add(plan.channels).ok_or_else(|| Error::Overflow("fusion channels".into()))?;
         offsets.push(end);
         plans.push(plan);
     }

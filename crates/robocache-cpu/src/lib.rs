@@ -47,7 +47,6 @@ mod voxelize;
 #[cfg(feature = "testing")]
 pub mod strategies;
 
-
 pub use half;
 
 pub use dtype::{DType, Element, HostSlice, HostVec};
@@ -58,4 +57,6 @@ pub use resample::{
     Resampled, Stream, Targets,
 };
 pub use times::{uniform_time, Position, RowTimes, Times};
-pub use voxelize::{plan_voxelize, voxelize, Points, VoxelGrid, VoxelMode, Voxelized, Voxels, DEFAULT_GRID_BUDGET_BYTES};
+pub use voxelize::{
+    plan_voxelize, voxelize, Points, VoxelGrid, VoxelMode, Voxelized, Voxels, DEFAULT_GRID_BUDGET_BYTES,
+};

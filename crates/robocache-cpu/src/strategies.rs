@@ -134,8 +134,8 @@ fn channel_spec(family: Family) -> impl Strategy<Value = (ChannelSpec, usize)> {
         }
     };
     let all = method(family).prop_flat_map(move |m| width(m).prop_map(move |w| (ChannelSpec::All(m), w)));
-    let groups = vec(method(family).prop_flat_map(move |m| width(m).prop_map(move |w| (m, w))), 1..=4).prop_map(
-        |parts| {
+    let groups =
+        vec(method(family).prop_flat_map(move |m| width(m).prop_map(move |w| (m, w))), 1..=4).prop_map(|parts| {
             let mut start = 0;
             let groups = parts
                 .into_iter()
@@ -146,8 +146,7 @@ fn channel_spec(family: Family) -> impl Strategy<Value = (ChannelSpec, usize)> {
                 })
                 .collect();
             (ChannelSpec::Groups(groups), start)
-        },
-    );
+        });
     prop_oneof![all, groups]
 }
 
@@ -255,7 +254,11 @@ pub fn stream_case(dtype: DType, batch: usize) -> impl Strategy<Value = StreamCa
         move |(len, epoch, (channels, d), boundary, trusted)| {
             let groups = channels.resolve(d).unwrap_or_default();
             let spec = ResampleSpec { channels, boundary, trusted };
-            (source_times(batch, len, epoch), proptest::option::of(vec(1..=len, batch)), data(family, [batch, len, d], groups))
+            (
+                source_times(batch, len, epoch),
+                proptest::option::of(vec(1..=len, batch)),
+                data(family, [batch, len, d], groups),
+            )
                 .prop_map(move |(times, lengths, data)| StreamCase {
                     shape: [batch, len, d],
                     data,
@@ -340,12 +343,8 @@ fn coordinate() -> impl Strategy<Value = f32> {
 /// Voxelization cases: 0–200 points, 1–3 clouds, grids up to 8³ with
 /// per-axis voxel sizes, every mode.
 pub fn voxel_case() -> impl Strategy<Value = VoxelCase> {
-    let mode = prop_oneof![
-        Just(VoxelMode::Occupancy),
-        Just(VoxelMode::Count),
-        Just(VoxelMode::Mean),
-        Just(VoxelMode::Max)
-    ];
+    let mode =
+        prop_oneof![Just(VoxelMode::Occupancy), Just(VoxelMode::Count), Just(VoxelMode::Mean), Just(VoxelMode::Max)];
     let grid = (vec(-1.0f32..1.0, 3), vec(prop_oneof![Just(0.25f32), 0.1f32..1.0], 3), vec(1usize..=8, 3)).prop_map(
         |(o, s, d)| VoxelGrid { origin: [o[0], o[1], o[2]], voxel_size: [s[0], s[1], s[2]], dims: [d[0], d[1], d[2]] },
     );

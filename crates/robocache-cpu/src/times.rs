@@ -57,9 +57,8 @@ impl Times<'_> {
                 let longest = (0..rows).map(&lengths).max().unwrap_or(0);
                 check_row_increasing(what, 0, &times[..longest])
             }
-            Times::PerRow(times) => (0..rows).try_for_each(|row| {
-                check_row_increasing(what, row, &times[row * len..row * len + lengths(row)])
-            }),
+            Times::PerRow(times) => (0..rows)
+                .try_for_each(|row| check_row_increasing(what, row, &times[row * len..row * len + lengths(row)])),
             // Uniform times increase by construction once the rate is checked,
             // except where `i / hz` is too small to change `start`.
             Times::Uniform { start, hz } => {
@@ -83,9 +82,7 @@ impl Times<'_> {
         };
         match *self {
             Times::Shared(times) => check(0, times),
-            Times::PerRow(times) => {
-                times.chunks(len.max(1)).enumerate().try_for_each(|(row, t)| check(row, t))
-            }
+            Times::PerRow(times) => times.chunks(len.max(1)).enumerate().try_for_each(|(row, t)| check(row, t)),
             Times::Uniform { start, hz } => {
                 let last = uniform_time(start, hz, len.saturating_sub(1));
                 if last.is_finite() {
@@ -102,12 +99,7 @@ fn check_len(what: &str, actual: usize, shape: &[usize]) -> Result<()> {
     let expected = shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d));
     match expected {
         Some(expected) if expected == actual => Ok(()),
-        Some(expected) => Err(Error::ShapeMismatch {
-            what: what.to_owned(),
-            shape: shape.to_vec(),
-            expected,
-            actual,
-        }),
+        Some(expected) => Err(Error::ShapeMismatch { what: what.to_owned(), shape: shape.to_vec(), expected, actual }),
         None => Err(Error::Overflow(what.to_owned())),
     }
 }

@@ -298,34 +298,36 @@ pub fn voxelize(points: &Points<'_>, grid: &VoxelGrid, mode: VoxelMode, budget_b
         VoxelMode::Mean | VoxelMode::Max => {
             let f = points.feature_len;
             let features = points.features.unwrap_or(&[]);
-            // Kept points sorted by (voxel, point index): each voxel's points form
-            // a run in ascending point order, so the reduction order is fixed.
-            let mut order: Vec<(usize, u32)> =
-                keys.iter().enumerate().filter(|(_, &k)| k != usize::MAX).map(|(i, &k)| (k, i as u32)).collect();
-            order.par_sort_unstable();
-            let mut runs: Vec<std::ops::Range<usize>> = Vec::new();
-            for (i, &(key, _)) in order.iter().enumerate() {
-                match runs.last_mut() {
-                    Some(run) if order[run.start].0 == key => run.end = i + 1,
-                    _ => runs.push(i..i + 1),
-                }
-            }
-            let reduced: Vec<f32> = runs
-                .par_iter()
-                .flat_map_iter(|run| {
-                    let members = order[run.clone()].iter().map(|&(_, p)| &features[p as usize * f..][..f]);
-                    reduce_voxel(mode, members, f)
+            // Counting sort of the kept points by voxel, stable: each voxel's
+            // points end up together in ascending point order, so the
+            // reduction order, and with it every bit of the result, is fixed.
+            let counts = count();
+            let mut ends: Vec<usize> = counts
+                .iter()
+                .scan(0usize, |total, &c| {
+                    *total += c as usize;
+                    Some(*total - c as usize)
                 })
                 .collect();
+            let mut order = vec![0u32; keys.len() - dropped as usize];
+            for (point, &key) in keys.iter().enumerate().filter(|(_, &k)| k != usize::MAX) {
+                order[ends[key]] = point as u32;
+                ends[key] += 1;
+            }
             let empty = if mode == VoxelMode::Mean { 0.0 } else { f32::NEG_INFINITY };
             let mut values = vec![empty; voxel_total * f];
-            for (run, value) in runs.iter().zip(reduced.chunks_exact(f)) {
-                let key = order[run.start].0;
-                values[key * f..(key + 1) * f].copy_from_slice(value);
-            }
+            values.par_chunks_mut(f).zip(counts.par_iter().zip(ends.par_iter())).with_min_len(1024).for_each(
+                |(value, (&count, &end))| {
+                    if count > 0 {
+                        let members =
+                            order[end - count as usize..end].iter().map(|&p| &features[p as usize * f..][..f]);
+                        reduce_voxel(mode, members, value);
+                    }
+                },
+            );
             grid_shape.push(f);
             if mode == VoxelMode::Mean {
-                Voxels::Mean { mean: values, counts: count() }
+                Voxels::Mean { mean: values, counts }
             } else {
                 Voxels::Max(values)
             }
@@ -334,11 +336,19 @@ pub fn voxelize(points: &Points<'_>, grid: &VoxelGrid, mode: VoxelMode, budget_b
     Ok(Voxelized { voxels, shape: grid_shape, dropped })
 }
 
-/// The mean (summed in `f64` in point order, divided in `f64`, rounded to
-/// `f32`) or the max (`fmaxf` semantics) of the features of one voxel's points.
-fn reduce_voxel<'a>(mode: VoxelMode, members: impl Iterator<Item = &'a [f32]>, f: usize) -> Vec<f32> {
+/// Writes the mean (summed in `f64` in point order, divided in `f64`, rounded
+/// to `f32`) or the max (`fmaxf` semantics) of the features of one voxel's
+/// points into `value`.
+fn reduce_voxel<'a>(mode: VoxelMode, members: impl Iterator<Item = &'a [f32]>, value: &mut [f32]) {
     if mode == VoxelMode::Mean {
-        let mut sum = vec![0.0f64; f];
+        let mut sum = [0.0f64; 16];
+        let mut wide = vec![];
+        let sum: &mut [f64] = if value.len() <= 16 {
+            &mut sum[..value.len()]
+        } else {
+            wide.resize(value.len(), 0.0);
+            &mut wide
+        };
         let mut count = 0u64;
         for feature in members {
             count += 1;
@@ -346,14 +356,14 @@ fn reduce_voxel<'a>(mode: VoxelMode, members: impl Iterator<Item = &'a [f32]>, f
                 *s += v as f64;
             }
         }
-        sum.iter().map(|&s| (s / count as f64) as f32).collect()
+        for (o, &s) in value.iter_mut().zip(sum.iter()) {
+            *o = (s / count as f64) as f32;
+        }
     } else {
-        let mut max = vec![f32::NEG_INFINITY; f];
         for feature in members {
-            for (m, &v) in max.iter_mut().zip(feature) {
+            for (m, &v) in value.iter_mut().zip(feature) {
                 *m = m.max(v);
             }
         }
-        max
     }
 }

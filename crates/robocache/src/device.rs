@@ -117,7 +117,11 @@ impl Device {
         if self == other {
             Ok(())
         } else {
-            Err(Error::DeviceMismatch { what: what.to_owned(), tensor_device: other.to_string(), device: self.to_string() })
+            Err(Error::DeviceMismatch {
+                what: what.to_owned(),
+                tensor_device: other.to_string(),
+                device: self.to_string(),
+            })
         }
     }
 }

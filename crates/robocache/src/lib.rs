@@ -47,10 +47,10 @@ mod tensor;
 pub use cuda::CudaDevice;
 pub use device::{BackendKind, BackendRequest, Device};
 pub use error::{Error, Result};
-pub use tensor::Tensor;
 pub use ops::{Fused, FusionStreamInput, Resampled, StreamInput, TargetTimes, TimeAxis, VoxelInput, VoxelOutput};
+pub use robocache_cpu::half;
 pub use robocache_cpu::{
     Boundary, ChannelGroup, ChannelSpec, DType, Element, HostSlice, HostVec, Method, QuaternionOrder, ResampleSpec,
     VoxelGrid, VoxelMode, DEFAULT_GRID_BUDGET_BYTES,
 };
-pub use robocache_cpu::half;
+pub use tensor::Tensor;

@@ -28,7 +28,9 @@ impl Tensor {
     pub fn from_host(device: &Device, data: HostSlice<'_>, shape: &[usize]) -> Result<Self> {
         check_elements("tensor", shape, data.len())?;
         match device {
-            Device::Cpu => Ok(Tensor { device: Device::Cpu, shape: shape.to_vec(), storage: Storage::Host(data.to_host_vec()) }),
+            Device::Cpu => {
+                Ok(Tensor { device: Device::Cpu, shape: shape.to_vec(), storage: Storage::Host(data.to_host_vec()) })
+            }
             Device::Cuda(cuda) => cuda.absent(),
         }
     }
@@ -112,6 +114,7 @@ fn check_elements(what: &str, shape: &[usize], actual: usize) -> Result<()> {
     if expected == actual {
         Ok(())
     } else {
-        Err(robocache_cpu::Error::ShapeMismatch { what: what.to_owned(), shape: shape.to_vec(), expected, actual }.into())
+        Err(robocache_cpu::Error::ShapeMismatch { what: what.to_owned(), shape: shape.to_vec(), expected, actual }
+            .into())
     }
 }

@@ -33,18 +33,27 @@ fn assert_close(what: &str, got: &HostVec, want: &HostVec, exact: impl Fn(usize)
     prop_assert_eq!(got.dtype(), want.dtype(), "{} dtype", what);
     prop_assert_eq!(got.len(), want.len(), "{} length", what);
     let dtype = want.dtype();
-    let to_f64 = |v: &HostVec| -> Vec<f64> { robocache_cpu::with_host_data!(HostVec, v, |x: T| x.iter().map(|e| e.to_f64()).collect()) };
+    let to_f64 = |v: &HostVec| -> Vec<f64> {
+        robocache_cpu::with_host_data!(HostVec, v, |x: T| x.iter().map(|e| e.to_f64()).collect())
+    };
     for (i, (g, w)) in to_f64(got).into_iter().zip(to_f64(want)).enumerate() {
         if g == w || (g.is_nan() && w.is_nan()) {
             continue;
         }
         prop_assert!(!exact(i), "{} element {}: {} != {} (must be exactly equal)", what, i, g, w);
-        prop_assert!((g - w).abs() <= ulp(dtype, w), "{} element {}: {} vs {} differ by more than one ulp", what, i, g, w);
+        prop_assert!(
+            (g - w).abs() <= ulp(dtype, w),
+            "{} element {}: {} vs {} differ by more than one ulp",
+            what,
+            i,
+            g,
+            w
+        );
     }
     Ok(())
 }
 
-fn upload_stream<'a>(device: &Device, dtype: DType, case: &'a StreamCase) -> (Tensor, Option<Tensor>, Option<Tensor>) {
+fn upload_stream(device: &Device, dtype: DType, case: &StreamCase) -> (Tensor, Option<Tensor>, Option<Tensor>) {
     let data = match dtype {
         DType::F32 => Tensor::from_slice(device, &case.data_as::<f32>(), &case.shape),
         DType::F64 => Tensor::from_slice(device, &case.data_as::<f64>(), &case.shape),
@@ -114,7 +123,11 @@ fn resample_matches_reference(device: &Device) {
                 };
                 let (got, want) = (run(device), run(&reference));
                 prop_assert_eq!(got.data.shape(), want.data.shape());
-                prop_assert_eq!(got.valid.to_vec::<bool>().unwrap(), want.valid.to_vec::<bool>().unwrap(), "valid mask");
+                prop_assert_eq!(
+                    got.valid.to_vec::<bool>().unwrap(),
+                    want.valid.to_vec::<bool>().unwrap(),
+                    "valid mask"
+                );
                 let d = case.stream.shape[2];
                 let groups = case.stream.spec.channels.resolve(d).unwrap();
                 let selection = |i: usize| groups.iter().any(|g| g.range.contains(&(i % d)) && g.method.is_selection());
@@ -144,7 +157,9 @@ fn fusion_matches_reference(device: &Device) {
                     .collect();
                 let batch = case.streams[0].1.shape[0];
                 let targets = upload_targets(device, &case.targets, batch, case.target_len);
-                device.fuse(&inputs, &target_times(&case.targets, targets.as_ref(), case.target_len), case.dtype).unwrap()
+                device
+                    .fuse(&inputs, &target_times(&case.targets, targets.as_ref(), case.target_len), case.dtype)
+                    .unwrap()
             };
             let (got, want) = (run(device), run(&reference));
             prop_assert_eq!(&got.offsets, &want.offsets);
@@ -254,7 +269,10 @@ fn facade_input_errors() {
     let data = Tensor::from_slice(&device, &[0.0f32; 6], &[2, 3, 1]).unwrap();
     let times = Tensor::from_slice(&device, &[0.0f32, 1.0, 2.0], &[3]).unwrap();
     let stream = StreamInput::new(&data, TimeAxis::Tensor(&times));
-    assert!(matches!(device.resample(&stream, &targets, &spec), Err(Error::Invalid(robocache_cpu::Error::DTypeMismatch { .. }))));
+    assert!(matches!(
+        device.resample(&stream, &targets, &spec),
+        Err(Error::Invalid(robocache_cpu::Error::DTypeMismatch { .. }))
+    ));
     let lengths = Tensor::from_slice(&device, &[3i64, -1], &[2]).unwrap();
     let stream = StreamInput::new(&data, TimeAxis::Uniform { start: 0.0, hz: 1.0 }).with_lengths(&lengths);
     let err = device.resample(&stream, &targets, &spec).unwrap_err();

@@ -77,7 +77,8 @@ fn resample_workload(device: &Device, batch: usize, source: usize, target: usize
         bytes,
         run: Box::new(move || {
             let stream = StreamInput::new(&data, TimeAxis::Tensor(&source_times));
-            let out = device.resample(&stream, &TargetTimes::Tensor(&target_times), &ResampleSpec::new(Method::Linear))?;
+            let out =
+                device.resample(&stream, &TargetTimes::Tensor(&target_times), &ResampleSpec::new(Method::Linear))?;
             std::hint::black_box(out);
             Ok(())
         }),
@@ -89,7 +90,8 @@ fn fusion_workload(device: &Device, batch: usize, streams: &[(usize, usize, f64)
     let mut bytes = (target * 8) as u64;
     let mut width = 0;
     for (k, &(source, channels, hz)) in streams.iter().enumerate() {
-        let data = Tensor::from_slice(device, &values(batch * source * channels, k as u64 + 7), &[batch, source, channels])?;
+        let data =
+            Tensor::from_slice(device, &values(batch * source * channels, k as u64 + 7), &[batch, source, channels])?;
         let t = Tensor::from_slice(device, &times(source, hz), &[source])?;
         bytes += (batch * source * channels * 4 + source * 8 + batch * target) as u64;
         width += channels;
@@ -155,7 +157,10 @@ fn workloads(device: &Device, filter: Option<&str>) -> Result<Vec<Workload>> {
             "fusion f32 B=32: 150x512, 500x14, 50x7 -> 250",
             Box::new(|| fusion_workload(device, 32, &[(150, 512, 30.0), (500, 14, 100.0), (50, 7, 10.0)], 250)),
         ),
-        ("voxelize count 1000000 points 128^3 F=0", Box::new(|| voxel_workload(device, 1_000_000, 0, VoxelMode::Count))),
+        (
+            "voxelize count 1000000 points 128^3 F=0",
+            Box::new(|| voxel_workload(device, 1_000_000, 0, VoxelMode::Count)),
+        ),
         ("voxelize mean 1000000 points 128^3 F=4", Box::new(|| voxel_workload(device, 1_000_000, 4, VoxelMode::Mean))),
     ];
     all.into_iter().filter(|(name, _)| filter.is_none_or(|f| name.contains(f))).map(|(_, make)| make()).collect()

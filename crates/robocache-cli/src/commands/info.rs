@@ -27,7 +27,9 @@ struct Backend {
 pub fn run(args: Args) -> Result<()> {
     let cuda = match Device::cuda(0) {
         Ok(device) => Backend { name: "cuda", compiled: true, available: true, detail: device.to_string() },
-        Err(reason) => Backend { name: "cuda", compiled: Device::cuda_compiled(), available: false, detail: reason.to_string() },
+        Err(reason) => {
+            Backend { name: "cuda", compiled: Device::cuda_compiled(), available: false, detail: reason.to_string() }
+        }
     };
     let cpu = Backend { name: "cpu", compiled: true, available: true, detail: Device::cpu().to_string() };
     let auto = if cuda.available { "cuda" } else { "cpu" }.to_owned();

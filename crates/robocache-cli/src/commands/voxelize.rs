@@ -1,7 +1,9 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
-use robocache::{BackendRequest, DType, Device, HostVec, Tensor, VoxelGrid, VoxelInput, VoxelMode, DEFAULT_GRID_BUDGET_BYTES};
+use robocache::{
+    BackendRequest, DType, Device, HostVec, Tensor, VoxelGrid, VoxelInput, VoxelMode, DEFAULT_GRID_BUDGET_BYTES,
+};
 
 use crate::npy;
 
@@ -71,7 +73,8 @@ pub fn run(args: Args) -> Result<()> {
         None => None,
     };
     let grid = VoxelGrid { origin: args.origin, voxel_size: args.voxel_size, dims: args.dims };
-    let input = VoxelInput { points: &points, features: features.as_ref(), clouds: clouds.as_ref().map(|(t, n)| (t, *n)) };
+    let input =
+        VoxelInput { points: &points, features: features.as_ref(), clouds: clouds.as_ref().map(|(t, n)| (t, *n)) };
     let out = device.voxelize(&input, &grid, mode, args.budget_bytes)?;
     npy::write(&args.output, &out.grid.to_host()?, out.grid.shape())?;
     if let Some(counts) = &out.counts {
@@ -83,7 +86,9 @@ pub fn run(args: Args) -> Result<()> {
         None => match out.grid.to_host()? {
             HostVec::U8(v) => v.iter().filter(|&&n| n > 0).count(),
             HostVec::U32(v) => v.iter().filter(|&&n| n > 0).count(),
-            HostVec::F32(v) => v.chunks(*out.grid.shape().last().unwrap_or(&1)).filter(|f| f.iter().any(|x| x.is_finite())).count(),
+            HostVec::F32(v) => {
+                v.chunks(*out.grid.shape().last().unwrap_or(&1)).filter(|f| f.iter().any(|x| x.is_finite())).count()
+            }
             _ => 0,
         },
     };

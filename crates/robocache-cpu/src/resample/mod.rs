@@ -144,16 +144,22 @@ impl ResamplePlan {
                 });
             }
         }
-        let groups = spec
-            .channels
-            .resolve(channels)
-            .map_err(|reason| Error::ChannelSpec { what: what.to_owned(), reason })?;
+        let groups =
+            spec.channels.resolve(channels).map_err(|reason| Error::ChannelSpec { what: what.to_owned(), reason })?;
         if !dtype.is_float() {
             if let Some(group) = groups.iter().find(|g| !g.method.is_selection()) {
                 return Err(Error::UnsupportedMethod { what: what.to_owned(), method: group.method, dtype });
             }
         }
-        Ok(ResamplePlan { batch, source_len, target_len: targets.len, channels, dtype, groups, boundary: spec.boundary })
+        Ok(ResamplePlan {
+            batch,
+            source_len,
+            target_len: targets.len,
+            channels,
+            dtype,
+            groups,
+            boundary: spec.boundary,
+        })
     }
 
     /// Shape of the output, `[B, T, D]`.
@@ -165,15 +171,21 @@ impl ResamplePlan {
 /// The fill value of `boundary` in `T`, checked.
 fn fill_value<T: Element>(what: &str, boundary: Boundary) -> Result<Option<T>> {
     match boundary {
-        Boundary::Fill(value) => T::from_f64_exact(value)
-            .map(Some)
-            .ok_or(Error::FillValue { what: what.to_owned(), value, dtype: T::DTYPE }),
+        Boundary::Fill(value) => {
+            T::from_f64_exact(value).map(Some).ok_or(Error::FillValue { what: what.to_owned(), value, dtype: T::DTYPE })
+        }
         Boundary::Clamp | Boundary::Extrapolate => Ok(None),
     }
 }
 
 /// Checks the valid lengths and, unless `trusted`, the source and target times.
-fn check_data<T>(what: &str, plan: &ResamplePlan, stream: &Stream<'_, T>, targets: &Targets<'_>, trusted: bool) -> Result<()> {
+fn check_data<T>(
+    what: &str,
+    plan: &ResamplePlan,
+    stream: &Stream<'_, T>,
+    targets: &Targets<'_>,
+    trusted: bool,
+) -> Result<()> {
     if let Some(lengths) = stream.lengths {
         if let Some((row, &length)) = lengths.iter().enumerate().find(|(_, &n)| n == 0 || n > plan.source_len) {
             return Err(Error::BadLength {
@@ -206,7 +218,11 @@ fn check_data<T>(what: &str, plan: &ResamplePlan, stream: &Stream<'_, T>, target
 /// assert_eq!(out.valid, [true, false]);
 /// # Ok::<(), robocache_cpu::Error>(())
 /// ```
-pub fn resample<T: Element>(stream: &Stream<'_, T>, targets: &Targets<'_>, spec: &ResampleSpec) -> Result<Resampled<T>> {
+pub fn resample<T: Element>(
+    stream: &Stream<'_, T>,
+    targets: &Targets<'_>,
+    spec: &ResampleSpec,
+) -> Result<Resampled<T>> {
     resample_named("resample", stream, targets, spec)
 }
 
@@ -310,10 +326,11 @@ fn resample_one<T: Element>(
             Method::Linear => {
                 let segment = if plan.boundary == Boundary::Extrapolate { extrapolate } else { interpolate };
                 let (x0, x1) = (&sample(segment.lower)[range.clone()], &sample(segment.upper)[range.clone()]);
-                let w = segment.weight;
-                for ((o, &a), &b) in out[range].iter_mut().zip(x0).zip(x1) {
-                    // At a sample time the result is that sample exactly.
-                    *o = if w == 0.0 { a } else { T::lerp(a, b, w).unwrap_or(a) };
+                let out = &mut out[range];
+                // At a sample time the result is that sample exactly (even
+                // when its neighbour is infinite).
+                if segment.weight == 0.0 || T::lerp_slice(out, x0, x1, segment.weight).is_none() {
+                    out.copy_from_slice(x0);
                 }
             }
             Method::Nearest | Method::Previous => {

@@ -98,13 +98,10 @@ impl FromStr for Boundary {
             "clamp" => Ok(Boundary::Clamp),
             "extrapolate" => Ok(Boundary::Extrapolate),
             _ => match s.strip_prefix("fill:").or_else(|| s.strip_prefix("fill=")) {
-                Some(v) => v
-                    .parse::<f64>()
-                    .map(Boundary::Fill)
-                    .map_err(|_| format!("fill value '{v}' is not a number")),
-                None => Err(format!(
-                    "unknown boundary '{s}' (expected clamp, extrapolate or fill:VALUE)"
-                )),
+                Some(v) => {
+                    v.parse::<f64>().map(Boundary::Fill).map_err(|_| format!("fill value '{v}' is not a number"))
+                }
+                None => Err(format!("unknown boundary '{s}' (expected clamp, extrapolate or fill:VALUE)")),
             },
         }
     }
@@ -207,12 +204,10 @@ impl FromStr for ChannelSpec {
         let groups = s
             .split(',')
             .map(|part| {
-                let (range, method) = part
-                    .split_once(':')
-                    .ok_or_else(|| format!("group '{part}' is not START..END:METHOD"))?;
-                let (start, end) = range
-                    .split_once("..")
-                    .ok_or_else(|| format!("range '{range}' is not START..END"))?;
+                let (range, method) =
+                    part.split_once(':').ok_or_else(|| format!("group '{part}' is not START..END:METHOD"))?;
+                let (start, end) =
+                    range.split_once("..").ok_or_else(|| format!("range '{range}' is not START..END"))?;
                 let parse = |v: &str| {
                     v.trim().parse::<usize>().map_err(|_| format!("'{v}' in '{part}' is not a channel index"))
                 };

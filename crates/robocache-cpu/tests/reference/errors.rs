@@ -13,14 +13,26 @@ fn linear() -> ResampleSpec {
 #[test]
 fn shape_mismatch_names_the_argument() {
     let data = [0.0f32; 5];
-    let err = resample(&Stream::new(&data, [1, 3, 2], Times::Shared(&[0.0, 1.0, 2.0])), &Targets::shared(&[0.5]), &linear());
-    assert!(matches!(err, Err(Error::ShapeMismatch { ref what, expected: 6, actual: 5, .. }) if what == "resample data"), "{err:?}");
+    let err =
+        resample(&Stream::new(&data, [1, 3, 2], Times::Shared(&[0.0, 1.0, 2.0])), &Targets::shared(&[0.5]), &linear());
+    assert!(
+        matches!(err, Err(Error::ShapeMismatch { ref what, expected: 6, actual: 5, .. }) if what == "resample data"),
+        "{err:?}"
+    );
     let data = [0.0f32; 6];
     let err = resample(&Stream::new(&data, [1, 3, 2], Times::Shared(&[0.0, 1.0])), &Targets::shared(&[0.5]), &linear());
     assert!(matches!(err, Err(Error::ShapeMismatch { ref what, .. }) if what == "resample source times"), "{err:?}");
-    let err = resample(&Stream::new(&data, [1, 3, 2], Times::PerRow(&[0.0, 1.0, 2.0])), &Targets::per_row(&[0.5, 0.7], 1), &linear());
+    let err = resample(
+        &Stream::new(&data, [1, 3, 2], Times::PerRow(&[0.0, 1.0, 2.0])),
+        &Targets::per_row(&[0.5, 0.7], 1),
+        &linear(),
+    );
     assert!(matches!(err, Err(Error::ShapeMismatch { ref what, .. }) if what == "resample target times"), "{err:?}");
-    let err = resample(&Stream::new(&data, [1, 3, 2], Times::Shared(&[0.0, 1.0, 2.0])).with_lengths(&[1, 2]), &Targets::shared(&[0.5]), &linear());
+    let err = resample(
+        &Stream::new(&data, [1, 3, 2], Times::Shared(&[0.0, 1.0, 2.0])).with_lengths(&[1, 2]),
+        &Targets::shared(&[0.5]),
+        &linear(),
+    );
     assert!(matches!(err, Err(Error::ShapeMismatch { ref what, .. }) if what == "resample valid lengths"), "{err:?}");
 }
 
@@ -35,7 +47,8 @@ fn empty_dimensions() {
     ] {
         let data = vec![0.0f32; shape.iter().product()];
         let times: Vec<f64> = vec![0.0; shape[1]];
-        let err = resample(&Stream::new(&data, shape, Times::Shared(&times)), &Targets::shared(&t[..targets]), &linear());
+        let err =
+            resample(&Stream::new(&data, shape, Times::Shared(&times)), &Targets::shared(&t[..targets]), &linear());
         assert!(matches!(err, Err(Error::Empty { ref what, .. }) if what.contains(dim)), "{dim}: {err:?}");
     }
 }
@@ -52,7 +65,11 @@ fn bad_source_times_name_row_and_index() {
     assert!(matches!(err, Err(Error::TimesNotIncreasing { row: 1, index: 2, .. })), "{message}");
     assert!(message.contains("row 1, index 2"), "{message}");
     // Padding past the valid length is not checked.
-    let ok = resample(&Stream::new(&data, [2, 3, 1], Times::PerRow(&times)).with_lengths(&[3, 2]), &Targets::shared(&[0.5]), &linear());
+    let ok = resample(
+        &Stream::new(&data, [2, 3, 1], Times::PerRow(&times)).with_lengths(&[3, 2]),
+        &Targets::shared(&[0.5]),
+        &linear(),
+    );
     assert!(ok.is_ok(), "{ok:?}");
     // Trusted skips the check (and still gives an answer).
     let trusted = ResampleSpec { trusted: true, ..linear() };
@@ -62,11 +79,23 @@ fn bad_source_times_name_row_and_index() {
 #[test]
 fn bad_targets_and_uniform_rates() {
     let data = [0.0f32; 3];
-    let err = resample(&Stream::new(&data, [1, 3, 1], Times::Uniform { start: 0.0, hz: 0.0 }), &Targets::shared(&[0.5]), &linear());
+    let err = resample(
+        &Stream::new(&data, [1, 3, 1], Times::Uniform { start: 0.0, hz: 0.0 }),
+        &Targets::shared(&[0.5]),
+        &linear(),
+    );
     assert!(matches!(err, Err(Error::BadUniformTimeline { .. })), "{err:?}");
-    let err = resample(&Stream::new(&data, [1, 3, 1], Times::Uniform { start: 0.0, hz: 10.0 }), &Targets::shared(&[0.5, f64::INFINITY]), &linear());
+    let err = resample(
+        &Stream::new(&data, [1, 3, 1], Times::Uniform { start: 0.0, hz: 10.0 }),
+        &Targets::shared(&[0.5, f64::INFINITY]),
+        &linear(),
+    );
     assert!(matches!(err, Err(Error::NonFiniteTime { index: 1, .. })), "{err:?}");
-    let err = resample(&Stream::new(&data, [1, 3, 1], Times::Uniform { start: 1e16, hz: 1e3 }), &Targets::shared(&[0.5]), &linear());
+    let err = resample(
+        &Stream::new(&data, [1, 3, 1], Times::Uniform { start: 1e16, hz: 1e3 }),
+        &Targets::shared(&[0.5]),
+        &linear(),
+    );
     // 1e16 + 1 ms rounds back to 1e16: the uniform times do not increase.
     assert!(matches!(err, Err(Error::TimesNotIncreasing { index: 1, .. })), "{err:?}");
 }
@@ -75,7 +104,11 @@ fn bad_targets_and_uniform_rates() {
 fn bad_lengths() {
     let data = [0.0f32; 6];
     for lengths in [[0, 3], [3, 4]] {
-        let err = resample(&Stream::new(&data, [2, 3, 1], Times::Shared(&[0.0, 1.0, 2.0])).with_lengths(&lengths), &Targets::shared(&[0.5]), &linear());
+        let err = resample(
+            &Stream::new(&data, [2, 3, 1], Times::Shared(&[0.0, 1.0, 2.0])).with_lengths(&lengths),
+            &Targets::shared(&[0.5]),
+            &linear(),
+        );
         let row = if lengths[0] == 0 { 0 } else { 1 };
         assert!(matches!(err, Err(Error::BadLength { row: r, .. }) if r == row), "{err:?}");
     }
@@ -86,7 +119,11 @@ fn unsupported_method_dtype_pairs() {
     let data = [0u8; 8];
     let times = [0.0, 1.0];
     for method in [Method::Linear, Method::Slerp { order: robocache_cpu::QuaternionOrder::Xyzw }] {
-        let err = resample(&Stream::new(&data, [1, 2, 4], Times::Shared(&times)), &Targets::shared(&[0.5]), &ResampleSpec::new(method));
+        let err = resample(
+            &Stream::new(&data, [1, 2, 4], Times::Shared(&times)),
+            &Targets::shared(&[0.5]),
+            &ResampleSpec::new(method),
+        );
         assert!(matches!(err, Err(Error::UnsupportedMethod { dtype: DType::U8, .. })), "{err:?}");
     }
 }
@@ -134,7 +171,8 @@ fn fusion_errors() {
     let bad_times = [0.0, 0.0];
     let mut s = stream(HostSlice::F32(&b), [1, 2, 1]);
     s.times = Times::Shared(&bad_times);
-    let err = fuse(&FusionInput { streams: vec![stream(HostSlice::F32(&b), [1, 2, 1]), s], targets, dtype: DType::F32 });
+    let err =
+        fuse(&FusionInput { streams: vec![stream(HostSlice::F32(&b), [1, 2, 1]), s], targets, dtype: DType::F32 });
     assert!(matches!(err, Err(Error::TimesNotIncreasing { ref what, .. }) if what.starts_with("stream 1")), "{err:?}");
 }
 
@@ -155,14 +193,23 @@ fn voxel_errors() {
     assert!(matches!(run(Points::new(&points), &huge, VoxelMode::Count, 1 << 30), Err(Error::GridTooLarge { .. })));
     let overflow = VoxelGrid { dims: [usize::MAX, 2, 1], ..grid };
     assert!(matches!(run(Points::new(&points), &overflow, VoxelMode::Count, u64::MAX), Err(Error::Overflow(_))));
-    assert!(matches!(run(Points::new(&points[..5]), &grid, VoxelMode::Count, 1 << 20), Err(Error::ShapeMismatch { .. })));
+    assert!(matches!(
+        run(Points::new(&points[..5]), &grid, VoxelMode::Count, 1 << 20),
+        Err(Error::ShapeMismatch { .. })
+    ));
     let clouds = [0, 2];
     let err = run(Points::new(&points).with_clouds(&clouds, 2), &grid, VoxelMode::Count, 1 << 20);
     assert!(matches!(err, Err(Error::CloudIndex { point: 1, cloud: 2, clouds: 2 })), "{err:?}");
     assert!(matches!(run(Points::new(&points), &grid, VoxelMode::Mean, 1 << 20), Err(Error::Features { .. })));
     let features = [1.0f32; 3];
-    assert!(matches!(run(Points::new(&points).with_features(&features, 2), &grid, VoxelMode::Max, 1 << 20), Err(Error::ShapeMismatch { .. })));
-    assert!(matches!(run(Points::new(&points).with_features(&features[..2], 1), &grid, VoxelMode::Count, 1 << 20), Err(Error::Features { .. })));
+    assert!(matches!(
+        run(Points::new(&points).with_features(&features, 2), &grid, VoxelMode::Max, 1 << 20),
+        Err(Error::ShapeMismatch { .. })
+    ));
+    assert!(matches!(
+        run(Points::new(&points).with_features(&features[..2], 1), &grid, VoxelMode::Count, 1 << 20),
+        Err(Error::Features { .. })
+    ));
     // No points is a valid, empty input.
     assert_eq!(run(Points::new(&[]), &grid, VoxelMode::Count, 1 << 20).unwrap().dropped, 0);
 }

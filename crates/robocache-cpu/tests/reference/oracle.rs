@@ -102,7 +102,13 @@ pub fn resample(
                 }
                 match method {
                     Method::Previous => {
-                        let j = if below { 0 } else if above { n - 1 } else { i };
+                        let j = if below {
+                            0
+                        } else if above {
+                            n - 1
+                        } else {
+                            i
+                        };
                         out.push(Expect::Exact(x(j, c)));
                     }
                     Method::Nearest => {

@@ -16,7 +16,12 @@ fn oracle(case: &VoxelCase) -> Oracle {
     let per_cloud = g.dims[0] * g.dims[1] * g.dims[2];
     let f = case.feature_len.max(1);
     let total = per_cloud * case.clouds;
-    let mut o = Oracle { counts: vec![0; total], sums: vec![0.0; total * f], maxima: vec![f32::NEG_INFINITY; total * f], dropped: 0 };
+    let mut o = Oracle {
+        counts: vec![0; total],
+        sums: vec![0.0; total * f],
+        maxima: vec![f32::NEG_INFINITY; total * f],
+        dropped: 0,
+    };
     for (i, p) in case.positions.chunks_exact(3).enumerate() {
         let mut v = [0usize; 3];
         let mut inside = true;

@@ -27,8 +27,12 @@ fn expect_dtype(what: &str, tensor: &Tensor, dtype: DType) -> Result<()> {
     if tensor.dtype() == dtype {
         Ok(())
     } else {
-        Err(robocache_cpu::Error::DTypeMismatch { what: what.to_owned(), expected: dtype.to_string(), actual: tensor.dtype() }
-            .into())
+        Err(robocache_cpu::Error::DTypeMismatch {
+            what: what.to_owned(),
+            expected: dtype.to_string(),
+            actual: tensor.dtype(),
+        }
+        .into())
     }
 }
 
@@ -36,9 +40,7 @@ fn expect_dtype(what: &str, tensor: &Tensor, dtype: DType) -> Result<()> {
 fn host_times<'a>(what: &str, tensor: &'a Tensor) -> Result<Times<'a>> {
     expect_rank(what, tensor, &[1, 2], "[L] (shared) or [B, L] (per row)")?;
     expect_dtype(what, tensor, DType::F64)?;
-    let HostSlice::F64(times) = tensor.host_slice() else {
-        unreachable!("dtype checked above")
-    };
+    let HostSlice::F64(times) = tensor.host_slice() else { unreachable!("dtype checked above") };
     Ok(if tensor.shape().len() == 1 { Times::Shared(times) } else { Times::PerRow(times) })
 }
 

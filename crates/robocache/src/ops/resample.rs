@@ -9,7 +9,10 @@ use crate::{Device, Result, Tensor};
 pub enum TimeAxis<'a> {
     Tensor(&'a Tensor),
     /// Sample `i` at `start + i / hz`.
-    Uniform { start: f64, hz: f64 },
+    Uniform {
+        start: f64,
+        hz: f64,
+    },
 }
 
 /// The target times: an `f64` tensor (`[T]` shared or `[B, T]` per row) or
@@ -18,7 +21,11 @@ pub enum TimeAxis<'a> {
 pub enum TargetTimes<'a> {
     Tensor(&'a Tensor),
     /// Target `k` at `start + k / hz`, `k < len`.
-    Uniform { start: f64, hz: f64, len: usize },
+    Uniform {
+        start: f64,
+        hz: f64,
+        len: usize,
+    },
 }
 
 /// A stream on a device: data `[B, S, D]`, its times and optional valid
@@ -108,13 +115,19 @@ impl Device {
     /// assert_eq!(out.valid.to_vec::<bool>()?, [true, true, true, true, false]);
     /// # Ok::<(), robocache::Error>(())
     /// ```
-    pub fn resample(&self, stream: &StreamInput<'_>, targets: &TargetTimes<'_>, spec: &ResampleSpec) -> Result<Resampled> {
+    pub fn resample(
+        &self,
+        stream: &StreamInput<'_>,
+        targets: &TargetTimes<'_>,
+        spec: &ResampleSpec,
+    ) -> Result<Resampled> {
         match self {
             Device::Cpu => {
                 let host = HostStream::new("resample", self, stream)?;
                 let targets = host_targets(self, targets)?;
                 let (data, valid, shape) = with_host_data!(HostSlice, host.data, |slice: T| {
-                    let typed = Stream { data: slice, shape: host.shape, times: host.times, lengths: host.lengths.as_deref() };
+                    let typed =
+                        Stream { data: slice, shape: host.shape, times: host.times, lengths: host.lengths.as_deref() };
                     let out = robocache_cpu::resample(&typed, &targets, spec)?;
                     (<T as Element>::vec(out.data), out.valid, out.shape)
                 });
@@ -127,4 +140,3 @@ impl Device {
         }
     }
 }
-

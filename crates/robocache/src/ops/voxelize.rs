@@ -37,13 +37,23 @@ impl Device {
     /// assert_eq!(out.dropped, 1);
     /// # Ok::<(), robocache::Error>(())
     /// ```
-    pub fn voxelize(&self, input: &VoxelInput<'_>, grid: &VoxelGrid, mode: VoxelMode, budget_bytes: u64) -> Result<VoxelOutput> {
+    pub fn voxelize(
+        &self,
+        input: &VoxelInput<'_>,
+        grid: &VoxelGrid,
+        mode: VoxelMode,
+        budget_bytes: u64,
+    ) -> Result<VoxelOutput> {
         match self {
             Device::Cpu => {
                 self.expect_same("points", input.points.device())?;
                 expect_rank("points", input.points, &[2], "[N, 3]")?;
                 if input.points.shape()[1] != 3 {
-                    return Err(Error::Rank { what: "points".into(), expected: "[N, 3]".into(), shape: input.points.shape().to_vec() });
+                    return Err(Error::Rank {
+                        what: "points".into(),
+                        expected: "[N, 3]".into(),
+                        shape: input.points.shape().to_vec(),
+                    });
                 }
                 expect_dtype("points", input.points, DType::F32)?;
                 let HostSlice::F32(positions) = input.points.host_slice() else { unreachable!("dtype checked") };
