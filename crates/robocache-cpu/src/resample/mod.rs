@@ -250,21 +250,36 @@ pub(crate) fn resample_named<T: Element>(
     let mut data = vec![T::zeroed(); batch * target_len * channels];
     let mut valid = vec![false; batch * target_len];
     let row_stride = plan.source_len * channels;
+    let target_time = |row: usize, target: usize| match targets.times {
+        Times::Shared(t) => t[target],
+        Times::PerRow(t) => t[row * target_len + target],
+        Times::Uniform { start, hz } => crate::times::uniform_time(start, hz, target),
+    };
+    // When every row has the same source times, valid length and targets,
+    // each target is placed once for the whole batch.
+    let same_for_all_rows = !matches!(stream.times, Times::PerRow(_))
+        && !matches!(targets.times, Times::PerRow(_))
+        && stream.lengths.is_none_or(|l| l.iter().all(|&n| n == l[0]));
+    let shared_positions: Option<Vec<Position>> = same_for_all_rows.then(|| {
+        let n = stream.lengths.map_or(plan.source_len, |l| l[0]);
+        let times = stream.times.row(0, plan.source_len);
+        (0..target_len).map(|t| times.locate(n, target_time(0, t))).collect()
+    });
     data.par_chunks_mut(channels)
         .zip(valid.par_iter_mut())
         .enumerate()
         .with_min_len((4096 / channels).max(1))
         .for_each(|(flat, (out, valid))| {
             let (row, target) = (flat / target_len, flat % target_len);
-            let q = match targets.times {
-                Times::Shared(t) => t[target],
-                Times::PerRow(t) => t[flat],
-                Times::Uniform { start, hz } => crate::times::uniform_time(start, hz, target),
-            };
+            let q = target_time(row, target);
             let samples = &stream.data[row * row_stride..(row + 1) * row_stride];
             let n = stream.lengths.map_or(plan.source_len, |l| l[row]);
             let times = stream.times.row(row, plan.source_len);
-            *valid = resample_one(&plan, fill, samples, times, n, q, out);
+            let position = match &shared_positions {
+                Some(positions) => positions[target],
+                None => times.locate(n, q),
+            };
+            *valid = resample_one(&plan, fill, samples, times, n, q, position, out);
         });
     Ok(Resampled { data, valid, shape: [batch, target_len, channels] })
 }
@@ -288,8 +303,9 @@ impl Segment {
     }
 }
 
-/// Computes one output sample (all `D` channels) at time `q` of a row with
-/// `n` valid samples; returns whether `q` lies inside the row's time range.
+/// Computes one output sample (all `D` channels) at time `q`, placed at
+/// `position` among the `n` valid samples of its row; returns whether `q`
+/// lies inside the row's time range.
 #[inline]
 fn resample_one<T: Element>(
     plan: &ResamplePlan,
@@ -298,9 +314,9 @@ fn resample_one<T: Element>(
     times: RowTimes<'_>,
     n: usize,
     q: f64,
+    position: Position,
     out: &mut [T],
 ) -> bool {
-    let position = times.locate(n, q);
     let inside = matches!(position, Position::Inside { .. });
     if let (false, Some(fill)) = (inside, fill) {
         out.fill(fill);
