@@ -53,8 +53,8 @@ pub use dtype::{DType, Element, HostSlice, HostVec};
 pub use error::{Error, Result};
 pub use fusion::{fuse, plan_fusion, Fused, FusionInput, FusionStream};
 pub use resample::{
-    resample, slerp, Boundary, ChannelGroup, ChannelSpec, Method, QuaternionOrder, ResamplePlan, ResampleSpec,
-    Resampled, Stream, Targets,
+    resample, resample_into, slerp, Boundary, ChannelGroup, ChannelSpec, Method, QuaternionOrder, ResamplePlan,
+    ResampleSpec, Resampled, Stream, Targets,
 };
 pub use times::{uniform_time, Position, RowTimes, Times};
 pub use voxelize::{

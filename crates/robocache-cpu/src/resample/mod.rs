@@ -243,12 +243,65 @@ pub(crate) fn resample_named<T: Element>(
         targets,
         spec,
     )?;
-    let fill = fill_value::<T>(what, spec.boundary)?;
-    check_data(what, &plan, stream, targets, spec.trusted)?;
-
     let [batch, target_len, channels] = plan.output_shape();
     let mut data = vec![T::zeroed(); batch * target_len * channels];
     let mut valid = vec![false; batch * target_len];
+    resample_planned(what, &plan, stream, targets, spec, &mut data, &mut valid)?;
+    Ok(Resampled { data, valid, shape: [batch, target_len, channels] })
+}
+
+/// [`resample`] into buffers the caller owns: `out` `[B, T, D]` and `valid`
+/// `[B, T]`. Reusing them across calls (as a training loop does) saves the
+/// allocation and the first-touch page faults of a fresh output, which on
+/// large batches cost as much as the resample itself. Returns `[B, T, D]`.
+pub fn resample_into<T: Element>(
+    stream: &Stream<'_, T>,
+    targets: &Targets<'_>,
+    spec: &ResampleSpec,
+    out: &mut [T],
+    valid: &mut [bool],
+) -> Result<[usize; 3]> {
+    let what = "resample";
+    let plan = ResamplePlan::new(
+        what,
+        T::DTYPE,
+        stream.shape,
+        stream.data.len(),
+        &stream.times,
+        stream.lengths.map(<[usize]>::len),
+        targets,
+        spec,
+    )?;
+    let shape = plan.output_shape();
+    for (name, actual, expected) in
+        [("output", out.len(), shape.iter().product::<usize>()), ("valid mask", valid.len(), shape[0] * shape[1])]
+    {
+        if actual != expected {
+            return Err(Error::ShapeMismatch {
+                what: format!("{what} {name}"),
+                shape: if name == "output" { shape.to_vec() } else { shape[..2].to_vec() },
+                expected,
+                actual,
+            });
+        }
+    }
+    resample_planned(what, &plan, stream, targets, spec, out, valid)?;
+    Ok(shape)
+}
+
+/// Checks the data and fills `data` / `valid` (of the plan's output sizes).
+fn resample_planned<T: Element>(
+    what: &str,
+    plan: &ResamplePlan,
+    stream: &Stream<'_, T>,
+    targets: &Targets<'_>,
+    spec: &ResampleSpec,
+    data: &mut [T],
+    valid: &mut [bool],
+) -> Result<()> {
+    let fill = fill_value::<T>(what, spec.boundary)?;
+    check_data(what, plan, stream, targets, spec.trusted)?;
+    let [_, target_len, channels] = plan.output_shape();
     let row_stride = plan.source_len * channels;
     let target_time = |row: usize, target: usize| match targets.times {
         Times::Shared(t) => t[target],
@@ -279,9 +332,9 @@ pub(crate) fn resample_named<T: Element>(
                 Some(positions) => positions[target],
                 None => times.locate(n, q),
             };
-            *valid = resample_one(&plan, fill, samples, times, n, q, position, out);
+            *valid = resample_one(plan, fill, samples, times, n, q, position, out);
         });
-    Ok(Resampled { data, valid, shape: [batch, target_len, channels] })
+    Ok(())
 }
 
 /// Two samples and the weight of the second: `x_lower + weight·(x_upper − x_lower)`.

@@ -200,3 +200,22 @@ fn infinite_sample_is_returned_exactly_at_its_neighbours_time() {
     let out = resample(&stream, &Targets::shared(&[0.0, 1.0]), &ResampleSpec::new(Method::Linear)).unwrap();
     assert_eq!(out.data, [1.0, f32::INFINITY]);
 }
+
+proptest! {
+    /// Into caller buffers (reused, dirty) gives what the allocating call gives.
+    #[test]
+    fn resample_into_reused_buffers_equals_resample(case in resample_case(DType::F32)) {
+        let data: Vec<f32> = case.stream.data_as();
+        let want = resample(&case.stream.stream(&data), &case.targets(), &case.stream.spec).unwrap();
+        let mut out = vec![f32::NAN; want.data.len()];
+        let mut valid = vec![true; want.valid.len()];
+        let shape = robocache_cpu::resample_into(&case.stream.stream(&data), &case.targets(), &case.stream.spec, &mut out, &mut valid).unwrap();
+        prop_assert_eq!(shape, want.shape);
+        prop_assert_eq!(out.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), want.data.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
+        prop_assert_eq!(&valid, &want.valid);
+        let mut short = vec![0.0f32; want.data.len() - 1];
+        let err = robocache_cpu::resample_into(&case.stream.stream(&data), &case.targets(), &case.stream.spec, &mut short, &mut vec![false; want.valid.len()]);
+        let is_shape_mismatch = matches!(err, Err(robocache_cpu::Error::ShapeMismatch { .. }));
+        prop_assert!(is_shape_mismatch, "{:?}", err);
+    }
+}
