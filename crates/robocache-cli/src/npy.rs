@@ -19,6 +19,7 @@ pub struct Array {
 /// Reads a C-order `.npy` file of bool, integer or float (16/32/64-bit) elements.
 pub fn read(path: &Path) -> Result<Array> {
     let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let file_len = file.metadata().map(|m| m.len()).unwrap_or(u64::MAX);
     let npy = npyz::NpyFile::new(BufReader::new(file))
         .with_context(|| format!("{} is not a valid .npy file", path.display()))?;
     if npy.order() == npyz::Order::Fortran {
@@ -29,7 +30,15 @@ pub fn read(path: &Path) -> Result<Array> {
         bail!("{}: structured arrays are not supported; expected a plain numeric array", path.display());
     };
     let size = type_str.size_field();
-    let read_error = || format!("cannot read the data of {}", path.display());
+    // The header's shape must fit the file before anything is allocated.
+    let elements = shape.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d as u64));
+    if elements.and_then(|e| e.checked_mul(size)).is_none_or(|bytes| bytes > file_len) {
+        bail!(
+            "{}: the header declares shape {shape:?} of {type_str}, more than the file's {file_len} bytes hold (truncated or corrupt)",
+            path.display()
+        );
+    }
+    let read_error = || format!("cannot read the data of {} (is the file truncated?)", path.display());
     let data = match (type_str.type_char(), size) {
         (TypeChar::Bool, 1) => HostVec::Bool(npy.into_vec().with_context(read_error)?),
         (TypeChar::Uint, 1) => HostVec::U8(npy.into_vec().with_context(read_error)?),
@@ -45,7 +54,7 @@ pub fn read(path: &Path) -> Result<Array> {
         (TypeChar::Float, 8) => HostVec::F64(npy.into_vec().with_context(read_error)?),
         _ => bail!("{}: dtype '{type_str}' is not supported (bool, integers and float16/32/64 are)", path.display()),
     };
-    let elements: usize = shape.iter().product();
+    let elements = elements.unwrap_or(0) as usize;
     if data.len() != elements {
         bail!("{}: the file is truncated ({} of {elements} elements)", path.display(), data.len());
     }

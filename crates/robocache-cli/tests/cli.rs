@@ -113,6 +113,9 @@ fn errors_are_one_line_and_exit_non_zero() {
     let (data, times, out) = (path(&dir, "x.npy"), path(&dir, "t.npy"), path(&dir, "o.npy"));
     write::<f32>(&data, &[0.0; 6], &[1, 3, 2]);
     write::<f64>(&times, &[0.0, 1.0, 1.0], &[3]);
+    let truncated = path(&dir, "truncated.npy");
+    let bytes = std::fs::read(&times).unwrap();
+    std::fs::write(&truncated, &bytes[..bytes.len() - 4]).unwrap();
     let args = |extra: &[&str]| {
         let mut a = vec![
             "resample",
@@ -137,6 +140,7 @@ fn errors_are_one_line_and_exit_non_zero() {
         (vec!["--hz", "10", "--channels", "0..1:linear"], "covers channels 0..1"),
         (vec!["--hz", "10", "--boundary", "fill:nope"], "not a number"),
         (vec!["--times", "/nonexistent.npy"], "cannot open /nonexistent.npy"),
+        (vec!["--times", truncated.to_str().unwrap()], "is the file truncated?"),
     ] {
         let (ok, _, stderr) = run(args(&extra));
         assert!(!ok);
