@@ -140,6 +140,30 @@ fn lerp_f32(x0: f32, x1: f32, w: f64) -> f32 {
     x0 + w * (x1 - x0)
 }
 
+/// The [`Element`] methods that wrap and unwrap [`HostSlice`] / [`HostVec`].
+macro_rules! host_containers {
+    ($dtype:ident) => {
+        fn slice(data: &[Self]) -> HostSlice<'_> {
+            HostSlice::$dtype(data)
+        }
+        fn vec(data: Vec<Self>) -> HostVec {
+            HostVec::$dtype(data)
+        }
+        fn from_host_slice<'a>(data: &HostSlice<'a>) -> Option<&'a [Self]> {
+            match data {
+                HostSlice::$dtype(v) => Some(v),
+                _ => None,
+            }
+        }
+        fn from_host_vec(data: HostVec) -> Result<Vec<Self>, HostVec> {
+            match data {
+                HostVec::$dtype(v) => Ok(v),
+                other => Err(other),
+            }
+        }
+    };
+}
+
 macro_rules! integer_element {
     ($ty:ty, $dtype:ident) => {
         impl sealed::Sealed for $ty {}
@@ -166,24 +190,7 @@ macro_rules! integer_element {
             fn lerp_slice(_: &mut [Self], _: &[Self], _: &[Self], _: f64) -> Option<()> {
                 None
             }
-            fn slice(data: &[Self]) -> HostSlice<'_> {
-                HostSlice::$dtype(data)
-            }
-            fn vec(data: Vec<Self>) -> HostVec {
-                HostVec::$dtype(data)
-            }
-            fn from_host_slice<'a>(data: &HostSlice<'a>) -> Option<&'a [Self]> {
-                match data {
-                    HostSlice::$dtype(v) => Some(v),
-                    _ => None,
-                }
-            }
-            fn from_host_vec(data: HostVec) -> Result<Vec<Self>, HostVec> {
-                match data {
-                    HostVec::$dtype(v) => Ok(v),
-                    other => Err(other),
-                }
-            }
+            host_containers!($dtype);
         }
     };
 }
@@ -226,24 +233,7 @@ macro_rules! float_element {
                 }
                 Some(())
             }
-            fn slice(data: &[Self]) -> HostSlice<'_> {
-                HostSlice::$dtype(data)
-            }
-            fn vec(data: Vec<Self>) -> HostVec {
-                HostVec::$dtype(data)
-            }
-            fn from_host_slice<'a>(data: &HostSlice<'a>) -> Option<&'a [Self]> {
-                match data {
-                    HostSlice::$dtype(v) => Some(v),
-                    _ => None,
-                }
-            }
-            fn from_host_vec(data: HostVec) -> Result<Vec<Self>, HostVec> {
-                match data {
-                    HostVec::$dtype(v) => Ok(v),
-                    other => Err(other),
-                }
-            }
+            host_containers!($dtype);
         }
     };
 }
@@ -279,24 +269,7 @@ impl Element for f64 {
         }
         Some(())
     }
-    fn slice(data: &[Self]) -> HostSlice<'_> {
-        HostSlice::F64(data)
-    }
-    fn vec(data: Vec<Self>) -> HostVec {
-        HostVec::F64(data)
-    }
-    fn from_host_slice<'a>(data: &HostSlice<'a>) -> Option<&'a [Self]> {
-        match data {
-            HostSlice::F64(v) => Some(v),
-            _ => None,
-        }
-    }
-    fn from_host_vec(data: HostVec) -> Result<Vec<Self>, HostVec> {
-        match data {
-            HostVec::F64(v) => Ok(v),
-            other => Err(other),
-        }
-    }
+    host_containers!(F64);
 }
 
 impl sealed::Sealed for bool {}
@@ -328,24 +301,7 @@ impl Element for bool {
     fn lerp_slice(_: &mut [Self], _: &[Self], _: &[Self], _: f64) -> Option<()> {
         None
     }
-    fn slice(data: &[Self]) -> HostSlice<'_> {
-        HostSlice::Bool(data)
-    }
-    fn vec(data: Vec<Self>) -> HostVec {
-        HostVec::Bool(data)
-    }
-    fn from_host_slice<'a>(data: &HostSlice<'a>) -> Option<&'a [Self]> {
-        match data {
-            HostSlice::Bool(v) => Some(v),
-            _ => None,
-        }
-    }
-    fn from_host_vec(data: HostVec) -> Result<Vec<Self>, HostVec> {
-        match data {
-            HostVec::Bool(v) => Ok(v),
-            other => Err(other),
-        }
-    }
+    host_containers!(Bool);
 }
 
 /// A borrowed slice of any [`Element`] type.

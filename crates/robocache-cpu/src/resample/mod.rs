@@ -162,6 +162,17 @@ impl ResamplePlan {
         })
     }
 
+    /// [`ResamplePlan::new`] for a host stream.
+    pub fn for_stream<T: Element>(
+        what: &str,
+        stream: &Stream<'_, T>,
+        targets: &Targets<'_>,
+        spec: &ResampleSpec,
+    ) -> Result<Self> {
+        let lengths = stream.lengths.map(<[usize]>::len);
+        Self::new(what, T::DTYPE, stream.shape, stream.data.len(), &stream.times, lengths, targets, spec)
+    }
+
     /// Shape of the output, `[B, T, D]`.
     pub fn output_shape(&self) -> [usize; 3] {
         [self.batch, self.target_len, self.channels]
@@ -233,16 +244,7 @@ pub(crate) fn resample_named<T: Element>(
     targets: &Targets<'_>,
     spec: &ResampleSpec,
 ) -> Result<Resampled<T>> {
-    let plan = ResamplePlan::new(
-        what,
-        T::DTYPE,
-        stream.shape,
-        stream.data.len(),
-        &stream.times,
-        stream.lengths.map(<[usize]>::len),
-        targets,
-        spec,
-    )?;
+    let plan = ResamplePlan::for_stream(what, stream, targets, spec)?;
     let [batch, target_len, channels] = plan.output_shape();
     let mut data = vec![T::zeroed(); batch * target_len * channels];
     let mut valid = vec![false; batch * target_len];
@@ -262,16 +264,7 @@ pub fn resample_into<T: Element>(
     valid: &mut [bool],
 ) -> Result<[usize; 3]> {
     let what = "resample";
-    let plan = ResamplePlan::new(
-        what,
-        T::DTYPE,
-        stream.shape,
-        stream.data.len(),
-        &stream.times,
-        stream.lengths.map(<[usize]>::len),
-        targets,
-        spec,
-    )?;
+    let plan = ResamplePlan::for_stream(what, stream, targets, spec)?;
     let shape = plan.output_shape();
     for (name, actual, expected) in
         [("output", out.len(), shape.iter().product::<usize>()), ("valid mask", valid.len(), shape[0] * shape[1])]
