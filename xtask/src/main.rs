@@ -2,8 +2,18 @@
 //!
 //! - `bench-numpy`: the CPU backend against NumPy on the same workloads, in one
 //!   run, with NumPy installed from PyPI into `target/tools/python`.
+//! - `build-ptx [--check]`: `kernels/*.cu` to PTX for sm_80, sm_90 and sm_120
+//!   with nvcc 13.0 (from `CUDA_PATH`, else installed from PyPI into
+//!   `target/tools/cuda`); `--check` fails when the committed PTX is stale.
+//! - `stub-libcuda`: a `libcuda.so` whose every function returns
+//!   `CUDA_ERROR_STUB_LIBRARY`, so the `cuda` feature links and its tests run
+//!   on machines without a driver.
+//! - `gpu-bundle`: the GPU test and benchmark binaries in one folder to carry
+//!   to a GPU machine (no Rust needed there).
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
+
+mod cuda_tools;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -26,20 +36,33 @@ enum Task {
         #[arg(long, default_value_t = 10)]
         repeats: usize,
     },
+    /// Compile kernels/*.cu to committed PTX for every supported arch.
+    BuildPtx {
+        /// Fail if the committed PTX differs from what the sources produce.
+        #[arg(long)]
+        check: bool,
+    },
+    /// Generate the stub libcuda under target/tools/libcuda-stub and print its path.
+    StubLibcuda,
+    /// Build the GPU test and benchmark binaries into target/gpu-bundle.
+    GpuBundle,
 }
 
 fn main() -> Result<()> {
     match Cli::parse().command {
         Task::BenchNumpy { repeats } => bench_numpy(repeats),
+        Task::BuildPtx { check } => cuda_tools::build_ptx(check),
+        Task::StubLibcuda => cuda_tools::stub_libcuda().map(|dir| println!("{}", dir.display())),
+        Task::GpuBundle => cuda_tools::gpu_bundle(),
     }
 }
 
 /// The workspace root (xtask lives one level below it).
-fn root() -> PathBuf {
+pub(crate) fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
 }
 
-fn run(command: &mut Command) -> Result<()> {
+pub(crate) fn run(command: &mut Command) -> Result<()> {
     let status = command.status().with_context(|| format!("cannot start {command:?}"))?;
     if !status.success() {
         bail!("{command:?} failed with {status}");
@@ -49,7 +72,7 @@ fn run(command: &mut Command) -> Result<()> {
 
 /// A Python virtual environment under `target/tools/python` with `packages`
 /// installed from PyPI; returns its interpreter.
-fn python_with(packages: &[&str]) -> Result<PathBuf> {
+pub(crate) fn python_with(packages: &[&str]) -> Result<PathBuf> {
     let venv = root().join("target/tools/python");
     let python = venv.join("bin/python");
     if !python.exists() {

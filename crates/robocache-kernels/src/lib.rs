@@ -1,10 +1,159 @@
-//! The PTX kernel catalog of robocache: PTX for sm_80, sm_90 and sm_120
-//! generated from `kernels/*.cu` by `cargo xtask build-ptx`, committed and
-//! embedded with `include_str!`, a kernel id enum, and arch selection.
+//! The PTX kernel catalog of robocache.
 //!
-//! Not built yet: the CUDA backend work fills it. No kernels exist in this
-//! build, so the catalog is empty.
+//! `kernels/*.cu` are compiled by `cargo xtask build-ptx` (nvcc 13.0, PTX ISA
+//! 9.0, `--fmad=false`) for sm_80, sm_90 and sm_120; the PTX is committed
+//! under `ptx/sm_*/` and embedded here with `include_str!`, so a build needs
+//! no CUDA toolkit. `cargo xtask build-ptx --check` fails when it is stale.
+//!
+//! A device loads the PTX of the highest arch not above its compute
+//! capability ([`Arch::for_compute_capability`]); the driver compiles it to
+//! machine code once per context.
 //!
 //! ```
-//! // Nothing to call yet; the crate compiles so the workspace layout is complete.
+//! use robocache_kernels::{Arch, Kernel, Module};
+//!
+//! let arch = Arch::for_compute_capability(9, 0).unwrap(); // H100
+//! assert_eq!(arch, Arch::Sm90);
+//! assert_eq!(Kernel::ResampleF32.module(), Module::Resample);
+//! assert!(Module::Resample.ptx(arch).contains(".entry resample_f32("));
+//! assert!(Arch::for_compute_capability(7, 5).is_none()); // too old
 //! ```
+
+/// A PTX target architecture.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Arch {
+    /// Ampere (A100).
+    Sm80,
+    /// Hopper (H100, H200).
+    Sm90,
+    /// Blackwell consumer and workstation parts.
+    Sm120,
+}
+
+impl Arch {
+    /// Every arch with committed PTX, oldest first.
+    pub const ALL: [Arch; 3] = [Arch::Sm80, Arch::Sm90, Arch::Sm120];
+
+    /// `(major, minor)` of the arch.
+    pub const fn compute_capability(self) -> (u32, u32) {
+        match self {
+            Arch::Sm80 => (8, 0),
+            Arch::Sm90 => (9, 0),
+            Arch::Sm120 => (12, 0),
+        }
+    }
+
+    /// The name nvcc uses, `sm_90`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Arch::Sm80 => "sm_80",
+            Arch::Sm90 => "sm_90",
+            Arch::Sm120 => "sm_120",
+        }
+    }
+
+    /// The highest arch not above the device's compute capability, or `None`
+    /// for devices older than sm_80.
+    pub fn for_compute_capability(major: u32, minor: u32) -> Option<Arch> {
+        Arch::ALL.into_iter().rev().find(|arch| arch.compute_capability() <= (major, minor))
+    }
+}
+
+/// A PTX module: one per kernel source file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Module {
+    /// `kernels/resample.cu`.
+    Resample,
+}
+
+impl Module {
+    /// Every module.
+    pub const ALL: [Module; 1] = [Module::Resample];
+
+    /// The PTX text of this module for `arch`.
+    pub fn ptx(self, arch: Arch) -> &'static str {
+        match (self, arch) {
+            (Module::Resample, Arch::Sm80) => include_str!("../ptx/sm_80/resample.ptx"),
+            (Module::Resample, Arch::Sm90) => include_str!("../ptx/sm_90/resample.ptx"),
+            (Module::Resample, Arch::Sm120) => include_str!("../ptx/sm_120/resample.ptx"),
+        }
+    }
+}
+
+/// A kernel entry point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kernel {
+    ResampleF16,
+    ResampleBF16,
+    ResampleF32,
+    ResampleF64,
+    /// Nearest/previous on 1-byte elements (u8, i8, bool).
+    ResampleBits8,
+    ResampleBits16,
+    ResampleBits32,
+    ResampleBits64,
+    /// Validates lengths and times before a resample.
+    ResampleCheck,
+}
+
+impl Kernel {
+    /// Every kernel.
+    pub const ALL: [Kernel; 9] = [
+        Kernel::ResampleF16,
+        Kernel::ResampleBF16,
+        Kernel::ResampleF32,
+        Kernel::ResampleF64,
+        Kernel::ResampleBits8,
+        Kernel::ResampleBits16,
+        Kernel::ResampleBits32,
+        Kernel::ResampleBits64,
+        Kernel::ResampleCheck,
+    ];
+
+    /// The module that holds it.
+    pub const fn module(self) -> Module {
+        Module::Resample
+    }
+
+    /// Its `extern "C"` name in the PTX.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Kernel::ResampleF16 => "resample_f16",
+            Kernel::ResampleBF16 => "resample_bf16",
+            Kernel::ResampleF32 => "resample_f32",
+            Kernel::ResampleF64 => "resample_f64",
+            Kernel::ResampleBits8 => "resample_bits8",
+            Kernel::ResampleBits16 => "resample_bits16",
+            Kernel::ResampleBits32 => "resample_bits32",
+            Kernel::ResampleBits64 => "resample_bits64",
+            Kernel::ResampleCheck => "resample_check",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kernel_is_in_every_arch_of_its_module() {
+        for arch in Arch::ALL {
+            for kernel in Kernel::ALL {
+                let ptx = kernel.module().ptx(arch);
+                assert!(ptx.contains(&format!(".entry {}(", kernel.name())), "{} {}", arch.name(), kernel.name());
+                assert!(ptx.contains(&format!(".target {}", arch.name())));
+                assert!(ptx.contains(".version 9.0"), "PTX ISA 9.0 (nvcc 13.0), which driver 580 loads");
+            }
+        }
+    }
+
+    #[test]
+    fn arch_selection() {
+        assert_eq!(Arch::for_compute_capability(8, 6), Some(Arch::Sm80));
+        assert_eq!(Arch::for_compute_capability(8, 9), Some(Arch::Sm80));
+        assert_eq!(Arch::for_compute_capability(9, 0), Some(Arch::Sm90));
+        assert_eq!(Arch::for_compute_capability(10, 0), Some(Arch::Sm90));
+        assert_eq!(Arch::for_compute_capability(12, 0), Some(Arch::Sm120));
+        assert_eq!(Arch::for_compute_capability(7, 0), None);
+    }
+}

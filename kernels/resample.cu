@@ -1,0 +1,296 @@
+// Resample kernels: a batch of rows [B, S, D] with their own sample times onto
+// target times [B, T]. The arithmetic reproduces the CPU reference in
+// crates/robocache-cpu bit for bit (docs/semantics.md): f64 search and
+// weights, unfused f32 (or f64) lerp, f64 slerp. Every floating-point
+// operation that must round like the reference is an explicit _rn intrinsic,
+// and the PTX is built with --fmad=false as well.
+//
+// One warp computes one output row (b, t): all lanes place the target (the
+// same loads, broadcast), then split the channels.
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+enum TimesMode { TIMES_SHARED = 0, TIMES_PER_ROW = 1, TIMES_UNIFORM = 2 };
+enum Method { METHOD_LINEAR = 0, METHOD_NEAREST = 1, METHOD_PREVIOUS = 2, METHOD_SLERP = 3 };
+enum BoundaryRule { BOUNDARY_CLAMP = 0, BOUNDARY_EXTRAPOLATE = 1, BOUNDARY_FILL = 2 };
+enum LengthType { LENGTHS_NONE = 0, LENGTHS_U32 = 1, LENGTHS_U64 = 2, LENGTHS_I32 = 3, LENGTHS_I64 = 4 };
+
+// A timeline: explicit f64 times (shared [L] or per row [B, L]) or uniform.
+struct Timeline {
+    const double* times;
+    int mode;
+    double start;
+    double hz;
+    uint64_t len;  // L
+};
+
+__device__ __forceinline__ double time_at(const Timeline& t, uint64_t row, uint64_t i) {
+    if (t.mode == TIMES_UNIFORM) return __dadd_rn(t.start, __ddiv_rn((double)i, t.hz));
+    if (t.mode == TIMES_SHARED) return t.times[i];
+    return t.times[row * t.len + i];
+}
+
+// Number of valid samples of a row, clamped into 1..=S so that bad lengths
+// (rejected before launch unless trusted) can never index out of bounds.
+__device__ __forceinline__ uint64_t row_length(const void* lengths, int type, uint64_t row, uint64_t samples) {
+    long long n;
+    switch (type) {
+        case LENGTHS_U32: n = (long long)((const uint32_t*)lengths)[row]; break;
+        case LENGTHS_U64: {
+            uint64_t v = ((const uint64_t*)lengths)[row];
+            n = v > samples ? (long long)samples : (long long)v;
+            break;
+        }
+        case LENGTHS_I32: n = ((const int32_t*)lengths)[row]; break;
+        case LENGTHS_I64: n = ((const int64_t*)lengths)[row]; break;
+        default: return samples;
+    }
+    if (n < 1) return 1;
+    if ((unsigned long long)n > samples) return samples;
+    return (uint64_t)n;
+}
+
+// Where q falls: count = #{i < n : s_i <= q} (binary search; for sorted
+// times this is the reference's partition point).
+struct Position {
+    int region;  // -1 below, 0 inside, 1 above
+    uint64_t index;
+};
+
+__device__ __forceinline__ Position locate(const Timeline& t, uint64_t row, uint64_t n, double q) {
+    uint64_t lo = 0, hi = n;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (time_at(t, row, mid) <= q) lo = mid + 1; else hi = mid;
+    }
+    Position p;
+    if (lo == 0) { p.region = -1; p.index = 0; }
+    else if (lo == n && q > time_at(t, row, n - 1)) { p.region = 1; p.index = n - 1; }
+    else { p.region = 0; p.index = lo - 1; }
+    return p;
+}
+
+struct Segment {
+    uint64_t lower, upper;
+    double weight;
+};
+
+__device__ __forceinline__ Segment between(const Timeline& t, uint64_t row, uint64_t lower, double q) {
+    double s0 = time_at(t, row, lower), s1 = time_at(t, row, lower + 1);
+    Segment s = {lower, lower + 1, __ddiv_rn(__dsub_rn(q, s0), __dsub_rn(s1, s0))};
+    return s;
+}
+
+// Element traits: load/store in the compute precision.
+template <typename T> struct Float;
+template <> struct Float<float> {
+    typedef float Compute;
+    static __device__ float widen(float x) { return x; }
+    static __device__ float narrow(float x) { return x; }
+    static __device__ double to_f64(float x) { return (double)x; }
+    static __device__ float from_f64(double x) { return __double2float_rn(x); }
+};
+template <> struct Float<__half> {
+    typedef float Compute;
+    static __device__ float widen(__half x) { return __half2float(x); }
+    static __device__ __half narrow(float x) { return __float2half_rn(x); }
+    static __device__ double to_f64(__half x) { return (double)__half2float(x); }
+    static __device__ __half from_f64(double x) { return __double2half(x); }
+};
+template <> struct Float<__nv_bfloat16> {
+    typedef float Compute;
+    static __device__ float widen(__nv_bfloat16 x) { return __bfloat162float(x); }
+    static __device__ __nv_bfloat16 narrow(float x) { return __float2bfloat16_rn(x); }
+    static __device__ double to_f64(__nv_bfloat16 x) { return (double)__bfloat162float(x); }
+    static __device__ __nv_bfloat16 from_f64(double x) { return __double2bfloat16(x); }
+};
+template <> struct Float<double> {
+    typedef double Compute;
+    static __device__ double widen(double x) { return x; }
+    static __device__ double narrow(double x) { return x; }
+    static __device__ double to_f64(double x) { return x; }
+    static __device__ double from_f64(double x) { return x; }
+};
+
+template <typename T>
+__device__ __forceinline__ T lerp(T a, T b, double w) {
+    if (sizeof(typename Float<T>::Compute) == 8) {
+        double x0 = Float<T>::widen(a), x1 = Float<T>::widen(b);
+        return Float<T>::narrow((typename Float<T>::Compute)__dadd_rn(x0, __dmul_rn(w, __dsub_rn(x1, x0))));
+    } else {
+        float x0 = (float)Float<T>::widen(a), x1 = (float)Float<T>::widen(b);
+        float w32 = __double2float_rn(w);
+        return Float<T>::narrow((typename Float<T>::Compute)__fadd_rn(x0, __fmul_rn(w32, __fsub_rn(x1, x0))));
+    }
+}
+
+__device__ __forceinline__ double dot4(const double* a, const double* b) {
+    return __dadd_rn(__dadd_rn(__dadd_rn(__dmul_rn(a[0], b[0]), __dmul_rn(a[1], b[1])), __dmul_rn(a[2], b[2])),
+                     __dmul_rn(a[3], b[3]));
+}
+
+__device__ __forceinline__ void normalize4(double* q) {
+    double n = __dsqrt_rn(dot4(q, q));
+    for (int k = 0; k < 4; k++) q[k] = __ddiv_rn(q[k], n);
+}
+
+// The reference's slerp (crates/robocache-cpu/src/resample/slerp.rs).
+__device__ void slerp(double* a, double* b, double t, double* out) {
+    normalize4(a);
+    normalize4(b);
+    if (dot4(a, b) < 0.0) for (int k = 0; k < 4; k++) b[k] = -b[k];
+    if (t == 0.0) { for (int k = 0; k < 4; k++) out[k] = a[k]; return; }
+    double d[4], s[4];
+    for (int k = 0; k < 4; k++) { d[k] = __dsub_rn(a[k], b[k]); s[k] = __dadd_rn(a[k], b[k]); }
+    double theta = __dmul_rn(2.0, atan2(__dsqrt_rn(dot4(d, d)), __dsqrt_rn(dot4(s, s))));
+    if (theta < 1e-6) {
+        for (int k = 0; k < 4; k++) out[k] = __dadd_rn(a[k], __dmul_rn(t, __dsub_rn(b[k], a[k])));
+    } else {
+        double sin_theta = sin(theta);
+        double wa = __ddiv_rn(sin(__dmul_rn(__dsub_rn(1.0, t), theta)), sin_theta);
+        double wb = __ddiv_rn(sin(__dmul_rn(t, theta)), sin_theta);
+        for (int k = 0; k < 4; k++) out[k] = __dadd_rn(__dmul_rn(wa, a[k]), __dmul_rn(wb, b[k]));
+    }
+    normalize4(out);
+}
+
+// Arguments shared by every instantiation.
+struct ResampleArgs {
+    uint64_t batch, samples, targets, channels;
+    Timeline source, target;
+    const void* lengths;
+    int length_type;
+    const int* groups;  // [group_count][3]: start, end, method
+    int group_count;
+    int boundary;
+    uint64_t fill_bits;  // the fill value, in the output dtype's bits
+};
+
+template <typename T, bool FLOAT>
+__device__ void resample_rows(const T* __restrict__ data, T* __restrict__ out, uint8_t* __restrict__ valid,
+                              const ResampleArgs& a) {
+    const uint64_t lane = threadIdx.x & 31;
+    const uint64_t warps_per_block = blockDim.x / 32;
+    const uint64_t rows = a.batch * a.targets;
+    T fill;
+    memcpy(&fill, &a.fill_bits, sizeof(T));
+    for (uint64_t flat = (uint64_t)blockIdx.x * warps_per_block + threadIdx.x / 32; flat < rows;
+         flat += (uint64_t)gridDim.x * warps_per_block) {
+        const uint64_t row = flat / a.targets, target = flat % a.targets;
+        const double q = time_at(a.target, row, target);
+        const uint64_t n = row_length(a.lengths, a.length_type, row, a.samples);
+        const Position p = locate(a.source, row, n, q);
+        const bool inside = p.region == 0;
+        T* o = out + flat * a.channels;
+        if (lane == 0) valid[flat] = inside ? 1 : 0;
+        if (!inside && a.boundary == BOUNDARY_FILL) {
+            for (uint64_t c = lane; c < a.channels; c += 32) o[c] = fill;
+            continue;
+        }
+        Segment interpolate;
+        if (inside && p.index + 1 < n) interpolate = between(a.source, row, p.index, q);
+        else { interpolate.lower = interpolate.upper = p.index; interpolate.weight = 0.0; }
+        Segment extrapolate = interpolate;
+        if (!inside && n >= 2) extrapolate = between(a.source, row, p.region < 0 ? 0 : n - 2, q);
+        const T* x = data + row * a.samples * a.channels;
+        for (int g = 0; g < a.group_count; g++) {
+            const uint64_t start = a.groups[3 * g], end = a.groups[3 * g + 1];
+            const int method = a.groups[3 * g + 2];
+            if (method == METHOD_NEAREST || method == METHOD_PREVIOUS) {
+                uint64_t index = p.index;
+                if (method == METHOD_NEAREST && inside && p.index + 1 < n) {
+                    double s0 = time_at(a.source, row, p.index), s1 = time_at(a.source, row, p.index + 1);
+                    if (__dsub_rn(s1, q) < __dsub_rn(q, s0)) index = p.index + 1;
+                }
+                for (uint64_t c = start + lane; c < end; c += 32) o[c] = x[index * a.channels + c];
+            } else if constexpr (FLOAT) {
+                if (method == METHOD_LINEAR) {
+                    const Segment s = a.boundary == BOUNDARY_EXTRAPOLATE ? extrapolate : interpolate;
+                    for (uint64_t c = start + lane; c < end; c += 32) {
+                        const T x0 = x[s.lower * a.channels + c];
+                        o[c] = s.weight == 0.0 ? x0 : lerp<T>(x0, x[s.upper * a.channels + c], s.weight);
+                    }
+                } else {  // METHOD_SLERP: one quaternion per lane
+                    for (uint64_t c = start + 4 * lane; c < end; c += 128) {
+                        double qa[4], qb[4], r[4];
+                        for (int k = 0; k < 4; k++) {
+                            qa[k] = Float<T>::to_f64(x[interpolate.lower * a.channels + c + k]);
+                            qb[k] = Float<T>::to_f64(x[interpolate.upper * a.channels + c + k]);
+                        }
+                        slerp(qa, qb, interpolate.weight, r);
+                        for (int k = 0; k < 4; k++) o[c + k] = Float<T>::from_f64(r[k]);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#define FLOAT_KERNEL(NAME, T)                                                                             \
+    extern "C" __global__ void NAME(const T* data, T* out, uint8_t* valid, ResampleArgs args) {           \
+        resample_rows<T, true>(data, out, valid, args);                                                   \
+    }
+#define BITS_KERNEL(NAME, T)                                                                              \
+    extern "C" __global__ void NAME(const T* data, T* out, uint8_t* valid, ResampleArgs args) {           \
+        resample_rows<T, false>(data, out, valid, args);                                                  \
+    }
+
+FLOAT_KERNEL(resample_f16, __half)
+FLOAT_KERNEL(resample_bf16, __nv_bfloat16)
+FLOAT_KERNEL(resample_f32, float)
+FLOAT_KERNEL(resample_f64, double)
+// Integer and bool data (nearest and previous only) copy element bits.
+BITS_KERNEL(resample_bits8, uint8_t)
+BITS_KERNEL(resample_bits16, uint16_t)
+BITS_KERNEL(resample_bits32, uint32_t)
+BITS_KERNEL(resample_bits64, uint64_t)
+
+// Checks the data a resample needs before launch (unless trusted), in the
+// order the CPU reference checks it: valid lengths in 1..=S (kind 1), finite
+// target times (kind 2), and each row's first n source times finite and
+// strictly increasing (kind 3; subtype 0 non-finite, 1 not increasing). The
+// first failure wins through an atomic min on
+// (kind << 60) | (flat position << 1) | subtype, the same whatever the schedule;
+// the host decodes it (0xFFFF... means no failure).
+extern "C" __global__ void resample_check(ResampleArgs a, unsigned long long* status) {
+    const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+    const uint64_t first = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (uint64_t row = first; row < a.batch && a.length_type != LENGTHS_NONE; row += stride) {
+        long long n;
+        switch (a.length_type) {
+            case LENGTHS_U32: n = ((const uint32_t*)a.lengths)[row]; break;
+            case LENGTHS_U64: {
+                uint64_t v = ((const uint64_t*)a.lengths)[row];
+                n = v > a.samples ? -1 : (long long)v;
+                break;
+            }
+            case LENGTHS_I32: n = ((const int32_t*)a.lengths)[row]; break;
+            default: n = ((const int64_t*)a.lengths)[row]; break;
+        }
+        if (n < 1 || (unsigned long long)n > a.samples) atomicMin(status, (1ull << 60) | (row << 1));
+    }
+    if (a.target.mode != TIMES_UNIFORM) {
+        const uint64_t count = (a.target.mode == TIMES_PER_ROW ? a.batch : 1) * a.targets;
+        for (uint64_t i = first; i < count; i += stride) {
+            if (!isfinite(a.target.times[i])) atomicMin(status, (2ull << 60) | (i << 1));
+        }
+    }
+    const uint64_t source_rows = a.source.mode == TIMES_PER_ROW ? a.batch : 1;
+    for (uint64_t i = first; i < source_rows * a.samples && a.source.mode != TIMES_UNIFORM; i += stride) {
+        const uint64_t row = i / a.samples, index = i % a.samples;
+        // Shared times are checked up to the longest row.
+        uint64_t n = 0;
+        if (a.source.mode == TIMES_PER_ROW) n = row_length(a.lengths, a.length_type, row, a.samples);
+        else for (uint64_t r = 0; r < a.batch && n < a.samples; r++) {
+            uint64_t m = row_length(a.lengths, a.length_type, r, a.samples);
+            n = m > n ? m : n;
+        }
+        if (index >= n) continue;
+        const double s = a.source.times[i];
+        if (!isfinite(s)) atomicMin(status, (3ull << 60) | (i << 1));
+        else if (index > 0 && isfinite(a.source.times[i - 1]) && !(s > a.source.times[i - 1]))
+            atomicMin(status, (3ull << 60) | (i << 1) | 1);
+    }
+}

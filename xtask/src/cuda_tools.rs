@@ -1,0 +1,226 @@
+//! CUDA tooling without a CUDA installation: nvcc from PyPI, PTX generation
+//! and its staleness check, the stub libcuda, and the GPU bundle.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+
+use crate::{root, run};
+
+/// The archs PTX is generated for (SPEC §2).
+pub const ARCHS: [u32; 3] = [80, 90, 120];
+
+/// nvcc 13.0 (PTX ISA 9.0, which driver 580 loads); a newer nvcc emits PTX
+/// the 580 driver cannot load, so the pins are exact.
+const NVCC_PACKAGES: [&str; 5] = [
+    "nvidia-cuda-nvcc==13.0.*",
+    "nvidia-cuda-crt==13.0.*",
+    "nvidia-cuda-cccl==13.0.*",
+    "nvidia-nvvm==13.0.*",
+    "nvidia-cuda-runtime==13.0.*",
+];
+
+/// The CUDA toolkit root: `CUDA_PATH` when set, else the PyPI packages
+/// installed into `target/tools/cuda`.
+fn toolkit() -> Result<PathBuf> {
+    if let Some(path) = std::env::var_os("CUDA_PATH") {
+        return Ok(PathBuf::from(path));
+    }
+    let tools = root().join("target/tools/cuda");
+    let toolkit = tools.join("nvidia/cu13");
+    if !toolkit.join("bin/nvcc").exists() {
+        eprintln!("installing nvcc 13.0 from PyPI into {}", tools.display());
+        run(Command::new("python3")
+            .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps", "--target"])
+            .arg(&tools)
+            .args(NVCC_PACKAGES))?;
+    }
+    Ok(toolkit)
+}
+
+fn kernel_sources() -> Result<Vec<PathBuf>> {
+    let mut sources: Vec<PathBuf> = std::fs::read_dir(root().join("kernels"))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "cu"))
+        .collect();
+    sources.sort();
+    Ok(sources)
+}
+
+/// Where the PTX of `source` for `arch` is committed.
+fn ptx_path(source: &Path, arch: u32) -> PathBuf {
+    let stem = source.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    root().join(format!("crates/robocache-kernels/ptx/sm_{arch}/{stem}.ptx"))
+}
+
+/// Compiles every kernel source for every arch; with `check`, compares with
+/// the committed PTX instead of writing it.
+pub fn build_ptx(check: bool) -> Result<()> {
+    let toolkit = toolkit()?;
+    let nvcc = toolkit.join("bin/nvcc");
+    let scratch = root().join("target/ptx");
+    std::fs::create_dir_all(&scratch)?;
+    let mut stale = Vec::new();
+    for source in kernel_sources()? {
+        for arch in ARCHS {
+            let out =
+                scratch.join(format!("sm_{arch}_{}.ptx", source.file_stem().unwrap_or_default().to_string_lossy()));
+            run(Command::new(&nvcc)
+                .env("PATH", prepend_path(&toolkit.join("bin")))
+                .args(["-ptx", "-std=c++17", "-O3", "--fmad=false", "-lineinfo"])
+                .arg(format!("-arch=sm_{arch}"))
+                .arg("-o")
+                .arg(&out)
+                .arg(&source))?;
+            // nvcc writes no timestamps or paths that change between runs except
+            // the source path in .file directives: keep it relative.
+            let ptx = normalize(&std::fs::read_to_string(&out)?);
+            let committed = ptx_path(&source, arch);
+            if check {
+                if std::fs::read_to_string(&committed).ok().as_deref() != Some(ptx.as_str()) {
+                    stale.push(committed);
+                }
+            } else {
+                std::fs::create_dir_all(committed.parent().unwrap_or(&scratch))?;
+                std::fs::write(&committed, ptx)?;
+            }
+        }
+    }
+    if !stale.is_empty() {
+        let list: Vec<String> = stale.iter().map(|p| p.display().to_string()).collect();
+        bail!("stale PTX (run `cargo xtask build-ptx` and commit): {}", list.join(", "));
+    }
+    if check {
+        eprintln!("PTX is up to date");
+    }
+    Ok(())
+}
+
+/// Replaces the absolute checkout path in `.file` directives.
+fn normalize(ptx: &str) -> String {
+    ptx.replace(&format!("{}/", root().display()), "")
+}
+
+fn prepend_path(dir: &Path) -> std::ffi::OsString {
+    let mut paths = vec![dir.to_path_buf()];
+    paths.extend(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()));
+    std::env::join_paths(paths).unwrap_or_default()
+}
+
+/// The stub libcuda: every driver function `cust_raw` declares, returning
+/// CUDA_ERROR_STUB_LIBRARY (34). Returns the folder to set as
+/// `CUDA_LIBRARY_PATH` (the library is in its `lib64`).
+pub fn stub_libcuda() -> Result<PathBuf> {
+    let bindings = cust_raw_bindings()?;
+    let text = std::fs::read_to_string(&bindings).with_context(|| format!("cannot read {}", bindings.display()))?;
+    let mut names: Vec<&str> = text
+        .split("pub fn ")
+        .skip(1)
+        .filter_map(|rest| rest.split('(').next())
+        .filter(|name| name.starts_with("cu"))
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    if names.len() < 100 {
+        bail!("found only {} driver functions in {}", names.len(), bindings.display());
+    }
+    let mut c = String::from(
+        "/* Generated by `cargo xtask stub-libcuda`: every function fails with CUDA_ERROR_STUB_LIBRARY. */\n",
+    );
+    for name in &names {
+        let _ = writeln!(c, "int {name}(void) {{ return 34; }}");
+    }
+    let dir = root().join("target/tools/libcuda-stub");
+    let lib = dir.join("lib64");
+    std::fs::create_dir_all(&lib)?;
+    let source = dir.join("libcuda_stub.c");
+    std::fs::write(&source, c)?;
+    run(Command::new("cc")
+        .args(["-shared", "-fPIC", "-O1", "-Wl,-soname,libcuda.so.1", "-o"])
+        .arg(lib.join("libcuda.so"))
+        .arg(&source))?;
+    let versioned = lib.join("libcuda.so.1");
+    let _ = std::fs::remove_file(&versioned);
+    std::os::unix::fs::symlink("libcuda.so", &versioned)?;
+    Ok(dir)
+}
+
+/// `cust_raw`'s bindings in the cargo registry (fetched if needed).
+fn cust_raw_bindings() -> Result<PathBuf> {
+    run(Command::new(env!("CARGO")).current_dir(root()).args(["fetch", "--quiet"]))?;
+    let output = Command::new(env!("CARGO"))
+        .current_dir(root())
+        .args(["metadata", "--format-version", "1"])
+        .output()
+        .context("cargo metadata")?;
+    let metadata = String::from_utf8_lossy(&output.stdout);
+    let manifest = metadata
+        .split("\"manifest_path\":\"")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next())
+        .find(|path| path.contains("/cust_raw-"))
+        .context("cust_raw is not in the dependency graph (is robocache-cuda a member?)")?;
+    Ok(Path::new(manifest).with_file_name("src/cuda.rs"))
+}
+
+/// Builds the release test and benchmark binaries with the `cuda` feature
+/// (linked against the stub) into `target/gpu-bundle`, with `run.sh`.
+pub fn gpu_bundle() -> Result<()> {
+    let stub = stub_libcuda()?;
+    let bundle = root().join("target/gpu-bundle");
+    let _ = std::fs::remove_dir_all(&bundle);
+    std::fs::create_dir_all(&bundle)?;
+    let output = Command::new(env!("CARGO"))
+        .current_dir(root())
+        .env("CUDA_LIBRARY_PATH", &stub)
+        .args(["test", "--release", "--no-run", "--message-format=json", "-p", "robocache", "--features", "cuda"])
+        .output()
+        .context("cargo test --no-run")?;
+    if !output.status.success() {
+        bail!("building the GPU tests failed:\n{}", String::from_utf8_lossy(&output.stderr));
+    }
+    let mut copied = Vec::new();
+    for line in String::from_utf8_lossy(&output.stdout).lines() {
+        if !line.contains("\"executable\":\"") {
+            continue;
+        }
+        let Some(path) = line.split("\"executable\":\"").nth(1).and_then(|r| r.split('"').next()) else { continue };
+        let name = Path::new(path).file_name().unwrap_or_default().to_string_lossy().into_owned();
+        let short = name.rsplit_once('-').map_or(name.clone(), |(n, _)| n.to_owned());
+        std::fs::copy(path, bundle.join(&short))?;
+        copied.push(short);
+    }
+    run(Command::new(env!("CARGO")).current_dir(root()).env("CUDA_LIBRARY_PATH", &stub).args([
+        "build",
+        "--release",
+        "-p",
+        "robocache-cli",
+        "--features",
+        "cuda",
+    ]))?;
+    std::fs::copy(root().join("target/release/robocache"), bundle.join("robocache"))?;
+    let mut script = String::from(
+        "#!/usr/bin/env bash\n# Runs every GPU test binary of the bundle, plain and under compute-sanitizer.\n\
+         set -uo pipefail\ncd \"$(dirname \"$0\")\"\nstatus=0\nOUT=${OUT:-.}\n./robocache info || status=1\n",
+    );
+    for test in &copied {
+        let _ =
+            writeln!(script, "echo \"== {test}\"; ./{test} --test-threads 1 2>&1 | tee $OUT/{test}.log || status=1");
+    }
+    for tool in ["memcheck", "racecheck"] {
+        for test in &copied {
+            let _ = writeln!(
+                script,
+                "echo \"== {tool} {test}\"; ROBOCACHE_TEST_CASES=16 compute-sanitizer --tool {tool} --error-exitcode 9 ./{test} --test-threads 1 > $OUT/{tool}-{test}.log 2>&1 || {{ status=1; tail -30 $OUT/{tool}-{test}.log; }}; tail -3 $OUT/{tool}-{test}.log"
+            );
+        }
+    }
+    script.push_str("exit $status\n");
+    let script_path = bundle.join("run.sh");
+    std::fs::write(&script_path, script)?;
+    run(Command::new("chmod").arg("+x").arg(&script_path))?;
+    eprintln!("bundle: {} ({})", bundle.display(), copied.join(", "));
+    Ok(())
+}
