@@ -162,8 +162,8 @@ struct ResampleArgs {
     Timeline source, target;
     const void* lengths;
     int length_type;
-    const int* groups;  // [group_count][3]: start, end, method
     int group_count;
+    int groups[3 * 32];  // [group_count][3]: start, end, method (at most 32 groups)
     int boundary;
     uint64_t fill_bits;  // the fill value, in the output dtype's bits
 };

@@ -76,7 +76,7 @@ pub fn build_ptx(check: bool) -> Result<()> {
                 .arg(&source))?;
             // nvcc writes no timestamps or paths that change between runs except
             // the source path in .file directives: keep it relative.
-            let ptx = normalize(&std::fs::read_to_string(&out)?);
+            let ptx = normalize(&std::fs::read_to_string(&out)?, &toolkit);
             let committed = ptx_path(&source, arch);
             if check {
                 if std::fs::read_to_string(&committed).ok().as_deref() != Some(ptx.as_str()) {
@@ -98,9 +98,12 @@ pub fn build_ptx(check: bool) -> Result<()> {
     Ok(())
 }
 
-/// Replaces the absolute checkout path in `.file` directives.
-fn normalize(ptx: &str) -> String {
-    ptx.replace(&format!("{}/", root().display()), "")
+/// Replaces the toolkit and checkout paths in `.file` directives, so the PTX
+/// does not depend on where either lives.
+fn normalize(ptx: &str, toolkit: &Path) -> String {
+    ptx.replace(&format!("{}/bin/..//include/", toolkit.display()), "cuda/include/")
+        .replace(&format!("{}/", root().display()), "")
+        .replace("target/tools/cuda/nvidia/cu13/bin/..//include/", "cuda/include/")
 }
 
 fn prepend_path(dir: &Path) -> std::ffi::OsString {

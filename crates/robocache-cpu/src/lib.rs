@@ -53,10 +53,10 @@ pub use dtype::{DType, Element, HostSlice, HostVec};
 pub use error::{Error, Result};
 pub use fusion::{fuse, plan_fusion, Fused, FusionInput, FusionStream};
 pub use resample::{
-    resample, resample_into, slerp, Boundary, ChannelGroup, ChannelSpec, Method, QuaternionOrder, ResamplePlan,
-    ResampleSpec, Resampled, Stream, Targets,
+    fill_bits, resample, resample_into, slerp, Boundary, ChannelGroup, ChannelSpec, Method, QuaternionOrder,
+    ResamplePlan, ResampleSpec, Resampled, Stream, Targets,
 };
-pub use times::{uniform_time, Position, RowTimes, Times};
+pub use times::{check_uniform_increasing, uniform_time, Position, RowTimes, TimeShape, Times};
 pub use voxelize::{
     plan_voxelize, voxelize, Points, VoxelGrid, VoxelMode, Voxelized, Voxels, DEFAULT_GRID_BUDGET_BYTES,
 };

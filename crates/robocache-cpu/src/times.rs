@@ -16,20 +16,52 @@ pub enum Times<'a> {
     Uniform { start: f64, hz: f64 },
 }
 
-impl Times<'_> {
+/// The shape of a timeline without its data: what validation needs when the
+/// times live on a device.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum TimeShape {
+    /// Shared times with this many elements.
+    Shared(usize),
+    /// Per-row times with this many elements in all.
+    PerRow(usize),
+    Uniform {
+        start: f64,
+        hz: f64,
+    },
+}
+
+impl TimeShape {
     /// Checks that the timeline has the right length for `rows` rows of
     /// `len` samples each, and that a uniform timeline is well formed.
-    pub(crate) fn check_shape(&self, what: &str, rows: usize, len: usize) -> Result<()> {
+    pub fn check(&self, what: &str, rows: usize, len: usize) -> Result<()> {
         match *self {
-            Times::Shared(times) => check_len(what, times.len(), &[len]),
-            Times::PerRow(times) => check_len(what, times.len(), &[rows, len]),
-            Times::Uniform { start, hz } => {
+            TimeShape::Shared(elements) => check_len(what, elements, &[len]),
+            TimeShape::PerRow(elements) => check_len(what, elements, &[rows, len]),
+            TimeShape::Uniform { start, hz } => {
                 if start.is_finite() && hz.is_finite() && hz > 0.0 {
                     Ok(())
                 } else {
                     Err(Error::BadUniformTimeline { what: what.to_owned(), start, hz })
                 }
             }
+        }
+    }
+}
+
+/// Checks that the first `len` samples of a uniform timeline strictly
+/// increase (they do unless `i / hz` is too small to change `start`).
+pub fn check_uniform_increasing(what: &str, start: f64, hz: f64, len: usize) -> Result<()> {
+    let times: Vec<f64> = (0..len).map(|i| uniform_time(start, hz, i)).collect();
+    check_row_increasing(what, 0, &times)
+}
+
+impl Times<'_> {
+    /// The shape of this timeline.
+    pub fn shape(&self) -> TimeShape {
+        match *self {
+            Times::Shared(t) => TimeShape::Shared(t.len()),
+            Times::PerRow(t) => TimeShape::PerRow(t.len()),
+            Times::Uniform { start, hz } => TimeShape::Uniform { start, hz },
         }
     }
 
@@ -62,9 +94,7 @@ impl Times<'_> {
             // Uniform times increase by construction once the rate is checked,
             // except where `i / hz` is too small to change `start`.
             Times::Uniform { start, hz } => {
-                let longest = (0..rows).map(&lengths).max().unwrap_or(0);
-                let times: Vec<f64> = (0..longest).map(|i| uniform_time(start, hz, i)).collect();
-                check_row_increasing(what, 0, &times)
+                check_uniform_increasing(what, start, hz, (0..rows).map(&lengths).max().unwrap_or(0))
             }
         }
     }

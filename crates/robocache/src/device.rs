@@ -132,7 +132,13 @@ impl fmt::Display for Device {
             Device::Cpu => write!(f, "cpu ({} threads)", rayon::current_num_threads()),
             Device::Cuda(cuda) => {
                 let (major, minor) = cuda.compute_capability();
-                write!(f, "cuda:{} ({}, sm_{major}{minor})", cuda.ordinal(), cuda.name())
+                write!(
+                    f,
+                    "cuda:{} ({}, compute capability {major}.{minor}, PTX {})",
+                    cuda.ordinal(),
+                    cuda.name(),
+                    cuda.arch_name()
+                )
             }
         }
     }

@@ -16,6 +16,14 @@ pub enum Error {
     #[error("CUDA device {ordinal} is not available: {reason}")]
     NoCudaDevice { ordinal: usize, reason: String },
 
+    /// A CUDA driver or kernel failure (out of memory, launch failure, fault).
+    #[error("CUDA: {0}")]
+    Cuda(String),
+
+    /// The operation has no implementation on this backend yet.
+    #[error("{operation} is not implemented on the {backend} backend yet; use the CPU backend")]
+    Unsupported { operation: &'static str, backend: &'static str },
+
     /// A tensor has the wrong number of dimensions.
     #[error("{what}: expected {expected}, got shape {shape:?}")]
     Rank { what: String, expected: String, shape: Vec<usize> },

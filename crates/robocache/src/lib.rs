@@ -44,7 +44,7 @@ mod error;
 mod ops;
 mod tensor;
 
-pub use cuda::CudaDevice;
+pub use cuda::{ptx_archs, CudaDevice};
 pub use device::{BackendKind, BackendRequest, Device};
 pub use error::{Error, Result};
 pub use ops::{Fused, FusionStreamInput, Resampled, StreamInput, TargetTimes, TimeAxis, VoxelInput, VoxelOutput};

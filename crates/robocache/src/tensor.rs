@@ -3,6 +3,7 @@
 
 use robocache_cpu::{DType, Element, HostSlice, HostVec};
 
+use crate::cuda::DeviceStorage;
 use crate::{Device, Error, Result};
 
 /// An owned, contiguous, row-major array on a [`Device`].
@@ -10,12 +11,16 @@ use crate::{Device, Error, Result};
 pub struct Tensor {
     device: Device,
     shape: Vec<usize>,
+    dtype: DType,
     storage: Storage,
 }
 
 #[derive(Clone, Debug)]
 pub(crate) enum Storage {
     Host(HostVec),
+    // Only constructed with the `cuda` feature.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    Device(DeviceStorage),
 }
 
 impl Tensor {
@@ -27,25 +32,29 @@ impl Tensor {
     /// Copies a type-erased slice with `shape` onto `device`.
     pub fn from_host(device: &Device, data: HostSlice<'_>, shape: &[usize]) -> Result<Self> {
         check_elements("tensor", shape, data.len())?;
-        match device {
-            Device::Cpu => {
-                Ok(Tensor { device: Device::Cpu, shape: shape.to_vec(), storage: Storage::Host(data.to_host_vec()) })
-            }
-            Device::Cuda(cuda) => cuda.absent(),
-        }
+        let storage = match device {
+            Device::Cpu => Storage::Host(data.to_host_vec()),
+            Device::Cuda(cuda) => Storage::Device(cuda.upload(data)?),
+        };
+        Ok(Tensor { device: device.clone(), shape: shape.to_vec(), dtype: data.dtype(), storage })
     }
 
     /// Moves a host vector onto `device` (no copy on the CPU).
     pub fn from_host_vec(device: &Device, data: HostVec, shape: &[usize]) -> Result<Self> {
         check_elements("tensor", shape, data.len())?;
         match device {
-            Device::Cpu => Ok(Tensor { device: Device::Cpu, shape: shape.to_vec(), storage: Storage::Host(data) }),
-            Device::Cuda(cuda) => cuda.absent(),
+            Device::Cpu => Ok(Tensor::host(device, data, shape.to_vec())),
+            Device::Cuda(_) => Tensor::from_host(device, data.as_slice(), shape),
         }
     }
 
     pub(crate) fn host(device: &Device, data: HostVec, shape: Vec<usize>) -> Self {
-        Tensor { device: device.clone(), shape, storage: Storage::Host(data) }
+        Tensor { device: device.clone(), shape, dtype: data.dtype(), storage: Storage::Host(data) }
+    }
+
+    #[cfg(feature = "cuda")]
+    pub(crate) fn on_device(device: &Device, storage: DeviceStorage, dtype: DType, shape: Vec<usize>) -> Self {
+        Tensor { device: device.clone(), shape, dtype, storage: Storage::Device(storage) }
     }
 
     /// The device the data lives on.
@@ -60,9 +69,7 @@ impl Tensor {
 
     /// The element type.
     pub fn dtype(&self) -> DType {
-        match &self.storage {
-            Storage::Host(v) => v.dtype(),
-        }
+        self.dtype
     }
 
     /// Number of elements.
@@ -77,18 +84,39 @@ impl Tensor {
 
     /// The bytes the data takes.
     pub fn size_in_bytes(&self) -> usize {
-        self.len() * self.dtype().size_in_bytes()
+        self.len() * self.dtype.size_in_bytes()
+    }
+
+    /// The raw device address of the data on a GPU (`None` on the CPU), for
+    /// consumers that use results in place: the data is row-major, of
+    /// [`Tensor::dtype`], ready once the device's stream
+    /// ([`CudaDevice::stream_handle`](crate::CudaDevice::stream_handle)) has
+    /// reached it.
+    pub fn device_pointer(&self) -> Option<u64> {
+        match &self.storage {
+            Storage::Host(_) => None,
+            Storage::Device(d) => Some(d.device_pointer()),
+        }
     }
 
     /// Copies the data to the host (waits for queued work on a GPU).
     pub fn to_host(&self) -> Result<HostVec> {
-        match &self.storage {
-            Storage::Host(v) => Ok(v.clone()),
+        match (&self.storage, &self.device) {
+            (Storage::Host(v), _) => Ok(v.clone()),
+            (Storage::Device(d), Device::Cuda(cuda)) => cuda.download(d, self.dtype, self.len()),
+            (Storage::Device(_), Device::Cpu) => unreachable!("device storage belongs to a CUDA device"),
         }
     }
 
     /// Copies the data to a host `Vec<T>`; an error if the dtype is not `T`'s.
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        if self.dtype != T::DTYPE {
+            return Err(Error::Invalid(robocache_cpu::Error::DTypeMismatch {
+                what: "Tensor::to_vec".into(),
+                expected: T::DTYPE.to_string(),
+                actual: self.dtype,
+            }));
+        }
         T::from_host_vec(self.to_host()?).map_err(|v| {
             Error::Invalid(robocache_cpu::Error::DTypeMismatch {
                 what: "Tensor::to_vec".into(),
@@ -98,10 +126,19 @@ impl Tensor {
         })
     }
 
-    /// The data as a host slice, for the CPU backend.
+    /// The data as a host slice, for the CPU backend (which only sees host tensors).
     pub(crate) fn host_slice(&self) -> HostSlice<'_> {
         match &self.storage {
             Storage::Host(v) => v.as_slice(),
+            Storage::Device(_) => unreachable!("the CPU backend checks that its tensors are on the CPU"),
+        }
+    }
+
+    #[cfg(feature = "cuda")]
+    pub(crate) fn device_storage(&self) -> Option<&DeviceStorage> {
+        match &self.storage {
+            Storage::Device(d) => Some(d),
+            Storage::Host(_) => None,
         }
     }
 }

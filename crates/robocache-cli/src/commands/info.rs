@@ -13,6 +13,7 @@ pub struct Args {
 struct Info {
     version: &'static str,
     backends: Vec<Backend>,
+    ptx_archs: Vec<&'static str>,
     auto: String,
 }
 
@@ -33,7 +34,8 @@ pub fn run(args: Args) -> Result<()> {
     };
     let cpu = Backend { name: "cpu", compiled: true, available: true, detail: Device::cpu().to_string() };
     let auto = if cuda.available { "cuda" } else { "cpu" }.to_owned();
-    let info = Info { version: env!("CARGO_PKG_VERSION"), backends: vec![cpu, cuda], auto };
+    let info =
+        Info { version: env!("CARGO_PKG_VERSION"), backends: vec![cpu, cuda], ptx_archs: robocache::ptx_archs(), auto };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&info)?);
         return Ok(());
@@ -46,6 +48,9 @@ pub fn run(args: Args) -> Result<()> {
             (false, _) => "not compiled",
         };
         println!("  {:<5} {state}: {}", backend.name, backend.detail);
+    }
+    if !info.ptx_archs.is_empty() {
+        println!("  PTX archs: {}", info.ptx_archs.join(", "));
     }
     println!("  auto picks: {}", info.auto);
     Ok(())

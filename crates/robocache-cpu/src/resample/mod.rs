@@ -9,7 +9,7 @@ use rayon::prelude::*;
 pub use slerp::slerp;
 pub use spec::{Boundary, ChannelGroup, ChannelSpec, Method, QuaternionOrder, ResampleSpec};
 
-use crate::times::{Position, RowTimes, Times};
+use crate::times::{Position, RowTimes, TimeShape, Times};
 use crate::{DType, Element, Error, Result};
 
 /// A batch of rows to resample: data `[B, S, D]` row-major, the sample times,
@@ -102,6 +102,22 @@ impl ResamplePlan {
         targets: &Targets<'_>,
         spec: &ResampleSpec,
     ) -> Result<Self> {
+        let target_shape = targets.times.shape();
+        Self::from_shapes(what, dtype, shape, data_len, times.shape(), lengths_len, target_shape, targets.len, spec)
+    }
+
+    /// [`ResamplePlan::new`] from shapes alone, for data that lives on a device.
+    pub fn from_shapes(
+        what: &str,
+        dtype: DType,
+        shape: [usize; 3],
+        data_len: usize,
+        times: TimeShape,
+        lengths_len: Option<usize>,
+        targets: TimeShape,
+        target_len: usize,
+        spec: &ResampleSpec,
+    ) -> Result<Self> {
         let [batch, source_len, channels] = shape;
         let empty = |dim: &str, reason: &str| Error::Empty { what: format!("{what} {dim}"), reason: reason.into() };
         if batch == 0 {
@@ -113,7 +129,7 @@ impl ResamplePlan {
         if channels == 0 {
             return Err(empty("channels (D)", "a sample needs at least one channel"));
         }
-        if targets.len == 0 {
+        if target_len == 0 {
             return Err(empty("targets (T)", "there are no target times"));
         }
         let expected = shape
@@ -129,11 +145,11 @@ impl ResamplePlan {
             });
         }
         batch
-            .checked_mul(targets.len)
+            .checked_mul(target_len)
             .and_then(|v| v.checked_mul(channels))
             .ok_or_else(|| Error::Overflow(format!("{what} output")))?;
-        times.check_shape(&format!("{what} source times"), batch, source_len)?;
-        targets.times.check_shape(&format!("{what} target times"), batch, targets.len)?;
+        times.check(&format!("{what} source times"), batch, source_len)?;
+        targets.check(&format!("{what} target times"), batch, target_len)?;
         if let Some(len) = lengths_len {
             if len != batch {
                 return Err(Error::ShapeMismatch {
@@ -151,15 +167,7 @@ impl ResamplePlan {
                 return Err(Error::UnsupportedMethod { what: what.to_owned(), method: group.method, dtype });
             }
         }
-        Ok(ResamplePlan {
-            batch,
-            source_len,
-            target_len: targets.len,
-            channels,
-            dtype,
-            groups,
-            boundary: spec.boundary,
-        })
+        Ok(ResamplePlan { batch, source_len, target_len, channels, dtype, groups, boundary: spec.boundary })
     }
 
     /// [`ResamplePlan::new`] for a host stream.
@@ -176,6 +184,34 @@ impl ResamplePlan {
     /// Shape of the output, `[B, T, D]`.
     pub fn output_shape(&self) -> [usize; 3] {
         [self.batch, self.target_len, self.channels]
+    }
+}
+
+/// The fill value of `boundary` as the bits of one `dtype` element (little
+/// end first in a `u64`), checked; `None` for the other boundary rules.
+pub fn fill_bits(what: &str, dtype: DType, boundary: Boundary) -> Result<Option<u64>> {
+    fn bits<T: Element>(what: &str, boundary: Boundary) -> Result<Option<u64>> {
+        Ok(fill_value::<T>(what, boundary)?.map(|v| {
+            let mut word = [0u8; 8];
+            let bytes = bytemuck::bytes_of(&v);
+            word[..bytes.len()].copy_from_slice(bytes);
+            u64::from_le_bytes(word)
+        }))
+    }
+    match dtype {
+        DType::Bool => bits::<bool>(what, boundary),
+        DType::U8 => bits::<u8>(what, boundary),
+        DType::U16 => bits::<u16>(what, boundary),
+        DType::U32 => bits::<u32>(what, boundary),
+        DType::U64 => bits::<u64>(what, boundary),
+        DType::I8 => bits::<i8>(what, boundary),
+        DType::I16 => bits::<i16>(what, boundary),
+        DType::I32 => bits::<i32>(what, boundary),
+        DType::I64 => bits::<i64>(what, boundary),
+        DType::F16 => bits::<half::f16>(what, boundary),
+        DType::BF16 => bits::<half::bf16>(what, boundary),
+        DType::F32 => bits::<f32>(what, boundary),
+        DType::F64 => bits::<f64>(what, boundary),
     }
 }
 

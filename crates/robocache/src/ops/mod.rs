@@ -14,7 +14,7 @@ use robocache_cpu::{DType, HostSlice, Times};
 use crate::{Error, Result, Tensor};
 
 /// Checks the rank of a tensor.
-fn expect_rank(what: &str, tensor: &Tensor, ranks: &[usize], expected: &str) -> Result<()> {
+pub(crate) fn expect_rank(what: &str, tensor: &Tensor, ranks: &[usize], expected: &str) -> Result<()> {
     if ranks.contains(&tensor.shape().len()) {
         Ok(())
     } else {
@@ -36,10 +36,15 @@ fn expect_dtype(what: &str, tensor: &Tensor, dtype: DType) -> Result<()> {
     }
 }
 
+/// Checks that a time tensor is `f64`, `[L]` (shared) or `[B, L]` (per row).
+pub(crate) fn expect_time_tensor(what: &str, tensor: &Tensor) -> Result<()> {
+    expect_rank(what, tensor, &[1, 2], "[L] (shared) or [B, L] (per row)")?;
+    expect_dtype(what, tensor, DType::F64)
+}
+
 /// An `f64` time tensor `[L]` (shared) or `[B, L]` (per row) as [`Times`].
 fn host_times<'a>(what: &str, tensor: &'a Tensor) -> Result<Times<'a>> {
-    expect_rank(what, tensor, &[1, 2], "[L] (shared) or [B, L] (per row)")?;
-    expect_dtype(what, tensor, DType::F64)?;
+    expect_time_tensor(what, tensor)?;
     let HostSlice::F64(times) = tensor.host_slice() else { unreachable!("dtype checked above") };
     Ok(if tensor.shape().len() == 1 { Times::Shared(times) } else { Times::PerRow(times) })
 }

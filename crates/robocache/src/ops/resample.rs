@@ -136,7 +136,7 @@ impl Device {
                     valid: Tensor::host(self, <bool as Element>::vec(valid), vec![shape[0], shape[1]]),
                 })
             }
-            Device::Cuda(cuda) => cuda.absent(),
+            Device::Cuda(cuda) => cuda.resample(self, stream, targets, spec),
         }
     }
 }

@@ -84,7 +84,7 @@ impl Device {
                 };
                 Ok(VoxelOutput { grid: Tensor::host(self, values, out.shape), counts, dropped: out.dropped })
             }
-            Device::Cuda(cuda) => cuda.absent(),
+            Device::Cuda(_) => Err(Error::Unsupported { operation: "voxelize", backend: "cuda" }),
         }
     }
 }

@@ -1,0 +1,294 @@
+//! Contexts, buffers, launches and events.
+
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use cust::context::{Context, CurrentContext};
+use cust::device::{Device, DeviceAttribute};
+use cust::event::{Event as CustEvent, EventFlags};
+use cust::memory::{CopyDestination, DeviceBuffer, DeviceSlice};
+use cust::module::Module as CustModule;
+use cust::stream::{Stream, StreamFlags};
+use cust::CudaFlags;
+use robocache_kernels::{Arch, Kernel, Module};
+
+use crate::error::{driver, Error, Result};
+
+struct Inner {
+    ordinal: usize,
+    name: String,
+    compute_capability: (u32, u32),
+    arch: Arch,
+    // Field order is drop order: modules and the stream before the context.
+    modules: Mutex<HashMap<Module, CustModule>>,
+    stream: Stream,
+    context: Context,
+}
+
+// SAFETY: the CUDA driver API is thread-safe; every call through this type
+// first makes its context current on the calling thread, and the module cache
+// is behind a mutex.
+unsafe impl Send for Inner {}
+unsafe impl Sync for Inner {}
+
+/// A device's primary context, its stream and its loaded kernels. Cheap to
+/// clone (shared); safe to use from several threads.
+#[derive(Clone)]
+pub struct CudaContext {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for CudaContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CudaContext")
+            .field("ordinal", &self.inner.ordinal)
+            .field("name", &self.inner.name)
+            .field("arch", &self.inner.arch)
+            .finish()
+    }
+}
+
+impl PartialEq for CudaContext {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner) || self.inner.ordinal == other.inner.ordinal
+    }
+}
+
+/// Grid and block of a launch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchConfig {
+    pub grid: u32,
+    pub block: u32,
+    pub shared_bytes: u32,
+}
+
+impl CudaContext {
+    /// Initialises the driver and opens device `ordinal`.
+    pub fn new(ordinal: usize) -> Result<Self> {
+        cust::init(CudaFlags::empty()).map_err(|e| Error::DriverUnavailable(crate::error::describe(e)))?;
+        let count = Device::num_devices().map_err(driver("cuDeviceGetCount"))? as usize;
+        if ordinal >= count {
+            return Err(Error::NoDevice { ordinal, count });
+        }
+        let device = Device::get_device(ordinal as u32).map_err(driver("cuDeviceGet"))?;
+        let attribute = |a| device.get_attribute(a).map(|v| v as u32).map_err(driver("cuDeviceGetAttribute"));
+        let compute_capability =
+            (attribute(DeviceAttribute::ComputeCapabilityMajor)?, attribute(DeviceAttribute::ComputeCapabilityMinor)?);
+        let arch = Arch::for_compute_capability(compute_capability.0, compute_capability.1)
+            .ok_or(Error::UnsupportedDevice { major: compute_capability.0, minor: compute_capability.1 })?;
+        let name = device.name().map_err(driver("cuDeviceGetName"))?;
+        let context = Context::new(device).map_err(driver("cuDevicePrimaryCtxRetain"))?;
+        CurrentContext::set_current(&context).map_err(driver("cuCtxSetCurrent"))?;
+        let stream = Stream::new(StreamFlags::NON_BLOCKING, None).map_err(driver("cuStreamCreate"))?;
+        Ok(CudaContext {
+            inner: Arc::new(Inner {
+                ordinal,
+                name,
+                compute_capability,
+                arch,
+                modules: Mutex::new(HashMap::new()),
+                stream,
+                context,
+            }),
+        })
+    }
+
+    /// The device ordinal.
+    pub fn ordinal(&self) -> usize {
+        self.inner.ordinal
+    }
+
+    /// The device name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// `(major, minor)`.
+    pub fn compute_capability(&self) -> (u32, u32) {
+        self.inner.compute_capability
+    }
+
+    /// The PTX arch loaded for this device.
+    pub fn arch(&self) -> Arch {
+        self.inner.arch
+    }
+
+    /// The raw `CUstream` all work is queued on, for consumers that
+    /// synchronise with it (as an integer handle).
+    pub fn stream_handle(&self) -> u64 {
+        self.inner.stream.as_inner() as u64
+    }
+
+    fn make_current(&self) -> Result<()> {
+        CurrentContext::set_current(&self.inner.context).map_err(driver("cuCtxSetCurrent"))
+    }
+
+    /// An uninitialised device allocation of `bytes` bytes (at least 1).
+    pub fn alloc(&self, bytes: usize) -> Result<DeviceBytes> {
+        self.make_current()?;
+        // SAFETY: bytes are plain data; every byte is written before it is read
+        // by the operations that allocate outputs.
+        let buffer = unsafe { DeviceBuffer::<u8>::uninitialized(bytes.max(1)) }.map_err(|e| match e {
+            cust::error::CudaError::OutOfMemory => Error::OutOfMemory { bytes },
+            other => driver("cuMemAlloc")(other),
+        })?;
+        Ok(DeviceBytes { buffer, len: bytes, context: self.clone() })
+    }
+
+    /// A device copy of `data`.
+    pub fn upload(&self, data: &[u8]) -> Result<DeviceBytes> {
+        let mut out = self.alloc(data.len())?;
+        if !data.is_empty() {
+            out.buffer.copy_from(data).map_err(driver("cuMemcpyHtoD"))?;
+        }
+        Ok(out)
+    }
+
+    /// Fills `buffer` with `value` bytes, queued on the stream.
+    pub fn fill(&self, buffer: &mut DeviceBytes, value: u8) -> Result<()> {
+        self.make_current()?;
+        let len = buffer.len;
+        if len == 0 {
+            return Ok(());
+        }
+        // SAFETY: the memset is queued on our stream, which orders it with the
+        // kernels that use the buffer.
+        unsafe { buffer.buffer.set_8_async(value, &self.inner.stream) }.map_err(driver("cuMemsetD8Async"))
+    }
+
+    /// Waits for the stream, then copies `buffer` into `out` (same size).
+    pub fn download(&self, buffer: &DeviceBytes, out: &mut [u8]) -> Result<()> {
+        self.download_range(buffer, 0, out)
+    }
+
+    /// Waits for the stream, then copies `out.len()` bytes from `offset`.
+    pub fn download_range(&self, buffer: &DeviceBytes, offset: usize, out: &mut [u8]) -> Result<()> {
+        if offset.checked_add(out.len()).is_none_or(|end| end > buffer.len) {
+            return Err(Error::SizeMismatch { expected: offset.saturating_add(out.len()), actual: buffer.len });
+        }
+        self.synchronize()?;
+        if out.is_empty() {
+            return Ok(());
+        }
+        let slice: DeviceSlice<u8> = buffer.buffer.index(offset..offset + out.len());
+        slice.copy_to(out).map_err(driver("cuMemcpyDtoH"))
+    }
+
+    /// Waits until all queued work is done; reports a kernel fault.
+    pub fn synchronize(&self) -> Result<()> {
+        self.make_current()?;
+        self.inner
+            .stream
+            .synchronize()
+            .map_err(|e| Error::Kernel { kernel: "(queued work)", message: crate::error::describe(e) })
+    }
+
+    /// Queues `kernel` with `args` (pointers to each argument value).
+    ///
+    /// # Safety
+    ///
+    /// `args` must match the kernel's parameters in number, order and layout,
+    /// and every device pointer in them must be valid for what the kernel does.
+    pub unsafe fn launch(&self, kernel: Kernel, config: LaunchConfig, args: &[*mut c_void]) -> Result<()> {
+        self.make_current()?;
+        let mut modules = self.inner.modules.lock().map_err(|_| Error::Driver {
+            call: "module cache",
+            message: "poisoned by a panic on another thread".into(),
+        })?;
+        let module = match modules.entry(kernel.module()) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => e.insert(
+                CustModule::from_ptx(kernel.module().ptx(self.inner.arch), &[]).map_err(driver("cuModuleLoadData"))?,
+            ),
+        };
+        let function = module.get_function(kernel.name()).map_err(driver("cuModuleGetFunction"))?;
+        // SAFETY: forwarded to the caller.
+        unsafe {
+            self.inner
+                .stream
+                .launch(&function, config.grid, config.block, config.shared_bytes, args)
+                .map_err(|e| Error::Kernel { kernel: kernel.name(), message: crate::error::describe(e) })
+        }
+    }
+
+    /// An event recorded on the stream now.
+    pub fn record_event(&self) -> Result<Event> {
+        self.make_current()?;
+        let event = CustEvent::new(EventFlags::DEFAULT).map_err(driver("cuEventCreate"))?;
+        event.record(&self.inner.stream).map_err(driver("cuEventRecord"))?;
+        Ok(Event { event, context: self.clone() })
+    }
+}
+
+/// An untyped device allocation of `len` bytes.
+pub struct DeviceBytes {
+    buffer: DeviceBuffer<u8>,
+    len: usize,
+    context: CudaContext,
+}
+
+// SAFETY: a device allocation is an address in the context's memory; the
+// driver calls that use it make the context current first.
+unsafe impl Send for DeviceBytes {}
+unsafe impl Sync for DeviceBytes {}
+
+impl fmt::Debug for DeviceBytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "DeviceBytes({} bytes at {:#x} on cuda:{})", self.len, self.device_pointer(), self.context.ordinal())
+    }
+}
+
+impl DeviceBytes {
+    /// Size in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The raw device address, for kernels and for consumers of results.
+    pub fn device_pointer(&self) -> u64 {
+        self.buffer.as_device_ptr().as_raw()
+    }
+
+    /// The context the allocation belongs to.
+    pub fn context(&self) -> &CudaContext {
+        &self.context
+    }
+
+    /// A device copy (queued as a device-to-device copy; waits for it).
+    pub fn duplicate(&self) -> Result<DeviceBytes> {
+        let mut out = self.context.alloc(self.len)?;
+        self.context.synchronize()?;
+        if self.len > 0 {
+            out.buffer.copy_from(&*self.buffer).map_err(driver("cuMemcpyDtoD"))?;
+        }
+        Ok(out)
+    }
+}
+
+/// A point in the stream's work, for timing.
+pub struct Event {
+    event: CustEvent,
+    context: CudaContext,
+}
+
+impl fmt::Debug for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Event(cuda:{})", self.context.ordinal())
+    }
+}
+
+impl Event {
+    /// Milliseconds from `start` to this event (waits for this event).
+    pub fn elapsed_ms_since(&self, start: &Event) -> Result<f32> {
+        self.context.make_current()?;
+        self.event.synchronize().map_err(driver("cuEventSynchronize"))?;
+        self.event.elapsed_time_f32(&start.event).map_err(driver("cuEventElapsedTime"))
+    }
+}

@@ -1,0 +1,90 @@
+//! The CUDA device handle of a build without the `cuda` feature: the type
+//! exists so that [`Device::Cuda`](crate::Device::Cuda) always does, but no
+//! value of it can be made, and [`Device::cuda`](crate::Device::cuda) returns
+//! [`Error::CudaNotCompiled`](crate::Error::CudaNotCompiled).
+
+use std::convert::Infallible;
+use std::fmt;
+
+/// A CUDA device (one context, its streams and its kernel module cache).
+#[derive(Clone)]
+pub struct CudaDevice {
+    never: Infallible,
+}
+
+impl CudaDevice {
+    /// The device ordinal.
+    pub fn ordinal(&self) -> usize {
+        match self.never {}
+    }
+
+    /// The device's name, as the driver reports it.
+    pub fn name(&self) -> String {
+        match self.never {}
+    }
+
+    /// The compute capability `(major, minor)`.
+    pub fn compute_capability(&self) -> (u32, u32) {
+        match self.never {}
+    }
+
+    /// The PTX arch loaded for the device (`sm_90`).
+    pub fn arch_name(&self) -> &'static str {
+        match self.never {}
+    }
+
+    /// The raw `CUstream` robocache queues work on.
+    pub fn stream_handle(&self) -> u64 {
+        match self.never {}
+    }
+
+    pub(crate) fn upload(&self, _: robocache_cpu::HostSlice<'_>) -> crate::Result<DeviceStorage> {
+        match self.never {}
+    }
+
+    pub(crate) fn download(
+        &self,
+        _: &DeviceStorage,
+        _: robocache_cpu::DType,
+        _: usize,
+    ) -> crate::Result<robocache_cpu::HostVec> {
+        match self.never {}
+    }
+
+    pub(crate) fn resample(
+        &self,
+        _: &crate::Device,
+        _: &crate::StreamInput<'_>,
+        _: &crate::TargetTimes<'_>,
+        _: &robocache_cpu::ResampleSpec,
+    ) -> crate::Result<crate::Resampled> {
+        match self.never {}
+    }
+
+    pub(crate) fn open(ordinal: usize) -> crate::Result<Self> {
+        let _ = ordinal;
+        Err(crate::Error::CudaNotCompiled)
+    }
+}
+
+impl fmt::Debug for CudaDevice {
+    fn fmt(&self, _: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.never {}
+    }
+}
+
+impl PartialEq for CudaDevice {
+    fn eq(&self, _: &Self) -> bool {
+        match self.never {}
+    }
+}
+
+/// Device memory of a tensor (none exists in this build).
+#[derive(Clone, Debug)]
+pub(crate) enum DeviceStorage {}
+
+impl DeviceStorage {
+    pub(crate) fn device_pointer(&self) -> u64 {
+        match *self {}
+    }
+}

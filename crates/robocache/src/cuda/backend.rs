@@ -1,0 +1,111 @@
+//! The CUDA device: a `robocache_cuda::CudaContext` and the conversions
+//! between tensors and device memory.
+
+use std::fmt;
+
+use robocache_cpu::{DType, HostSlice, HostVec};
+use robocache_cuda::{CudaContext, DeviceBytes};
+
+use crate::{Error, Result};
+
+/// A CUDA device (its primary context, stream and kernel module cache).
+#[derive(Clone, PartialEq)]
+pub struct CudaDevice {
+    pub(crate) context: CudaContext,
+}
+
+impl fmt::Debug for CudaDevice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "CudaDevice({}, {})", self.context.ordinal(), self.context.name())
+    }
+}
+
+/// Device memory of a tensor, shared between clones of the tensor.
+#[derive(Clone, Debug)]
+pub(crate) struct DeviceStorage(pub(crate) std::sync::Arc<DeviceBytes>);
+
+impl DeviceStorage {
+    pub(crate) fn device_pointer(&self) -> u64 {
+        self.0.device_pointer()
+    }
+}
+
+pub(crate) fn cuda_error(error: robocache_cuda::Error) -> Error {
+    Error::Cuda(error.to_string())
+}
+
+impl CudaDevice {
+    pub(crate) fn open(ordinal: usize) -> Result<Self> {
+        CudaContext::new(ordinal)
+            .map(|context| CudaDevice { context })
+            .map_err(|e| Error::NoCudaDevice { ordinal, reason: e.to_string() })
+    }
+
+    /// The device ordinal.
+    pub fn ordinal(&self) -> usize {
+        self.context.ordinal()
+    }
+
+    /// The device's name, as the driver reports it.
+    pub fn name(&self) -> String {
+        self.context.name().to_owned()
+    }
+
+    /// The compute capability `(major, minor)`.
+    pub fn compute_capability(&self) -> (u32, u32) {
+        self.context.compute_capability()
+    }
+
+    /// The PTX arch loaded for the device (`sm_90`).
+    pub fn arch_name(&self) -> &'static str {
+        self.context.arch().name()
+    }
+
+    /// The raw `CUstream` robocache queues work on.
+    pub fn stream_handle(&self) -> u64 {
+        self.context.stream_handle()
+    }
+
+    pub(crate) fn upload(&self, data: HostSlice<'_>) -> Result<DeviceStorage> {
+        let bytes = match data {
+            // bool is one byte, 0 or 1.
+            HostSlice::Bool(v) => self.context.upload(bytemuck::cast_slice(v)),
+            other => self.context.upload(other.as_bytes()),
+        };
+        bytes.map(|b| DeviceStorage(std::sync::Arc::new(b))).map_err(cuda_error)
+    }
+
+    pub(crate) fn alloc(&self, bytes: usize) -> Result<DeviceBytes> {
+        self.context.alloc(bytes).map_err(cuda_error)
+    }
+
+    pub(crate) fn download(&self, storage: &DeviceStorage, dtype: DType, len: usize) -> Result<HostVec> {
+        let mut bytes = vec![0u8; len * dtype.size_in_bytes()];
+        self.context.download(&storage.0, &mut bytes).map_err(cuda_error)?;
+        Ok(host_vec_from_bytes(dtype, &bytes))
+    }
+}
+
+/// Bytes as a host vector of `dtype` (any nonzero byte is `true` for bool).
+fn host_vec_from_bytes(dtype: DType, bytes: &[u8]) -> HostVec {
+    fn cast<T: bytemuck::Pod>(bytes: &[u8]) -> Vec<T> {
+        let mut out = vec![<T as bytemuck::Zeroable>::zeroed(); bytes.len() / size_of::<T>()];
+        bytemuck::cast_slice_mut::<T, u8>(&mut out).copy_from_slice(bytes);
+        out
+    }
+    match dtype {
+        DType::Bool => HostVec::Bool(bytes.iter().map(|&b| b != 0).collect()),
+        DType::U8 => HostVec::U8(bytes.to_vec()),
+        DType::U16 => HostVec::U16(cast(bytes)),
+        DType::U32 => HostVec::U32(cast(bytes)),
+        DType::U64 => HostVec::U64(cast(bytes)),
+        DType::I8 => HostVec::I8(cast(bytes)),
+        DType::I16 => HostVec::I16(cast(bytes)),
+        DType::I32 => HostVec::I32(cast(bytes)),
+        DType::I64 => HostVec::I64(cast(bytes)),
+        DType::F16 => HostVec::F16(cast(bytes)),
+        DType::BF16 => HostVec::BF16(cast(bytes)),
+        DType::F32 => HostVec::F32(cast(bytes)),
+        DType::F64 => HostVec::F64(cast(bytes)),
+    }
+}

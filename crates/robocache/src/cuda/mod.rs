@@ -1,0 +1,29 @@
+//! The CUDA backend: present with the `cuda` feature, an uninhabited
+//! placeholder without it (so `Device::Cuda` always exists).
+
+#[cfg(not(feature = "cuda"))]
+mod absent;
+#[cfg(feature = "cuda")]
+mod backend;
+#[cfg(feature = "cuda")]
+mod resample;
+
+#[cfg(not(feature = "cuda"))]
+pub use absent::CudaDevice;
+#[cfg(not(feature = "cuda"))]
+pub(crate) use absent::DeviceStorage;
+#[cfg(feature = "cuda")]
+pub use backend::CudaDevice;
+#[cfg(feature = "cuda")]
+pub(crate) use backend::DeviceStorage;
+
+/// Whether this build has the CUDA backend.
+pub const COMPILED: bool = cfg!(feature = "cuda");
+
+/// The PTX archs this build carries kernels for (none without the `cuda` feature).
+pub fn ptx_archs() -> Vec<&'static str> {
+    #[cfg(feature = "cuda")]
+    return robocache_cuda::Arch::ALL.iter().map(|a| a.name()).collect();
+    #[cfg(not(feature = "cuda"))]
+    Vec::new()
+}

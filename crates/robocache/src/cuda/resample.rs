@@ -1,0 +1,306 @@
+//! Resample on a CUDA device: the shared plan validates shapes and specs on
+//! the host, `resample_check` validates the data on the device (unless
+//! `trusted`; reading its verdict back is the one synchronisation, and it is
+//! documented), then one launch computes every row.
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use robocache_cpu::{fill_bits, Boundary, DType, Error as Invalid, Method, ResamplePlan, ResampleSpec, TimeShape};
+use robocache_cuda::{Kernel, LaunchConfig};
+
+use super::backend::{cuda_error, CudaDevice, DeviceStorage};
+use crate::ops::{Resampled, StreamInput, TargetTimes, TimeAxis};
+use crate::{Device, Error, Result, Tensor};
+
+/// Mirrors `struct Timeline` in kernels/resample.cu.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct Timeline {
+    times: u64,
+    mode: i32,
+    _pad: i32,
+    start: f64,
+    hz: f64,
+    len: u64,
+}
+
+/// Most channel groups one launch takes (they travel in the kernel's parameters).
+const MAX_GROUPS: usize = 32;
+
+/// Mirrors `struct ResampleArgs` in kernels/resample.cu.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct ResampleArgs {
+    batch: u64,
+    samples: u64,
+    targets: u64,
+    channels: u64,
+    source: Timeline,
+    target: Timeline,
+    lengths: u64,
+    length_type: i32,
+    group_count: i32,
+    groups: [i32; 3 * MAX_GROUPS],
+    boundary: i32,
+    _pad: i32,
+    fill_bits: u64,
+}
+
+const TIMES_SHARED: i32 = 0;
+const TIMES_PER_ROW: i32 = 1;
+const TIMES_UNIFORM: i32 = 2;
+
+fn device_pointer(tensor: &Tensor) -> u64 {
+    tensor.device_storage().map_or(0, DeviceStorage::device_pointer)
+}
+
+/// A time tensor (`f64`, `[L]` or `[B, L]`) as a kernel timeline and its shape.
+fn timeline(what: &str, tensor: &Tensor, len: usize) -> Result<(Timeline, TimeShape)> {
+    super::super::ops::expect_time_tensor(what, tensor)?;
+    let (mode, shape) = if tensor.shape().len() == 1 {
+        (TIMES_SHARED, TimeShape::Shared(tensor.len()))
+    } else {
+        (TIMES_PER_ROW, TimeShape::PerRow(tensor.len()))
+    };
+    Ok((Timeline { times: device_pointer(tensor), mode, len: len as u64, ..Default::default() }, shape))
+}
+
+fn uniform(start: f64, hz: f64, len: usize) -> (Timeline, TimeShape) {
+    (
+        Timeline { mode: TIMES_UNIFORM, start, hz, len: len as u64, ..Default::default() },
+        TimeShape::Uniform { start, hz },
+    )
+}
+
+fn length_type(what: &str, tensor: &Tensor) -> Result<i32> {
+    Ok(match tensor.dtype() {
+        DType::U32 => 1,
+        DType::U64 => 2,
+        DType::I32 => 3,
+        DType::I64 => 4,
+        other => {
+            return Err(Invalid::DTypeMismatch {
+                what: what.to_owned(),
+                expected: "u32, u64, i32 or i64 on CUDA".into(),
+                actual: other,
+            }
+            .into())
+        }
+    })
+}
+
+fn kernel_for(dtype: DType) -> Kernel {
+    match dtype {
+        DType::F16 => Kernel::ResampleF16,
+        DType::BF16 => Kernel::ResampleBF16,
+        DType::F32 => Kernel::ResampleF32,
+        DType::F64 => Kernel::ResampleF64,
+        DType::Bool | DType::U8 | DType::I8 => Kernel::ResampleBits8,
+        DType::U16 | DType::I16 => Kernel::ResampleBits16,
+        DType::U32 | DType::I32 => Kernel::ResampleBits32,
+        DType::U64 | DType::I64 => Kernel::ResampleBits64,
+    }
+}
+
+impl CudaDevice {
+    pub(crate) fn resample(
+        &self,
+        device: &Device,
+        stream: &StreamInput<'_>,
+        targets: &TargetTimes<'_>,
+        spec: &ResampleSpec,
+    ) -> Result<Resampled> {
+        let what = "resample";
+        device.expect_same(&format!("{what} data"), stream.data.device())?;
+        crate::ops::expect_rank(&format!("{what} data"), stream.data, &[3], "[B, S, D]")?;
+        let shape = [stream.data.shape()[0], stream.data.shape()[1], stream.data.shape()[2]];
+        let (source, source_shape) = match stream.times {
+            TimeAxis::Tensor(t) => {
+                device.expect_same(&format!("{what} source times"), t.device())?;
+                timeline(&format!("{what} source times"), t, shape[1])?
+            }
+            TimeAxis::Uniform { start, hz } => uniform(start, hz, shape[1]),
+        };
+        let (target, target_shape, target_len) = match *targets {
+            TargetTimes::Tensor(t) => {
+                device.expect_same("target times", t.device())?;
+                let len = *t.shape().last().unwrap_or(&0);
+                let (timeline, shape) = timeline("target times", t, len)?;
+                (timeline, shape, len)
+            }
+            TargetTimes::Uniform { start, hz, len } => {
+                let (timeline, shape) = uniform(start, hz, len);
+                (timeline, shape, len)
+            }
+        };
+        let (lengths, length_type) = match stream.lengths {
+            Some(l) => {
+                device.expect_same(&format!("{what} valid lengths"), l.device())?;
+                crate::ops::expect_rank(&format!("{what} valid lengths"), l, &[1], "[B]")?;
+                (device_pointer(l), length_type(&format!("{what} valid lengths"), l)?)
+            }
+            None => (0, 0),
+        };
+        let plan = ResamplePlan::from_shapes(
+            what,
+            stream.data.dtype(),
+            shape,
+            stream.data.len(),
+            source_shape,
+            stream.lengths.map(Tensor::len),
+            target_shape,
+            target_len,
+            spec,
+        )?;
+        if plan.groups.len() > MAX_GROUPS {
+            return Err(Invalid::ChannelSpec {
+                what: what.into(),
+                reason: format!("has {} groups; the CUDA backend takes at most {MAX_GROUPS}", plan.groups.len()),
+            }
+            .into());
+        }
+        let fill = fill_bits(what, plan.dtype, spec.boundary)?.unwrap_or(0);
+        if let (TimeShape::Uniform { start, hz }, false) = (source_shape, spec.trusted) {
+            robocache_cpu::check_uniform_increasing(&format!("{what} source times"), start, hz, plan.source_len)?;
+        }
+        let mut groups = [0i32; 3 * MAX_GROUPS];
+        for (slot, g) in groups.chunks_exact_mut(3).zip(&plan.groups) {
+            let method = match g.method {
+                Method::Linear => 0,
+                Method::Nearest => 1,
+                Method::Previous => 2,
+                Method::Slerp { .. } => 3,
+            };
+            // Channel indices fit i32: D of a row is far below 2^31 in any allocation
+            // the plan accepted, and the kernel indexes with 64-bit arithmetic.
+            slot.copy_from_slice(&[g.range.start as i32, g.range.end as i32, method]);
+        }
+        let mut args = ResampleArgs {
+            batch: plan.batch as u64,
+            samples: plan.source_len as u64,
+            targets: plan.target_len as u64,
+            channels: plan.channels as u64,
+            source,
+            target,
+            lengths,
+            length_type,
+            group_count: plan.groups.len() as i32,
+            groups,
+            _pad: 0,
+            boundary: match spec.boundary {
+                Boundary::Clamp => 0,
+                Boundary::Extrapolate => 1,
+                Boundary::Fill(_) => 2,
+            },
+            fill_bits: fill,
+        };
+        if !spec.trusted {
+            self.check(what, &mut args, stream, targets)?;
+        }
+
+        let rows = plan.batch * plan.target_len;
+        let out = self.alloc(rows * plan.channels * plan.dtype.size_in_bytes())?;
+        let valid = self.alloc(rows)?;
+        let warps_per_block = 4usize;
+        let config = LaunchConfig {
+            grid: rows.div_ceil(warps_per_block).clamp(1, 1 << 20) as u32,
+            block: (32 * warps_per_block) as u32,
+            shared_bytes: 0,
+        };
+        let mut data_pointer = device_pointer(stream.data);
+        let mut out_pointer = out.device_pointer();
+        let mut valid_pointer = valid.device_pointer();
+        let params: [*mut c_void; 4] = [
+            (&mut data_pointer as *mut u64).cast(),
+            (&mut out_pointer as *mut u64).cast(),
+            (&mut valid_pointer as *mut u64).cast(),
+            (&mut args as *mut ResampleArgs).cast(),
+        ];
+        // SAFETY: the parameters match `resample_<dtype>(const T*, T*, uint8_t*,
+        // ResampleArgs)`; the plan checked every size the kernel indexes with,
+        // lengths are clamped into 1..=S in the kernel, and the buffers outlive
+        // the launch.
+        unsafe { self.context.launch(kernel_for(plan.dtype), config, &params) }.map_err(cuda_error)?;
+        Ok(Resampled {
+            data: Tensor::on_device(device, DeviceStorage(Arc::new(out)), plan.dtype, plan.output_shape().to_vec()),
+            valid: Tensor::on_device(
+                device,
+                DeviceStorage(Arc::new(valid)),
+                DType::Bool,
+                vec![plan.batch, plan.target_len],
+            ),
+        })
+    }
+
+    /// Runs `resample_check` and turns its verdict into the CPU reference's errors.
+    fn check(
+        &self,
+        what: &str,
+        args: &mut ResampleArgs,
+        stream: &StreamInput<'_>,
+        targets: &TargetTimes<'_>,
+    ) -> Result<()> {
+        let status = self.context.upload(&u64::MAX.to_le_bytes()).map_err(cuda_error)?;
+        let mut status_pointer = status.device_pointer();
+        let params: [*mut c_void; 2] = [(args as *mut ResampleArgs).cast(), (&mut status_pointer as *mut u64).cast()];
+        let config = LaunchConfig { grid: 256, block: 256, shared_bytes: 0 };
+        // SAFETY: parameters match `resample_check(ResampleArgs, unsigned long long*)`.
+        unsafe { self.context.launch(Kernel::ResampleCheck, config, &params) }.map_err(cuda_error)?;
+        let mut word = [0u8; 8];
+        self.context.download(&status, &mut word).map_err(cuda_error)?;
+        let verdict = u64::from_le_bytes(word);
+        if verdict == u64::MAX {
+            return Ok(());
+        }
+        let (kind, position, subtype) = (verdict >> 60, (verdict & ((1 << 60) - 1)) >> 1, verdict & 1);
+        let read_f64 = |tensor: &Tensor, index: u64| -> Result<f64> {
+            let mut bytes = [0u8; 8];
+            let storage =
+                tensor.device_storage().ok_or_else(|| Error::Cuda("time tensor is not on the device".into()))?;
+            self.context.download_range(&storage.0, index as usize * 8, &mut bytes).map_err(cuda_error)?;
+            Ok(f64::from_le_bytes(bytes))
+        };
+        Err(match kind {
+            1 => {
+                let row = position as usize;
+                let length = match stream.lengths {
+                    Some(l) => l.to_host()?.as_slice().to_f64_vec().get(row).copied().unwrap_or(0.0),
+                    None => 0.0,
+                };
+                Invalid::BadLength {
+                    what: format!("{what} valid lengths"),
+                    row,
+                    length: length.max(0.0) as u64,
+                    samples: args.samples as usize,
+                }
+            }
+            2 => {
+                let TargetTimes::Tensor(t) = targets else { return Err(Error::Cuda("bad check verdict".into())) };
+                Invalid::NonFiniteTime {
+                    what: format!("{what} target times"),
+                    row: (position / args.targets) as usize,
+                    index: (position % args.targets) as usize,
+                    value: read_f64(t, position)?,
+                }
+            }
+            _ => {
+                let TimeAxis::Tensor(t) = stream.times else { return Err(Error::Cuda("bad check verdict".into())) };
+                let (row, index) = ((position / args.samples) as usize, (position % args.samples) as usize);
+                let value = read_f64(t, position)?;
+                if subtype == 0 {
+                    Invalid::NonFiniteTime { what: format!("{what} source times"), row, index, value }
+                } else {
+                    Invalid::TimesNotIncreasing {
+                        what: format!("{what} source times"),
+                        row,
+                        index,
+                        previous: read_f64(t, position - 1)?,
+                        value,
+                    }
+                }
+            }
+        }
+        .into())
+    }
+}
