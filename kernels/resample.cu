@@ -136,6 +136,39 @@ __device__ __forceinline__ void normalize4(double* q) {
     for (int k = 0; k < 4; k++) q[k] = __ddiv_rn(q[k], n);
 }
 
+// sin on [0, pi/2] and atan on [0, 1] exactly as the reference evaluates them
+// (crates/robocache-cpu/src/resample/slerp.rs: same coefficients, same
+// operation order, each operation rounded once), so slerp gives the same bits
+// on both backends; libm and CUDA's sin/atan2 differ in the last place.
+__constant__ double SIN_COEFFS[12] = {
+    1.0, -0.16666666666666666, 0.008333333333333333, -0.0001984126984126984, 2.7557319223985893e-06,
+    -2.505210838544172e-08, 1.6059043836821613e-10, -7.647163731819816e-13, 2.8114572543455206e-15,
+    -8.22063524662433e-18, 1.9572941063391263e-20, -3.868170170630684e-23};
+__constant__ double ATAN_COEFFS[13] = {
+    1.0, -0.3333333333333333, 0.2, -0.14285714285714285, 0.1111111111111111, -0.09090909090909091,
+    0.07692307692307693, -0.06666666666666667, 0.058823529411764705, -0.05263157894736842,
+    0.047619047619047616, -0.043478260869565216, 0.04};
+
+__device__ double sin_quarter(double x) {
+    double x2 = __dmul_rn(x, x);
+    double p = SIN_COEFFS[11];
+    for (int k = 10; k >= 0; k--) p = __dadd_rn(__dmul_rn(p, x2), SIN_COEFFS[k]);
+    return __dmul_rn(p, x);
+}
+
+__device__ double atan_unit(double r) {
+    double base = 0.0, u = r;
+    if (r > 0.41421356237309503) {
+        base = 0.7853981633974483;
+        u = __ddiv_rn(__dsub_rn(r, 1.0), __dadd_rn(r, 1.0));
+    }
+    double v = __ddiv_rn(u, __dadd_rn(1.0, __dsqrt_rn(__dadd_rn(1.0, __dmul_rn(u, u)))));
+    double v2 = __dmul_rn(v, v);
+    double p = ATAN_COEFFS[12];
+    for (int k = 11; k >= 0; k--) p = __dadd_rn(__dmul_rn(p, v2), ATAN_COEFFS[k]);
+    return __dadd_rn(base, __dmul_rn(2.0, __dmul_rn(p, v)));
+}
+
 // The reference's slerp (crates/robocache-cpu/src/resample/slerp.rs).
 __device__ void slerp(double* a, double* b, double t, double* out) {
     normalize4(a);
@@ -144,13 +177,13 @@ __device__ void slerp(double* a, double* b, double t, double* out) {
     if (t == 0.0) { for (int k = 0; k < 4; k++) out[k] = a[k]; return; }
     double d[4], s[4];
     for (int k = 0; k < 4; k++) { d[k] = __dsub_rn(a[k], b[k]); s[k] = __dadd_rn(a[k], b[k]); }
-    double theta = __dmul_rn(2.0, atan2(__dsqrt_rn(dot4(d, d)), __dsqrt_rn(dot4(s, s))));
+    double theta = __dmul_rn(2.0, atan_unit(__ddiv_rn(__dsqrt_rn(dot4(d, d)), __dsqrt_rn(dot4(s, s)))));
     if (theta < 1e-6) {
         for (int k = 0; k < 4; k++) out[k] = __dadd_rn(a[k], __dmul_rn(t, __dsub_rn(b[k], a[k])));
     } else {
-        double sin_theta = sin(theta);
-        double wa = __ddiv_rn(sin(__dmul_rn(__dsub_rn(1.0, t), theta)), sin_theta);
-        double wb = __ddiv_rn(sin(__dmul_rn(t, theta)), sin_theta);
+        double sin_theta = sin_quarter(theta);
+        double wa = __ddiv_rn(sin_quarter(__dmul_rn(__dsub_rn(1.0, t), theta)), sin_theta);
+        double wb = __ddiv_rn(sin_quarter(__dmul_rn(t, theta)), sin_theta);
         for (int k = 0; k < 4; k++) out[k] = __dadd_rn(__dmul_rn(wa, a[k]), __dmul_rn(wb, b[k]));
     }
     normalize4(out);

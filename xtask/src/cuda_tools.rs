@@ -191,7 +191,7 @@ pub fn gpu_bundle() -> Result<()> {
         }
         let Some(path) = line.split("\"executable\":\"").nth(1).and_then(|r| r.split('"').next()) else { continue };
         let name = Path::new(path).file_name().unwrap_or_default().to_string_lossy().into_owned();
-        let short = name.rsplit_once('-').map_or(name.clone(), |(n, _)| n.to_owned());
+        let short = format!("test-{}", name.rsplit_once('-').map_or(name.as_str(), |(n, _)| n));
         std::fs::copy(path, bundle.join(&short))?;
         copied.push(short);
     }
@@ -204,6 +204,10 @@ pub fn gpu_bundle() -> Result<()> {
         "cuda",
     ]))?;
     std::fs::copy(root().join("target/release/robocache"), bundle.join("robocache"))?;
+    // Debug info would take the bundle past what travels to a GPU machine.
+    for binary in copied.iter().map(String::as_str).chain(["robocache"]) {
+        run(Command::new("strip").arg("--strip-debug").arg(bundle.join(binary)))?;
+    }
     let mut script = String::from(
         "#!/usr/bin/env bash\n# Runs every GPU test binary of the bundle, plain and under compute-sanitizer.\n\
          set -uo pipefail\ncd \"$(dirname \"$0\")\"\nstatus=0\nOUT=${OUT:-.}\n./robocache info || status=1\n",
@@ -220,6 +224,26 @@ pub fn gpu_bundle() -> Result<()> {
             );
         }
     }
+    // The CLI on both backends, same inputs, byte-identical outputs expected
+    // for previous/nearest and within one ulp for linear (compared by NumPy).
+    script.push_str(concat!(
+        "echo \"== robocache resample: cuda vs cpu\"\n",
+        "python3 - <<'PY' || status=1\n",
+        "import numpy as np, subprocess, os\n",
+        "rng = np.random.default_rng(0)\n",
+        "t = 1.7e9 + np.cumsum(rng.uniform(0.001, 0.02, size=(8, 300)), axis=1)\n",
+        "np.save('x.npy', rng.standard_normal((8, 300, 13)).astype(np.float32)); np.save('t.npy', t)\n",
+        "np.save('q.npy', np.linspace(t.min() - 0.1, t.max() + 0.1, 200))\n",
+        "for method in ['linear', 'previous', '0..4:slerp-xyzw,4..13:nearest']:\n",
+        "    for backend in ['cpu', 'cuda']:\n",
+        "        subprocess.run(['./robocache', 'resample', '--data', 'x.npy', '--times', 't.npy', '--targets', 'q.npy', '--channels', method, '--boundary', 'extrapolate', '--backend', backend, '--output', backend + '.npy'], check=True)\n",
+        "    a, b = np.load('cpu.npy'), np.load('cuda.npy')\n",
+        "    assert np.array_equal(np.load('cpu.valid.npy'), np.load('cuda.valid.npy'))\n",
+        "    ulps = np.abs(a.view(np.int32).astype(np.int64) - b.view(np.int32).astype(np.int64)).max()\n",
+        "    print(f'{method}: identical={np.array_equal(a, b)} max ulps={ulps}')\n",
+        "    assert ulps <= 1\n",
+        "PY\n",
+    ));
     script.push_str("exit $status\n");
     let script_path = bundle.join("run.sh");
     std::fs::write(&script_path, script)?;

@@ -238,10 +238,35 @@ macro_rules! float_element {
     };
 }
 
-float_element!(f16, F16, to_f64: f16::to_f64, from_f64: f16::from_f64,
+float_element!(f16, F16, to_f64: f16::to_f64, from_f64: f16_from_f64,
     from_f32: f16::from_f32, to_f32: f16::to_f32);
-float_element!(bf16, BF16, to_f64: bf16::to_f64, from_f64: bf16::from_f64,
+float_element!(bf16, BF16, to_f64: bf16::to_f64, from_f64: bf16_from_f64,
     from_f32: bf16::from_f32, to_f32: bf16::to_f32);
+
+/// `x` rounded to f32 "to odd": truncated toward zero, with the last bit set
+/// when that lost anything. Rounding this to a format of at most 22 bits of
+/// precision (f16: 11, bf16: 8) to nearest-even equals rounding `x` there
+/// directly, which one rounding through f32 does not guarantee.
+fn f32_round_to_odd(x: f64) -> f32 {
+    let nearest = x as f32;
+    if !nearest.is_finite() || nearest as f64 == x {
+        return nearest;
+    }
+    // Toward zero: step back when rounding went away from zero.
+    let toward_zero = if (nearest as f64).abs() > x.abs() { f32::from_bits(nearest.to_bits() - 1) } else { nearest };
+    f32::from_bits(toward_zero.to_bits() | 1)
+}
+
+/// `x` rounded to nearest-even into f16, correctly (as CUDA's `__double2half`;
+/// `half`'s `f16::from_f64` rounds twice on some CPUs).
+pub fn f16_from_f64(x: f64) -> f16 {
+    f16::from_f32(f32_round_to_odd(x))
+}
+
+/// `x` rounded to nearest-even into bf16, correctly (as CUDA's `__double2bfloat16`).
+pub fn bf16_from_f64(x: f64) -> bf16 {
+    bf16::from_f32(f32_round_to_odd(x))
+}
 float_element!(f32, F32, to_f64: (|x: f32| x as f64), from_f64: (|x: f64| x as f32),
     from_f32: (|x: f32| x), to_f32: (|x: f32| x));
 
@@ -508,6 +533,46 @@ mod tests {
         assert_eq!(bool::from_f64_exact(1.0), Some(true));
         assert_eq!(bool::from_f64_exact(2.0), None);
         assert!(f32::from_f64_exact(f64::NAN).unwrap().is_nan());
+    }
+
+    /// The nearest of the two values of the format around `x` (ties to the even
+    /// bit pattern), by brute force over the neighbours `bits`, `bits ± 1`.
+    fn nearest_by_search<T: Element>(x: f64, around: T, bits: fn(T) -> u16, from_bits: fn(u16) -> T) -> T {
+        let b = bits(around);
+        let candidates = [b.wrapping_sub(1), b, b.wrapping_add(1)].map(from_bits);
+        let mut best = around;
+        for c in candidates {
+            let (dc, db) = ((c.to_f64() - x).abs(), (best.to_f64() - x).abs());
+            if dc < db || (dc == db && bits(c) % 2 == 0 && bits(best) % 2 == 1) {
+                best = c;
+            }
+        }
+        best
+    }
+
+    #[test]
+    fn f64_to_half_rounds_once() {
+        // Values just above a halfway point between two f16 values, which one
+        // rounding through f32 sends to the even neighbour below.
+        let one_plus_half_ulp = 1.0 + 2f64.powi(-11) + 2f64.powi(-40);
+        assert_eq!(f16_from_f64(one_plus_half_ulp).to_f64(), 1.0 + 2f64.powi(-10));
+        assert_eq!(bf16_from_f64(1.0 + 2f64.powi(-8) + 2f64.powi(-40)).to_f64(), 1.0 + 2f64.powi(-7));
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        for _ in 0..200_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let x = f64::from_bits(state) % 70000.0;
+            if !x.is_finite() || x.abs() > 65504.0 {
+                continue;
+            }
+            let h = f16_from_f64(x);
+            assert_eq!(h, nearest_by_search(x, h, f16::to_bits, f16::from_bits), "f16 {x:e}");
+            let b = bf16_from_f64(x);
+            assert_eq!(b, nearest_by_search(x, b, bf16::to_bits, bf16::from_bits), "bf16 {x:e}");
+        }
+        assert!(f16_from_f64(1e6).is_infinite() && f16_from_f64(f64::NAN).is_nan());
+        assert!(bf16_from_f64(1e300).is_infinite());
     }
 
     #[test]

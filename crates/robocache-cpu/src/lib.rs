@@ -49,7 +49,7 @@ pub mod strategies;
 
 pub use half;
 
-pub use dtype::{DType, Element, HostSlice, HostVec};
+pub use dtype::{bf16_from_f64, f16_from_f64, DType, Element, HostSlice, HostVec};
 pub use error::{Error, Result};
 pub use fusion::{fuse, plan_fusion, Fused, FusionInput, FusionStream};
 pub use resample::{

@@ -110,6 +110,7 @@ fn runner() -> TestRunner {
 }
 
 fn resample_matches_reference(device: &Device) {
+    let mut failures = Vec::new();
     for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16, DType::U8, DType::I32, DType::Bool] {
         let reference = Device::cpu();
         runner()
@@ -136,8 +137,9 @@ fn resample_matches_reference(device: &Device) {
                 let selection = |i: usize| groups.iter().any(|g| g.range.contains(&(i % d)) && g.method.is_selection());
                 assert_close("resample", &got.data.to_host().unwrap(), &want.data.to_host().unwrap(), selection)
             })
-            .unwrap_or_else(|e| panic!("{dtype}: {e}"));
+            .unwrap_or_else(|e| failures.push(format!("{dtype}: {e}")));
     }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 fn fusion_matches_reference(device: &Device) {

@@ -3,11 +3,15 @@
 /// Slerp from `a` (at `t = 0`) to `b` (at `t = 1`).
 ///
 /// Both inputs are normalised first; if their dot product is negative `b` is
-/// negated (the shorter arc). The angle is `θ = 2·atan2(|a − b|, |a + b|)`,
+/// negated (the shorter arc). The angle is `θ = 2·atan(|a − b| / |a + b|)`,
 /// accurate at every angle; below `1e-6` rad the result is the normalised
 /// linear blend. The result is normalised, so it has unit norm (a zero input
 /// quaternion gives NaN). The component order does not change the result:
 /// every step treats the four components alike.
+///
+/// `atan` and `sin` are [`atan_unit`] and [`sin_quarter`], not libm's: they
+/// use only `+ − × ÷ √`, each rounded once, so the CUDA kernel computes the
+/// same bits (libm and CUDA's math library differ in the last place).
 pub fn slerp(a: [f64; 4], b: [f64; 4], t: f64) -> [f64; 4] {
     let a = normalize(a);
     let mut b = normalize(b);
@@ -19,16 +23,78 @@ pub fn slerp(a: [f64; 4], b: [f64; 4], t: f64) -> [f64; 4] {
     }
     let difference = norm(std::array::from_fn(|k| a[k] - b[k]));
     let sum = norm(std::array::from_fn(|k| a[k] + b[k]));
-    let theta = 2.0 * difference.atan2(sum);
+    // After the flip the dot product is >= 0, so |a - b| <= |a + b| and the
+    // ratio lies in [0, 1] (NaN for a zero quaternion, which propagates).
+    let theta = 2.0 * atan_unit(difference / sum);
     let blended: [f64; 4] = if theta < 1e-6 {
         std::array::from_fn(|k| a[k] + t * (b[k] - a[k]))
     } else {
-        let sin_theta = theta.sin();
-        let wa = ((1.0 - t) * theta).sin() / sin_theta;
-        let wb = (t * theta).sin() / sin_theta;
+        // theta and both partial angles lie in [0, pi/2] for t in [0, 1].
+        let sin_theta = sin_quarter(theta);
+        let wa = sin_quarter((1.0 - t) * theta) / sin_theta;
+        let wb = sin_quarter(t * theta) / sin_theta;
         std::array::from_fn(|k| wa * a[k] + wb * b[k])
     };
     normalize(blended)
+}
+
+/// Taylor coefficients of sin: (−1)^k / (2k+1)!.
+const SIN: [f64; 12] = [
+    1.0,
+    -0.16666666666666666,
+    0.008333333333333333,
+    -0.0001984126984126984,
+    2.7557319223985893e-06,
+    -2.505210838544172e-08,
+    1.6059043836821613e-10,
+    -7.647163731819816e-13,
+    2.8114572543455206e-15,
+    -8.22063524662433e-18,
+    1.9572941063391263e-20,
+    -3.868170170630684e-23,
+];
+
+/// Taylor coefficients of atan: (−1)^k / (2k+1).
+const ATAN: [f64; 13] = [
+    1.0,
+    -0.3333333333333333,
+    0.2,
+    -0.14285714285714285,
+    0.1111111111111111,
+    -0.09090909090909091,
+    0.07692307692307693,
+    -0.06666666666666667,
+    0.058823529411764705,
+    -0.05263157894736842,
+    0.047619047619047616,
+    -0.043478260869565216,
+    0.04,
+];
+
+/// sin(x) for x in [0, π/2]: the Taylor series to x^23 by Horner's rule
+/// (truncation below 1e-18), every operation rounded once. Within a few
+/// ulps of the true value; the CUDA kernel evaluates the same expression.
+pub fn sin_quarter(x: f64) -> f64 {
+    let x2 = x * x;
+    let mut p = SIN[11];
+    for k in (0..11).rev() {
+        p = p * x2 + SIN[k];
+    }
+    p * x
+}
+
+/// atan(r) for r in [0, 1]: above tan(π/8) by atan(r) = π/4 + atan((r − 1)/(r + 1)),
+/// then one half-angle step v = u / (1 + √(1 + u²)) to |v| ≤ 0.2, then the
+/// Taylor series to v^25 (truncation below 1e-18). Same bits on every backend.
+pub fn atan_unit(r: f64) -> f64 {
+    let (base, u) = if r > 0.41421356237309503 { (0.7853981633974483, (r - 1.0) / (r + 1.0)) } else { (0.0, r) };
+    let v = u / (1.0 + (1.0 + u * u).sqrt());
+    let v2 = v * v;
+    let mut p = ATAN[12];
+    for k in (0..12).rev() {
+        p = p * v2 + ATAN[k];
+    }
+    base + 2.0 * (p * v)
 }
 
 /// `q / |q|`.
@@ -58,6 +124,16 @@ mod tests {
         let m = slerp(a, b, 0.5);
         let e = std::f64::consts::FRAC_PI_8;
         assert!((m[2] - e.sin()).abs() < 1e-15 && (m[3] - e.cos()).abs() < 1e-15);
+    }
+
+    #[test]
+    fn portable_sin_and_atan_are_accurate() {
+        for i in 0..=1000 {
+            let x = std::f64::consts::FRAC_PI_2 * i as f64 / 1000.0;
+            assert!((sin_quarter(x) - x.sin()).abs() <= 4.0 * f64::EPSILON, "sin {x}");
+            let r = i as f64 / 1000.0;
+            assert!((atan_unit(r) - r.atan()).abs() <= 4.0 * f64::EPSILON, "atan {r}");
+        }
     }
 
     #[test]

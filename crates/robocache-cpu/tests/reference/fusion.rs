@@ -1,5 +1,5 @@
 use proptest::prelude::*;
-use robocache_cpu::half::{bf16, f16};
+use robocache_cpu::half::bf16;
 use robocache_cpu::strategies::{fusion_case, StreamCase};
 use robocache_cpu::{fuse, resample, DType, Element, FusionInput, FusionStream, HostVec, Targets};
 
@@ -24,8 +24,8 @@ fn round_to(dtype: DType, v: f64) -> f64 {
     match dtype {
         DType::F32 => f32::from_f64_rounded(v).unwrap().to_f64(),
         DType::F64 => v,
-        DType::F16 => f16::from_f64(v).to_f64(),
-        DType::BF16 => bf16::from_f64(v).to_f64(),
+        DType::F16 => robocache_cpu::f16_from_f64(v).to_f64(),
+        DType::BF16 => robocache_cpu::bf16_from_f64(v).to_f64(),
         other => panic!("no float output {other}"),
     }
 }
