@@ -10,22 +10,28 @@
 //!
 //! Linking needs `libcuda.so`: the real driver, or the stub made by
 //! `cargo xtask stub-libcuda`, against which every call fails with
-//! [`Error::DriverUnavailable`].
+//! `Error::DriverUnavailable`. So the wrapper is behind this crate's `driver`
+//! feature (turned on by the facade's `cuda` feature); without it the crate
+//! only re-exports the kernel catalog.
 //!
-//! ```no_run
-//! use robocache_cuda::CudaContext;
+//! With `driver`: `CudaContext::new(0)?` opens device 0; `context.upload(bytes)`
+//! and `context.download(&buffer, &mut out)` move data; `unsafe
+//! context.launch(Kernel::ResampleF32, config, &args)` queues a kernel.
+//! Always available, the catalog's arch choice:
 //!
-//! let context = CudaContext::new(0)?;
-//! let buffer = context.upload(&[1u8, 2, 3])?;
-//! let mut back = [0u8; 3];
-//! context.download(&buffer, &mut back)?;
-//! assert_eq!(back, [1, 2, 3]);
-//! # Ok::<(), robocache_cuda::Error>(())
+//! ```
+//! use robocache_cuda::Arch;
+//!
+//! assert_eq!(Arch::for_compute_capability(9, 0), Some(Arch::Sm90)); // H100, H200
 //! ```
 
+#[cfg(feature = "driver")]
 mod context;
+#[cfg(feature = "driver")]
 mod error;
 
+#[cfg(feature = "driver")]
 pub use context::{CudaContext, DeviceBytes, Event, LaunchConfig};
+#[cfg(feature = "driver")]
 pub use error::{Error, Result};
 pub use robocache_kernels::{Arch, Kernel, Module};

@@ -5,6 +5,8 @@
 //! A backend that is not available (no CUDA in this build, or no device)
 //! skips with a message.
 
+#![allow(clippy::print_stderr)]
+
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use robocache::half::{bf16, f16};

@@ -87,7 +87,8 @@ pub fn sin_quarter(x: f64) -> f64 {
 /// then one half-angle step v = u / (1 + √(1 + u²)) to |v| ≤ 0.2, then the
 /// Taylor series to v^25 (truncation below 1e-18). Same bits on every backend.
 pub fn atan_unit(r: f64) -> f64 {
-    let (base, u) = if r > 0.41421356237309503 { (0.7853981633974483, (r - 1.0) / (r + 1.0)) } else { (0.0, r) };
+    let (base, u) =
+        if r > 0.41421356237309503 { (std::f64::consts::FRAC_PI_4, (r - 1.0) / (r + 1.0)) } else { (0.0, r) };
     let v = u / (1.0 + (1.0 + u * u).sqrt());
     let v2 = v * v;
     let mut p = ATAN[12];
