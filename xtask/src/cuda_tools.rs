@@ -69,13 +69,14 @@ pub fn build_ptx(check: bool) -> Result<()> {
                 scratch.join(format!("sm_{arch}_{}.ptx", source.file_stem().unwrap_or_default().to_string_lossy()));
             run(Command::new(&nvcc)
                 .env("PATH", prepend_path(&toolkit.join("bin")))
-                .args(["-ptx", "-std=c++17", "-O3", "--fmad=false", "-lineinfo"])
+                // No -lineinfo: it embeds symbol names hashed from the checkout's
+                // location, and the committed PTX must not depend on where it was built.
+                .args(["-ptx", "-std=c++17", "-O3", "--fmad=false"])
                 .arg(format!("-arch=sm_{arch}"))
                 .arg("-o")
                 .arg(&out)
                 .arg(&source))?;
-            // nvcc writes no timestamps or paths that change between runs except
-            // the source path in .file directives: keep it relative.
+            // Without line info nvcc writes no paths; normalise any that remain.
             let ptx = normalize(&std::fs::read_to_string(&out)?, &toolkit);
             let committed = ptx_path(&source, arch);
             if check {
