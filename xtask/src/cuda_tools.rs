@@ -156,7 +156,7 @@ fn cust_raw_bindings() -> Result<PathBuf> {
     run(Command::new(env!("CARGO")).current_dir(root()).args(["fetch", "--quiet"]))?;
     let output = Command::new(env!("CARGO"))
         .current_dir(root())
-        .args(["metadata", "--format-version", "1"])
+        .args(["metadata", "--format-version", "1", "--all-features"])
         .output()
         .context("cargo metadata")?;
     let metadata = String::from_utf8_lossy(&output.stdout);
