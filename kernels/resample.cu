@@ -201,10 +201,61 @@ struct ResampleArgs {
     uint64_t fill_bits;  // the fill value, in the output dtype's bits
 };
 
+// One output row: the value at time q of every channel of a row with n valid
+// samples, in T, handed to sink(c, value); the lanes of a warp split the
+// channels. Returns whether q lies inside the row's time range.
+template <typename T, bool FLOAT, typename Sink>
+__device__ bool resample_row(const T* __restrict__ x, uint64_t channels, const Timeline& source, uint64_t row,
+                             uint64_t n, double q, const int* groups, int group_count, int boundary, T fill,
+                             Sink sink) {
+    const uint64_t lane = threadIdx.x & 31;
+    const Position p = locate(source, row, n, q);
+    const bool inside = p.region == 0;
+    if (!inside && boundary == BOUNDARY_FILL) {
+        for (uint64_t c = lane; c < channels; c += 32) sink(c, fill);
+        return inside;
+    }
+    Segment interpolate;
+    if (inside && p.index + 1 < n) interpolate = between(source, row, p.index, q);
+    else { interpolate.lower = interpolate.upper = p.index; interpolate.weight = 0.0; }
+    Segment extrapolate = interpolate;
+    if (!inside && n >= 2) extrapolate = between(source, row, p.region < 0 ? 0 : n - 2, q);
+    for (int g = 0; g < group_count; g++) {
+        const uint64_t start = groups[3 * g], end = groups[3 * g + 1];
+        const int method = groups[3 * g + 2];
+        if (method == METHOD_NEAREST || method == METHOD_PREVIOUS) {
+            uint64_t index = p.index;
+            if (method == METHOD_NEAREST && inside && p.index + 1 < n) {
+                double s0 = time_at(source, row, p.index), s1 = time_at(source, row, p.index + 1);
+                if (__dsub_rn(s1, q) < __dsub_rn(q, s0)) index = p.index + 1;
+            }
+            for (uint64_t c = start + lane; c < end; c += 32) sink(c, x[index * channels + c]);
+        } else if constexpr (FLOAT) {
+            if (method == METHOD_LINEAR) {
+                const Segment s = boundary == BOUNDARY_EXTRAPOLATE ? extrapolate : interpolate;
+                for (uint64_t c = start + lane; c < end; c += 32) {
+                    const T x0 = x[s.lower * channels + c];
+                    sink(c, s.weight == 0.0 ? x0 : lerp<T>(x0, x[s.upper * channels + c], s.weight));
+                }
+            } else {  // METHOD_SLERP: one quaternion per lane
+                for (uint64_t c = start + 4 * lane; c < end; c += 128) {
+                    double qa[4], qb[4], r[4];
+                    for (int k = 0; k < 4; k++) {
+                        qa[k] = Float<T>::to_f64(x[interpolate.lower * channels + c + k]);
+                        qb[k] = Float<T>::to_f64(x[interpolate.upper * channels + c + k]);
+                    }
+                    slerp(qa, qb, interpolate.weight, r);
+                    for (int k = 0; k < 4; k++) sink(c + k, Float<T>::from_f64(r[k]));
+                }
+            }
+        }
+    }
+    return inside;
+}
+
 template <typename T, bool FLOAT>
 __device__ void resample_rows(const T* __restrict__ data, T* __restrict__ out, uint8_t* __restrict__ valid,
                               const ResampleArgs& a) {
-    const uint64_t lane = threadIdx.x & 31;
     const uint64_t warps_per_block = blockDim.x / 32;
     const uint64_t rows = a.batch * a.targets;
     T fill;
@@ -214,50 +265,11 @@ __device__ void resample_rows(const T* __restrict__ data, T* __restrict__ out, u
         const uint64_t row = flat / a.targets, target = flat % a.targets;
         const double q = time_at(a.target, row, target);
         const uint64_t n = row_length(a.lengths, a.length_type, row, a.samples);
-        const Position p = locate(a.source, row, n, q);
-        const bool inside = p.region == 0;
         T* o = out + flat * a.channels;
-        if (lane == 0) valid[flat] = inside ? 1 : 0;
-        if (!inside && a.boundary == BOUNDARY_FILL) {
-            for (uint64_t c = lane; c < a.channels; c += 32) o[c] = fill;
-            continue;
-        }
-        Segment interpolate;
-        if (inside && p.index + 1 < n) interpolate = between(a.source, row, p.index, q);
-        else { interpolate.lower = interpolate.upper = p.index; interpolate.weight = 0.0; }
-        Segment extrapolate = interpolate;
-        if (!inside && n >= 2) extrapolate = between(a.source, row, p.region < 0 ? 0 : n - 2, q);
-        const T* x = data + row * a.samples * a.channels;
-        for (int g = 0; g < a.group_count; g++) {
-            const uint64_t start = a.groups[3 * g], end = a.groups[3 * g + 1];
-            const int method = a.groups[3 * g + 2];
-            if (method == METHOD_NEAREST || method == METHOD_PREVIOUS) {
-                uint64_t index = p.index;
-                if (method == METHOD_NEAREST && inside && p.index + 1 < n) {
-                    double s0 = time_at(a.source, row, p.index), s1 = time_at(a.source, row, p.index + 1);
-                    if (__dsub_rn(s1, q) < __dsub_rn(q, s0)) index = p.index + 1;
-                }
-                for (uint64_t c = start + lane; c < end; c += 32) o[c] = x[index * a.channels + c];
-            } else if constexpr (FLOAT) {
-                if (method == METHOD_LINEAR) {
-                    const Segment s = a.boundary == BOUNDARY_EXTRAPOLATE ? extrapolate : interpolate;
-                    for (uint64_t c = start + lane; c < end; c += 32) {
-                        const T x0 = x[s.lower * a.channels + c];
-                        o[c] = s.weight == 0.0 ? x0 : lerp<T>(x0, x[s.upper * a.channels + c], s.weight);
-                    }
-                } else {  // METHOD_SLERP: one quaternion per lane
-                    for (uint64_t c = start + 4 * lane; c < end; c += 128) {
-                        double qa[4], qb[4], r[4];
-                        for (int k = 0; k < 4; k++) {
-                            qa[k] = Float<T>::to_f64(x[interpolate.lower * a.channels + c + k]);
-                            qb[k] = Float<T>::to_f64(x[interpolate.upper * a.channels + c + k]);
-                        }
-                        slerp(qa, qb, interpolate.weight, r);
-                        for (int k = 0; k < 4; k++) o[c + k] = Float<T>::from_f64(r[k]);
-                    }
-                }
-            }
-        }
+        const bool inside = resample_row<T, FLOAT>(data + row * a.samples * a.channels, a.channels, a.source, row, n, q,
+                                                   a.groups, a.group_count, a.boundary, fill,
+                                                   [o](uint64_t c, T v) { o[c] = v; });
+        if ((threadIdx.x & 31) == 0) valid[flat] = inside ? 1 : 0;
     }
 }
 
@@ -279,6 +291,94 @@ BITS_KERNEL(resample_bits8, uint8_t)
 BITS_KERNEL(resample_bits16, uint16_t)
 BITS_KERNEL(resample_bits32, uint32_t)
 BITS_KERNEL(resample_bits64, uint64_t)
+
+
+// ---- Fusion: K streams onto one timeline in one launch ----------------------
+
+// dtype codes, in the order of robocache's DType.
+enum DTypeCode {
+    DT_BOOL = 0, DT_U8, DT_U16, DT_U32, DT_U64, DT_I8, DT_I16, DT_I32, DT_I64, DT_F16, DT_BF16, DT_F32, DT_F64
+};
+
+// One stream of a fusion (a table of these lives in device memory).
+struct FusionStream {
+    const void* data;  // [B, S, D] of `dtype`
+    uint64_t samples, channels, out_offset;
+    Timeline source;
+    const void* lengths;
+    int length_type;
+    int dtype;
+    int group_count;
+    int groups[3 * 32];
+    int boundary;
+    uint64_t fill_bits;  // in the stream's dtype
+};
+
+struct FusionArgs {
+    uint64_t batch, targets, width, stream_count;
+    Timeline target;
+    int out_dtype;
+};
+
+template <typename T> __device__ __forceinline__ double as_f64(T v) { return (double)v; }
+template <> __device__ __forceinline__ double as_f64(__half v) { return (double)__half2float(v); }
+template <> __device__ __forceinline__ double as_f64(__nv_bfloat16 v) { return (double)__bfloat162float(v); }
+
+// Stores v at out[i] in the output dtype: a plain copy when the dtypes agree,
+// else rounded to nearest-even through f64 (the CPU reference's conversion).
+template <typename T>
+__device__ __forceinline__ void store_as(void* out, uint64_t i, int out_dtype, int dtype, T v) {
+    if (out_dtype == dtype) { ((T*)out)[i] = v; return; }
+    const double d = as_f64(v);
+    switch (out_dtype) {
+        case DT_F16: ((__half*)out)[i] = __double2half(d); break;
+        case DT_BF16: ((__nv_bfloat16*)out)[i] = __double2bfloat16(d); break;
+        case DT_F32: ((float*)out)[i] = __double2float_rn(d); break;
+        case DT_F64: ((double*)out)[i] = d; break;
+        default: break;  // integer outputs need every stream in that dtype (checked on the host)
+    }
+}
+
+template <typename T, bool FLOAT>
+__device__ bool fuse_row(const FusionStream& s, const FusionArgs& a, void* out, uint64_t row, uint64_t target) {
+    const double q = time_at(a.target, row, target);
+    const uint64_t n = row_length(s.lengths, s.length_type, row, s.samples);
+    T fill;
+    memcpy(&fill, &s.fill_bits, sizeof(T));
+    const uint64_t base = (row * a.targets + target) * a.width + s.out_offset;
+    const int out_dtype = a.out_dtype, dtype = s.dtype;
+    return resample_row<T, FLOAT>((const T*)s.data + row * s.samples * s.channels, s.channels, s.source, row, n, q,
+                                  s.groups, s.group_count, s.boundary, fill,
+                                  [=](uint64_t c, T v) { store_as<T>(out, base + c, out_dtype, dtype, v); });
+}
+
+// One warp per (stream, row, target); `valid` is [K, B, T].
+extern "C" __global__ void fuse(const FusionStream* streams, void* out, uint8_t* valid, FusionArgs a) {
+    const uint64_t warps_per_block = blockDim.x / 32;
+    const uint64_t per_stream = a.batch * a.targets;
+    const uint64_t total = a.stream_count * per_stream;
+    for (uint64_t flat = (uint64_t)blockIdx.x * warps_per_block + threadIdx.x / 32; flat < total;
+         flat += (uint64_t)gridDim.x * warps_per_block) {
+        const FusionStream& s = streams[flat / per_stream];
+        const uint64_t row = (flat % per_stream) / a.targets, target = flat % a.targets;
+        bool inside = false;
+        switch (s.dtype) {
+            case DT_BOOL: case DT_U8: inside = fuse_row<uint8_t, false>(s, a, out, row, target); break;
+            case DT_I8: inside = fuse_row<int8_t, false>(s, a, out, row, target); break;
+            case DT_U16: inside = fuse_row<uint16_t, false>(s, a, out, row, target); break;
+            case DT_I16: inside = fuse_row<int16_t, false>(s, a, out, row, target); break;
+            case DT_U32: inside = fuse_row<uint32_t, false>(s, a, out, row, target); break;
+            case DT_I32: inside = fuse_row<int32_t, false>(s, a, out, row, target); break;
+            case DT_U64: inside = fuse_row<uint64_t, false>(s, a, out, row, target); break;
+            case DT_I64: inside = fuse_row<int64_t, false>(s, a, out, row, target); break;
+            case DT_F16: inside = fuse_row<__half, true>(s, a, out, row, target); break;
+            case DT_BF16: inside = fuse_row<__nv_bfloat16, true>(s, a, out, row, target); break;
+            case DT_F32: inside = fuse_row<float, true>(s, a, out, row, target); break;
+            default: inside = fuse_row<double, true>(s, a, out, row, target); break;
+        }
+        if ((threadIdx.x & 31) == 0) valid[flat] = inside ? 1 : 0;
+    }
+}
 
 // Checks the data a resample needs before launch (unless trusted), in the
 // order the CPU reference checks it: valid lengths in 1..=S (kind 1), finite

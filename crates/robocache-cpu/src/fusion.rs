@@ -7,7 +7,7 @@ use rayon::prelude::*;
 use crate::resample::resample_named;
 use crate::{
     with_host_data, DType, Element, Error, HostSlice, HostVec, ResamplePlan, ResampleSpec, Result, Stream, Targets,
-    Times,
+    TimeShape, Times,
 };
 
 /// One stream of a fusion: data `[B, S_k, D_k]` of any dtype, its times, valid
@@ -43,49 +43,83 @@ pub struct Fused {
     pub offsets: Vec<usize>,
 }
 
+/// What a fusion plan needs of one stream: no data, only shapes and spec.
+#[derive(Clone, Debug)]
+pub struct StreamShape<'a> {
+    pub dtype: DType,
+    /// `[B, S_k, D_k]`.
+    pub shape: [usize; 3],
+    pub data_len: usize,
+    pub times: TimeShape,
+    pub lengths_len: Option<usize>,
+    pub spec: &'a ResampleSpec,
+}
+
 /// Validates a fusion without reading data: one [`ResamplePlan`] per stream,
 /// the same batch size everywhere, and an output dtype every stream can be
-/// converted to.
-pub fn plan_fusion(input: &FusionInput<'_>) -> Result<(Vec<ResamplePlan>, Vec<usize>)> {
-    if input.streams.is_empty() {
+/// converted to. Returns the plans and the channel offsets (`K + 1` of them).
+pub fn plan_fusion_shapes(
+    streams: &[StreamShape<'_>],
+    targets: TimeShape,
+    target_len: usize,
+    dtype: DType,
+) -> Result<(Vec<ResamplePlan>, Vec<usize>)> {
+    let Some(first) = streams.first() else {
         return Err(Error::Empty { what: "fusion streams".into(), reason: "at least one stream is needed".into() });
-    }
-    let batch = input.streams[0].shape[0];
+    };
+    let batch = first.shape[0];
     let mut offsets = vec![0usize];
-    let mut plans = Vec::with_capacity(input.streams.len());
-    for (k, stream) in input.streams.iter().enumerate() {
+    let mut plans = Vec::with_capacity(streams.len());
+    for (k, stream) in streams.iter().enumerate() {
         let what = format!("stream {k}");
         if stream.shape[0] != batch {
             return Err(Error::ShapeMismatch {
                 what: format!("{what} data (every stream needs the batch size {batch} of stream 0)"),
                 shape: vec![batch, stream.shape[1], stream.shape[2]],
                 expected: batch * stream.shape[1] * stream.shape[2],
-                actual: stream.data.len(),
+                actual: stream.data_len,
             });
         }
-        let dtype = stream.data.dtype();
-        if !input.dtype.is_float() && dtype != input.dtype {
+        if !dtype.is_float() && stream.dtype != dtype {
             return Err(Error::DTypeMismatch {
                 what: format!("{what} data (an integer or bool fusion output needs every stream in that dtype)"),
-                expected: input.dtype.to_string(),
-                actual: dtype,
+                expected: dtype.to_string(),
+                actual: stream.dtype,
             });
         }
-        let plan = ResamplePlan::new(
+        let plan = ResamplePlan::from_shapes(
             &what,
-            dtype,
+            stream.dtype,
             stream.shape,
-            stream.data.len(),
-            &stream.times,
-            stream.lengths.map(<[usize]>::len),
-            &input.targets,
-            &stream.spec,
+            stream.data_len,
+            stream.times,
+            stream.lengths_len,
+            targets,
+            target_len,
+            stream.spec,
         )?;
         let end = offsets[k].checked_add(plan.channels).ok_or_else(|| Error::Overflow("fusion channels".into()))?;
         offsets.push(end);
         plans.push(plan);
     }
     Ok((plans, offsets))
+}
+
+/// [`plan_fusion_shapes`] for host streams.
+pub fn plan_fusion(input: &FusionInput<'_>) -> Result<(Vec<ResamplePlan>, Vec<usize>)> {
+    let shapes: Vec<StreamShape<'_>> = input
+        .streams
+        .iter()
+        .map(|s| StreamShape {
+            dtype: s.data.dtype(),
+            shape: s.shape,
+            data_len: s.data.len(),
+            times: s.times.shape(),
+            lengths_len: s.lengths.map(<[usize]>::len),
+            spec: &s.spec,
+        })
+        .collect();
+    plan_fusion_shapes(&shapes, input.targets.times.shape(), input.targets.len, input.dtype)
 }
 
 /// Resamples every stream onto `input.targets` and concatenates them along the

@@ -51,7 +51,7 @@ pub use half;
 
 pub use dtype::{bf16_from_f64, f16_from_f64, DType, Element, HostSlice, HostVec};
 pub use error::{Error, Result};
-pub use fusion::{fuse, plan_fusion, Fused, FusionInput, FusionStream};
+pub use fusion::{fuse, plan_fusion, plan_fusion_shapes, Fused, FusionInput, FusionStream, StreamShape};
 pub use resample::{
     fill_bits, resample, resample_into, slerp, Boundary, ChannelGroup, ChannelSpec, Method, QuaternionOrder,
     ResamplePlan, ResampleSpec, Resampled, Stream, Targets,

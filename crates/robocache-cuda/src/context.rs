@@ -134,7 +134,7 @@ impl CudaContext {
             cust::error::CudaError::OutOfMemory => Error::OutOfMemory { bytes },
             other => driver("cuMemAlloc")(other),
         })?;
-        Ok(DeviceBytes { buffer, len: bytes, context: self.clone() })
+        Ok(DeviceBytes { buffer: std::mem::ManuallyDrop::new(buffer), len: bytes, context: self.clone() })
     }
 
     /// A device copy of `data`.
@@ -222,11 +222,24 @@ impl CudaContext {
     }
 }
 
-/// An untyped device allocation of `len` bytes.
+/// An untyped device allocation of `len` bytes. Dropping it frees the memory
+/// in stream order (`cuMemFreeAsync` on the context's stream): after the work
+/// already queued, without waiting for it.
 pub struct DeviceBytes {
-    buffer: DeviceBuffer<u8>,
+    buffer: std::mem::ManuallyDrop<DeviceBuffer<u8>>,
     len: usize,
     context: CudaContext,
+}
+
+impl Drop for DeviceBytes {
+    fn drop(&mut self) {
+        // SAFETY: `drop` runs once and nothing uses the buffer after it.
+        let buffer = unsafe { std::mem::ManuallyDrop::take(&mut self.buffer) };
+        if self.context.make_current().is_ok() {
+            // A failure here can only leak the allocation; there is no one to report it to.
+            let _ = buffer.drop_async(&self.context.inner.stream);
+        }
+    }
 }
 
 // SAFETY: a device allocation is an address in the context's memory; the

@@ -94,11 +94,13 @@ pub enum Kernel {
     ResampleBits64,
     /// Validates lengths and times before a resample.
     ResampleCheck,
+    /// K streams of any dtypes onto one timeline, concatenated, in one launch.
+    Fuse,
 }
 
 impl Kernel {
     /// Every kernel.
-    pub const ALL: [Kernel; 9] = [
+    pub const ALL: [Kernel; 10] = [
         Kernel::ResampleF16,
         Kernel::ResampleBF16,
         Kernel::ResampleF32,
@@ -108,6 +110,7 @@ impl Kernel {
         Kernel::ResampleBits32,
         Kernel::ResampleBits64,
         Kernel::ResampleCheck,
+        Kernel::Fuse,
     ];
 
     /// The module that holds it.
@@ -127,6 +130,7 @@ impl Kernel {
             Kernel::ResampleBits32 => "resample_bits32",
             Kernel::ResampleBits64 => "resample_bits64",
             Kernel::ResampleCheck => "resample_check",
+            Kernel::Fuse => "fuse",
         }
     }
 }

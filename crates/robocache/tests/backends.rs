@@ -244,9 +244,9 @@ backend_tests!(
     Ok::<_, robocache::Error>(robocache::Device::cpu()),
     [resample_matches_reference, fusion_matches_reference, voxelize_matches_reference]
 );
-// Fusion and voxelization have no CUDA kernels yet (they return
-// `Error::Unsupported` there); their CUDA instances join when they do.
-backend_tests!(cuda, robocache::Device::cuda(0), [resample_matches_reference]);
+// Voxelization has no CUDA kernels yet (it returns `Error::Unsupported`
+// there); its CUDA instance joins when it does.
+backend_tests!(cuda, robocache::Device::cuda(0), [resample_matches_reference, fusion_matches_reference]);
 
 #[test]
 fn cuda_request_that_cannot_be_met_is_an_error_and_auto_falls_back() {

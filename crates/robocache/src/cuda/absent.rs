@@ -61,6 +61,16 @@ impl CudaDevice {
         match self.never {}
     }
 
+    pub(crate) fn fuse(
+        &self,
+        _: &crate::Device,
+        _: &[crate::FusionStreamInput<'_>],
+        _: &crate::TargetTimes<'_>,
+        _: robocache_cpu::DType,
+    ) -> crate::Result<crate::Fused> {
+        match self.never {}
+    }
+
     pub(crate) fn open(ordinal: usize) -> crate::Result<Self> {
         let _ = ordinal;
         Err(crate::Error::CudaNotCompiled)

@@ -6,6 +6,8 @@ mod absent;
 #[cfg(feature = "cuda")]
 mod backend;
 #[cfg(feature = "cuda")]
+mod fusion;
+#[cfg(feature = "cuda")]
 mod resample;
 
 #[cfg(not(feature = "cuda"))]

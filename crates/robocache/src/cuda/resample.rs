@@ -15,8 +15,8 @@ use crate::{Device, Error, Result, Tensor};
 
 /// Mirrors `struct Timeline` in kernels/resample.cu.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-struct Timeline {
+#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
+pub(super) struct Timeline {
     times: u64,
     mode: i32,
     _pad: i32,
@@ -26,32 +26,32 @@ struct Timeline {
 }
 
 /// Most channel groups one launch takes (they travel in the kernel's parameters).
-const MAX_GROUPS: usize = 32;
+pub(super) const MAX_GROUPS: usize = 32;
 
 /// Mirrors `struct ResampleArgs` in kernels/resample.cu.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
-struct ResampleArgs {
-    batch: u64,
-    samples: u64,
-    targets: u64,
-    channels: u64,
-    source: Timeline,
-    target: Timeline,
-    lengths: u64,
-    length_type: i32,
-    group_count: i32,
-    groups: [i32; 3 * MAX_GROUPS],
-    boundary: i32,
-    _pad: i32,
-    fill_bits: u64,
+pub(super) struct ResampleArgs {
+    pub batch: u64,
+    pub samples: u64,
+    pub targets: u64,
+    pub channels: u64,
+    pub source: Timeline,
+    pub target: Timeline,
+    pub lengths: u64,
+    pub length_type: i32,
+    pub group_count: i32,
+    pub groups: [i32; 3 * MAX_GROUPS],
+    pub boundary: i32,
+    pub _pad: i32,
+    pub fill_bits: u64,
 }
 
 const TIMES_SHARED: i32 = 0;
 const TIMES_PER_ROW: i32 = 1;
 const TIMES_UNIFORM: i32 = 2;
 
-fn device_pointer(tensor: &Tensor) -> u64 {
+pub(super) fn device_pointer(tensor: &Tensor) -> u64 {
     tensor.device_storage().map_or(0, DeviceStorage::device_pointer)
 }
 
@@ -90,7 +90,7 @@ fn length_type(what: &str, tensor: &Tensor) -> Result<i32> {
     })
 }
 
-fn kernel_for(dtype: DType) -> Kernel {
+pub(super) fn kernel_for(dtype: DType) -> Kernel {
     match dtype {
         DType::F16 => Kernel::ResampleF16,
         DType::BF16 => Kernel::ResampleBF16,
@@ -103,7 +103,128 @@ fn kernel_for(dtype: DType) -> Kernel {
     }
 }
 
+/// A stream's kernel-side description, checked.
+pub(super) struct DeviceStream {
+    pub source: Timeline,
+    pub source_shape: TimeShape,
+    pub lengths: u64,
+    pub length_type: i32,
+    pub shape: [usize; 3],
+}
+
+/// The targets' kernel-side description: timeline, shape and `T`.
+pub(super) struct DeviceTargets {
+    pub timeline: Timeline,
+    pub shape: TimeShape,
+    pub len: usize,
+}
+
+pub(super) fn describe_stream(what: &str, device: &Device, stream: &StreamInput<'_>) -> Result<DeviceStream> {
+    device.expect_same(&format!("{what} data"), stream.data.device())?;
+    crate::ops::expect_rank(&format!("{what} data"), stream.data, &[3], "[B, S, D]")?;
+    let shape = [stream.data.shape()[0], stream.data.shape()[1], stream.data.shape()[2]];
+    let (source, source_shape) = match stream.times {
+        TimeAxis::Tensor(t) => {
+            device.expect_same(&format!("{what} source times"), t.device())?;
+            timeline(&format!("{what} source times"), t, shape[1])?
+        }
+        TimeAxis::Uniform { start, hz } => uniform(start, hz, shape[1]),
+    };
+    let (lengths, length_type) = match stream.lengths {
+        Some(l) => {
+            device.expect_same(&format!("{what} valid lengths"), l.device())?;
+            crate::ops::expect_rank(&format!("{what} valid lengths"), l, &[1], "[B]")?;
+            (device_pointer(l), length_type(&format!("{what} valid lengths"), l)?)
+        }
+        None => (0, 0),
+    };
+    Ok(DeviceStream { source, source_shape, lengths, length_type, shape })
+}
+
+pub(super) fn describe_targets(device: &Device, targets: &TargetTimes<'_>) -> Result<DeviceTargets> {
+    Ok(match *targets {
+        TargetTimes::Tensor(t) => {
+            device.expect_same("target times", t.device())?;
+            let len = *t.shape().last().unwrap_or(&0);
+            let (timeline, shape) = timeline("target times", t, len)?;
+            DeviceTargets { timeline, shape, len }
+        }
+        TargetTimes::Uniform { start, hz, len } => {
+            let (timeline, shape) = uniform(start, hz, len);
+            DeviceTargets { timeline, shape, len }
+        }
+    })
+}
+
+/// The plan's channel groups as the kernel's `(start, end, method)` table.
+pub(super) fn encode_groups(what: &str, plan: &ResamplePlan) -> Result<[i32; 3 * MAX_GROUPS]> {
+    if plan.groups.len() > MAX_GROUPS {
+        return Err(Invalid::ChannelSpec {
+            what: what.into(),
+            reason: format!("has {} groups; the CUDA backend takes at most {MAX_GROUPS}", plan.groups.len()),
+        }
+        .into());
+    }
+    let mut groups = [0i32; 3 * MAX_GROUPS];
+    for (slot, g) in groups.chunks_exact_mut(3).zip(&plan.groups) {
+        let method = match g.method {
+            Method::Linear => 0,
+            Method::Nearest => 1,
+            Method::Previous => 2,
+            Method::Slerp { .. } => 3,
+        };
+        // Channel indices fit i32: the kernel indexes with 64-bit arithmetic, and a
+        // row of 2^31 channels is far beyond any allocation.
+        slot.copy_from_slice(&[g.range.start as i32, g.range.end as i32, method]);
+    }
+    Ok(groups)
+}
+
+pub(super) fn boundary_code(boundary: Boundary) -> i32 {
+    match boundary {
+        Boundary::Clamp => 0,
+        Boundary::Extrapolate => 1,
+        Boundary::Fill(_) => 2,
+    }
+}
+
 impl CudaDevice {
+    /// The kernel arguments of one stream's resample, with the host-side checks
+    /// a uniform timeline needs and, unless trusted, the device-side data check.
+    pub(super) fn resample_args(
+        &self,
+        what: &str,
+        plan: &ResamplePlan,
+        described: &DeviceStream,
+        targets: &DeviceTargets,
+        stream: &StreamInput<'_>,
+        target_input: &TargetTimes<'_>,
+        spec: &ResampleSpec,
+    ) -> Result<ResampleArgs> {
+        if let (TimeShape::Uniform { start, hz }, false) = (described.source_shape, spec.trusted) {
+            robocache_cpu::check_uniform_increasing(&format!("{what} source times"), start, hz, plan.source_len)?;
+        }
+        let mut args = ResampleArgs {
+            batch: plan.batch as u64,
+            samples: plan.source_len as u64,
+            targets: plan.target_len as u64,
+            channels: plan.channels as u64,
+            source: described.source,
+            target: targets.timeline,
+            lengths: described.lengths,
+            length_type: described.length_type,
+            group_count: plan.groups.len() as i32,
+            groups: encode_groups(what, plan)?,
+            boundary: boundary_code(spec.boundary),
+            _pad: 0,
+            fill_bits: fill_bits(what, plan.dtype, spec.boundary)?.unwrap_or(0),
+        };
+        if !spec.trusted {
+            self.check(what, &mut args, stream, target_input)?;
+        }
+        Ok(args)
+    }
+
     pub(crate) fn resample(
         &self,
         device: &Device,
@@ -112,102 +233,23 @@ impl CudaDevice {
         spec: &ResampleSpec,
     ) -> Result<Resampled> {
         let what = "resample";
-        device.expect_same(&format!("{what} data"), stream.data.device())?;
-        crate::ops::expect_rank(&format!("{what} data"), stream.data, &[3], "[B, S, D]")?;
-        let shape = [stream.data.shape()[0], stream.data.shape()[1], stream.data.shape()[2]];
-        let (source, source_shape) = match stream.times {
-            TimeAxis::Tensor(t) => {
-                device.expect_same(&format!("{what} source times"), t.device())?;
-                timeline(&format!("{what} source times"), t, shape[1])?
-            }
-            TimeAxis::Uniform { start, hz } => uniform(start, hz, shape[1]),
-        };
-        let (target, target_shape, target_len) = match *targets {
-            TargetTimes::Tensor(t) => {
-                device.expect_same("target times", t.device())?;
-                let len = *t.shape().last().unwrap_or(&0);
-                let (timeline, shape) = timeline("target times", t, len)?;
-                (timeline, shape, len)
-            }
-            TargetTimes::Uniform { start, hz, len } => {
-                let (timeline, shape) = uniform(start, hz, len);
-                (timeline, shape, len)
-            }
-        };
-        let (lengths, length_type) = match stream.lengths {
-            Some(l) => {
-                device.expect_same(&format!("{what} valid lengths"), l.device())?;
-                crate::ops::expect_rank(&format!("{what} valid lengths"), l, &[1], "[B]")?;
-                (device_pointer(l), length_type(&format!("{what} valid lengths"), l)?)
-            }
-            None => (0, 0),
-        };
+        let described = describe_stream(what, device, stream)?;
+        let target = describe_targets(device, targets)?;
         let plan = ResamplePlan::from_shapes(
             what,
             stream.data.dtype(),
-            shape,
+            described.shape,
             stream.data.len(),
-            source_shape,
+            described.source_shape,
             stream.lengths.map(Tensor::len),
-            target_shape,
-            target_len,
+            target.shape,
+            target.len,
             spec,
         )?;
-        if plan.groups.len() > MAX_GROUPS {
-            return Err(Invalid::ChannelSpec {
-                what: what.into(),
-                reason: format!("has {} groups; the CUDA backend takes at most {MAX_GROUPS}", plan.groups.len()),
-            }
-            .into());
-        }
-        let fill = fill_bits(what, plan.dtype, spec.boundary)?.unwrap_or(0);
-        if let (TimeShape::Uniform { start, hz }, false) = (source_shape, spec.trusted) {
-            robocache_cpu::check_uniform_increasing(&format!("{what} source times"), start, hz, plan.source_len)?;
-        }
-        let mut groups = [0i32; 3 * MAX_GROUPS];
-        for (slot, g) in groups.chunks_exact_mut(3).zip(&plan.groups) {
-            let method = match g.method {
-                Method::Linear => 0,
-                Method::Nearest => 1,
-                Method::Previous => 2,
-                Method::Slerp { .. } => 3,
-            };
-            // Channel indices fit i32: D of a row is far below 2^31 in any allocation
-            // the plan accepted, and the kernel indexes with 64-bit arithmetic.
-            slot.copy_from_slice(&[g.range.start as i32, g.range.end as i32, method]);
-        }
-        let mut args = ResampleArgs {
-            batch: plan.batch as u64,
-            samples: plan.source_len as u64,
-            targets: plan.target_len as u64,
-            channels: plan.channels as u64,
-            source,
-            target,
-            lengths,
-            length_type,
-            group_count: plan.groups.len() as i32,
-            groups,
-            _pad: 0,
-            boundary: match spec.boundary {
-                Boundary::Clamp => 0,
-                Boundary::Extrapolate => 1,
-                Boundary::Fill(_) => 2,
-            },
-            fill_bits: fill,
-        };
-        if !spec.trusted {
-            self.check(what, &mut args, stream, targets)?;
-        }
-
+        let mut args = self.resample_args(what, &plan, &described, &target, stream, targets, spec)?;
         let rows = plan.batch * plan.target_len;
         let out = self.alloc(rows * plan.channels * plan.dtype.size_in_bytes())?;
         let valid = self.alloc(rows)?;
-        let warps_per_block = 4usize;
-        let config = LaunchConfig {
-            grid: rows.div_ceil(warps_per_block).clamp(1, 1 << 20) as u32,
-            block: (32 * warps_per_block) as u32,
-            shared_bytes: 0,
-        };
         let mut data_pointer = device_pointer(stream.data);
         let mut out_pointer = out.device_pointer();
         let mut valid_pointer = valid.device_pointer();
@@ -220,8 +262,8 @@ impl CudaDevice {
         // SAFETY: the parameters match `resample_<dtype>(const T*, T*, uint8_t*,
         // ResampleArgs)`; the plan checked every size the kernel indexes with,
         // lengths are clamped into 1..=S in the kernel, and the buffers outlive
-        // the launch.
-        unsafe { self.context.launch(kernel_for(plan.dtype), config, &params) }.map_err(cuda_error)?;
+        // the launch (a dropped buffer is freed in stream order).
+        unsafe { self.context.launch(kernel_for(plan.dtype), warp_per_row(rows), &params) }.map_err(cuda_error)?;
         Ok(Resampled {
             data: Tensor::on_device(device, DeviceStorage(Arc::new(out)), plan.dtype, plan.output_shape().to_vec()),
             valid: Tensor::on_device(
@@ -234,7 +276,7 @@ impl CudaDevice {
     }
 
     /// Runs `resample_check` and turns its verdict into the CPU reference's errors.
-    fn check(
+    pub(super) fn check(
         &self,
         what: &str,
         args: &mut ResampleArgs,
@@ -302,5 +344,15 @@ impl CudaDevice {
             }
         }
         .into())
+    }
+}
+
+/// One warp per output row, 4 warps per block.
+pub(super) fn warp_per_row(rows: usize) -> LaunchConfig {
+    let warps_per_block = 4usize;
+    LaunchConfig {
+        grid: rows.div_ceil(warps_per_block).clamp(1, 1 << 20) as u32,
+        block: (32 * warps_per_block) as u32,
+        shared_bytes: 0,
     }
 }

@@ -2,7 +2,7 @@ use robocache_cpu::{DType, FusionInput, FusionStream, ResampleSpec};
 
 use super::resample::{host_targets, HostStream};
 use super::{StreamInput, TargetTimes};
-use crate::{Device, Error, Result, Tensor};
+use crate::{Device, Result, Tensor};
 
 /// One stream of a fusion and how to resample it.
 #[derive(Clone, Debug)]
@@ -75,7 +75,7 @@ impl Device {
                     offsets: fused.offsets,
                 })
             }
-            Device::Cuda(_) => Err(Error::Unsupported { operation: "fuse", backend: "cuda" }),
+            Device::Cuda(cuda) => cuda.fuse(self, streams, targets, dtype),
         }
     }
 }

@@ -1,0 +1,137 @@
+//! Fusion on a CUDA device: one `fuse` launch for all streams, reading a
+//! table of stream descriptors from device memory.
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use robocache_cpu::{plan_fusion_shapes, DType, StreamShape};
+use robocache_cuda::Kernel;
+
+use super::backend::{cuda_error, CudaDevice, DeviceStorage};
+use super::resample::{describe_stream, describe_targets, device_pointer, warp_per_row, Timeline, MAX_GROUPS};
+use crate::ops::{Fused, FusionStreamInput, TargetTimes};
+use crate::{Device, Result, Tensor};
+
+/// Mirrors `struct FusionStream` in kernels/resample.cu (no implicit padding).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+struct FusionStream {
+    data: u64,
+    samples: u64,
+    channels: u64,
+    out_offset: u64,
+    source: Timeline,
+    lengths: u64,
+    length_type: i32,
+    dtype: i32,
+    group_count: i32,
+    groups: [i32; 3 * MAX_GROUPS],
+    boundary: i32,
+    fill_bits: u64,
+}
+
+/// Mirrors `struct FusionArgs` in kernels/resample.cu.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct FusionArgs {
+    batch: u64,
+    targets: u64,
+    width: u64,
+    stream_count: u64,
+    target: Timeline,
+    out_dtype: i32,
+    _pad: i32,
+}
+
+/// The kernel's dtype code: the position in [`DType::ALL`].
+fn dtype_code(dtype: DType) -> i32 {
+    DType::ALL.iter().position(|&d| d == dtype).unwrap_or(0) as i32
+}
+
+impl CudaDevice {
+    pub(crate) fn fuse(
+        &self,
+        device: &Device,
+        streams: &[FusionStreamInput<'_>],
+        targets: &TargetTimes<'_>,
+        dtype: DType,
+    ) -> Result<Fused> {
+        let target = describe_targets(device, targets)?;
+        let described = streams
+            .iter()
+            .enumerate()
+            .map(|(k, s)| describe_stream(&format!("stream {k}"), device, &s.stream))
+            .collect::<Result<Vec<_>>>()?;
+        let shapes: Vec<StreamShape<'_>> = streams
+            .iter()
+            .zip(&described)
+            .map(|(s, d)| StreamShape {
+                dtype: s.stream.data.dtype(),
+                shape: d.shape,
+                data_len: s.stream.data.len(),
+                times: d.source_shape,
+                lengths_len: s.stream.lengths.map(Tensor::len),
+                spec: &s.spec,
+            })
+            .collect();
+        let (plans, offsets) = plan_fusion_shapes(&shapes, target.shape, target.len, dtype)?;
+        let mut table = Vec::with_capacity(streams.len());
+        for (k, ((input, d), plan)) in streams.iter().zip(&described).zip(&plans).enumerate() {
+            let what = format!("stream {k}");
+            let args = self.resample_args(&what, plan, d, &target, &input.stream, targets, &input.spec)?;
+            table.push(FusionStream {
+                data: device_pointer(input.stream.data),
+                samples: args.samples,
+                channels: args.channels,
+                out_offset: offsets[k] as u64,
+                source: args.source,
+                lengths: args.lengths,
+                length_type: args.length_type,
+                dtype: dtype_code(plan.dtype),
+                group_count: args.group_count,
+                groups: args.groups,
+                boundary: args.boundary,
+                fill_bits: args.fill_bits,
+            });
+        }
+        let batch = plans[0].batch;
+        let width = *offsets.last().unwrap_or(&0);
+        let rows = batch * target.len;
+        let table = self.context.upload(bytemuck::cast_slice(&table)).map_err(cuda_error)?;
+        let out = self.alloc(rows * width * dtype.size_in_bytes())?;
+        let valid = self.alloc(streams.len() * rows)?;
+        let mut args = FusionArgs {
+            batch: batch as u64,
+            targets: target.len as u64,
+            width: width as u64,
+            stream_count: streams.len() as u64,
+            target: target.timeline,
+            out_dtype: dtype_code(dtype),
+            _pad: 0,
+        };
+        let mut table_pointer = table.device_pointer();
+        let mut out_pointer = out.device_pointer();
+        let mut valid_pointer = valid.device_pointer();
+        let params: [*mut c_void; 4] = [
+            (&mut table_pointer as *mut u64).cast(),
+            (&mut out_pointer as *mut u64).cast(),
+            (&mut valid_pointer as *mut u64).cast(),
+            (&mut args as *mut FusionArgs).cast(),
+        ];
+        // SAFETY: the parameters match `fuse(const FusionStream*, void*, uint8_t*,
+        // FusionArgs)`; every stream was planned like a resample; the table is
+        // freed in stream order after the kernel when it drops here.
+        unsafe { self.context.launch(Kernel::Fuse, warp_per_row(streams.len() * rows), &params) }
+            .map_err(cuda_error)?;
+        Ok(Fused {
+            data: Tensor::on_device(device, DeviceStorage(Arc::new(out)), dtype, vec![batch, target.len, width]),
+            valid: Tensor::on_device(
+                device,
+                DeviceStorage(Arc::new(valid)),
+                DType::Bool,
+                vec![streams.len(), batch, target.len],
+            ),
+            offsets,
+        })
+    }
+}
