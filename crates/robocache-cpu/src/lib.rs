@@ -58,5 +58,6 @@ pub use resample::{
 };
 pub use times::{check_uniform_increasing, uniform_time, Position, RowTimes, TimeShape, Times};
 pub use voxelize::{
-    plan_voxelize, voxelize, Points, VoxelGrid, VoxelMode, Voxelized, Voxels, DEFAULT_GRID_BUDGET_BYTES,
+    plan_voxelize, plan_voxelize_shapes, voxelize, PointShapes, Points, VoxelGrid, VoxelMode, Voxelized, Voxels,
+    DEFAULT_GRID_BUDGET_BYTES,
 };

@@ -352,7 +352,14 @@ pub fn voxel_case() -> impl Strategy<Value = VoxelCase> {
         let features = matches!(mode, VoxelMode::Mean | VoxelMode::Max);
         (
             vec(coordinate(), n * 3),
-            if features { vec(-10.0f32..10.0, n * f).prop_map(Some).boxed() } else { Just(None).boxed() },
+            if features {
+                // Some signed zeros and NaNs, where max must be exact about ±0 and ignore NaN.
+                let feature =
+                    prop_oneof![20 => -10.0f32..10.0, 1 => Just(0.0f32), 1 => Just(-0.0f32), 1 => Just(f32::NAN)];
+                vec(feature, n * f).prop_map(Some).boxed()
+            } else {
+                Just(None).boxed()
+            },
             proptest::option::of(vec(0u32..clouds as u32, n)),
         )
             .prop_map(move |(positions, features, cloud_of_point)| VoxelCase {

@@ -77,7 +77,7 @@ pub enum VoxelMode {
     /// `f32` per feature: the mean of the points' features (0 when empty), with the counts.
     Mean,
     /// `f32` per feature: the maximum of the points' features (−∞ when empty;
-    /// NaN features are ignored, as `fmaxf` does).
+    /// NaN features are ignored, as `fmaxf` does; +0 counts as above −0).
     Max,
 }
 
@@ -172,18 +172,57 @@ pub struct Voxelized {
     pub dropped: u64,
 }
 
+/// What a voxelization plan needs of the points: sizes only, no data.
+#[derive(Clone, Copy, Debug)]
+pub struct PointShapes {
+    /// Elements of the positions array (`3 N`).
+    pub positions_len: usize,
+    /// Elements of the features array (`N F`), if any.
+    pub features_len: Option<usize>,
+    /// `F`.
+    pub feature_len: usize,
+    /// Elements of the cloud index (`N`), if any.
+    pub clouds_len: Option<usize>,
+    /// `B`.
+    pub clouds: usize,
+}
+
 /// Checks the inputs and returns the number of voxels of all clouds.
 pub fn plan_voxelize(points: &Points<'_>, grid: &VoxelGrid, mode: VoxelMode, budget_bytes: u64) -> Result<usize> {
+    let shapes = PointShapes {
+        positions_len: points.positions.len(),
+        features_len: points.features.map(<[f32]>::len),
+        feature_len: points.feature_len,
+        clouds_len: points.cloud_of_point.map(<[u32]>::len),
+        clouds: points.clouds,
+    };
+    let voxels = plan_voxelize_shapes(&shapes, grid, mode, budget_bytes)?;
+    if let Some(clouds) = points.cloud_of_point {
+        if let Some((point, &cloud)) = clouds.iter().enumerate().find(|(_, &c)| c as usize >= points.clouds) {
+            return Err(Error::CloudIndex { point, cloud: cloud.into(), clouds: points.clouds });
+        }
+    }
+    Ok(voxels)
+}
+
+/// [`plan_voxelize`] from sizes alone (the cloud indices' range is a data
+/// check, left to the caller), for points that live on a device.
+pub fn plan_voxelize_shapes(
+    points: &PointShapes,
+    grid: &VoxelGrid,
+    mode: VoxelMode,
+    budget_bytes: u64,
+) -> Result<usize> {
     grid.check()?;
-    if points.positions.len() % 3 != 0 {
+    if points.positions_len % 3 != 0 {
         return Err(Error::ShapeMismatch {
             what: "points".into(),
-            shape: vec![points.positions.len() / 3, 3],
-            expected: points.positions.len() / 3 * 3,
-            actual: points.positions.len(),
+            shape: vec![points.positions_len / 3, 3],
+            expected: points.positions_len / 3 * 3,
+            actual: points.positions_len,
         });
     }
-    let n = points.len();
+    let n = points.positions_len / 3;
     if u32::try_from(n).is_err() {
         return Err(Error::Overflow(format!("{n} points (at most 2^32 - 1, as counts are u32)")));
     }
@@ -191,7 +230,7 @@ pub fn plan_voxelize(points: &Points<'_>, grid: &VoxelGrid, mode: VoxelMode, bud
         return Err(Error::Empty { what: "clouds (B)".into(), reason: "at least one cloud is needed".into() });
     }
     let needs_features = matches!(mode, VoxelMode::Mean | VoxelMode::Max);
-    match (points.features, needs_features) {
+    match (points.features_len, needs_features) {
         (None, true) => {
             return Err(Error::Features { mode: mode.to_string(), reason: "needs per-point features [N, F]".into() })
         }
@@ -201,33 +240,25 @@ pub fn plan_voxelize(points: &Points<'_>, grid: &VoxelGrid, mode: VoxelMode, bud
                 reason: "takes no features (use mean or max to reduce features)".into(),
             })
         }
-        (Some(features), true) => {
+        (Some(features_len), true) => {
             if points.feature_len == 0 {
                 return Err(Error::Empty { what: "features (F)".into(), reason: "F must be at least 1".into() });
             }
             let expected = n.checked_mul(points.feature_len).ok_or_else(|| Error::Overflow("features".into()))?;
-            if features.len() != expected {
+            if features_len != expected {
                 return Err(Error::ShapeMismatch {
                     what: "features".into(),
                     shape: vec![n, points.feature_len],
                     expected,
-                    actual: features.len(),
+                    actual: features_len,
                 });
             }
         }
         (None, false) => {}
     }
-    if let Some(clouds) = points.cloud_of_point {
-        if clouds.len() != n {
-            return Err(Error::ShapeMismatch {
-                what: "cloud index".into(),
-                shape: vec![n],
-                expected: n,
-                actual: clouds.len(),
-            });
-        }
-        if let Some((point, &cloud)) = clouds.iter().enumerate().find(|(_, &c)| c as usize >= points.clouds) {
-            return Err(Error::CloudIndex { point, cloud: cloud.into(), clouds: points.clouds });
+    if let Some(len) = points.clouds_len {
+        if len != n {
+            return Err(Error::ShapeMismatch { what: "cloud index".into(), shape: vec![n], expected: n, actual: len });
         }
     }
     let per_cloud = grid.voxel_count().ok_or_else(|| Error::Overflow("voxel grid dims".into()))?;
@@ -362,8 +393,19 @@ fn reduce_voxel<'a>(mode: VoxelMode, members: impl Iterator<Item = &'a [f32]>, v
     } else {
         for feature in members {
             for (m, &v) in value.iter_mut().zip(feature) {
-                *m = m.max(v);
+                *m = max_ignoring_nan(*m, v);
             }
         }
+    }
+}
+
+/// The larger of `m` and `v`, ignoring a NaN `v`, with +0 above −0: the total
+/// order of the floats' sign-magnitude bits, which is what an integer
+/// `atomicMax` on the order-preserving encoding computes on a GPU.
+fn max_ignoring_nan(m: f32, v: f32) -> f32 {
+    if v > m || (v == m && v.is_sign_positive() && m.is_sign_negative()) {
+        v
+    } else {
+        m
     }
 }

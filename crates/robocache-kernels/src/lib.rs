@@ -62,13 +62,15 @@ impl Arch {
 /// A PTX module: one per kernel source file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Module {
-    /// `kernels/resample.cu`.
+    /// `kernels/resample.cu`: resample, fusion, and their data check.
     Resample,
+    /// `kernels/voxelize.cu`.
+    Voxelize,
 }
 
 impl Module {
     /// Every module.
-    pub const ALL: [Module; 1] = [Module::Resample];
+    pub const ALL: [Module; 2] = [Module::Resample, Module::Voxelize];
 
     /// The PTX text of this module for `arch`.
     pub fn ptx(self, arch: Arch) -> &'static str {
@@ -76,6 +78,9 @@ impl Module {
             (Module::Resample, Arch::Sm80) => include_str!("../ptx/sm_80/resample.ptx"),
             (Module::Resample, Arch::Sm90) => include_str!("../ptx/sm_90/resample.ptx"),
             (Module::Resample, Arch::Sm120) => include_str!("../ptx/sm_120/resample.ptx"),
+            (Module::Voxelize, Arch::Sm80) => include_str!("../ptx/sm_80/voxelize.ptx"),
+            (Module::Voxelize, Arch::Sm90) => include_str!("../ptx/sm_90/voxelize.ptx"),
+            (Module::Voxelize, Arch::Sm120) => include_str!("../ptx/sm_120/voxelize.ptx"),
         }
     }
 }
@@ -96,11 +101,25 @@ pub enum Kernel {
     ResampleCheck,
     /// K streams of any dtypes onto one timeline, concatenated, in one launch.
     Fuse,
+    /// Per point: voxel, dropped count, occupancy/count/max accumulation.
+    VoxelScatter,
+    /// Fills 32-bit words with a value.
+    VoxelFill,
+    /// Decodes the order-preserving max encoding in place.
+    VoxelMaxDecode,
+    /// Exclusive scan of voxel counts (one block).
+    VoxelScan,
+    /// Stable placement of point indices by voxel (one block).
+    VoxelPlace,
+    /// Mean per voxel in point order.
+    VoxelMean,
+    /// First point with an out-of-range cloud index.
+    VoxelCheckClouds,
 }
 
 impl Kernel {
     /// Every kernel.
-    pub const ALL: [Kernel; 10] = [
+    pub const ALL: [Kernel; 17] = [
         Kernel::ResampleF16,
         Kernel::ResampleBF16,
         Kernel::ResampleF32,
@@ -111,11 +130,27 @@ impl Kernel {
         Kernel::ResampleBits64,
         Kernel::ResampleCheck,
         Kernel::Fuse,
+        Kernel::VoxelScatter,
+        Kernel::VoxelFill,
+        Kernel::VoxelMaxDecode,
+        Kernel::VoxelScan,
+        Kernel::VoxelPlace,
+        Kernel::VoxelMean,
+        Kernel::VoxelCheckClouds,
     ];
 
     /// The module that holds it.
     pub const fn module(self) -> Module {
-        Module::Resample
+        match self {
+            Kernel::VoxelScatter
+            | Kernel::VoxelFill
+            | Kernel::VoxelMaxDecode
+            | Kernel::VoxelScan
+            | Kernel::VoxelPlace
+            | Kernel::VoxelMean
+            | Kernel::VoxelCheckClouds => Module::Voxelize,
+            _ => Module::Resample,
+        }
     }
 
     /// Its `extern "C"` name in the PTX.
@@ -131,6 +166,13 @@ impl Kernel {
             Kernel::ResampleBits64 => "resample_bits64",
             Kernel::ResampleCheck => "resample_check",
             Kernel::Fuse => "fuse",
+            Kernel::VoxelScatter => "voxel_scatter",
+            Kernel::VoxelFill => "voxel_fill",
+            Kernel::VoxelMaxDecode => "voxel_max_decode",
+            Kernel::VoxelScan => "voxel_scan",
+            Kernel::VoxelPlace => "voxel_place",
+            Kernel::VoxelMean => "voxel_mean",
+            Kernel::VoxelCheckClouds => "voxel_check_clouds",
         }
     }
 }

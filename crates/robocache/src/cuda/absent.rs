@@ -71,6 +71,17 @@ impl CudaDevice {
         match self.never {}
     }
 
+    pub(crate) fn voxelize(
+        &self,
+        _: &crate::Device,
+        _: &crate::VoxelInput<'_>,
+        _: &robocache_cpu::VoxelGrid,
+        _: robocache_cpu::VoxelMode,
+        _: u64,
+    ) -> crate::Result<crate::VoxelOutput> {
+        match self.never {}
+    }
+
     pub(crate) fn open(ordinal: usize) -> crate::Result<Self> {
         let _ = ordinal;
         Err(crate::Error::CudaNotCompiled)

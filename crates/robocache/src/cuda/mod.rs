@@ -9,6 +9,8 @@ mod backend;
 mod fusion;
 #[cfg(feature = "cuda")]
 mod resample;
+#[cfg(feature = "cuda")]
+mod voxelize;
 
 #[cfg(not(feature = "cuda"))]
 pub use absent::CudaDevice;

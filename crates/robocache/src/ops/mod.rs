@@ -23,7 +23,7 @@ pub(crate) fn expect_rank(what: &str, tensor: &Tensor, ranks: &[usize], expected
 }
 
 /// Checks the dtype of a tensor.
-fn expect_dtype(what: &str, tensor: &Tensor, dtype: DType) -> Result<()> {
+pub(crate) fn expect_dtype(what: &str, tensor: &Tensor, dtype: DType) -> Result<()> {
     if tensor.dtype() == dtype {
         Ok(())
     } else {

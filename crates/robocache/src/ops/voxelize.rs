@@ -84,7 +84,7 @@ impl Device {
                 };
                 Ok(VoxelOutput { grid: Tensor::host(self, values, out.shape), counts, dropped: out.dropped })
             }
-            Device::Cuda(_) => Err(Error::Unsupported { operation: "voxelize", backend: "cuda" }),
+            Device::Cuda(cuda) => cuda.voxelize(self, input, grid, mode, budget_bytes),
         }
     }
 }

@@ -1,0 +1,299 @@
+//! Voxelization on a CUDA device (kernels/voxelize.cu). Deterministic in
+//! every mode; reading the dropped-point count back is the one wait.
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use robocache_cpu::{plan_voxelize_shapes, DType, Error as Invalid, PointShapes, VoxelGrid, VoxelMode};
+use robocache_cuda::{DeviceBytes, Kernel, LaunchConfig};
+
+use super::backend::{cuda_error, CudaDevice, DeviceStorage};
+use super::resample::device_pointer;
+use crate::ops::{expect_rank, VoxelInput, VoxelOutput};
+use crate::{Device, Error, Result, Tensor};
+
+/// Mirrors `struct VoxelArgs` in kernels/voxelize.cu.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct VoxelArgs {
+    origin: [f32; 3],
+    size: [f32; 3],
+    dims: [u64; 3],
+    points: u64,
+    per_cloud: u64,
+    clouds: u64,
+    cloud_index: u64,
+    cloud_type: i32,
+    mode: i32,
+    feature_len: u64,
+}
+
+/// A grid-stride launch over `n` items.
+fn over(n: usize) -> LaunchConfig {
+    LaunchConfig { grid: n.div_ceil(256).clamp(1, 1 << 16) as u32, block: 256, shared_bytes: 0 }
+}
+
+/// One block of 1024 threads (the scan and the stable placement).
+const ONE_BLOCK: LaunchConfig = LaunchConfig { grid: 1, block: 1024, shared_bytes: 0 };
+
+fn expect_f32(what: &str, tensor: &Tensor) -> Result<()> {
+    if tensor.dtype() == DType::F32 {
+        Ok(())
+    } else {
+        Err(Invalid::DTypeMismatch { what: what.to_owned(), expected: "f32".into(), actual: tensor.dtype() }.into())
+    }
+}
+
+impl CudaDevice {
+    fn launch_with(&self, kernel: Kernel, config: LaunchConfig, params: &[*mut c_void]) -> Result<()> {
+        // SAFETY: every caller below passes the parameters of `kernel` as
+        // declared in kernels/voxelize.cu, with buffers sized by the plan.
+        unsafe { self.context.launch(kernel, config, params) }.map_err(cuda_error)
+    }
+
+    fn zeroed(&self, bytes: usize) -> Result<DeviceBytes> {
+        let mut buffer = self.alloc(bytes)?;
+        self.context.fill(&mut buffer, 0).map_err(cuda_error)?;
+        Ok(buffer)
+    }
+
+    pub(crate) fn voxelize(
+        &self,
+        device: &Device,
+        input: &VoxelInput<'_>,
+        grid: &VoxelGrid,
+        mode: VoxelMode,
+        budget_bytes: u64,
+    ) -> Result<VoxelOutput> {
+        device.expect_same("points", input.points.device())?;
+        expect_rank("points", input.points, &[2], "[N, 3]")?;
+        if input.points.shape()[1] != 3 {
+            return Err(Error::Rank {
+                what: "points".into(),
+                expected: "[N, 3]".into(),
+                shape: input.points.shape().to_vec(),
+            });
+        }
+        expect_f32("points", input.points)?;
+        let feature_len = match input.features {
+            Some(f) => {
+                device.expect_same("features", f.device())?;
+                expect_rank("features", f, &[2], "[N, F]")?;
+                expect_f32("features", f)?;
+                f.shape()[1]
+            }
+            None => 0,
+        };
+        let (cloud_index, cloud_type, clouds) = match input.clouds {
+            Some((c, count)) => {
+                device.expect_same("cloud index", c.device())?;
+                expect_rank("cloud index", c, &[1], "[N]")?;
+                let cloud_type = match c.dtype() {
+                    DType::U32 => 1,
+                    DType::U64 => 2,
+                    DType::I32 => 3,
+                    DType::I64 => 4,
+                    other => {
+                        return Err(Invalid::DTypeMismatch {
+                            what: "cloud index".into(),
+                            expected: "u32, u64, i32 or i64 on CUDA".into(),
+                            actual: other,
+                        }
+                        .into())
+                    }
+                };
+                (device_pointer(c), cloud_type, count)
+            }
+            None => (0, 0, 1),
+        };
+        let shapes = PointShapes {
+            positions_len: input.points.len(),
+            features_len: input.features.map(Tensor::len),
+            feature_len,
+            clouds_len: input.clouds.map(|(c, _)| c.len()),
+            clouds,
+        };
+        let voxels = plan_voxelize_shapes(&shapes, grid, mode, budget_bytes)?;
+        let n = input.points.len() / 3;
+        let mut args = VoxelArgs {
+            origin: grid.origin,
+            size: grid.voxel_size,
+            dims: grid.dims.map(|d| d as u64),
+            points: n as u64,
+            per_cloud: (voxels / clouds) as u64,
+            clouds: clouds as u64,
+            cloud_index,
+            cloud_type,
+            mode: match mode {
+                VoxelMode::Occupancy => 0,
+                VoxelMode::Count => 1,
+                VoxelMode::Mean => 2,
+                VoxelMode::Max => 3,
+            },
+            feature_len: feature_len as u64,
+        };
+        if cloud_type != 0 && n > 0 {
+            self.check_clouds(&mut args, input)?;
+        }
+
+        let values = voxels * feature_len.max(1);
+        let grid_buffer = match mode {
+            VoxelMode::Occupancy => self.zeroed(voxels)?,
+            VoxelMode::Count => self.zeroed(4 * voxels)?,
+            VoxelMode::Mean => self.alloc(4 * values)?,
+            VoxelMode::Max => {
+                let buffer = self.alloc(4 * values)?;
+                // The encoding of -inf: empty voxels decode to -inf.
+                let (mut words, mut value, mut count) = (buffer.device_pointer(), !0xFF80_0000u32, values as u64);
+                self.launch_with(
+                    Kernel::VoxelFill,
+                    over(values),
+                    &[
+                        (&mut words as *mut u64).cast(),
+                        (&mut value as *mut u32).cast(),
+                        (&mut count as *mut u64).cast(),
+                    ],
+                )?;
+                buffer
+            }
+        };
+        let counts = if mode == VoxelMode::Mean { Some(self.zeroed(4 * voxels)?) } else { None };
+        let keys = if mode == VoxelMode::Mean { Some(self.alloc(8 * n)?) } else { None };
+        let dropped = self.zeroed(8)?;
+
+        let pointer = |b: &Option<DeviceBytes>| b.as_ref().map_or(0, DeviceBytes::device_pointer);
+        if n > 0 {
+            let mut points = device_pointer(input.points);
+            let mut features = input.features.map_or(0, device_pointer);
+            let mut grid_pointer = grid_buffer.device_pointer();
+            let mut counts_pointer =
+                if mode == VoxelMode::Count { grid_buffer.device_pointer() } else { pointer(&counts) };
+            let mut keys_pointer = pointer(&keys);
+            let mut dropped_pointer = dropped.device_pointer();
+            self.launch_with(
+                Kernel::VoxelScatter,
+                over(n),
+                &[
+                    (&mut points as *mut u64).cast(),
+                    (&mut features as *mut u64).cast(),
+                    (&mut grid_pointer as *mut u64).cast(),
+                    (&mut counts_pointer as *mut u64).cast(),
+                    (&mut keys_pointer as *mut u64).cast(),
+                    (&mut dropped_pointer as *mut u64).cast(),
+                    (&mut args as *mut VoxelArgs).cast(),
+                ],
+            )?;
+        }
+        match mode {
+            VoxelMode::Max => {
+                let (mut words, mut count) = (grid_buffer.device_pointer(), values as u64);
+                self.launch_with(
+                    Kernel::VoxelMaxDecode,
+                    over(values),
+                    &[(&mut words as *mut u64).cast(), (&mut count as *mut u64).cast()],
+                )?;
+            }
+            VoxelMode::Mean => {
+                self.voxel_means(&grid_buffer, counts.as_ref(), keys.as_ref(), input, n, voxels, feature_len)?
+            }
+            VoxelMode::Occupancy | VoxelMode::Count => {}
+        }
+
+        let mut word = [0u8; 8];
+        self.context.download(&dropped, &mut word).map_err(cuda_error)?;
+        let grid_shape = vec![clouds, grid.dims[0], grid.dims[1], grid.dims[2]];
+        let (dtype, shape) = match mode {
+            VoxelMode::Occupancy => (DType::U8, grid_shape.clone()),
+            VoxelMode::Count => (DType::U32, grid_shape.clone()),
+            VoxelMode::Mean | VoxelMode::Max => (DType::F32, [grid_shape.as_slice(), &[feature_len]].concat()),
+        };
+        Ok(VoxelOutput {
+            grid: Tensor::on_device(device, DeviceStorage(Arc::new(grid_buffer)), dtype, shape),
+            counts: counts.map(|c| Tensor::on_device(device, DeviceStorage(Arc::new(c)), DType::U32, grid_shape)),
+            dropped: u64::from_le_bytes(word),
+        })
+    }
+
+    /// Scan, stable placement and the per-voxel mean.
+    fn voxel_means(
+        &self,
+        mean: &DeviceBytes,
+        counts: Option<&DeviceBytes>,
+        keys: Option<&DeviceBytes>,
+        input: &VoxelInput<'_>,
+        n: usize,
+        voxels: usize,
+        feature_len: usize,
+    ) -> Result<()> {
+        let (Some(counts), Some(keys)) = (counts, keys) else {
+            return Err(Error::Cuda("mean needs counts and keys".into()));
+        };
+        let cursor = self.alloc(4 * voxels)?;
+        let order = self.alloc(4 * n)?;
+        let (mut counts_pointer, mut cursor_pointer, mut voxel_count) =
+            (counts.device_pointer(), cursor.device_pointer(), voxels as u64);
+        self.launch_with(
+            Kernel::VoxelScan,
+            ONE_BLOCK,
+            &[
+                (&mut counts_pointer as *mut u64).cast(),
+                (&mut cursor_pointer as *mut u64).cast(),
+                (&mut voxel_count as *mut u64).cast(),
+            ],
+        )?;
+        let (mut keys_pointer, mut order_pointer, mut point_count) =
+            (keys.device_pointer(), order.device_pointer(), n as u64);
+        self.launch_with(
+            Kernel::VoxelPlace,
+            ONE_BLOCK,
+            &[
+                (&mut keys_pointer as *mut u64).cast(),
+                (&mut cursor_pointer as *mut u64).cast(),
+                (&mut order_pointer as *mut u64).cast(),
+                (&mut point_count as *mut u64).cast(),
+            ],
+        )?;
+        let mut features = input.features.map_or(0, device_pointer);
+        let (mut mean_pointer, mut f) = (mean.device_pointer(), feature_len as u64);
+        self.launch_with(
+            Kernel::VoxelMean,
+            over(voxels),
+            &[
+                (&mut features as *mut u64).cast(),
+                (&mut counts_pointer as *mut u64).cast(),
+                (&mut cursor_pointer as *mut u64).cast(),
+                (&mut order_pointer as *mut u64).cast(),
+                (&mut mean_pointer as *mut u64).cast(),
+                (&mut voxel_count as *mut u64).cast(),
+                (&mut f as *mut u64).cast(),
+            ],
+        )
+    }
+
+    /// Rejects an out-of-range cloud index, naming the first such point.
+    fn check_clouds(&self, args: &mut VoxelArgs, input: &VoxelInput<'_>) -> Result<()> {
+        let status = self.context.upload(&u64::MAX.to_le_bytes()).map_err(cuda_error)?;
+        let mut status_pointer = status.device_pointer();
+        self.launch_with(
+            Kernel::VoxelCheckClouds,
+            over(args.points as usize),
+            &[(args as *mut VoxelArgs).cast(), (&mut status_pointer as *mut u64).cast()],
+        )?;
+        let mut word = [0u8; 8];
+        self.context.download(&status, &mut word).map_err(cuda_error)?;
+        let point = u64::from_le_bytes(word);
+        if point == u64::MAX {
+            return Ok(());
+        }
+        let cloud = match input.clouds {
+            Some((c, _)) => c.to_host()?.as_slice().to_f64_vec().get(point as usize).copied().unwrap_or(-1.0),
+            None => -1.0,
+        };
+        Err(Invalid::CloudIndex {
+            point: point as usize,
+            cloud: if cloud < 0.0 { u64::MAX } else { cloud as u64 },
+            clouds: args.clouds as usize,
+        }
+        .into())
+    }
+}
