@@ -217,6 +217,60 @@ fn voxelize_matches_reference(device: &Device) {
         .unwrap();
 }
 
+/// Several threads resampling on one device at once get what one thread gets.
+fn concurrent_calls_agree(device: &Device) {
+    use robocache::{Method, ResampleSpec};
+    if std::env::var_os("ROBOCACHE_SKIP_CONCURRENT").is_some() {
+        // compute-sanitizer's racecheck loses track of launches from several host
+        // threads and hangs; memcheck and the plain run cover this test.
+        eprintln!("skipping the concurrent case (ROBOCACHE_SKIP_CONCURRENT is set, as under racecheck)");
+        return;
+    }
+    let data: Vec<f32> = (0..4 * 200 * 9).map(|i| (i as f32 * 0.37).sin()).collect();
+    let times: Vec<f64> = (0..200).map(|i| 1.7e9 + i as f64 * 0.01).collect();
+    let run = || {
+        let x = Tensor::from_slice(device, &data, &[4, 200, 9]).unwrap();
+        let t = Tensor::from_slice(device, &times, &[200]).unwrap();
+        let stream = StreamInput::new(&x, TimeAxis::Tensor(&t));
+        let targets = TargetTimes::Uniform { start: 1.7e9 - 0.05, hz: 33.0, len: 70 };
+        let out = device.resample(&stream, &targets, &ResampleSpec::new(Method::Linear)).unwrap();
+        (out.data.to_vec::<f32>().unwrap(), out.valid.to_vec::<bool>().unwrap())
+    };
+    let expected = run();
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..8).map(|_| scope.spawn(|| (0..20).map(|_| run()).collect::<Vec<_>>())).collect();
+        for worker in workers {
+            for result in worker.join().unwrap() {
+                assert!(result == expected, "a concurrent call differs");
+            }
+        }
+    });
+}
+
+/// More than 2^31 elements in the input and the output: 64-bit indexing.
+fn indexes_past_two_to_the_31(device: &Device) {
+    use robocache::{Method, ResampleSpec};
+    if std::env::var_os("ROBOCACHE_SKIP_LARGE").is_some() {
+        eprintln!("skipping the 2^31-element case (ROBOCACHE_SKIP_LARGE is set, as under compute-sanitizer)");
+        return;
+    }
+    let channels = (1usize << 30) + 3; // 2 samples: 2^31 + 6 elements
+    let data: Vec<u8> = (0..2 * channels).map(|i| (i % 251) as u8).collect();
+    let x = Tensor::from_slice(device, &data, &[1, 2, channels]).unwrap();
+    let t = Tensor::from_slice(device, &[0.0f64, 1.0], &[2]).unwrap();
+    let stream = StreamInput::new(&x, TimeAxis::Tensor(&t));
+    let targets = Tensor::from_slice(device, &[1.0f64, 0.25], &[2]).unwrap();
+    let out = device.resample(&stream, &TargetTimes::Tensor(&targets), &ResampleSpec::new(Method::Previous)).unwrap();
+    assert_eq!(out.data.shape(), [1, 2, channels]);
+    let got = out.data.to_vec::<u8>().unwrap();
+    // Target 0 holds sample 1, target 1 holds sample 0.
+    for c in [0, 1, channels / 2, channels - 2, channels - 1] {
+        assert_eq!(got[c], data[channels + c], "target 0, channel {c}");
+        assert_eq!(got[channels + c], data[c], "target 1, channel {c}");
+    }
+    assert!(got[..channels] == data[channels..] && got[channels..] == data[..channels]);
+}
+
 /// Instantiates operation test bodies for one backend; a backend that is not
 /// available skips with a message.
 macro_rules! backend_tests {
@@ -247,12 +301,20 @@ macro_rules! backend_tests {
 backend_tests!(
     cpu,
     Ok::<_, robocache::Error>(robocache::Device::cpu()),
-    [resample_matches_reference, fusion_matches_reference, voxelize_matches_reference]
+    [resample_matches_reference, fusion_matches_reference, voxelize_matches_reference, concurrent_calls_agree]
 );
+// The 2^31 case needs 4 GiB on the host and the device: CUDA only (the CPU
+// computes it with the same 64-bit indexing the property tests exercise).
 backend_tests!(
     cuda,
     robocache::Device::cuda(0),
-    [resample_matches_reference, fusion_matches_reference, voxelize_matches_reference]
+    [
+        resample_matches_reference,
+        fusion_matches_reference,
+        voxelize_matches_reference,
+        concurrent_calls_agree,
+        indexes_past_two_to_the_31
+    ]
 );
 
 #[test]
