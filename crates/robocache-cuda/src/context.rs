@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use cust::context::{Context, CurrentContext};
 use cust::device::{Device, DeviceAttribute};
 use cust::event::{Event as CustEvent, EventFlags};
-use cust::memory::{CopyDestination, DeviceBuffer, DeviceSlice};
+use cust::memory::{AsyncCopyDestination, CopyDestination, DeviceBuffer, DeviceSlice, LockedBuffer};
 use cust::module::Module as CustModule;
 use cust::stream::{Stream, StreamFlags};
 use cust::CudaFlags;
@@ -176,6 +176,49 @@ impl CudaContext {
         slice.copy_to(out).map_err(driver("cuMemcpyDtoH"))
     }
 
+    /// Page-locked host memory of `len` bytes (zeroed), which the GPU copies
+    /// from and to asynchronously.
+    pub fn pinned(&self, len: usize) -> Result<PinnedBuffer> {
+        self.make_current()?;
+        let buffer = LockedBuffer::new(&0u8, len.max(1)).map_err(driver("cuMemAllocHost"))?;
+        Ok(PinnedBuffer { buffer, len, context: self.clone() })
+    }
+
+    /// Queues a copy of `source` into `dest` (same size) on the stream and
+    /// returns at once.
+    ///
+    /// # Safety
+    ///
+    /// `source` must be neither written nor dropped until the stream has
+    /// passed the copy (after [`CudaContext::synchronize`], or an [`Event`]
+    /// recorded after it has completed).
+    pub unsafe fn upload_async(&self, source: &PinnedBuffer, dest: &mut DeviceBytes) -> Result<()> {
+        if source.len != dest.len {
+            return Err(Error::SizeMismatch { expected: source.len, actual: dest.len });
+        }
+        self.make_current()?;
+        // SAFETY: forwarded to the caller; both sides are `len` (at least 1) bytes.
+        unsafe { dest.buffer.async_copy_from(&source.buffer[..], &self.inner.stream) }
+            .map_err(driver("cuMemcpyHtoDAsync"))
+    }
+
+    /// Queues a copy of `source` into `dest` (same size) on the stream and
+    /// returns at once.
+    ///
+    /// # Safety
+    ///
+    /// `dest` must be neither read, written nor dropped until the stream has
+    /// passed the copy.
+    pub unsafe fn download_async(&self, source: &DeviceBytes, dest: &mut PinnedBuffer) -> Result<()> {
+        if source.len != dest.len {
+            return Err(Error::SizeMismatch { expected: source.len, actual: dest.len });
+        }
+        self.make_current()?;
+        // SAFETY: forwarded to the caller.
+        unsafe { source.buffer.async_copy_to(&mut dest.buffer[..], &self.inner.stream) }
+            .map_err(driver("cuMemcpyDtoHAsync"))
+    }
+
     /// Waits until all queued work is done; reports a kernel fault.
     pub fn synchronize(&self) -> Result<()> {
         self.make_current()?;
@@ -303,5 +346,44 @@ impl Event {
         self.context.make_current()?;
         self.event.synchronize().map_err(driver("cuEventSynchronize"))?;
         self.event.elapsed_time_f32(&start.event).map_err(driver("cuEventElapsedTime"))
+    }
+}
+
+/// Page-locked host memory, for asynchronous copies.
+pub struct PinnedBuffer {
+    buffer: LockedBuffer<u8>,
+    len: usize,
+    context: CudaContext,
+}
+
+// SAFETY: page-locked host memory is ordinary memory to the CPU.
+unsafe impl Send for PinnedBuffer {}
+unsafe impl Sync for PinnedBuffer {}
+
+impl fmt::Debug for PinnedBuffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "PinnedBuffer({} bytes, cuda:{})", self.len, self.context.ordinal())
+    }
+}
+
+impl PinnedBuffer {
+    /// Size in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        &self.buffer[..self.len]
+    }
+
+    /// The bytes, to fill before an upload.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        &mut self.buffer[..self.len]
     }
 }

@@ -31,7 +31,7 @@ mod context;
 mod error;
 
 #[cfg(feature = "driver")]
-pub use context::{CudaContext, DeviceBytes, Event, LaunchConfig};
+pub use context::{CudaContext, DeviceBytes, Event, LaunchConfig, PinnedBuffer};
 #[cfg(feature = "driver")]
 pub use error::{Error, Result};
 pub use robocache_kernels::{Arch, Kernel, Module};
