@@ -73,7 +73,9 @@ fn uniform(start: f64, hz: f64, len: usize) -> (Timeline, TimeShape) {
     )
 }
 
-fn length_type(what: &str, tensor: &Tensor) -> Result<i32> {
+/// The kernels' code for an integer index tensor (valid lengths, cloud
+/// index): 1 u32, 2 u64, 3 i32, 4 i64; other dtypes are refused on CUDA.
+pub(super) fn index_type(what: &str, tensor: &Tensor) -> Result<i32> {
     Ok(match tensor.dtype() {
         DType::U32 => 1,
         DType::U64 => 2,
@@ -134,7 +136,7 @@ pub(super) fn describe_stream(what: &str, device: &Device, stream: &StreamInput<
         Some(l) => {
             device.expect_same(&format!("{what} valid lengths"), l.device())?;
             crate::ops::expect_rank(&format!("{what} valid lengths"), l, &[1], "[B]")?;
-            (device_pointer(l), length_type(&format!("{what} valid lengths"), l)?)
+            (device_pointer(l), index_type(&format!("{what} valid lengths"), l)?)
         }
         None => (0, 0),
     };

@@ -8,8 +8,8 @@ use robocache_cpu::{plan_voxelize_shapes, DType, Error as Invalid, PointShapes, 
 use robocache_cuda::{DeviceBytes, Kernel, LaunchConfig};
 
 use super::backend::{cuda_error, CudaDevice, DeviceStorage};
-use super::resample::device_pointer;
-use crate::ops::{expect_rank, VoxelInput, VoxelOutput};
+use super::resample::{device_pointer, index_type};
+use crate::ops::{VoxelInput, VoxelOutput};
 use crate::{Device, Error, Result, Tensor};
 
 /// Mirrors `struct VoxelArgs` in kernels/voxelize.cu.
@@ -36,14 +36,6 @@ fn over(n: usize) -> LaunchConfig {
 /// One block of 1024 threads (the scan and the stable placement).
 const ONE_BLOCK: LaunchConfig = LaunchConfig { grid: 1, block: 1024, shared_bytes: 0 };
 
-fn expect_f32(what: &str, tensor: &Tensor) -> Result<()> {
-    if tensor.dtype() == DType::F32 {
-        Ok(())
-    } else {
-        Err(Invalid::DTypeMismatch { what: what.to_owned(), expected: "f32".into(), actual: tensor.dtype() }.into())
-    }
-}
-
 impl CudaDevice {
     fn launch_with(&self, kernel: Kernel, config: LaunchConfig, params: &[*mut c_void]) -> Result<()> {
         // SAFETY: every caller below passes the parameters of `kernel` as
@@ -65,45 +57,9 @@ impl CudaDevice {
         mode: VoxelMode,
         budget_bytes: u64,
     ) -> Result<VoxelOutput> {
-        device.expect_same("points", input.points.device())?;
-        expect_rank("points", input.points, &[2], "[N, 3]")?;
-        if input.points.shape()[1] != 3 {
-            return Err(Error::Rank {
-                what: "points".into(),
-                expected: "[N, 3]".into(),
-                shape: input.points.shape().to_vec(),
-            });
-        }
-        expect_f32("points", input.points)?;
-        let feature_len = match input.features {
-            Some(f) => {
-                device.expect_same("features", f.device())?;
-                expect_rank("features", f, &[2], "[N, F]")?;
-                expect_f32("features", f)?;
-                f.shape()[1]
-            }
-            None => 0,
-        };
+        let feature_len = device.check_voxel_input(input)?;
         let (cloud_index, cloud_type, clouds) = match input.clouds {
-            Some((c, count)) => {
-                device.expect_same("cloud index", c.device())?;
-                expect_rank("cloud index", c, &[1], "[N]")?;
-                let cloud_type = match c.dtype() {
-                    DType::U32 => 1,
-                    DType::U64 => 2,
-                    DType::I32 => 3,
-                    DType::I64 => 4,
-                    other => {
-                        return Err(Invalid::DTypeMismatch {
-                            what: "cloud index".into(),
-                            expected: "u32, u64, i32 or i64 on CUDA".into(),
-                            actual: other,
-                        }
-                        .into())
-                    }
-                };
-                (device_pointer(c), cloud_type, count)
-            }
+            Some((c, count)) => (device_pointer(c), index_type("cloud index", c)?, count),
             None => (0, 0, 1),
         };
         let shapes = PointShapes {

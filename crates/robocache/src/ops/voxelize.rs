@@ -46,29 +46,15 @@ impl Device {
     ) -> Result<VoxelOutput> {
         match self {
             Device::Cpu => {
-                self.expect_same("points", input.points.device())?;
-                expect_rank("points", input.points, &[2], "[N, 3]")?;
-                if input.points.shape()[1] != 3 {
-                    return Err(Error::Rank {
-                        what: "points".into(),
-                        expected: "[N, 3]".into(),
-                        shape: input.points.shape().to_vec(),
-                    });
-                }
-                expect_dtype("points", input.points, DType::F32)?;
+                let feature_len = self.check_voxel_input(input)?;
                 let HostSlice::F32(positions) = input.points.host_slice() else { unreachable!("dtype checked") };
                 let mut points = Points::new(positions);
                 if let Some(features) = input.features {
-                    self.expect_same("features", features.device())?;
-                    expect_rank("features", features, &[2], "[N, F]")?;
-                    expect_dtype("features", features, DType::F32)?;
                     let HostSlice::F32(values) = features.host_slice() else { unreachable!("dtype checked") };
-                    points = points.with_features(values, features.shape()[1]);
+                    points = points.with_features(values, feature_len);
                 }
                 let cloud_index;
                 if let Some((clouds, count)) = input.clouds {
-                    self.expect_same("cloud index", clouds.device())?;
-                    expect_rank("cloud index", clouds, &[1], "[N]")?;
                     cloud_index = cloud_indices(clouds, count)?;
                     points = points.with_clouds(&cloud_index, count);
                 }
@@ -86,6 +72,38 @@ impl Device {
             }
             Device::Cuda(cuda) => cuda.voxelize(self, input, grid, mode, budget_bytes),
         }
+    }
+}
+
+impl Device {
+    /// The checks every backend makes of a voxelization's tensors: all on this
+    /// device, points `[N, 3]` f32, features `[N, F]` f32, cloud index `[N]`.
+    /// Returns `F` (0 without features).
+    pub(crate) fn check_voxel_input(&self, input: &VoxelInput<'_>) -> Result<usize> {
+        self.expect_same("points", input.points.device())?;
+        expect_rank("points", input.points, &[2], "[N, 3]")?;
+        if input.points.shape()[1] != 3 {
+            return Err(Error::Rank {
+                what: "points".into(),
+                expected: "[N, 3]".into(),
+                shape: input.points.shape().to_vec(),
+            });
+        }
+        expect_dtype("points", input.points, DType::F32)?;
+        let feature_len = match input.features {
+            Some(features) => {
+                self.expect_same("features", features.device())?;
+                expect_rank("features", features, &[2], "[N, F]")?;
+                expect_dtype("features", features, DType::F32)?;
+                features.shape()[1]
+            }
+            None => 0,
+        };
+        if let Some((clouds, _)) = input.clouds {
+            self.expect_same("cloud index", clouds.device())?;
+            expect_rank("cloud index", clouds, &[1], "[N]")?;
+        }
+        Ok(feature_len)
     }
 }
 
