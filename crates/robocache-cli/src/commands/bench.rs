@@ -8,8 +8,8 @@ use std::time::Instant;
 
 use anyhow::Result;
 use robocache::{
-    BackendRequest, DType, Device, FusionStreamInput, Method, ResampleSpec, StreamInput, TargetTimes, Tensor, TimeAxis,
-    VoxelGrid, VoxelInput, VoxelMode,
+    DType, Device, FusionStreamInput, Method, ResampleSpec, StreamInput, TargetTimes, Tensor, TimeAxis, VoxelGrid,
+    VoxelInput, VoxelMode,
 };
 use serde::Serialize;
 
@@ -167,8 +167,7 @@ fn workloads(device: &Device, filter: Option<&str>) -> Result<Vec<Workload>> {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let request: BackendRequest = args.backend.parse().map_err(anyhow::Error::msg)?;
-    let device = Device::from_request(request)?;
+    let device = super::open_device(&args.backend)?;
     let backend = device.to_string();
     println!("backend: {backend}");
     println!("{:<48} {:>12} {:>12} {:>10}", "workload", "median µs", "min µs", "GB/s");

@@ -7,6 +7,12 @@ pub mod voxelize;
 
 use std::path::{Path, PathBuf};
 
+/// The device a `--backend` value (auto, cpu, cuda, cuda:N) asks for.
+pub fn open_device(backend: &str) -> anyhow::Result<robocache::Device> {
+    let request: robocache::BackendRequest = backend.parse().map_err(anyhow::Error::msg)?;
+    Ok(robocache::Device::from_request(request)?)
+}
+
 /// `out.npy` → `out.<suffix>.npy`, beside it.
 pub fn sibling(output: &Path, suffix: &str) -> PathBuf {
     let stem = output.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();

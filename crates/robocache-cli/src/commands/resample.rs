@@ -1,9 +1,7 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
-use robocache::{
-    BackendRequest, Boundary, ChannelSpec, Device, HostVec, ResampleSpec, StreamInput, TargetTimes, Tensor, TimeAxis,
-};
+use robocache::{Boundary, ChannelSpec, HostVec, ResampleSpec, StreamInput, TargetTimes, Tensor, TimeAxis};
 
 use crate::npy;
 
@@ -57,11 +55,10 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let request: BackendRequest = args.backend.parse().map_err(anyhow::Error::msg)?;
     let channels: ChannelSpec = args.channels.as_deref().unwrap_or(&args.method).parse().map_err(anyhow::Error::msg)?;
     let boundary: Boundary = args.boundary.parse().map_err(anyhow::Error::msg)?;
     let spec = ResampleSpec { channels, boundary, trusted: args.trusted };
-    let device = Device::from_request(request)?;
+    let device = super::open_device(&args.backend)?;
     tracing::info!(backend = %device, "resample");
 
     let data = npy::read(&args.data)?;

@@ -1,9 +1,7 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
-use robocache::{
-    BackendRequest, DType, Device, HostVec, Tensor, VoxelGrid, VoxelInput, VoxelMode, DEFAULT_GRID_BUDGET_BYTES,
-};
+use robocache::{DType, HostVec, Tensor, VoxelGrid, VoxelInput, VoxelMode, DEFAULT_GRID_BUDGET_BYTES};
 
 use crate::npy;
 
@@ -45,9 +43,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let request: BackendRequest = args.backend.parse().map_err(anyhow::Error::msg)?;
     let mode: VoxelMode = args.mode.parse().map_err(anyhow::Error::msg)?;
-    let device = Device::from_request(request)?;
+    let device = super::open_device(&args.backend)?;
     tracing::info!(backend = %device, "voxelize");
     let hint = " (convert with .astype(numpy.float32))";
     let points = npy::read(&args.points)?;

@@ -110,32 +110,16 @@ impl Device {
 /// A cloud index of any integer dtype as `u32`; values that do not fit are
 /// reported as out of range for `clouds`.
 fn cloud_indices(tensor: &Tensor, clouds: usize) -> Result<Vec<u32>> {
-    let out_of_range = |point: usize, cloud: u64| robocache_cpu::Error::CloudIndex { point, cloud, clouds };
-    macro_rules! convert {
-        ($v:expr) => {
-            $v.iter()
-                .enumerate()
-                .map(|(i, &c)| u32::try_from(c).map_err(|_| out_of_range(i, u64::try_from(c).unwrap_or(u64::MAX))))
-                .collect::<Result<Vec<u32>, _>>()
-        };
-    }
-    let indices = match tensor.host_slice() {
-        HostSlice::U8(v) => convert!(v),
-        HostSlice::U16(v) => convert!(v),
-        HostSlice::U32(v) => Ok(v.to_vec()),
-        HostSlice::U64(v) => convert!(v),
-        HostSlice::I8(v) => convert!(v),
-        HostSlice::I16(v) => convert!(v),
-        HostSlice::I32(v) => convert!(v),
-        HostSlice::I64(v) => convert!(v),
-        other => {
-            return Err(robocache_cpu::Error::DTypeMismatch {
-                what: "cloud index".into(),
-                expected: "an integer dtype".into(),
-                actual: other.dtype(),
-            }
-            .into())
-        }
-    };
-    Ok(indices?)
+    let indices = super::integer_values("cloud index", tensor)?
+        .into_iter()
+        .enumerate()
+        .map(|(point, c)| {
+            u32::try_from(c).map_err(|_| robocache_cpu::Error::CloudIndex {
+                point,
+                cloud: u64::try_from(c).unwrap_or(u64::MAX),
+                clouds,
+            })
+        })
+        .collect::<Result<Vec<u32>, _>>()?;
+    Ok(indices)
 }
