@@ -543,7 +543,7 @@ mod tests {
         let mut best = around;
         for c in candidates {
             let (dc, db) = ((c.to_f64() - x).abs(), (best.to_f64() - x).abs());
-            if dc < db || (dc == db && bits(c) % 2 == 0 && bits(best) % 2 == 1) {
+            if dc < db || (dc == db && bits(c).is_multiple_of(2) && bits(best) % 2 == 1) {
                 best = c;
             }
         }

@@ -214,7 +214,7 @@ pub fn plan_voxelize_shapes(
     budget_bytes: u64,
 ) -> Result<usize> {
     grid.check()?;
-    if points.positions_len % 3 != 0 {
+    if !points.positions_len.is_multiple_of(3) {
         return Err(Error::ShapeMismatch {
             what: "points".into(),
             shape: vec![points.positions_len / 3, 3],

@@ -1,8 +1,51 @@
 //! Readers for RoboMimic, CALVIN and RT-X HDF5 files into one episode model,
-//! with step and time windows (SPEC §5).
+//! with step windows, time windows and a sampler (SPEC §5).
 //!
-//! Not built yet: the datasets work fills it.
+//! - [`Dataset::open`] detects the layout ([`Format`]) and reads metadata
+//!   only: episodes, streams (dtype, per-step shape, timeline, channel kind),
+//!   language instructions. Data is read per window as HDF5 hyperslabs, with
+//!   an optional byte-budgeted cache of low-dimensional streams.
+//! - [`StepWindows`]: robomimic's `SequenceDataset` windows (`seq_length`,
+//!   `frame_stack`, padding by repeating the edge step, pad masks).
+//! - [`TimeWindows`]: anchors on a policy clock and their target times; the
+//!   `robocache` facade resamples every stream onto them by its kind, on the
+//!   CPU or the GPU.
+//! - [`Sampler`]: a seeded permutation per epoch, sharded by rank.
+//! - [`convert_calvin`]: a native CALVIN split into robocache's CALVIN layout.
 //!
+//! ```no_run
+//! use robocache_datasets::{Dataset, Sampler, Shard, StepWindowSpec, StepWindows};
+//!
+//! let dataset = Dataset::open("lift_ph.hdf5")?;
+//! let spec = StepWindowSpec { seq_length: 16, frame_stack: 2, ..Default::default() };
+//! let windows = StepWindows::new(dataset.info(), &spec)?;
+//! let sampler = Sampler::new(windows.len(), 0, Shard::from_env()?)?;
+//! for sample in sampler.epoch(0).into_iter().take(4) {
+//!     let window = windows.window(sample)?;
+//!     let actions = dataset.read_step_window(&window, "actions")?; // [16 + 1, A]
+//!     println!("episode {} step {}: {} values, pad mask {:?}", window.episode, window.step, actions.len(), window.pad_mask());
+//! }
+//! # Ok::<(), robocache_datasets::Error>(())
 //! ```
-//! // Nothing to call yet; the crate compiles so the workspace layout is complete.
-//! ```
+
+mod cache;
+mod calvin_convert;
+mod dataset;
+mod error;
+mod formats;
+mod hdf5_file;
+mod model;
+pub mod npy;
+mod sampler;
+mod streams;
+mod windows;
+
+pub use cache::CacheUsage;
+pub use calvin_convert::{convert_calvin, ConvertProgress};
+pub use dataset::{Dataset, StreamTimes};
+pub use error::{Error, Result};
+pub use formats::{calvin::RATE_HZ as CALVIN_RATE_HZ, robomimic::DEFAULT_RATE_HZ as ROBOMIMIC_DEFAULT_RATE_HZ, OpenOptions};
+pub use model::{ChannelKind, DatasetInfo, EpisodeInfo, Format, StreamInfo, StreamKind, Timeline};
+pub use sampler::{Sampler, Shard};
+pub use windows::step::{StepWindow, StepWindowSpec, StepWindows};
+pub use windows::time::{TimeWindow, TimeWindowSpec, TimeWindows};

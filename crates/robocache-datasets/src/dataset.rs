@@ -1,0 +1,239 @@
+//! [`Dataset`]: an open file in one of the layouts, read lazily.
+
+use std::collections::HashMap;
+use std::ops::Range;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use robocache_cpu::{with_host_data, Element, HostVec};
+
+use crate::cache::{CacheUsage, StreamCache};
+use crate::formats::{self, OpenOptions};
+use crate::hdf5_file::Hdf5File;
+use crate::model::{DatasetInfo, EpisodeInfo, Format, StreamInfo, Timeline};
+use crate::streams::read_timestamps;
+use crate::{Error, Result};
+
+/// The times of one stream of one episode.
+#[derive(Clone, Debug, PartialEq)]
+pub enum StreamTimes {
+    /// Step `i` at `start + i / hz`.
+    Uniform { start: f64, hz: f64, len: usize },
+    /// Explicit times, finite and strictly increasing (checked at open).
+    Explicit(Arc<[f64]>),
+}
+
+impl StreamTimes {
+    /// Number of steps.
+    pub fn len(&self) -> usize {
+        match self {
+            StreamTimes::Uniform { len, .. } => *len,
+            StreamTimes::Explicit(times) => times.len(),
+        }
+    }
+
+    /// True for a stream without steps (readers never produce one).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The time of step `i`, computed as the resample kernels do (`start + i / hz`).
+    pub fn time(&self, i: usize) -> f64 {
+        match self {
+            StreamTimes::Uniform { start, hz, .. } => start + i as f64 / hz,
+            StreamTimes::Explicit(times) => times[i],
+        }
+    }
+
+    /// The first and last step times.
+    pub fn span(&self) -> (f64, f64) {
+        (self.time(0), self.time(self.len().saturating_sub(1)))
+    }
+
+    /// The smallest row range whose samples bracket every time in `[from, to]`:
+    /// the last step at or before `from` through the first step at or after
+    /// `to`, clamped to the stream.
+    pub fn rows_covering(&self, from: f64, to: f64) -> Range<usize> {
+        let n = self.len();
+        // Index of the first step with time > t.
+        let upper = |t: f64| -> usize {
+            match self {
+                StreamTimes::Explicit(times) => times.partition_point(|&s| s <= t),
+                StreamTimes::Uniform { .. } => {
+                    let (mut lo, mut hi) = (0usize, n);
+                    while lo < hi {
+                        let mid = lo + (hi - lo) / 2;
+                        if self.time(mid) <= t {
+                            lo = mid + 1;
+                        } else {
+                            hi = mid;
+                        }
+                    }
+                    lo
+                }
+            }
+        };
+        let start = upper(from).saturating_sub(1).min(n.saturating_sub(1));
+        let end = (upper(to) + 1).min(n).max(start + 1);
+        start..end
+    }
+}
+
+/// A dataset file opened in one of the three layouts. Opening reads the
+/// metadata (and explicit timestamps, to check them); stream data is read
+/// per window or per stream on request. Shareable between threads.
+///
+/// ```no_run
+/// use robocache_datasets::Dataset;
+///
+/// let dataset = Dataset::open("lift_ph.hdf5")?;
+/// let demo = &dataset.info().episodes[0];
+/// let actions = dataset.read_rows(0, "actions", 0..10)?; // 10 rows, one HDF5 hyperslab
+/// println!("{} steps, {} actions read", demo.len, actions.len());
+/// # Ok::<(), robocache_datasets::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct Dataset {
+    file: Hdf5File,
+    info: DatasetInfo,
+    cache: StreamCache,
+    times: Mutex<HashMap<String, Arc<[f64]>>>,
+}
+
+impl Dataset {
+    /// Opens `path`, detecting its layout, with default options (no cache).
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        Self::open_with(path, &OpenOptions::default())
+    }
+
+    /// Opens `path` with `options`.
+    pub fn open_with(path: impl AsRef<Path>, options: &OpenOptions) -> Result<Self> {
+        let file = Hdf5File::open(path.as_ref())?;
+        let format = match options.format {
+            Some(format) => format,
+            None => formats::detect(&file)?,
+        };
+        let info = formats::read_info(&file, format, options)?;
+        tracing::debug!(
+            path = %path.as_ref().display(),
+            %format,
+            episodes = info.episodes.len(),
+            "opened dataset"
+        );
+        Ok(Dataset { file, info, cache: StreamCache::new(options.cache_bytes), times: Mutex::new(HashMap::new()) })
+    }
+
+    /// What the file holds.
+    pub fn info(&self) -> &DatasetInfo {
+        &self.info
+    }
+
+    /// The layout the file was read as.
+    pub fn format(&self) -> Format {
+        self.info.format
+    }
+
+    /// Number of episodes.
+    pub fn len(&self) -> usize {
+        self.info.episodes.len()
+    }
+
+    /// True when the dataset has no episodes.
+    pub fn is_empty(&self) -> bool {
+        self.info.episodes.is_empty()
+    }
+
+    /// Episode `index`.
+    pub fn episode(&self, index: usize) -> Result<&EpisodeInfo> {
+        self.info.episodes.get(index).ok_or_else(|| {
+            Error::Invalid(format!("episode index {index} is out of range: the dataset has {} episodes", self.len()))
+        })
+    }
+
+    /// Stream `name` of episode `episode`, with its index.
+    pub fn stream(&self, episode: usize, name: &str) -> Result<(usize, &StreamInfo)> {
+        let info = self.episode(episode)?;
+        info.stream_index(name).map(|i| (i, &info.streams[i])).ok_or_else(|| Error::UnknownStream {
+            stream: name.to_owned(),
+            scope: format!("episode `{}` of {}", info.name, self.info.path.display()),
+            available: info.streams.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", "),
+        })
+    }
+
+    /// Rows `rows` of a stream, `[rows.len(), ...step_shape]` row-major, in
+    /// the file's dtype. Low-dimensional streams come from the cache when
+    /// one is configured; otherwise only these rows are read.
+    pub fn read_rows(&self, episode: usize, stream: &str, rows: Range<usize>) -> Result<HostVec> {
+        let (index, info) = self.stream(episode, stream)?;
+        if rows.start > rows.end || rows.end > info.len {
+            return Err(Error::Invalid(format!(
+                "rows {}..{} of stream `{stream}` in episode `{}`: the stream has {} rows",
+                rows.start,
+                rows.end,
+                self.info.episodes[episode].name,
+                info.len
+            )));
+        }
+        let channels = info.channels();
+        let cacheable = !info.is_image() && self.cache.admits(info.size_in_bytes());
+        if cacheable {
+            let whole = match self.cache.get((episode, index)) {
+                Some(whole) => whole,
+                None => {
+                    let whole = Arc::new(self.read_from_file(info, 0..info.len)?);
+                    self.cache.insert((episode, index), whole.clone(), info.size_in_bytes());
+                    whole
+                }
+            };
+            return Ok(slice_rows(&whole, rows, channels));
+        }
+        self.read_from_file(info, rows)
+    }
+
+    /// A whole stream, `[len, ...step_shape]`.
+    pub fn read_stream(&self, episode: usize, stream: &str) -> Result<HostVec> {
+        let (_, info) = self.stream(episode, stream)?;
+        let len = info.len;
+        self.read_rows(episode, stream, 0..len)
+    }
+
+    /// The times of a stream (explicit timestamps are read once and kept).
+    pub fn times(&self, episode: usize, stream: &str) -> Result<StreamTimes> {
+        let (_, info) = self.stream(episode, stream)?;
+        match &info.timeline {
+            Timeline::Uniform { start, hz } => Ok(StreamTimes::Uniform { start: *start, hz: *hz, len: info.len }),
+            Timeline::Explicit { key } => {
+                let mut cached = self.times.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some(times) = cached.get(key) {
+                    return Ok(StreamTimes::Explicit(times.clone()));
+                }
+                let times: Arc<[f64]> = read_timestamps(&self.file, &self.info.episodes[episode].name, key)?.into();
+                cached.insert(key.clone(), times.clone());
+                Ok(StreamTimes::Explicit(times))
+            }
+        }
+    }
+
+    /// What the low-dimensional cache holds.
+    pub fn cache_usage(&self) -> CacheUsage {
+        self.cache.usage()
+    }
+
+    fn read_from_file(&self, info: &StreamInfo, rows: Range<usize>) -> Result<HostVec> {
+        let dataset = self.file.dataset(&info.source)?;
+        let data = self.file.read_rows(&dataset, &info.source, info.dtype, rows.clone())?;
+        let expected = rows.len() * info.channels();
+        if data.len() != expected {
+            return Err(self.file.layout_error(
+                &info.source,
+                format!("read {} elements for rows {}..{}, expected {expected}", data.len(), rows.start, rows.end),
+            ));
+        }
+        Ok(data)
+    }
+}
+
+/// Rows `rows` of a row-major `[N, channels]` array.
+pub(crate) fn slice_rows(data: &HostVec, rows: Range<usize>, channels: usize) -> HostVec {
+    with_host_data!(HostVec, data, |v: T| <T as Element>::vec(v[rows.start * channels..rows.end * channels].to_vec()))
+}
