@@ -151,8 +151,10 @@ fn collect(file: &Hdf5File, root: &str, prefix: &str, skip: &[&str], keys: &mut 
         }
         let full = format!("{root}/{key}");
         if let Ok(dataset) = group.dataset(&name) {
-            if file.dtype(&dataset, &full).is_ok() {
-                keys.push(key);
+            match file.dtype(&dataset, &full) {
+                Ok(_) => keys.push(key),
+                // Strings (instructions, names) are metadata, read by the layouts that use them.
+                Err(e) => tracing::debug!("{e}: not a stream"),
             }
         } else if group.group(&name).is_ok() {
             collect(file, root, &key, skip, keys)?;

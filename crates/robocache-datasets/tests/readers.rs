@@ -25,7 +25,7 @@ fn robomimic_layout_metadata() {
     let names: Vec<&str> = info.episodes.iter().map(|e| e.name.as_str()).collect();
     assert_eq!(names, ["demo_0", "demo_1", "demo_2", "demo_3", "demo_10"], "numeric order, as robomimic sorts");
     assert_eq!(info.episodes.iter().map(|e| e.len).collect::<Vec<_>>(), [7, 1, 3, 5, 12]);
-    assert_eq!(info.splits, ["train", "valid"]);
+    assert_eq!(info.splits, ["long", "train", "valid"]);
     assert_eq!(info.metadata["env_args"]["env_kwargs"]["control_freq"], 20);
 
     let demo = &info.episodes[4];

@@ -87,6 +87,9 @@ fn read_demo(file: &Hdf5File, name: &str, rate_hz: f64) -> Result<EpisodeInfo> {
         return Err(Error::EmptyEpisode { file: file.path().to_path_buf(), episode: name.to_owned() });
     }
     let clock = StepClock { len, timeline: Timeline::Uniform { start: 0.0, hz: rate_hz } };
+    // robomimic's SequenceDataset always reads the actions.
+    let actions_path = format!("{path}/actions");
+    file.dtype(&file.dataset(&actions_path)?, &actions_path)?;
     let keys = numeric_datasets(file, &path, &[])?;
     let times = referenced_timestamps(file, &path, &keys)?;
     let mut streams = Vec::new();
