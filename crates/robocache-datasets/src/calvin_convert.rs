@@ -17,6 +17,7 @@ use serde_pickle::{HashableValue, Value};
 
 use crate::formats::calvin::RATE_HZ;
 use crate::hdf5_file::row_selection;
+use crate::hdf5_writer::{create_file, write_number_attr, write_string_attr};
 use crate::formats::{LAYOUT_ATTRIBUTE, LAYOUT_VERSION, LAYOUT_VERSION_ATTRIBUTE};
 use crate::npy::{read_array, read_pickled_object, NpyArray};
 use crate::{Error, Result};
@@ -51,13 +52,7 @@ pub fn convert_calvin(dir: &Path, output: &Path, mut progress: impl FnMut(Conver
         let location = location.to_owned();
         move |e: hdf5::Error| Error::Hdf5 { file: output.to_path_buf(), location, message: e.to_string() }
     };
-    hdf5::silence_errors(true);
-    // Strong close: every handle into the file closes with it, so it can be
-    // opened again as soon as the conversion returns.
-    let file = hdf5::File::with_options()
-        .with_fapl(|fapl| fapl.fclose_degree(hdf5::file::FileCloseDegree::Strong))
-        .create(output)
-        .map_err(hdf5_error("/"))?;
+    let file = create_file(output)?;
     write_string_attr(&file, LAYOUT_ATTRIBUTE, "calvin").map_err(hdf5_error("/"))?;
     write_number_attr(&file, LAYOUT_VERSION_ATTRIBUTE, LAYOUT_VERSION).map_err(hdf5_error("/"))?;
     write_number_attr(&file, "control_frequency_hz", RATE_HZ).map_err(hdf5_error("/"))?;
@@ -143,15 +138,6 @@ pub fn convert_calvin(dir: &Path, output: &Path, mut progress: impl FnMut(Conver
 
 fn convert_error(file: &Path, problem: impl Into<String>) -> Error {
     Error::Convert { file: file.to_path_buf(), problem: problem.into() }
-}
-
-fn write_string_attr(location: &hdf5::Location, name: &str, value: &str) -> hdf5::Result<()> {
-    let value: VarLenUnicode = value.parse().map_err(|e| hdf5::Error::from(format!("{e}")))?;
-    location.new_attr::<VarLenUnicode>().create(name)?.write_scalar(&value)
-}
-
-fn write_number_attr(location: &hdf5::Location, name: &str, value: f64) -> hdf5::Result<()> {
-    location.new_attr::<f64>().create(name)?.write_scalar(&value)
 }
 
 /// `ep_start_end_ids.npy`: `[K, 2]` integer (start, end) pairs, end inclusive.

@@ -12,6 +12,7 @@
 //!   CPU or the GPU.
 //! - [`Sampler`]: a seeded permutation per epoch, sharded by rank.
 //! - [`convert_calvin`]: a native CALVIN split into robocache's CALVIN layout.
+//! - [`synthetic::write_robomimic`]: a multi-rate RoboMimic-layout file for demos and tests.
 //!
 //! ```no_run
 //! use robocache_datasets::{Dataset, Sampler, Shard, StepWindowSpec, StepWindows};
@@ -34,10 +35,12 @@ mod dataset;
 mod error;
 mod formats;
 mod hdf5_file;
+mod hdf5_writer;
 mod model;
 pub mod npy;
 mod sampler;
 mod streams;
+pub mod synthetic;
 mod windows;
 
 pub use cache::CacheUsage;

@@ -31,7 +31,8 @@ fn open_error(case: &str) -> (Error, String) {
 #[test]
 fn bad_files_get_clear_errors() {
     // (case, variant check, words the message must contain)
-    let cases: &[(&str, fn(&Error) -> bool, &[&str])] = &[
+    type Case = (&'static str, fn(&Error) -> bool, &'static [&'static str]);
+    let cases: &[Case] = &[
         ("not-hdf5", |e| matches!(e, Error::NotHdf5 { .. }), &["not an HDF5 file"]),
         ("truncated", |e| matches!(e, Error::Hdf5 { .. }), &["HDF5 error"]),
         ("missing-group", |e| matches!(e, Error::Missing { .. }), &["missing group", "data/demo_2"]),

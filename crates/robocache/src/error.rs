@@ -28,6 +28,11 @@ pub enum Error {
     #[error("{what}: expected {expected}, got shape {shape:?}")]
     Rank { what: String, expected: String, shape: Vec<usize> },
 
+    /// A dataset could not be read or cut into windows (names the file,
+    /// episode and key).
+    #[error(transparent)]
+    Dataset(#[from] robocache_datasets::Error),
+
     /// A tensor lives on another device than the one running the operation.
     #[error("{what} is on {tensor_device}, but the operation runs on {device}")]
     DeviceMismatch { what: String, tensor_device: String, device: String },

@@ -16,6 +16,8 @@
 //! - [`Device::fuse`]: several streams at different rates onto one timeline,
 //!   concatenated along the channels.
 //! - [`Device::voxelize`]: point clouds into occupancy, count, mean or max grids.
+//! - [`Device::step_window_batch`] / [`Device::time_window_batch`]: windows of a
+//!   RoboMimic, CALVIN or RT-X file ([`datasets`]) as one tensor per stream.
 //!
 //! ```
 //! use robocache::{Device, Method, ResampleSpec, StreamInput, TargetTimes, Tensor, TimeAxis};
@@ -43,6 +45,7 @@ mod device;
 mod error;
 mod ops;
 mod tensor;
+mod windows;
 
 pub use cuda::{ptx_archs, CudaDevice};
 pub use device::{BackendKind, BackendRequest, Device};
@@ -54,3 +57,7 @@ pub use robocache_cpu::{
     VoxelGrid, VoxelMode, DEFAULT_GRID_BUDGET_BYTES,
 };
 pub use tensor::Tensor;
+pub use windows::{BatchStream, WindowBatch};
+
+/// The dataset readers, windows and sampler (the `robocache-datasets` crate).
+pub use robocache_datasets as datasets;

@@ -82,6 +82,13 @@ impl Tensor {
         self.len() == 0
     }
 
+    /// The same data with another shape of the same number of elements (no copy).
+    pub fn reshape(mut self, shape: &[usize]) -> Result<Tensor> {
+        check_elements("Tensor::reshape", shape, self.len())?;
+        self.shape = shape.to_vec();
+        Ok(self)
+    }
+
     /// The bytes the data takes.
     pub fn size_in_bytes(&self) -> usize {
         self.len() * self.dtype.size_in_bytes()

@@ -271,6 +271,79 @@ fn indexes_past_two_to_the_31(device: &Device) {
     assert!(got[..channels] == data[channels..] && got[channels..] == data[..channels]);
 }
 
+/// Window batches from a multi-rate file: the device's batch equals the CPU
+/// backend's (within one ulp for interpolated channels), and the CPU batch
+/// equals a direct evaluation from the whole streams.
+fn window_batches_match_reference(device: &Device) {
+    use robocache::datasets::synthetic::{write_robomimic, SyntheticSpec};
+    use robocache::datasets::{Dataset, OpenOptions, StepWindowSpec, StepWindows, TimeWindowSpec, TimeWindows};
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("multi-rate.hdf5");
+    let spec = SyntheticSpec { episodes: 6, mean_steps: 60, image: Some([6, 5]), seed: 9, ..Default::default() };
+    write_robomimic(&path, &spec).unwrap();
+    let dataset = Dataset::open_with(&path, &OpenOptions { cache_bytes: 1 << 20, ..Default::default() }).unwrap();
+    let streams = ["actions", "obs/joint_pos", "obs/robot0_eef_quat", "obs/gripper_closed", "obs/agentview_image"];
+    let windows = TimeWindows::new(&dataset, &streams, &TimeWindowSpec { hz: 50.0, history: 3, horizon: 12 }).unwrap();
+    let samples: Vec<usize> = (0..windows.len()).step_by(7).chain([windows.len() - 1]).collect();
+    let ours = device.time_window_batch(&dataset, &windows, &samples, &streams).unwrap();
+    let reference = Device::Cpu.time_window_batch(&dataset, &windows, &samples, &streams).unwrap();
+    for (got, want) in ours.streams.iter().zip(&reference.streams) {
+        assert_eq!(got.data.shape(), want.data.shape(), "{}", got.name);
+        assert_eq!(got.valid.to_vec::<bool>().unwrap(), want.valid.to_vec::<bool>().unwrap(), "{} mask", got.name);
+        let exact = matches!(got.name.as_str(), "obs/gripper_closed" | "obs/agentview_image");
+        assert_close(&got.name, &got.data.to_host().unwrap(), &want.data.to_host().unwrap(), |_| exact).unwrap();
+    }
+
+    // The CPU batch against the whole streams, target by target.
+    let actions = reference.stream("actions").unwrap();
+    let (data, valid) = (actions.data.to_vec::<f32>().unwrap(), actions.valid.to_vec::<bool>().unwrap());
+    let images = reference.stream("obs/agentview_image").unwrap().data.to_vec::<u8>().unwrap();
+    let frame = 6 * 5 * 3;
+    for (b, &sample) in samples.iter().enumerate() {
+        let window = windows.window(sample).unwrap();
+        let whole = match dataset.read_stream(window.episode, "actions").unwrap() {
+            HostVec::F32(v) => v,
+            other => panic!("{other:?}"),
+        };
+        let all_frames = match dataset.read_stream(window.episode, "obs/agentview_image").unwrap() {
+            HostVec::U8(v) => v,
+            other => panic!("{other:?}"),
+        };
+        let n = whole.len() / 7;
+        for (k, t) in windows.targets(&window).into_iter().enumerate() {
+            let x = t * 20.0;
+            let inside = (0.0..=(n - 1) as f64).contains(&(t * 20.0));
+            assert_eq!(valid[b * 15 + k], inside, "sample {sample} target {t}");
+            let i = (x.floor().max(0.0) as usize).min(n - 1);
+            let j = (i + 1).min(n - 1);
+            let w = (x - i as f64).clamp(0.0, 1.0);
+            for c in 0..7 {
+                let expected = f64::from(whole[i * 7 + c]) + w * (f64::from(whole[j * 7 + c]) - f64::from(whole[i * 7 + c]));
+                let got = f64::from(data[(b * 15 + k) * 7 + c]);
+                assert!((got - expected).abs() < 1e-5, "sample {sample} target {t} channel {c}: {got} vs {expected}");
+            }
+            // Camera at 30 Hz, previous frame (clamped to the first and last frames).
+            let frames = all_frames.len() / frame;
+            let f = (0..frames).filter(|&i| i as f64 / 30.0 <= t).count().saturating_sub(1);
+            assert_eq!(images[(b * 15 + k) * frame..][..frame], all_frames[f * frame..][..frame], "sample {sample} t {t}");
+        }
+    }
+
+    // Step windows gather the same rows on every device.
+    let step_windows = StepWindows::new(dataset.info(), &StepWindowSpec { seq_length: 8, frame_stack: 2, ..Default::default() }).unwrap();
+    let samples: Vec<usize> = (0..step_windows.len()).step_by(5).collect();
+    let step_streams = ["actions", "obs/robot0_eef_pos", "rewards"];
+    let ours = device.step_window_batch(&dataset, &step_windows, &samples, &step_streams).unwrap();
+    let reference = Device::Cpu.step_window_batch(&dataset, &step_windows, &samples, &step_streams).unwrap();
+    for (got, want) in ours.streams.iter().zip(&reference.streams) {
+        assert_eq!(got.data.shape(), want.data.shape());
+        assert_eq!(got.data.to_host().unwrap(), want.data.to_host().unwrap());
+        assert_eq!(got.valid.to_host().unwrap(), want.valid.to_host().unwrap());
+    }
+    assert_eq!(ours.stream("rewards").unwrap().data.shape(), [samples.len(), 9]);
+}
+
 /// Instantiates operation test bodies for one backend; a backend that is not
 /// available skips with a message.
 macro_rules! backend_tests {
@@ -301,7 +374,13 @@ macro_rules! backend_tests {
 backend_tests!(
     cpu,
     Ok::<_, robocache::Error>(robocache::Device::cpu()),
-    [resample_matches_reference, fusion_matches_reference, voxelize_matches_reference, concurrent_calls_agree]
+    [
+        resample_matches_reference,
+        fusion_matches_reference,
+        voxelize_matches_reference,
+        concurrent_calls_agree,
+        window_batches_match_reference
+    ]
 );
 // The 2^31 case needs 4 GiB on the host and the device: CUDA only (the CPU
 // computes it with the same 64-bit indexing the property tests exercise).
@@ -313,6 +392,7 @@ backend_tests!(
         fusion_matches_reference,
         voxelize_matches_reference,
         concurrent_calls_agree,
+        window_batches_match_reference,
         indexes_past_two_to_the_31
     ]
 );

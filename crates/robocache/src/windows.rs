@@ -1,0 +1,291 @@
+//! Batches of dataset windows on a device: every stream of every sampled
+//! window as one tensor `[B, T, ...step_shape]` with its valid mask `[B, T]`.
+//!
+//! - Step windows ([`Device::step_window_batch`]) gather rows exactly as
+//!   robomimic's `SequenceDataset` does (edges repeated, pad mask false there).
+//! - Time windows ([`Device::time_window_batch`]) read, per sample and
+//!   stream, only the rows that bracket the window's targets, then resample
+//!   every stream onto the policy clock by its channel kind in one call per
+//!   stream on the device; the mask is false where a target lies outside
+//!   the stream. Angle channels are unwrapped along each window first, so the
+//!   result is continuous inside a window and equals the angle modulo 2π.
+
+use robocache_cpu::{with_host_data, Boundary, Element, HostVec, ResampleSpec};
+use robocache_datasets::{Dataset, StepWindows, StreamInfo, TimeWindows};
+
+use crate::{Device, Error, Result, StreamInput, TargetTimes, Tensor, TimeAxis};
+
+/// One stream of a batch.
+#[derive(Clone, Debug)]
+pub struct BatchStream {
+    /// The stream's name in the dataset.
+    pub name: String,
+    /// `[B, T, ...step_shape]` in the stream's dtype.
+    pub data: Tensor,
+    /// `[B, T]` bool: true where the step is real (step windows) or the
+    /// target lies inside the stream's time range (time windows).
+    pub valid: Tensor,
+}
+
+/// A batch of windows: one [`BatchStream`] per requested stream, plus where
+/// each window came from.
+#[derive(Clone, Debug)]
+pub struct WindowBatch {
+    /// The streams, in the order they were asked for.
+    pub streams: Vec<BatchStream>,
+    /// The sample number of each row.
+    pub samples: Vec<usize>,
+    /// The episode index of each row.
+    pub episodes: Vec<usize>,
+    /// The anchor of each row in seconds on its episode's clock (step
+    /// windows: the anchor step over the dataset's rate).
+    pub anchors: Vec<f64>,
+}
+
+impl WindowBatch {
+    /// The stream called `name`.
+    pub fn stream(&self, name: &str) -> Option<&BatchStream> {
+        self.streams.iter().find(|s| s.name == name)
+    }
+
+    /// Number of windows.
+    pub fn len(&self) -> usize {
+        self.samples.len()
+    }
+
+    /// True for a batch of no windows.
+    pub fn is_empty(&self) -> bool {
+        self.samples.is_empty()
+    }
+}
+
+impl Device {
+    /// Step windows `samples` of `windows` for `streams`, on this device.
+    ///
+    /// ```
+    /// use robocache::datasets::{synthetic, Dataset, StepWindowSpec, StepWindows};
+    /// use robocache::Device;
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("demo.hdf5");
+    /// synthetic::write_robomimic(&path, &synthetic::SyntheticSpec { episodes: 4, image: None, ..Default::default() })?;
+    /// let dataset = Dataset::open(&path)?;
+    /// let spec = StepWindowSpec { seq_length: 16, frame_stack: 2, ..Default::default() };
+    /// let windows = StepWindows::new(dataset.info(), &spec)?;
+    /// let batch = Device::Cpu.step_window_batch(&dataset, &windows, &[0, 1, 2], &["actions"])?;
+    /// assert_eq!(batch.streams[0].data.shape(), [3, 17, 7]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn step_window_batch(
+        &self,
+        dataset: &Dataset,
+        windows: &StepWindows,
+        samples: &[usize],
+        streams: &[&str],
+    ) -> Result<WindowBatch> {
+        let cut: Vec<_> = samples.iter().map(|&s| windows.window(s)).collect::<Result<_, _>>()?;
+        let steps = windows.spec().window_len();
+        let rate = dataset.info().rate_hz;
+        let mut out = Vec::with_capacity(streams.len());
+        for &name in streams {
+            let mut parts = Vec::with_capacity(cut.len());
+            let mut mask = Vec::with_capacity(cut.len() * steps);
+            for window in &cut {
+                parts.push(dataset.read_step_window(window, name)?);
+                mask.extend(window.pad_mask());
+            }
+            let info = dataset.stream(cut.first().map_or(0, |w| w.episode), name)?.1;
+            let data = concat_same_dtype(name, parts)?;
+            let mut shape = vec![cut.len(), steps];
+            shape.extend(&info.step_shape);
+            out.push(BatchStream {
+                name: name.to_owned(),
+                data: Tensor::from_host_vec(self, data, &shape)?,
+                valid: Tensor::from_host_vec(self, HostVec::Bool(mask), &[cut.len(), steps])?,
+            });
+        }
+        Ok(WindowBatch {
+            streams: out,
+            samples: samples.to_vec(),
+            episodes: cut.iter().map(|w| w.episode).collect(),
+            anchors: cut.iter().map(|w| w.step as f64 / rate).collect(),
+        })
+    }
+
+    /// Time windows `samples` of `windows` for `streams`, each stream
+    /// resampled onto the windows' targets by its kind, on this device.
+    ///
+    /// ```
+    /// use robocache::datasets::{synthetic, Dataset, TimeWindowSpec, TimeWindows};
+    /// use robocache::Device;
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("demo.hdf5");
+    /// synthetic::write_robomimic(&path, &synthetic::SyntheticSpec { episodes: 4, image: None, ..Default::default() })?;
+    /// let dataset = Dataset::open(&path)?;
+    /// let streams = ["actions", "obs/joint_pos", "obs/robot0_eef_quat"]; // 20 Hz, 100 Hz, 20 Hz
+    /// let spec = TimeWindowSpec { hz: 50.0, history: 2, horizon: 16 };
+    /// let windows = TimeWindows::new(&dataset, &streams, &spec)?;
+    /// let batch = Device::auto().time_window_batch(&dataset, &windows, &[0, 10, 20], &streams)?;
+    /// assert_eq!(batch.stream("obs/joint_pos").unwrap().data.shape(), [3, 18, 7]);
+    /// let valid = batch.streams[0].valid.to_vec::<bool>()?;
+    /// assert!(!valid[0] && valid[2]); // sample 0 is anchored at t = 0: its history is padding
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn time_window_batch(
+        &self,
+        dataset: &Dataset,
+        windows: &TimeWindows,
+        samples: &[usize],
+        streams: &[&str],
+    ) -> Result<WindowBatch> {
+        let cut: Vec<_> = samples.iter().map(|&s| windows.window(s)).collect::<Result<_, _>>()?;
+        let batch = cut.len();
+        let steps = windows.spec().window_len();
+        let targets: Vec<f64> = cut.iter().flat_map(|w| windows.targets(w)).collect();
+        let targets = Tensor::from_slice(self, &targets, &[batch, steps])?;
+        let mut out = Vec::with_capacity(streams.len());
+        for &name in streams {
+            let mut parts = Vec::with_capacity(batch);
+            let mut row_times = Vec::with_capacity(batch);
+            let mut info: Option<&StreamInfo> = None;
+            for window in &cut {
+                let (_, stream) = dataset.stream(window.episode, name)?;
+                if let Some(first) = info {
+                    if first.dtype != stream.dtype || first.step_shape != stream.step_shape || first.kind != stream.kind {
+                        return Err(Error::Dataset(robocache_datasets::Error::Invalid(format!(
+                            "stream `{name}` is {} {:?} ({}) in episode {} but {} {:?} ({}) in episode {}: a batch needs one layout per stream",
+                            first.dtype, first.step_shape, first.kind, cut[0].episode,
+                            stream.dtype, stream.step_shape, stream.kind, window.episode
+                        ))));
+                    }
+                }
+                info = Some(stream);
+                let times = dataset.times(window.episode, name)?;
+                let wanted = windows.targets(window);
+                let rows = times.rows_covering(wanted[0], wanted[wanted.len() - 1]);
+                let mut part = dataset.read_rows(window.episode, name, rows.clone())?;
+                unwrap_angles(name, &mut part, rows.len(), stream)?;
+                parts.push((part, rows.len()));
+                row_times.push(rows.map(|i| times.time(i)).collect::<Vec<f64>>());
+            }
+            let Some(info) = info else {
+                out.push(empty_stream(self, name, steps)?);
+                continue;
+            };
+            let channels = info.channels().max(1);
+            let longest = row_times.iter().map(Vec::len).max().unwrap_or(1);
+            let lengths: Vec<u32> = row_times.iter().map(|t| t.len() as u32).collect();
+            // Rows shorter than the longest repeat their last sample (masked by `lengths`).
+            let mut times = Vec::with_capacity(batch * longest);
+            for t in &row_times {
+                times.extend(t);
+                let last = t[t.len() - 1];
+                times.extend((1..=longest - t.len()).map(|k| last + k as f64));
+            }
+            let data = pad_rows(name, parts, channels, longest)?;
+            let data = Tensor::from_host_vec(self, data, &[batch, longest, channels])?;
+            let times = Tensor::from_host_vec(self, HostVec::F64(times), &[batch, longest])?;
+            let lengths = Tensor::from_host_vec(self, HostVec::U32(lengths), &[batch])?;
+            let stream = StreamInput::new(&data, TimeAxis::Tensor(&times)).with_lengths(&lengths);
+            let spec = ResampleSpec::new(robocache_cpu::Method::Linear)
+                .with_channels(info.kind.channel_spec())
+                .with_boundary(Boundary::Clamp);
+            let resampled = self.resample(&stream, &TargetTimes::Tensor(&targets), &spec)?;
+            let mut shape = vec![batch, steps];
+            shape.extend(&info.step_shape);
+            out.push(BatchStream { name: name.to_owned(), data: resampled.data.reshape(&shape)?, valid: resampled.valid });
+        }
+        Ok(WindowBatch {
+            streams: out,
+            samples: samples.to_vec(),
+            episodes: cut.iter().map(|w| w.episode).collect(),
+            anchors: cut.iter().map(|w| w.anchor).collect(),
+        })
+    }
+}
+
+fn empty_stream(device: &Device, name: &str, steps: usize) -> Result<BatchStream> {
+    Ok(BatchStream {
+        name: name.to_owned(),
+        data: Tensor::from_host_vec(device, HostVec::F32(Vec::new()), &[0, steps])?,
+        valid: Tensor::from_host_vec(device, HostVec::Bool(Vec::new()), &[0, steps])?,
+    })
+}
+
+/// Parts of one dtype concatenated.
+fn concat_same_dtype(name: &str, parts: Vec<HostVec>) -> Result<HostVec> {
+    let mut parts = parts.into_iter();
+    let Some(first) = parts.next() else { return Ok(HostVec::F32(Vec::new())) };
+    with_host_data!(HostVec, first, |head: T| {
+        let mut all = head;
+        for part in parts {
+            let dtype = part.dtype();
+            let more = T::from_host_vec(part).map_err(|_| mixed_dtypes(name, T::DTYPE, dtype))?;
+            all.extend(more);
+        }
+        Ok(<T as Element>::vec(all))
+    })
+}
+
+/// Parts `[rows_b, channels]` into `[B, longest, channels]`, each padded by
+/// repeating its last row.
+fn pad_rows(name: &str, parts: Vec<(HostVec, usize)>, channels: usize, longest: usize) -> Result<HostVec> {
+    let dtype = parts.first().map_or(robocache_cpu::DType::F32, |(p, _)| p.dtype());
+    let mut padded = Vec::with_capacity(parts.len());
+    for (part, rows) in parts {
+        if part.dtype() != dtype {
+            return Err(mixed_dtypes(name, dtype, part.dtype()));
+        }
+        padded.push(with_host_data!(HostVec, part, |v: T| {
+            let mut v = v;
+            let last = v[(rows - 1) * channels..rows * channels].to_vec();
+            for _ in rows..longest {
+                v.extend_from_slice(&last);
+            }
+            <T as Element>::vec(v)
+        }));
+    }
+    concat_same_dtype(name, padded)
+}
+
+fn mixed_dtypes(name: &str, first: robocache_cpu::DType, other: robocache_cpu::DType) -> Error {
+    Error::Dataset(robocache_datasets::Error::Invalid(format!(
+        "stream `{name}` is {first} in one episode and {other} in another: a batch needs one dtype per stream"
+    )))
+}
+
+/// Unwraps the angle channels of `rows` consecutive samples in place: each
+/// step's jump is brought into [−π, π] by whole turns.
+fn unwrap_angles(name: &str, data: &mut HostVec, rows: usize, info: &StreamInfo) -> Result<()> {
+    let channels = info.channels().max(1);
+    let ranges = info.kind.angle_channels(channels);
+    if ranges.is_empty() || rows < 2 {
+        return Ok(());
+    }
+    if !info.dtype.is_float() {
+        return Err(Error::Dataset(robocache_datasets::Error::Invalid(format!(
+            "stream `{name}` has angle channels but dtype {}: angles need a float dtype",
+            info.dtype
+        ))));
+    }
+    const TURN: f64 = 2.0 * std::f64::consts::PI;
+    with_host_data!(HostVec, data, |v: T| {
+        for range in &ranges {
+            for c in range.clone() {
+                let mut previous = v[c].to_f64();
+                let mut correction = 0.0;
+                for row in 1..rows {
+                    let at = row * channels + c;
+                    let original = v[at].to_f64();
+                    correction -= TURN * ((original - previous) / TURN).round();
+                    previous = original;
+                    if correction != 0.0 {
+                        v[at] = T::from_f64_rounded(original + correction).unwrap_or(v[at]);
+                    }
+                }
+            }
+        }
+    });
+    Ok(())
+}
