@@ -4,6 +4,8 @@
 //! robocache info
 //! robocache resample --data joints.npy --times t.npy --target-hz 50 --target-count 100 --output out.npy
 //! robocache voxelize --points cloud.npy --origin -1,-1,0 --voxel-size 0.05 --dims 40,40,20 --output grid.npy
+//! robocache inspect lift_ph.hdf5 [--json]
+//! robocache convert calvin task_D_D/training calvin_d.h5
 //! robocache bench --backend cpu
 //! ```
 
@@ -32,6 +34,10 @@ enum Command {
     Resample(commands::resample::Args),
     /// Voxelize a `.npy` point cloud into a grid; writes OUT.npy (and OUT.counts.npy for mean).
     Voxelize(commands::voxelize::Args),
+    /// The layout, episodes, streams (shapes, dtypes, kinds, rates) and durations of a dataset file.
+    Inspect(commands::inspect::Args),
+    /// Convert a dataset into one of robocache's HDF5 layouts (`convert calvin DIR OUT.h5`).
+    Convert(commands::convert::Args),
     /// Time the operations on a backend on fixed workloads (SPEC §7 shapes).
     Bench(commands::bench::Args),
 }
@@ -52,6 +58,8 @@ fn main() -> ExitCode {
         Command::Info(args) => commands::info::run(args),
         Command::Resample(args) => commands::resample::run(args),
         Command::Voxelize(args) => commands::voxelize::run(args),
+        Command::Inspect(args) => commands::inspect::run(args),
+        Command::Convert(args) => commands::convert::run(args),
         Command::Bench(args) => commands::bench::run(args),
     };
     match result {

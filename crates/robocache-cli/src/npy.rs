@@ -5,16 +5,12 @@ use std::io::{BufReader, BufWriter};
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use npyz::{TypeChar, WriterBuilder};
+use npyz::WriterBuilder;
 use robocache::half::f16;
 use robocache::{DType, HostVec};
 
 /// An array read from a `.npy` file.
-#[derive(Debug)]
-pub struct Array {
-    pub data: HostVec,
-    pub shape: Vec<usize>,
-}
+pub use robocache::datasets::npy::NpyArray as Array;
 
 /// Reads a C-order `.npy` file of bool, integer or float (16/32/64-bit) elements.
 pub fn read(path: &Path) -> Result<Array> {
@@ -22,43 +18,7 @@ pub fn read(path: &Path) -> Result<Array> {
     let file_len = file.metadata().map(|m| m.len()).unwrap_or(u64::MAX);
     let npy = npyz::NpyFile::new(BufReader::new(file))
         .with_context(|| format!("{} is not a valid .npy file", path.display()))?;
-    if npy.order() == npyz::Order::Fortran {
-        bail!("{}: Fortran-order arrays are not supported (save with numpy.ascontiguousarray)", path.display());
-    }
-    let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
-    let npyz::DType::Plain(type_str) = npy.dtype() else {
-        bail!("{}: structured arrays are not supported; expected a plain numeric array", path.display());
-    };
-    let size = type_str.size_field();
-    // The header's shape must fit the file before anything is allocated.
-    let elements = shape.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d as u64));
-    if elements.and_then(|e| e.checked_mul(size)).is_none_or(|bytes| bytes > file_len) {
-        bail!(
-            "{}: the header declares shape {shape:?} of {type_str}, more than the file's {file_len} bytes hold (truncated or corrupt)",
-            path.display()
-        );
-    }
-    let read_error = || format!("cannot read the data of {} (is the file truncated?)", path.display());
-    let data = match (type_str.type_char(), size) {
-        (TypeChar::Bool, 1) => HostVec::Bool(npy.into_vec().with_context(read_error)?),
-        (TypeChar::Uint, 1) => HostVec::U8(npy.into_vec().with_context(read_error)?),
-        (TypeChar::Uint, 2) => HostVec::U16(npy.into_vec().with_context(read_error)?),
-        (TypeChar::Uint, 4) => HostVec::U32(npy.into_vec().with_context(read_error)?),
-        (TypeChar::Uint, 8) => HostVec::U64(npy.into_vec().with_context(read_error)?),
-        (TypeChar::Int, 1) => HostVec::I8(npy.into_vec().with_context(read_error)?),
-        (TypeChar::Int, 2) => HostVec::I16(npy.into_vec().with_context(read_error)?),
-        (TypeChar::Int, 4) => HostVec::I32(npy.into_vec().with_context(read_error)?),
-        (TypeChar::Int, 8) => HostVec::I64(npy.into_vec().with_context(read_error)?),
-        (TypeChar::Float, 2) => HostVec::F16(npy.into_vec::<f16>().with_context(read_error)?),
-        (TypeChar::Float, 4) => HostVec::F32(npy.into_vec().with_context(read_error)?),
-        (TypeChar::Float, 8) => HostVec::F64(npy.into_vec().with_context(read_error)?),
-        _ => bail!("{}: dtype '{type_str}' is not supported (bool, integers and float16/32/64 are)", path.display()),
-    };
-    let elements = elements.unwrap_or(0) as usize;
-    if data.len() != elements {
-        bail!("{}: the file is truncated ({} of {elements} elements)", path.display(), data.len());
-    }
-    Ok(Array { data, shape })
+    robocache::datasets::npy::read_array(npy, file_len).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
 /// Writes `data` with `shape` as a C-order `.npy` file (bf16 is written as

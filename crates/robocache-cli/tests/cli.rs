@@ -193,3 +193,60 @@ fn info_reports_backends() {
     let (ok, stdout, _) = robocache(&["info"]);
     assert!(ok && stdout.contains("auto picks"), "{stdout}");
 }
+
+#[test]
+fn inspect_summarizes_and_prints_json() {
+    use robocache::datasets::synthetic::{write_robomimic, SyntheticSpec};
+    let dir = tempfile::tempdir().unwrap();
+    let file = path(&dir, "demo.hdf5");
+    write_robomimic(&file, &SyntheticSpec { episodes: 12, mean_steps: 30, image: Some([4, 4]), ..Default::default() })
+        .unwrap();
+    let file = file.to_str().unwrap();
+    let (ok, stdout, stderr) = robocache(&["inspect", file]);
+    assert!(ok, "{stderr}");
+    for words in [
+        "robomimic layout, 12 episodes",
+        "20 Hz step clock",
+        "splits: train, valid",
+        "obs/joint_pos",
+        "100 Hz (own clock)",
+        "obs/agentview_image",
+        "[4, 4, 3]",
+        "quaternion-xyzw",
+        "demo_0",
+        "... 2 more",
+    ] {
+        assert!(stdout.contains(words), "`{words}` missing from:\n{stdout}");
+    }
+    let (ok, stdout, stderr) = robocache(&["inspect", file, "--json"]);
+    assert!(ok, "{stderr}");
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(json["format"], "robomimic");
+    assert_eq!(json["episodes"].as_array().unwrap().len(), 12);
+    let streams = json["episodes"][0]["streams"].as_array().unwrap();
+    let joints = streams.iter().find(|s| s["name"] == "obs/joint_pos").unwrap();
+    assert_eq!(joints["timeline"]["hz"], 100.0);
+    assert_eq!(joints["dtype"], "f32");
+
+    let (ok, stdout, stderr) = robocache(&["inspect", file, "--split", "valid", "--episodes", "0"]);
+    assert!(ok && stdout.contains("1 episodes") && stdout.contains("demo_11"), "{stdout}{stderr}");
+}
+
+#[test]
+fn inspect_and_convert_errors_are_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let not_hdf5 = path(&dir, "notes.h5");
+    std::fs::write(&not_hdf5, "hello").unwrap();
+    for args in [
+        vec!["inspect", not_hdf5.to_str().unwrap()],
+        vec!["inspect", "/nonexistent/file.hdf5"],
+        vec!["convert", "calvin", "/nonexistent/split", path(&dir, "out.h5").to_str().unwrap()],
+    ] {
+        let (ok, stdout, stderr) = robocache(&args);
+        assert!(!ok && stdout.is_empty(), "{args:?}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.starts_with("error: "), "{stderr}");
+    }
+    let (_, _, stderr) = robocache(&["inspect", not_hdf5.to_str().unwrap()]);
+    assert!(stderr.contains("notes.h5") && stderr.contains("not an HDF5 file"), "{stderr}");
+}

@@ -166,7 +166,7 @@ fn read_segments(path: &Path) -> Result<Vec<(i64, i64)>> {
 }
 
 fn read_npy(path: &Path) -> Result<NpyArray> {
-    let file = std::fs::File::open(path).map_err(|source| Error::Io { file: path.to_path_buf(), source })?;
+    let file = std::fs::File::open(path).map_err(|error| Error::Io { file: path.to_path_buf(), error })?;
     let len = file.metadata().map(|m| m.len()).unwrap_or(u64::MAX);
     let npy = npyz::NpyFile::new(std::io::BufReader::new(file))
         .map_err(|e| convert_error(path, format!("not a valid .npy file: {e}")))?;
@@ -354,7 +354,7 @@ fn read_annotations(path: &Path) -> Result<Vec<Annotation>> {
     let bytes = match std::fs::read(path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(source) => return Err(Error::Io { file: path.to_path_buf(), source }),
+        Err(error) => return Err(Error::Io { file: path.to_path_buf(), error }),
     };
     let value = read_pickled_object(&bytes).map_err(|e| convert_error(path, e))?;
     let root = find_dict_with(&value, "language").ok_or_else(|| convert_error(path, "no dict with a `language` key"))?;

@@ -10,12 +10,8 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The file is missing or unreadable at the operating-system level.
-    #[error("{}: {source}", file.display())]
-    Io {
-        file: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error("{}: {error}", file.display())]
+    Io { file: PathBuf, error: std::io::Error },
     /// The file does not start with the HDF5 signature.
     #[error("{}: not an HDF5 file (no HDF5 signature in the first bytes)", file.display())]
     NotHdf5 { file: PathBuf },

@@ -259,7 +259,7 @@ fn dtype_of(descriptor: &TypeDescriptor) -> Option<DType> {
 /// Fails unless the HDF5 signature is at offset 0 or at a user-block
 /// boundary (512, 1024, 2048, ... bytes) as the format allows.
 fn check_signature(path: &Path) -> Result<()> {
-    let io = |source| Error::Io { file: path.to_path_buf(), source };
+    let io = |error| Error::Io { file: path.to_path_buf(), error };
     let mut file = std::fs::File::open(path).map_err(io)?;
     let len = file.metadata().map_err(io)?.len();
     let mut offset = 0u64;

@@ -134,10 +134,11 @@ fn own_timeline(file: &Hdf5File, dataset: &Dataset, path: &str, group: &str, len
 }
 
 /// Every numeric dataset below `group` (recursively), as keys relative to
-/// it, in HDF5's (alphabetical) order; string datasets and `skip` are left out.
+/// it, sorted by name; string datasets and `skip` are left out.
 pub(crate) fn numeric_datasets(file: &Hdf5File, group: &str, skip: &[&str]) -> Result<Vec<String>> {
     let mut keys = Vec::new();
     collect(file, group, "", skip, &mut keys)?;
+    keys.sort();
     Ok(keys)
 }
 

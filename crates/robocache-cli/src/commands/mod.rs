@@ -1,7 +1,9 @@
 //! One module per subcommand.
 
 pub mod bench;
+pub mod convert;
 pub mod info;
+pub mod inspect;
 pub mod resample;
 pub mod voxelize;
 
@@ -11,6 +13,16 @@ use std::path::{Path, PathBuf};
 pub fn open_device(backend: &str) -> anyhow::Result<robocache::Device> {
     let request: robocache::BackendRequest = backend.parse().map_err(anyhow::Error::msg)?;
     Ok(robocache::Device::from_request(request)?)
+}
+
+/// Writes `text` to stdout; a closed pipe (`robocache inspect ... | head`) is not an error.
+pub fn print_out(text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
 }
 
 /// `out.npy` → `out.<suffix>.npy`, beside it.

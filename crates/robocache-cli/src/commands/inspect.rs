@@ -1,0 +1,100 @@
+//! `robocache inspect FILE [--json]`: the layout, episodes, streams, shapes,
+//! dtypes, rates and durations of a dataset file (metadata only).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use anyhow::Result;
+use robocache::datasets::{Dataset, DatasetInfo, Format, OpenOptions, Timeline};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The dataset file (RoboMimic, CALVIN or RT-X layout).
+    file: PathBuf,
+    /// Print the whole episode model as JSON instead of a summary.
+    #[arg(long)]
+    json: bool,
+    /// Read as this layout instead of detecting it (robomimic, calvin, rtx).
+    #[arg(long)]
+    format: Option<Format>,
+    /// Only the episodes of this split (robomimic `mask/<split>`).
+    #[arg(long)]
+    split: Option<String>,
+    /// Episodes to list in the summary (all with --episodes 0).
+    #[arg(long, default_value_t = 10)]
+    episodes: usize,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let options = OpenOptions { format: args.format, split: args.split.clone(), ..Default::default() };
+    let dataset = Dataset::open_with(&args.file, &options)?;
+    let info = dataset.info();
+    if args.json {
+        return super::print_out(&format!("{}\n", serde_json::to_string_pretty(info)?));
+    }
+    super::print_out(&summary(info, args.episodes))
+}
+
+/// The text summary: one line for the file, a table of streams, a table of episodes.
+fn summary(info: &DatasetInfo, episodes_listed: usize) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let duration: f64 = info.episodes.iter().map(|e| e.duration_s).sum();
+    let _ = writeln!(
+        out,
+        "{}: {} layout, {} episodes, {} steps, {} Hz step clock, {:.1} s in all",
+        info.path.display(),
+        info.format,
+        info.episodes.len(),
+        info.total_steps(),
+        info.rate_hz,
+        duration
+    );
+    if !info.splits.is_empty() {
+        let _ = writeln!(out, "splits: {}", info.splits.join(", "));
+    }
+    // Streams by name, in first-seen order, with how many episodes have them.
+    let mut order: Vec<&str> = Vec::new();
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    for episode in &info.episodes {
+        for stream in &episode.streams {
+            let count = seen.entry(&stream.name).or_insert(0);
+            if *count == 0 {
+                order.push(&stream.name);
+            }
+            *count += 1;
+        }
+    }
+    let _ = writeln!(out, "\nstreams:");
+    let _ = writeln!(out, "  {:<34} {:<5} {:<14} {:<44} {}", "name", "dtype", "step shape", "kind", "clock");
+    for name in order {
+        let Some(stream) = info.episodes.iter().find_map(|e| e.stream(name)) else { continue };
+        let clock = match &stream.timeline {
+            Timeline::Uniform { hz, .. } if *hz == info.rate_hz => format!("{hz} Hz"),
+            Timeline::Uniform { hz, .. } => format!("{hz} Hz (own clock)"),
+            Timeline::Explicit { .. } => "timestamps".to_owned(),
+        };
+        let coverage = match seen[name] {
+            n if n == info.episodes.len() => String::new(),
+            n => format!(", in {n} of {} episodes", info.episodes.len()),
+        };
+        let _ = writeln!(
+            out,
+            "  {:<34} {:<5} {:<14} {:<44} {clock}{coverage}",
+            stream.name,
+            stream.dtype.name(),
+            format!("{:?}", stream.step_shape),
+            stream.kind.to_string()
+        );
+    }
+    let _ = writeln!(out, "\nepisodes:");
+    let listed = if episodes_listed == 0 { info.episodes.len() } else { episodes_listed.min(info.episodes.len()) };
+    for episode in &info.episodes[..listed] {
+        let instruction = episode.instruction.as_deref().map(|i| format!("  \"{i}\"")).unwrap_or_default();
+        let _ = writeln!(out, "  {:<20} {:>7} steps {:>9.2} s{instruction}", episode.name, episode.len, episode.duration_s);
+    }
+    if listed < info.episodes.len() {
+        let _ = writeln!(out, "  ... {} more (--episodes 0 lists all)", info.episodes.len() - listed);
+    }
+    out
+}
