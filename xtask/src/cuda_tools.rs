@@ -173,16 +173,18 @@ fn cust_raw_bindings() -> Result<PathBuf> {
 /// (linked against the stub) into `target/gpu-bundle`, with `run.sh`.
 pub fn gpu_bundle() -> Result<()> {
     let stub = stub_libcuda()?;
+    let tools = crate::python_tools::PythonTools::ensure()?;
     let bundle = root().join("target/gpu-bundle");
     let _ = std::fs::remove_dir_all(&bundle);
     std::fs::create_dir_all(&bundle)?;
-    let output = Command::new(env!("CARGO"))
+    let mut tests = Command::new(env!("CARGO"));
+    tests
         .current_dir(root())
         .env("CUDA_LIBRARY_PATH", &stub)
         .args(["test", "--release", "--no-run", "--message-format=json", "-p", "robocache", "-p", "robocache-cuda"])
-        .args(["--features", "robocache/cuda,robocache-cuda/driver"])
-        .output()
-        .context("cargo test --no-run")?;
+        .args(["--features", "robocache/cuda,robocache-cuda/driver"]);
+    tools.apply(&mut tests);
+    let output = tests.output().context("cargo test --no-run")?;
     if !output.status.success() {
         bail!("building the GPU tests failed:\n{}", String::from_utf8_lossy(&output.stderr));
     }
@@ -198,14 +200,17 @@ pub fn gpu_bundle() -> Result<()> {
         std::fs::copy(path, bundle.join(&short))?;
         copied.push(short);
     }
-    run(Command::new(env!("CARGO")).current_dir(root()).env("CUDA_LIBRARY_PATH", &stub).args([
+    let mut cli = Command::new(env!("CARGO"));
+    cli.current_dir(root()).env("CUDA_LIBRARY_PATH", &stub).args([
         "build",
         "--release",
         "-p",
         "robocache-cli",
         "--features",
         "cuda",
-    ]))?;
+    ]);
+    tools.apply(&mut cli);
+    run(&mut cli)?;
     std::fs::copy(root().join("target/release/robocache"), bundle.join("robocache"))?;
     // Debug info would take the bundle past what travels to a GPU machine.
     for binary in copied.iter().map(String::as_str).chain(["robocache"]) {

@@ -1,5 +1,10 @@
 //! Project automation, run as `cargo xtask <command>` (rust-analyzer's xtask pattern).
 //!
+//! - `test [ARGS]`: the workspace's tests (`cargo test --workspace ARGS`)
+//!   with the Python tools (CMake, h5py, robomimic) installed from PyPI into
+//!   `target/tools/python`. The README's test command.
+//! - `run [ARGS]`: the `robocache` binary (release) with the same tools.
+//! - `env`: the tools as shell exports, for `eval "$(cargo xtask env)"`.
 //! - `bench-numpy`: the CPU backend against NumPy on the same workloads, in one
 //!   run, with NumPy installed from PyPI into `target/tools/python`.
 //! - `build-ptx [--check]`: `kernels/*.cu` to PTX for sm_80, sm_90 and sm_120
@@ -14,6 +19,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod cuda_tools;
+mod python_tools;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -30,6 +36,20 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Task {
+    /// Run the workspace's tests with the project's tools (the README's test command).
+    Test {
+        /// Passed to `cargo test --workspace`.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Build and run the `robocache` binary (release) with the project's tools.
+    Run {
+        /// Passed to `robocache`.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Print the tools' settings as shell exports: `eval "$(cargo xtask env)"`.
+    Env,
     /// Time the CPU backend against NumPy (benches/cpu_vs_numpy.py) and print the ratios.
     BenchNumpy {
         /// Timed calls per workload.
@@ -50,6 +70,13 @@ enum Task {
 
 fn main() -> Result<()> {
     match Cli::parse().command {
+        Task::Test { args } => cargo(&["test", "--workspace"], &args),
+        Task::Run { args } => {
+            let mut all = vec!["--".to_owned()];
+            all.extend(args);
+            cargo(&["run", "--release", "--quiet", "-p", "robocache-cli"], &all)
+        }
+        Task::Env => python_tools::PythonTools::ensure().map(|tools| print!("{}", tools.exports())),
         Task::BenchNumpy { repeats } => bench_numpy(repeats),
         Task::BuildPtx { check } => cuda_tools::build_ptx(check),
         Task::StubLibcuda => cuda_tools::stub_libcuda().map(|dir| println!("{}", dir.display())),
@@ -70,21 +97,22 @@ pub(crate) fn run(command: &mut Command) -> Result<()> {
     Ok(())
 }
 
-/// A Python virtual environment under `target/tools/python` with `packages`
-/// installed from PyPI; returns its interpreter.
-pub(crate) fn python_with(packages: &[&str]) -> Result<PathBuf> {
-    let venv = root().join("target/tools/python");
-    let python = venv.join("bin/python");
-    if !python.exists() {
-        run(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
-    }
-    run(Command::new(&python).args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"]).args(packages))?;
-    Ok(python)
+/// Runs cargo with `args` and `extra`, the project's tools on its PATH.
+fn cargo(args: &[&str], extra: &[String]) -> Result<()> {
+    let tools = python_tools::PythonTools::ensure()?;
+    let mut command = Command::new(env!("CARGO"));
+    command.current_dir(root()).args(args).args(extra);
+    tools.apply(&mut command);
+    run(&mut command)
 }
 
 fn bench_numpy(repeats: usize) -> Result<()> {
-    let python = python_with(&["numpy>=1.26"])?;
-    run(Command::new(env!("CARGO")).current_dir(root()).args(["build", "--release", "-p", "robocache-cli"]))?;
+    let tools = python_tools::PythonTools::ensure()?;
+    let mut build = Command::new(env!("CARGO"));
+    build.current_dir(root()).args(["build", "--release", "-p", "robocache-cli"]);
+    tools.apply(&mut build);
+    run(&mut build)?;
+    let python = tools.bin.join("python");
     let out = root().join("target/bench");
     std::fs::create_dir_all(&out)?;
     run(Command::new(python)
