@@ -16,9 +16,9 @@ use robocache_cpu::{DType, HostVec};
 use serde_pickle::{HashableValue, Value};
 
 use crate::formats::calvin::RATE_HZ;
+use crate::formats::{LAYOUT_ATTRIBUTE, LAYOUT_VERSION, LAYOUT_VERSION_ATTRIBUTE};
 use crate::hdf5_file::row_selection;
 use crate::hdf5_writer::{create_file, write_number_attr, write_string_attr};
-use crate::formats::{LAYOUT_ATTRIBUTE, LAYOUT_VERSION, LAYOUT_VERSION_ATTRIBUTE};
 use crate::npy::{read_array, read_pickled_object, NpyArray};
 use crate::{Error, Result};
 
@@ -82,7 +82,10 @@ pub fn convert_calvin(dir: &Path, output: &Path, mut progress: impl FnMut(Conver
                     Some(writer) => writer,
                     None => {
                         if row != 0 {
-                            return Err(convert_error(&path, format!("key `{key}` is missing from the earlier frames of segment {start}..={end}")));
+                            return Err(convert_error(
+                                &path,
+                                format!("key `{key}` is missing from the earlier frames of segment {start}..={end}"),
+                            ));
                         }
                         let writer = KeyWriter::new(&group, &location, &key, &array, len)?;
                         writers.entry(key.clone()).or_insert(writer)
@@ -92,7 +95,10 @@ pub fn convert_calvin(dir: &Path, output: &Path, mut progress: impl FnMut(Conver
             }
             for (key, writer) in &mut writers {
                 if writer.rows_pushed != row + 1 {
-                    return Err(convert_error(&path, format!("key `{key}` is missing (the segment's first frame has it)")));
+                    return Err(convert_error(
+                        &path,
+                        format!("key `{key}` is missing (the segment's first frame has it)"),
+                    ));
                 }
                 writer.flush_if_full(output)?;
             }
@@ -120,14 +126,26 @@ pub fn convert_calvin(dir: &Path, output: &Path, mut progress: impl FnMut(Conver
         language.new_dataset_builder().with_data(&task).create("task").map_err(hdf5_error("language/task"))?;
         let starts: Vec<i64> = annotations.iter().map(|a| a.start).collect();
         let ends: Vec<i64> = annotations.iter().map(|a| a.end).collect();
-        language.new_dataset_builder().with_data(&starts).create("start_frame").map_err(hdf5_error("language/start_frame"))?;
-        language.new_dataset_builder().with_data(&ends).create("end_frame").map_err(hdf5_error("language/end_frame"))?;
+        language
+            .new_dataset_builder()
+            .with_data(&starts)
+            .create("start_frame")
+            .map_err(hdf5_error("language/start_frame"))?;
+        language
+            .new_dataset_builder()
+            .with_data(&ends)
+            .create("end_frame")
+            .map_err(hdf5_error("language/end_frame"))?;
         let width = annotations[0].embedding.len();
         if width > 0 && annotations.iter().all(|a| a.embedding.len() == width) {
             let flat: Vec<f32> = annotations.iter().flat_map(|a| a.embedding.iter().copied()).collect();
             let view = ArrayView::from_shape(IxDyn(&[annotations.len(), width]), &flat)
                 .map_err(|e| convert_error(output, e.to_string()))?;
-            language.new_dataset_builder().with_data(view).create("embedding").map_err(hdf5_error("language/embedding"))?;
+            language
+                .new_dataset_builder()
+                .with_data(view)
+                .create("embedding")
+                .map_err(hdf5_error("language/embedding"))?;
         }
     }
     file.flush().map_err(hdf5_error("/"))?;
@@ -156,7 +174,10 @@ fn read_segments(path: &Path) -> Result<Vec<(i64, i64)>> {
     let pairs: Vec<(i64, i64)> = values.chunks_exact(2).map(|p| (p[0], p[1])).collect();
     for (row, &(start, end)) in pairs.iter().enumerate() {
         if start < 0 || end < start {
-            return Err(convert_error(path, format!("row {row}: ({start}, {end}) is not a start ≤ end pair of frame ids")));
+            return Err(convert_error(
+                path,
+                format!("row {row}: ({start}, {end}) is not a start ≤ end pair of frame ids"),
+            ));
         }
     }
     if pairs.is_empty() {
@@ -234,7 +255,7 @@ impl KeyWriter {
             DType::F16 => create::<f16>(group, key, &shape, &chunk),
             DType::F32 => create::<f32>(group, key, &shape, &chunk),
             DType::F64 => create::<f64>(group, key, &shape, &chunk),
-            DType::BF16 => unreachable_dtype(),
+            DType::BF16 => Err(hdf5::Error::from("bf16 has no HDF5 type".to_owned())),
         };
         let dataset = created.map_err(|e| Error::Hdf5 {
             file: PathBuf::from(group.filename()),
@@ -288,7 +309,12 @@ impl KeyWriter {
         let rows = self.rows_written..self.rows_written + self.buffered_rows;
         let mut shape = vec![self.buffered_rows];
         shape.extend(&self.step_shape);
-        fn write<T: H5Type>(dataset: &Dataset, data: &[T], shape: &[usize], rows: std::ops::Range<usize>) -> hdf5::Result<()> {
+        fn write<T: H5Type>(
+            dataset: &Dataset,
+            data: &[T],
+            shape: &[usize],
+            rows: std::ops::Range<usize>,
+        ) -> hdf5::Result<()> {
             let view = ArrayView::from_shape(IxDyn(shape), data).map_err(|e| hdf5::Error::from(e.to_string()))?;
             dataset.as_writer().write_slice(view, row_selection(rows, shape.len()))
         }
@@ -305,18 +331,17 @@ impl KeyWriter {
             HostVec::F16(v) => write(&self.dataset, v, &shape, rows),
             HostVec::F32(v) => write(&self.dataset, v, &shape, rows),
             HostVec::F64(v) => write(&self.dataset, v, &shape, rows),
-            HostVec::BF16(_) => unreachable_dtype(),
+            HostVec::BF16(_) => Err(hdf5::Error::from("bf16 has no HDF5 type".to_owned())),
         };
-        written.map_err(|e| Error::Hdf5 { file: output.to_path_buf(), location: self.location.clone(), message: e.to_string() })?;
+        written.map_err(|e| Error::Hdf5 {
+            file: output.to_path_buf(),
+            location: self.location.clone(),
+            message: e.to_string(),
+        })?;
         self.rows_written += self.buffered_rows;
         self.buffered_rows = 0;
         Ok(())
     }
-}
-
-/// `.npy` has no bf16, so arrays read from one never hold it.
-fn unreachable_dtype() -> ! {
-    panic!("bf16 arrays cannot come from .npy files")
 }
 
 fn append(buffer: &mut HostVec, more: HostVec) {
@@ -357,7 +382,8 @@ fn read_annotations(path: &Path) -> Result<Vec<Annotation>> {
         Err(error) => return Err(Error::Io { file: path.to_path_buf(), error }),
     };
     let value = read_pickled_object(&bytes).map_err(|e| convert_error(path, e))?;
-    let root = find_dict_with(&value, "language").ok_or_else(|| convert_error(path, "no dict with a `language` key"))?;
+    let root =
+        find_dict_with(&value, "language").ok_or_else(|| convert_error(path, "no dict with a `language` key"))?;
     let language = dict_get(root, "language").ok_or_else(|| convert_error(path, "no `language` entry"))?;
     let info = dict_get(root, "info").ok_or_else(|| convert_error(path, "no `info` entry"))?;
     let strings = |dict: &Value, key: &str| -> Result<Vec<String>> {
@@ -386,7 +412,12 @@ fn read_annotations(path: &Path) -> Result<Vec<Annotation>> {
     if task.len() != text.len() || ranges.len() != text.len() {
         return Err(convert_error(
             path,
-            format!("language.ann has {}, language.task {} and info.indx {} entries; they must agree", text.len(), task.len(), ranges.len()),
+            format!(
+                "language.ann has {}, language.task {} and info.indx {} entries; they must agree",
+                text.len(),
+                task.len(),
+                ranges.len()
+            ),
         ));
     }
     let embeddings = dict_get(language, "emb").map(ndarray_f32).transpose().map_err(|e| convert_error(path, e))?;

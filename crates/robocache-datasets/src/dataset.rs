@@ -168,10 +168,7 @@ impl Dataset {
         if rows.start > rows.end || rows.end > info.len {
             return Err(Error::Invalid(format!(
                 "rows {}..{} of stream `{stream}` in episode `{}`: the stream has {} rows",
-                rows.start,
-                rows.end,
-                self.info.episodes[episode].name,
-                info.len
+                rows.start, rows.end, self.info.episodes[episode].name, info.len
             )));
         }
         let channels = info.channels();
@@ -236,4 +233,26 @@ impl Dataset {
 /// Rows `rows` of a row-major `[N, channels]` array.
 pub(crate) fn slice_rows(data: &HostVec, rows: Range<usize>, channels: usize) -> HostVec {
     with_host_data!(HostVec, data, |v: T| <T as Element>::vec(v[rows.start * channels..rows.end * channels].to_vec()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn datasets_are_shared_between_reader_threads() {
+        fn send_and_sync<T: Send + Sync>() {}
+        send_and_sync::<Dataset>();
+    }
+
+    #[test]
+    fn uniform_and_explicit_rows_covering_agree() {
+        let uniform = StreamTimes::Uniform { start: 0.5, hz: 10.0, len: 20 };
+        let explicit = StreamTimes::Explicit((0..20).map(|i| 0.5 + i as f64 / 10.0).collect::<Vec<_>>().into());
+        for (from, to) in [(0.0, 0.2), (0.5, 0.5), (0.55, 0.95), (1.0, 3.0), (2.4, 2.4), (5.0, 6.0), (0.61, 0.61)] {
+            assert_eq!(uniform.rows_covering(from, to), explicit.rows_covering(from, to), "{from}..{to}");
+        }
+        assert_eq!(uniform.rows_covering(0.55, 0.95), 0..6);
+        assert_eq!(uniform.span(), (0.5, 0.5 + 19.0 / 10.0));
+    }
 }

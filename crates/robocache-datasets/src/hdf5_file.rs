@@ -207,7 +207,9 @@ impl Hdf5File {
                 .into_iter()
                 .map(|v| serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
                 .collect(),
-            TypeDescriptor::Boolean => container.read_raw::<bool>().unwrap_or_default().into_iter().map(Value::from).collect(),
+            TypeDescriptor::Boolean => {
+                container.read_raw::<bool>().unwrap_or_default().into_iter().map(Value::from).collect()
+            }
             TypeDescriptor::FixedAscii(_)
             | TypeDescriptor::FixedUnicode(_)
             | TypeDescriptor::VarLenAscii

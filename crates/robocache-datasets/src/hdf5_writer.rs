@@ -42,7 +42,13 @@ pub(crate) fn write_dataset(
     shape: &[usize],
     chunk_rows: usize,
 ) -> hdf5::Result<Dataset> {
-    fn write<T: H5Type>(group: &Group, name: &str, data: &[T], shape: &[usize], chunk_rows: usize) -> hdf5::Result<Dataset> {
+    fn write<T: H5Type>(
+        group: &Group,
+        name: &str,
+        data: &[T],
+        shape: &[usize],
+        chunk_rows: usize,
+    ) -> hdf5::Result<Dataset> {
         let view = ArrayView::from_shape(IxDyn(shape), data).map_err(|e| hdf5::Error::from(e.to_string()))?;
         let mut chunk = shape.to_vec();
         if let Some(rows) = chunk.first_mut() {

@@ -47,7 +47,9 @@ pub use cache::CacheUsage;
 pub use calvin_convert::{convert_calvin, ConvertProgress};
 pub use dataset::{Dataset, StreamTimes};
 pub use error::{Error, Result};
-pub use formats::{calvin::RATE_HZ as CALVIN_RATE_HZ, robomimic::DEFAULT_RATE_HZ as ROBOMIMIC_DEFAULT_RATE_HZ, OpenOptions};
+pub use formats::{
+    calvin::RATE_HZ as CALVIN_RATE_HZ, robomimic::DEFAULT_RATE_HZ as ROBOMIMIC_DEFAULT_RATE_HZ, OpenOptions,
+};
 pub use model::{ChannelKind, DatasetInfo, EpisodeInfo, Format, StreamInfo, StreamKind, Timeline};
 pub use sampler::{Sampler, Shard};
 pub use windows::step::{StepWindow, StepWindowSpec, StepWindows};

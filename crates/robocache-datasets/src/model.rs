@@ -131,7 +131,10 @@ impl StreamKind {
         match self {
             StreamKind::All(kind) => ChannelSpec::All(kind.method()),
             StreamKind::Groups(groups) => ChannelSpec::Groups(
-                groups.iter().map(|(range, kind)| ChannelGroup { range: range.clone(), method: kind.method() }).collect(),
+                groups
+                    .iter()
+                    .map(|(range, kind)| ChannelGroup { range: range.clone(), method: kind.method() })
+                    .collect(),
             ),
         }
     }
@@ -141,11 +144,9 @@ impl StreamKind {
         match self {
             StreamKind::All(ChannelKind::Angle) => std::iter::once(0..channels).collect(),
             StreamKind::All(_) => Vec::new(),
-            StreamKind::Groups(groups) => groups
-                .iter()
-                .filter(|(_, kind)| *kind == ChannelKind::Angle)
-                .map(|(range, _)| range.clone())
-                .collect(),
+            StreamKind::Groups(groups) => {
+                groups.iter().filter(|(_, kind)| *kind == ChannelKind::Angle).map(|(range, _)| range.clone()).collect()
+            }
         }
     }
 
@@ -215,7 +216,8 @@ impl FromStr for StreamKind {
             let (range, kind) =
                 part.split_once(':').ok_or_else(|| format!("`{part}` is not START..END:KIND in `{s}`"))?;
             let (start, end) = range.trim().split_once("..").ok_or_else(|| format!("`{range}` is not START..END"))?;
-            let parse = |v: &str| v.trim().parse::<usize>().map_err(|_| format!("`{v}` is not a channel index in `{s}`"));
+            let parse =
+                |v: &str| v.trim().parse::<usize>().map_err(|_| format!("`{v}` is not a channel index in `{s}`"));
             groups.push((parse(start)?..parse(end)?, kind.parse()?));
         }
         Ok(StreamKind::Groups(groups))

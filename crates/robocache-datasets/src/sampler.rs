@@ -47,7 +47,9 @@ impl Shard {
                 (Some(rank), Some(size)) => {
                     let parse = |name: &str, value: &str| {
                         value.trim().parse::<usize>().map_err(|_| {
-                            Error::Invalid(format!("environment variable {name}={value:?} is not a non-negative integer"))
+                            Error::Invalid(format!(
+                                "environment variable {name}={value:?} is not a non-negative integer"
+                            ))
                         })
                     };
                     let (rank, size) = (parse(rank_var, &rank)?, parse(size_var, &size)?);

@@ -44,7 +44,9 @@ pub(crate) fn describe_stream(
     let step_shape = step_shape.to_vec();
     let channels: usize = step_shape.iter().product();
     let kind = match file.attr_string(&dataset, "robocache_kind")? {
-        Some(text) => text.parse::<StreamKind>().map_err(|e| file.layout_error(&format!("{path}@robocache_kind"), e))?,
+        Some(text) => {
+            text.parse::<StreamKind>().map_err(|e| file.layout_error(&format!("{path}@robocache_kind"), e))?
+        }
         None => default_kind(&StreamShape { key, dtype, step_shape: &step_shape }),
     };
     kind.check(channels).map_err(|e| file.layout_error(&path, e))?;
@@ -88,21 +90,18 @@ impl StreamShape<'_> {
     pub fn common_kind(&self) -> StreamKind {
         let last = self.key.rsplit('/').next().unwrap_or(self.key);
         let channels: usize = self.step_shape.iter().product();
-        let kind = if self.step_shape.len() >= 2
-            || last.contains("image")
-            || last.contains("rgb")
-            || last.contains("depth")
-        {
-            ChannelKind::Image
-        } else if self.dtype == robocache_cpu::DType::Bool
-            || matches!(last, "dones" | "rewards" | "reward" | "discount" | "is_first" | "is_last" | "is_terminal")
-        {
-            ChannelKind::Discrete
-        } else if last.contains("quat") && channels.is_multiple_of(4) && channels > 0 {
-            ChannelKind::Quaternion(robocache_cpu::QuaternionOrder::Xyzw)
-        } else {
-            ChannelKind::Continuous
-        };
+        let kind =
+            if self.step_shape.len() >= 2 || last.contains("image") || last.contains("rgb") || last.contains("depth") {
+                ChannelKind::Image
+            } else if self.dtype == robocache_cpu::DType::Bool
+                || matches!(last, "dones" | "rewards" | "reward" | "discount" | "is_first" | "is_last" | "is_terminal")
+            {
+                ChannelKind::Discrete
+            } else if last.contains("quat") && channels.is_multiple_of(4) && channels > 0 {
+                ChannelKind::Quaternion(robocache_cpu::QuaternionOrder::Xyzw)
+            } else {
+                ChannelKind::Continuous
+            };
         StreamKind::All(kind)
     }
 }

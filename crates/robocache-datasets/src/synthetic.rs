@@ -84,7 +84,13 @@ pub fn write_robomimic(path: &Path, spec: &SyntheticSpec) -> Result<()> {
             write_dataset(group, key, &data, shape, chunk).map_err(error(&format!("{location}/{key}")))
         };
         write(&demo, "actions", grid(&control_times, 7), &[steps, 7], 4096)?;
-        write(&demo, "rewards", HostVec::F64((0..steps).map(|i| f64::from(u8::from(i + 1 == steps))).collect()), &[steps], 4096)?;
+        write(
+            &demo,
+            "rewards",
+            HostVec::F64((0..steps).map(|i| f64::from(u8::from(i + 1 == steps))).collect()),
+            &[steps],
+            4096,
+        )?;
         write(&demo, "dones", HostVec::I64((0..steps).map(|i| i64::from(i + 1 == steps)).collect()), &[steps], 4096)?;
         let obs = demo.create_group("obs").map_err(error(&format!("{location}/obs")))?;
         write(&obs, "robot0_eef_pos", grid(&control_times, 3), &[steps, 3], 4096)?;

@@ -10,7 +10,9 @@
 
 mod support;
 
-use robocache_datasets::{Dataset, OpenOptions, Sampler, Shard, StepWindowSpec, StepWindows, TimeWindowSpec, TimeWindows};
+use robocache_datasets::{
+    Dataset, OpenOptions, Sampler, Shard, StepWindowSpec, StepWindows, TimeWindowSpec, TimeWindows,
+};
 
 /// Resident set size of this process in bytes (Linux; None elsewhere).
 fn resident_bytes() -> Option<usize> {
@@ -35,16 +37,25 @@ fn windows_of_a_large_file_stay_within_the_memory_budget() {
     let dataset = Dataset::open_with(&path, &OpenOptions { cache_bytes: budget, ..Default::default() }).unwrap();
     let after_open = resident_bytes().unwrap();
 
-    let step = StepWindows::new(dataset.info(), &StepWindowSpec { seq_length: 16, frame_stack: 2, ..Default::default() })
-        .unwrap();
-    let time = TimeWindows::new(&dataset, &["actions", "obs/agentview_image"], &TimeWindowSpec { hz: 10.0, history: 2, horizon: 8 })
-        .unwrap();
+    let step =
+        StepWindows::new(dataset.info(), &StepWindowSpec { seq_length: 16, frame_stack: 2, ..Default::default() })
+            .unwrap();
+    let time = TimeWindows::new(
+        &dataset,
+        &["actions", "obs/agentview_image"],
+        &TimeWindowSpec { hz: 10.0, history: 2, horizon: 8 },
+    )
+    .unwrap();
     let mut peak = after_open;
     let mut bytes_read = 0usize;
     let windows = 2000;
-    for (i, sample) in Sampler::new(step.len(), 1, Shard::default()).unwrap().epoch(0).into_iter().take(windows).enumerate() {
+    for (i, sample) in
+        Sampler::new(step.len(), 1, Shard::default()).unwrap().epoch(0).into_iter().take(windows).enumerate()
+    {
         let window = step.window(sample).unwrap();
-        for stream in ["actions", "obs/robot0_eef_pos", "obs/robot0_eef_quat", "obs/agentview_image", "next_obs/agentview_image"] {
+        for stream in
+            ["actions", "obs/robot0_eef_pos", "obs/robot0_eef_quat", "obs/agentview_image", "next_obs/agentview_image"]
+        {
             let data = dataset.read_step_window(&window, stream).unwrap();
             bytes_read += data.len() * data.dtype().size_in_bytes();
         }
@@ -79,7 +90,11 @@ fn windows_of_a_large_file_stay_within_the_memory_budget() {
     assert!(usage.bytes <= budget);
     assert!(bytes_read > 64 * budget, "the windows must read much more than the budget for the test to mean anything");
     // Opening reads metadata only.
-    assert!(after_open - before_open.min(after_open) < 64 << 20, "opening took {:.1} MiB", mib(after_open - before_open));
+    assert!(
+        after_open - before_open.min(after_open) < 64 << 20,
+        "opening took {:.1} MiB",
+        mib(after_open - before_open)
+    );
     // The cache budget, HDF5's per-dataset chunk cache and one window's buffers.
     let allowance = 48 << 20;
     assert!(

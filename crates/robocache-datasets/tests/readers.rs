@@ -139,7 +139,8 @@ fn calvin_convert_reports_missing_frames() {
     std::fs::remove_file(native.join("episode_0000103.npz")).unwrap();
     let err = convert_calvin(&native, &dir.path().join("out.hdf5"), |_| {}).unwrap_err().to_string();
     assert!(err.contains("episode_0000103.npz") && err.contains("missing"), "{err}");
-    let err = convert_calvin(&dir.path().join("nowhere"), &dir.path().join("out.hdf5"), |_| {}).unwrap_err().to_string();
+    let err =
+        convert_calvin(&dir.path().join("nowhere"), &dir.path().join("out.hdf5"), |_| {}).unwrap_err().to_string();
     assert!(err.contains("ep_start_end_ids.npy"), "{err}");
 }
 
@@ -161,7 +162,10 @@ fn rtx_layout_with_rates_and_timestamps() {
     assert_eq!(first.stream("is_first").unwrap().kind, StreamKind::All(ChannelKind::Discrete));
     assert_eq!(first.stream("action/world_vector").unwrap().step_shape, [3]);
     assert!(first.stream("language_instruction").is_none());
-    assert_eq!(dataset.read_stream(0, "is_first").unwrap(), HostVec::Bool(vec![true, false, false, false, false, false]));
+    assert_eq!(
+        dataset.read_stream(0, "is_first").unwrap(),
+        HostVec::Bool(vec![true, false, false, false, false, false])
+    );
 
     let second = &info.episodes[1];
     assert_eq!(second.len, 4);
@@ -209,5 +213,8 @@ fn synthetic_multi_rate_file_reads_back() {
     // The same seed writes the same file contents.
     let again = dir.path().join("again.hdf5");
     write_robomimic(&again, &spec).unwrap();
-    assert_eq!(Dataset::open(&again).unwrap().read_stream(3, "actions").unwrap(), dataset.read_stream(3, "actions").unwrap());
+    assert_eq!(
+        Dataset::open(&again).unwrap().read_stream(3, "actions").unwrap(),
+        dataset.read_stream(3, "actions").unwrap()
+    );
 }

@@ -54,20 +54,23 @@ fn step_windows_equal_robomimic_sequence_dataset() {
     for (seq, fs, pad_seq, pad_fs, split) in cases {
         let reference = dir.path().join(format!("ref-{seq}-{fs}-{pad_seq}-{pad_fs}-{split:?}.npz"));
         let flag = |b: bool| if b { "1" } else { "0" };
-        make(&[
-            "robomimic-reference",
-            path.to_str().unwrap(),
-            reference.to_str().unwrap(),
-            &seq.to_string(),
-            &fs.to_string(),
-            flag(pad_seq),
-            flag(pad_fs),
-            split.unwrap_or(""),
-        ][..if split.is_some() { 8 } else { 7 }]);
+        make(
+            &[
+                "robomimic-reference",
+                path.to_str().unwrap(),
+                reference.to_str().unwrap(),
+                &seq.to_string(),
+                &fs.to_string(),
+                flag(pad_seq),
+                flag(pad_fs),
+                split.unwrap_or(""),
+            ][..if split.is_some() { 8 } else { 7 }],
+        );
         let options = OpenOptions { split: split.map(str::to_owned), ..Default::default() };
         let dataset = Dataset::open_with(&path, &options).unwrap();
         let mut archive = npyz::npz::NpzArchive::open(&reference).unwrap();
-        let spec = StepWindowSpec { seq_length: seq, frame_stack: fs, pad_seq_length: pad_seq, pad_frame_stack: pad_fs };
+        let spec =
+            StepWindowSpec { seq_length: seq, frame_stack: fs, pad_seq_length: pad_seq, pad_frame_stack: pad_fs };
         let windows = StepWindows::new(dataset.info(), &spec);
         if archive.by_name("error").unwrap().is_some() {
             match windows {
@@ -89,7 +92,11 @@ fn step_windows_equal_robomimic_sequence_dataset() {
             let window = windows.window(sample).unwrap();
             let mask = window.pad_mask();
             for key in ["pad_mask", "obs/pad_mask", "next_obs/pad_mask"] {
-                assert_eq!(npz_array(&mut archive, &format!("s{sample}/{key}")), HostVec::Bool(mask.clone()), "{spec:?} s{sample} {key}");
+                assert_eq!(
+                    npz_array(&mut archive, &format!("s{sample}/{key}")),
+                    HostVec::Bool(mask.clone()),
+                    "{spec:?} s{sample} {key}"
+                );
             }
             for (stream, key) in streams {
                 let ours = dataset.read_step_window(&window, stream).unwrap();

@@ -152,7 +152,8 @@ impl Device {
             for window in &cut {
                 let (_, stream) = dataset.stream(window.episode, name)?;
                 if let Some(first) = info {
-                    if first.dtype != stream.dtype || first.step_shape != stream.step_shape || first.kind != stream.kind {
+                    if first.dtype != stream.dtype || first.step_shape != stream.step_shape || first.kind != stream.kind
+                    {
                         return Err(Error::Dataset(robocache_datasets::Error::Invalid(format!(
                             "stream `{name}` is {} {:?} ({}) in episode {} but {} {:?} ({}) in episode {}: a batch needs one layout per stream",
                             first.dtype, first.step_shape, first.kind, cut[0].episode,
@@ -194,7 +195,11 @@ impl Device {
             let resampled = self.resample(&stream, &TargetTimes::Tensor(&targets), &spec)?;
             let mut shape = vec![batch, steps];
             shape.extend(&info.step_shape);
-            out.push(BatchStream { name: name.to_owned(), data: resampled.data.reshape(&shape)?, valid: resampled.valid });
+            out.push(BatchStream {
+                name: name.to_owned(),
+                data: resampled.data.reshape(&shape)?,
+                valid: resampled.valid,
+            });
         }
         Ok(WindowBatch {
             streams: out,

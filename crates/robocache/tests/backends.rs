@@ -319,19 +319,26 @@ fn window_batches_match_reference(device: &Device) {
             let j = (i + 1).min(n - 1);
             let w = (x - i as f64).clamp(0.0, 1.0);
             for c in 0..7 {
-                let expected = f64::from(whole[i * 7 + c]) + w * (f64::from(whole[j * 7 + c]) - f64::from(whole[i * 7 + c]));
+                let expected =
+                    f64::from(whole[i * 7 + c]) + w * (f64::from(whole[j * 7 + c]) - f64::from(whole[i * 7 + c]));
                 let got = f64::from(data[(b * 15 + k) * 7 + c]);
                 assert!((got - expected).abs() < 1e-5, "sample {sample} target {t} channel {c}: {got} vs {expected}");
             }
             // Camera at 30 Hz, previous frame (clamped to the first and last frames).
             let frames = all_frames.len() / frame;
             let f = (0..frames).filter(|&i| i as f64 / 30.0 <= t).count().saturating_sub(1);
-            assert_eq!(images[(b * 15 + k) * frame..][..frame], all_frames[f * frame..][..frame], "sample {sample} t {t}");
+            assert_eq!(
+                images[(b * 15 + k) * frame..][..frame],
+                all_frames[f * frame..][..frame],
+                "sample {sample} t {t}"
+            );
         }
     }
 
     // Step windows gather the same rows on every device.
-    let step_windows = StepWindows::new(dataset.info(), &StepWindowSpec { seq_length: 8, frame_stack: 2, ..Default::default() }).unwrap();
+    let step_windows =
+        StepWindows::new(dataset.info(), &StepWindowSpec { seq_length: 8, frame_stack: 2, ..Default::default() })
+            .unwrap();
     let samples: Vec<usize> = (0..step_windows.len()).step_by(5).collect();
     let step_streams = ["actions", "obs/robot0_eef_pos", "rewards"];
     let ours = device.step_window_batch(&dataset, &step_windows, &samples, &step_streams).unwrap();

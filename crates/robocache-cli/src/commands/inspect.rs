@@ -66,7 +66,7 @@ fn summary(info: &DatasetInfo, episodes_listed: usize) -> String {
         }
     }
     let _ = writeln!(out, "\nstreams:");
-    let _ = writeln!(out, "  {:<34} {:<5} {:<14} {:<44} {}", "name", "dtype", "step shape", "kind", "clock");
+    let _ = writeln!(out, "  {:<34} {:<5} {:<14} {:<44} clock", "name", "dtype", "step shape", "kind");
     for name in order {
         let Some(stream) = info.episodes.iter().find_map(|e| e.stream(name)) else { continue };
         let clock = match &stream.timeline {
@@ -91,7 +91,8 @@ fn summary(info: &DatasetInfo, episodes_listed: usize) -> String {
     let listed = if episodes_listed == 0 { info.episodes.len() } else { episodes_listed.min(info.episodes.len()) };
     for episode in &info.episodes[..listed] {
         let instruction = episode.instruction.as_deref().map(|i| format!("  \"{i}\"")).unwrap_or_default();
-        let _ = writeln!(out, "  {:<20} {:>7} steps {:>9.2} s{instruction}", episode.name, episode.len, episode.duration_s);
+        let _ =
+            writeln!(out, "  {:<20} {:>7} steps {:>9.2} s{instruction}", episode.name, episode.len, episode.duration_s);
     }
     if listed < info.episodes.len() {
         let _ = writeln!(out, "  ... {} more (--episodes 0 lists all)", info.episodes.len() - listed);

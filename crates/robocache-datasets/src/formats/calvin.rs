@@ -143,7 +143,9 @@ fn read_annotations(file: &Hdf5File) -> Result<Vec<Annotation>> {
     let n = text.len();
     for (key, len) in [("task", task.len()), ("start_frame", start.len()), ("end_frame", end.len())] {
         if len != n {
-            return Err(file.layout_error(&format!("language/{key}"), format!("has {len} rows but language/text has {n}")));
+            return Err(
+                file.layout_error(&format!("language/{key}"), format!("has {len} rows but language/text has {n}"))
+            );
         }
     }
     Ok((0..n)

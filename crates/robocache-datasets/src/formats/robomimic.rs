@@ -62,7 +62,10 @@ pub(crate) fn read_info(file: &Hdf5File, options: &OpenOptions) -> Result<Datase
     let mut numbered = Vec::with_capacity(names.len());
     for name in names {
         let number = name.strip_prefix("demo_").and_then(|n| n.parse::<u64>().ok()).ok_or_else(|| {
-            file.layout_error(&format!("data/{name}"), "is not named demo_<number> (robomimic orders demos by that number)")
+            file.layout_error(
+                &format!("data/{name}"),
+                "is not named demo_<number> (robomimic orders demos by that number)",
+            )
         })?;
         numbered.push((number, name));
     }
@@ -78,7 +81,9 @@ pub(crate) fn read_info(file: &Hdf5File, options: &OpenOptions) -> Result<Datase
 fn read_demo(file: &Hdf5File, name: &str, rate_hz: f64) -> Result<EpisodeInfo> {
     let path = format!("data/{name}");
     let group = file.group(&path)?;
-    let len = file.attr_f64(&group, "num_samples")?.ok_or_else(|| file.missing("attribute", &format!("{path}@num_samples")))?;
+    let len = file
+        .attr_f64(&group, "num_samples")?
+        .ok_or_else(|| file.missing("attribute", &format!("{path}@num_samples")))?;
     if len < 0.0 || len.fract() != 0.0 {
         return Err(file.layout_error(&format!("{path}@num_samples"), format!("is {len}, not a step count")));
     }

@@ -39,7 +39,9 @@ pub(crate) fn read_info(file: &Hdf5File, options: &OpenOptions) -> Result<Datase
         let rate_hz = match (options.rate_hz, file.attr_f64(&group, "control_frequency_hz")?, file_rate) {
             (Some(hz), _, _) | (None, Some(hz), _) | (None, None, Some(hz)) => hz,
             (None, None, None) => {
-                return Err(file.missing("attribute", &format!("/@control_frequency_hz (or {path}@control_frequency_hz)")))
+                return Err(
+                    file.missing("attribute", &format!("/@control_frequency_hz (or {path}@control_frequency_hz)"))
+                )
             }
         };
         if !(rate_hz.is_finite() && rate_hz > 0.0) {
@@ -49,7 +51,14 @@ pub(crate) fn read_info(file: &Hdf5File, options: &OpenOptions) -> Result<Datase
         episodes.push(read_episode(file, &name, &path, rate_hz)?);
     }
     let rate_hz = rates.first().copied().or(file_rate).unwrap_or(1.0);
-    Ok(DatasetInfo { path: file.path().to_path_buf(), format: Format::Rtx, rate_hz, episodes, splits: Vec::new(), metadata })
+    Ok(DatasetInfo {
+        path: file.path().to_path_buf(),
+        format: Format::Rtx,
+        rate_hz,
+        episodes,
+        splits: Vec::new(),
+        metadata,
+    })
 }
 
 fn read_episode(file: &Hdf5File, name: &str, path: &str, rate_hz: f64) -> Result<EpisodeInfo> {
@@ -93,17 +102,18 @@ fn read_episode(file: &Hdf5File, name: &str, path: &str, rate_hz: f64) -> Result
         for key in file.member_names(&meta_group, &metadata_path)? {
             let key_path = format!("{metadata_path}/{key}");
             if let Ok(dataset) = meta_group.dataset(&key) {
-                let value = match file.read_strings(&dataset, &key_path) {
-                    Ok(strings) if strings.len() == 1 => json!(strings[0]),
-                    Ok(strings) => json!(strings),
-                    Err(_) => dataset.read_raw::<f64>().map_or(Value::Null, |v| {
-                        if v.len() == 1 {
-                            json!(v[0])
-                        } else {
-                            json!(v)
-                        }
-                    }),
-                };
+                let value =
+                    match file.read_strings(&dataset, &key_path) {
+                        Ok(strings) if strings.len() == 1 => json!(strings[0]),
+                        Ok(strings) => json!(strings),
+                        Err(_) => dataset.read_raw::<f64>().map_or(Value::Null, |v| {
+                            if v.len() == 1 {
+                                json!(v[0])
+                            } else {
+                                json!(v)
+                            }
+                        }),
+                    };
                 episode_metadata.insert(key, value);
             }
         }

@@ -96,12 +96,7 @@ impl TimeWindows {
             episodes.push(EpisodeAnchors { episode: index, first_sample: total, count, start });
             total += count;
         }
-        Ok(TimeWindows {
-            spec: *spec,
-            streams: streams.iter().map(|s| (*s).to_owned()).collect(),
-            episodes,
-            total,
-        })
+        Ok(TimeWindows { spec: *spec, streams: streams.iter().map(|s| (*s).to_owned()).collect(), episodes, total })
     }
 
     /// The policy clock.
