@@ -427,3 +427,85 @@ extern "C" __global__ void resample_check(ResampleArgs a, unsigned long long* st
             atomicMin(status, (3ull << 60) | (i << 1) | 1);
     }
 }
+
+
+// ---- Batch assembly from resident episodes (the loader's GPU-resident mode) --
+//
+// Every episode of a stream lives on the device once, concatenated
+// ([rows_total, channels] f32 with a table of episodes). A batch is B
+// samples (episode, anchor); one launch computes every stream of every
+// window (one warp per stream, sample and target): time windows resample onto anchor + (k - history) / hz
+// exactly as `resample` does (same search, weights and rounding, clamp
+// boundary), step windows gather rows anchor + k - history with the edges
+// repeated. valid is false outside the episode.
+
+struct ResidentEpisode {
+    uint64_t row_offset;   // first row of the episode in the stream's data
+    uint64_t rows;         // rows of the episode (>= 1)
+    uint64_t time_offset;  // first time of the episode in the stream's times (explicit timelines)
+    double start;          // uniform timelines: row i at start + i / hz
+    double hz;
+    int uniform;
+    int pad;
+};
+
+struct ResidentStream {
+    const float* data;                  // [rows_total, channels]
+    const double* times;                // [rows_total] explicit times, or null
+    const ResidentEpisode* episodes;    // [episode_count]
+    float* out;                         // [batch, targets, channels]
+    uint8_t* valid;                     // [batch, targets]
+    uint64_t channels;
+    int group_count;
+    int groups[3 * 32];
+    int pad;
+};
+
+struct AssembleArgs {
+    uint64_t batch;
+    uint64_t targets;
+    uint64_t episode_count;
+    const uint32_t* sample_episode;  // [batch]
+    const double* sample_anchor;     // [batch]: seconds (time windows) or the anchor step (step windows)
+    double hz;                       // time windows: the policy rate
+    long long history;               // targets before the anchor (step windows: frame_stack - 1)
+    int step_windows;
+    int pad;
+    uint64_t stream_count;
+    const ResidentStream* streams;   // [stream_count]
+};
+
+extern "C" __global__ void assemble_windows(AssembleArgs a) {
+    const uint64_t warps_per_block = blockDim.x / 32;
+    const uint64_t lane = threadIdx.x & 31;
+    const uint64_t rows = a.batch * a.targets;
+    for (uint64_t all = (uint64_t)blockIdx.x * warps_per_block + threadIdx.x / 32; all < a.stream_count * rows;
+         all += (uint64_t)gridDim.x * warps_per_block) {
+        const ResidentStream& s = a.streams[all / rows];
+        const uint64_t flat = all % rows;
+        const uint64_t b = flat / a.targets, k = flat % a.targets;
+        uint64_t e = a.sample_episode[b];
+        if (e >= a.episode_count) e = a.episode_count - 1;  // checked on the host; never out of bounds
+        const ResidentEpisode ep = s.episodes[e];
+        const float* x = s.data + ep.row_offset * s.channels;
+        float* o = s.out + flat * s.channels;
+        bool inside;
+        if (a.step_windows) {
+            const long long r = (long long)a.sample_anchor[b] + (long long)k - a.history;
+            inside = r >= 0 && r < (long long)ep.rows;
+            const uint64_t row = r < 0 ? 0 : (r >= (long long)ep.rows ? ep.rows - 1 : (uint64_t)r);
+            for (uint64_t c = lane; c < s.channels; c += 32) o[c] = x[row * s.channels + c];
+        } else {
+            Timeline t;
+            t.times = s.times ? s.times + ep.time_offset : nullptr;
+            t.mode = ep.uniform ? TIMES_UNIFORM : TIMES_SHARED;
+            t.start = ep.start;
+            t.hz = ep.hz;
+            t.len = ep.rows;
+            const double q = __dadd_rn(a.sample_anchor[b], __ddiv_rn((double)((long long)k - a.history), a.hz));
+            inside = resample_row<float, true>(x, s.channels, t, 0, ep.rows, q, s.groups, s.group_count,
+                                                BOUNDARY_CLAMP, 0.0f, [o](uint64_t c, float v) { o[c] = v; });
+        }
+        if (lane == 0) s.valid[flat] = inside ? 1 : 0;
+    }
+}

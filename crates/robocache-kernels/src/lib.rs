@@ -115,11 +115,13 @@ pub enum Kernel {
     VoxelMean,
     /// First point with an out-of-range cloud index.
     VoxelCheckClouds,
+    /// The loader's GPU-resident batch assembly (windows of resident episodes).
+    AssembleWindows,
 }
 
 impl Kernel {
     /// Every kernel.
-    pub const ALL: [Kernel; 17] = [
+    pub const ALL: [Kernel; 18] = [
         Kernel::ResampleF16,
         Kernel::ResampleBF16,
         Kernel::ResampleF32,
@@ -137,6 +139,7 @@ impl Kernel {
         Kernel::VoxelPlace,
         Kernel::VoxelMean,
         Kernel::VoxelCheckClouds,
+        Kernel::AssembleWindows,
     ];
 
     /// The module that holds it.
@@ -173,6 +176,7 @@ impl Kernel {
             Kernel::VoxelPlace => "voxel_place",
             Kernel::VoxelMean => "voxel_mean",
             Kernel::VoxelCheckClouds => "voxel_check_clouds",
+            Kernel::AssembleWindows => "assemble_windows",
         }
     }
 }

@@ -43,6 +43,7 @@
 mod cuda;
 mod device;
 mod error;
+pub mod loader;
 mod ops;
 mod tensor;
 mod windows;
@@ -50,6 +51,7 @@ mod windows;
 pub use cuda::{ptx_archs, CudaDevice};
 pub use device::{BackendKind, BackendRequest, Device};
 pub use error::{Error, Result};
+pub use loader::{Loader, LoaderConfig, LoaderMode, Normalization, NormalizationMode, TelemetryReport, WindowSpec};
 pub use ops::{Fused, FusionStreamInput, Resampled, StreamInput, TargetTimes, TimeAxis, VoxelInput, VoxelOutput};
 pub use robocache_cpu::half;
 pub use robocache_cpu::{

@@ -351,6 +351,74 @@ fn window_batches_match_reference(device: &Device) {
     assert_eq!(ours.stream("rewards").unwrap().data.shape(), [samples.len(), 9]);
 }
 
+/// The loader: the device's batches equal the CPU reference's for the same
+/// seed (resident streams assembled by `assemble_windows`, images streamed),
+/// and the resident reference equals the per-window path.
+fn loader_batches_match_reference(device: &Device) {
+    use std::sync::Arc;
+
+    use robocache::datasets::synthetic::{write_robomimic, SyntheticSpec};
+    use robocache::datasets::{Dataset, StepWindowSpec, TimeWindowSpec, TimeWindows};
+    use robocache::{Loader, LoaderConfig, WindowSpec};
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("loader.hdf5");
+    write_robomimic(
+        &path,
+        &SyntheticSpec { episodes: 5, mean_steps: 50, image: Some([5, 4]), seed: 3, ..Default::default() },
+    )
+    .unwrap();
+    let dataset = Arc::new(Dataset::open(&path).unwrap());
+    let time_streams = ["actions", "obs/joint_pos", "obs/robot0_eef_quat", "obs/gripper_closed", "obs/agentview_image"];
+    let step_streams = ["actions", "obs/robot0_eef_pos", "obs/robot0_eef_quat", "rewards", "dones"];
+    let cases = [
+        (WindowSpec::Times(TimeWindowSpec { hz: 40.0, history: 2, horizon: 14 }), &time_streams[..]),
+        (WindowSpec::Steps(StepWindowSpec { seq_length: 10, frame_stack: 3, ..Default::default() }), &step_streams[..]),
+    ];
+    for (windows, streams) in cases {
+        let config = LoaderConfig { seed: 11, prefetch: 2, ..LoaderConfig::new(streams, windows, 24) };
+        let ours = Loader::new(device, dataset.clone(), config.clone()).unwrap();
+        let reference = Loader::new(&Device::Cpu, dataset.clone(), config).unwrap();
+        assert_eq!(ours.batches_per_epoch(), reference.batches_per_epoch());
+        let mut batches = 0;
+        for (got, want) in ours.epoch(1).zip(reference.epoch(1)) {
+            let (got, want) = (got.unwrap(), want.unwrap());
+            assert_eq!(got.samples, want.samples);
+            assert_eq!(got.episodes, want.episodes);
+            for (g, w) in got.streams.iter().zip(&want.streams) {
+                assert_eq!((g.name.as_str(), g.data.shape()), (w.name.as_str(), w.data.shape()));
+                assert_eq!(g.valid.to_host().unwrap(), w.valid.to_host().unwrap(), "{} mask", g.name);
+                let exact =
+                    matches!(g.name.as_str(), "obs/gripper_closed" | "obs/agentview_image" | "rewards" | "dones")
+                        || matches!(windows, WindowSpec::Steps(_));
+                assert_close(&g.name, &g.data.to_host().unwrap(), &w.data.to_host().unwrap(), |_| exact).unwrap();
+            }
+            batches += 1;
+        }
+        assert_eq!(batches, ours.batches_per_epoch());
+        let telemetry = ours.telemetry();
+        assert_eq!(telemetry.batches, batches as u64);
+        assert!((0.0..=1.0).contains(&telemetry.stall_fraction));
+    }
+
+    // The resident reference against the per-window path (f32 streams without angles: identical).
+    let spec = TimeWindowSpec { hz: 40.0, history: 2, horizon: 14 };
+    let f32_streams = ["actions", "obs/joint_pos", "obs/robot0_eef_quat", "obs/gripper_closed"];
+    let loader = Loader::new(
+        &Device::Cpu,
+        dataset.clone(),
+        LoaderConfig { seed: 2, ..LoaderConfig::new(&f32_streams, WindowSpec::Times(spec), 16) },
+    )
+    .unwrap();
+    let windows = TimeWindows::new(&dataset, &f32_streams, &spec).unwrap();
+    let batch = loader.epoch(0).next().unwrap().unwrap();
+    let direct = Device::Cpu.time_window_batch(&dataset, &windows, &batch.samples, &f32_streams).unwrap();
+    for (a, b) in batch.streams.iter().zip(&direct.streams) {
+        assert_eq!(a.data.to_host().unwrap(), b.data.to_host().unwrap(), "{}", a.name);
+        assert_eq!(a.valid.to_host().unwrap(), b.valid.to_host().unwrap(), "{}", a.name);
+    }
+}
+
 /// Instantiates operation test bodies for one backend; a backend that is not
 /// available skips with a message.
 macro_rules! backend_tests {
@@ -386,7 +454,8 @@ backend_tests!(
         fusion_matches_reference,
         voxelize_matches_reference,
         concurrent_calls_agree,
-        window_batches_match_reference
+        window_batches_match_reference,
+        loader_batches_match_reference
     ]
 );
 // The 2^31 case needs 4 GiB on the host and the device: CUDA only (the CPU
@@ -400,6 +469,7 @@ backend_tests!(
         voxelize_matches_reference,
         concurrent_calls_agree,
         window_batches_match_reference,
+        loader_batches_match_reference,
         indexes_past_two_to_the_31
     ]
 );

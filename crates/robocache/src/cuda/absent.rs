@@ -109,3 +109,23 @@ impl DeviceStorage {
         match *self {}
     }
 }
+
+impl CudaDevice {
+    pub(crate) fn resident_table(
+        &self,
+        _: &crate::Device,
+        _: &crate::loader::resident::ResidentStream,
+    ) -> crate::Result<crate::Tensor> {
+        match self.never {}
+    }
+
+    pub(crate) fn assemble(
+        &self,
+        _: &crate::Device,
+        _: &[crate::loader::resident::ResidentStream],
+        _: &crate::loader::WindowShape,
+        _: &[(usize, f64)],
+    ) -> crate::Result<Vec<crate::BatchStream>> {
+        match self.never {}
+    }
+}

@@ -4,6 +4,8 @@
 #[cfg(not(feature = "cuda"))]
 mod absent;
 #[cfg(feature = "cuda")]
+mod assemble;
+#[cfg(feature = "cuda")]
 mod backend;
 #[cfg(feature = "cuda")]
 mod fusion;

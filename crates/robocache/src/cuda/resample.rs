@@ -6,7 +6,10 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use robocache_cpu::{fill_bits, Boundary, DType, Error as Invalid, Method, ResamplePlan, ResampleSpec, TimeShape};
+use robocache_cpu::{
+    fill_bits, Boundary, ChannelGroup, ChannelSpec, DType, Error as Invalid, Method, ResamplePlan, ResampleSpec,
+    TimeShape,
+};
 use robocache_cuda::{Kernel, LaunchConfig};
 
 use super::backend::{cuda_error, CudaDevice, DeviceStorage};
@@ -160,15 +163,25 @@ pub(super) fn describe_targets(device: &Device, targets: &TargetTimes<'_>) -> Re
 
 /// The plan's channel groups as the kernel's `(start, end, method)` table.
 pub(super) fn encode_groups(what: &str, plan: &ResamplePlan) -> Result<[i32; 3 * MAX_GROUPS]> {
-    if plan.groups.len() > MAX_GROUPS {
+    encode_group_list(what, &plan.groups)
+}
+
+/// A channel spec resolved for `channels` channels: the group count and table.
+pub(super) fn group_table(what: &str, spec: &ChannelSpec, channels: usize) -> Result<(i32, [i32; 3 * MAX_GROUPS])> {
+    let groups = spec.resolve(channels).map_err(|reason| Invalid::ChannelSpec { what: what.into(), reason })?;
+    Ok((groups.len() as i32, encode_group_list(what, &groups)?))
+}
+
+fn encode_group_list(what: &str, list: &[ChannelGroup]) -> Result<[i32; 3 * MAX_GROUPS]> {
+    if list.len() > MAX_GROUPS {
         return Err(Invalid::ChannelSpec {
             what: what.into(),
-            reason: format!("has {} groups; the CUDA backend takes at most {MAX_GROUPS}", plan.groups.len()),
+            reason: format!("has {} groups; the CUDA backend takes at most {MAX_GROUPS}", list.len()),
         }
         .into());
     }
     let mut groups = [0i32; 3 * MAX_GROUPS];
-    for (slot, g) in groups.chunks_exact_mut(3).zip(&plan.groups) {
+    for (slot, g) in groups.chunks_exact_mut(3).zip(list) {
         let method = match g.method {
             Method::Linear => 0,
             Method::Nearest => 1,

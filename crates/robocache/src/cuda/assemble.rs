@@ -1,0 +1,162 @@
+//! The loader's GPU-resident batch assembly: one `assemble_windows` launch
+//! for every stream of a batch, reading the resident episodes through their
+//! tables (see `loader::resident`).
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use robocache_cpu::{DType, HostVec};
+use robocache_cuda::Kernel;
+
+use super::backend::{cuda_error, CudaDevice, DeviceStorage};
+use super::resample::{device_pointer, group_table, warp_per_row, MAX_GROUPS};
+use crate::loader::resident::ResidentStream;
+use crate::loader::WindowShape;
+use crate::windows::BatchStream;
+use crate::{Device, Result, Tensor};
+
+/// Mirrors `struct ResidentEpisode` in kernels/resample.cu.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+struct ResidentEpisode {
+    row_offset: u64,
+    rows: u64,
+    time_offset: u64,
+    start: f64,
+    hz: f64,
+    uniform: i32,
+    pad: i32,
+}
+
+/// Mirrors `struct ResidentStream` in kernels/resample.cu.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+struct StreamEntry {
+    data: u64,
+    times: u64,
+    episodes: u64,
+    out: u64,
+    valid: u64,
+    channels: u64,
+    group_count: i32,
+    groups: [i32; 3 * MAX_GROUPS],
+    pad: i32,
+}
+
+/// Mirrors `struct AssembleArgs` in kernels/resample.cu.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct AssembleArgs {
+    batch: u64,
+    targets: u64,
+    episode_count: u64,
+    sample_episode: u64,
+    sample_anchor: u64,
+    hz: f64,
+    history: i64,
+    step_windows: i32,
+    pad: i32,
+    stream_count: u64,
+    streams: u64,
+}
+
+impl CudaDevice {
+    /// The episode table of a resident stream, on the device.
+    pub(crate) fn resident_table(&self, device: &Device, stream: &ResidentStream) -> Result<Tensor> {
+        let table: Vec<ResidentEpisode> = stream
+            .episodes
+            .iter()
+            .map(|e| {
+                let (start, hz, uniform) = e.uniform.map_or((0.0, 1.0, 0), |(s, h)| (s, h, 1));
+                ResidentEpisode {
+                    row_offset: e.row_offset as u64,
+                    rows: e.rows as u64,
+                    time_offset: e.row_offset as u64,
+                    start,
+                    hz,
+                    uniform,
+                    pad: 0,
+                }
+            })
+            .collect();
+        let bytes: Vec<u8> = bytemuck::cast_slice(&table).to_vec();
+        Tensor::from_host_vec(device, HostVec::U8(bytes), &[table.len() * size_of::<ResidentEpisode>()])
+    }
+
+    pub(crate) fn assemble(
+        &self,
+        device: &Device,
+        streams: &[ResidentStream],
+        shape: &WindowShape,
+        samples: &[(usize, f64)],
+    ) -> Result<Vec<BatchStream>> {
+        let batch = samples.len();
+        let steps = shape.len();
+        let episodes: Vec<u32> = samples.iter().map(|&(e, _)| e as u32).collect();
+        let anchors: Vec<f64> = samples.iter().map(|&(_, a)| a).collect();
+        let episode_count = streams.first().map_or(0, |s| s.episodes.len());
+        let sample_episode = Tensor::from_slice(device, &episodes, &[batch])?;
+        let sample_anchor = Tensor::from_slice(device, &anchors, &[batch])?;
+        let mut outputs = Vec::with_capacity(streams.len());
+        let mut table = Vec::with_capacity(streams.len());
+        for stream in streams {
+            let out = self.alloc(batch * steps * stream.channels * 4)?;
+            let valid = self.alloc(batch * steps)?;
+            let (group_count, groups) = group_table(&stream.name, &stream.channel_spec, stream.channels)?;
+            table.push(StreamEntry {
+                data: device_pointer(&stream.data),
+                times: stream.times.as_ref().map_or(0, device_pointer),
+                episodes: stream.table.as_ref().map_or(0, device_pointer),
+                out: out.device_pointer(),
+                valid: valid.device_pointer(),
+                channels: stream.channels as u64,
+                group_count,
+                groups,
+                pad: 0,
+            });
+            outputs.push((out, valid));
+        }
+        let table = self.context.upload(bytemuck::cast_slice(&table)).map_err(cuda_error)?;
+        let (hz, step_windows) = match shape {
+            WindowShape::Steps { .. } => (1.0, 1),
+            WindowShape::Times { hz, .. } => (*hz, 0),
+        };
+        let mut args = AssembleArgs {
+            batch: batch as u64,
+            targets: steps as u64,
+            episode_count: episode_count as u64,
+            sample_episode: device_pointer(&sample_episode),
+            sample_anchor: device_pointer(&sample_anchor),
+            hz,
+            history: shape.history() as i64,
+            step_windows,
+            pad: 0,
+            stream_count: streams.len() as u64,
+            streams: table.device_pointer(),
+        };
+        let params: [*mut c_void; 1] = [(&mut args as *mut AssembleArgs).cast()];
+        if batch > 0 && episode_count > 0 {
+            // SAFETY: the parameters match `assemble_windows(AssembleArgs)`; every
+            // pointer in the table and the arguments is a live allocation of the
+            // size the kernel reads (episodes clamped to the table, rows to the
+            // episode); the table and sample arrays are freed in stream order.
+            unsafe {
+                self.context.launch(Kernel::AssembleWindows, warp_per_row(streams.len() * batch * steps), &params)
+            }
+            .map_err(cuda_error)?;
+        }
+        Ok(streams
+            .iter()
+            .zip(outputs)
+            .map(|(stream, (out, valid))| {
+                let mut full = vec![batch, steps];
+                full.extend(&stream.step_shape);
+                BatchStream {
+                    name: stream.name.clone(),
+                    data: Tensor::on_device(device, DeviceStorage(Arc::new(out)), DType::F32, full),
+                    valid: Tensor::on_device(device, DeviceStorage(Arc::new(valid)), DType::Bool, vec![batch, steps]),
+                }
+            })
+            .collect())
+    }
+}

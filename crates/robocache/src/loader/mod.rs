@@ -1,0 +1,379 @@
+//! [`Loader`]: from a dataset to batches of aligned windows on a device, in
+//! a training loop.
+//!
+//! Streams are split by kind:
+//! - low-dimensional streams are **GPU-resident** ([`ResidentStreams`]):
+//!   uploaded once, every batch assembled on the device in one launch from
+//!   the sampled `(episode, anchor)` pairs — the host only draws indices;
+//! - image streams are **streamed**: a background thread reads the rows each
+//!   batch needs (HDF5 hyperslabs) and puts them on the device, up to
+//!   `prefetch` batches ahead of the consumer (a bounded queue).
+//!
+//! On the CPU backend the same code runs the reference, so CPU and CUDA
+//! batches are equal for the same seed. Every batch is a [`WindowBatch`]:
+//! one tensor per stream (device pointer, shape, dtype; the device's
+//! stream handle to synchronise on), pad masks, episode ids and anchors.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use robocache::datasets::{synthetic, Dataset, TimeWindowSpec};
+//! use robocache::{Device, Loader, LoaderConfig, WindowSpec};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let path = dir.path().join("demo.hdf5");
+//! synthetic::write_robomimic(&path, &synthetic::SyntheticSpec { episodes: 8, image: Some([16, 16]), ..Default::default() })?;
+//! let dataset = Arc::new(Dataset::open(&path)?);
+//! let windows = WindowSpec::Times(TimeWindowSpec { hz: 50.0, history: 2, horizon: 16 });
+//! let streams = ["actions", "obs/joint_pos", "obs/robot0_eef_quat", "obs/agentview_image"];
+//! let loader = Loader::new(&Device::auto(), dataset, LoaderConfig::new(&streams, windows, 32))?;
+//! for batch in loader.epoch(0).take(3) {
+//!     let batch = batch?;
+//!     assert_eq!(batch.stream("obs/joint_pos").unwrap().data.shape(), [32, 18, 7]);
+//! }
+//! println!("{:?}", loader.telemetry());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub mod normalization;
+pub(crate) mod resident;
+pub mod telemetry;
+
+use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use robocache_datasets::{Dataset, Sampler, Shard, StepWindowSpec, StepWindows, TimeWindowSpec, TimeWindows};
+
+pub use normalization::{Normalization, NormalizationMode, StreamStatistics};
+pub use resident::{ResidentStreams, WindowShape};
+pub use telemetry::{Telemetry, TelemetryReport};
+
+use crate::windows::{BatchStream, WindowBatch};
+use crate::{Device, Error, Result};
+
+/// How windows are cut.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum WindowSpec {
+    /// robomimic `SequenceDataset` step windows.
+    Steps(StepWindowSpec),
+    /// Windows on a policy clock.
+    Times(TimeWindowSpec),
+}
+
+/// Where streams live.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LoaderMode {
+    /// Low-dimensional streams resident on the device, images streamed.
+    #[default]
+    Auto,
+    /// Every stream resident (an image stream is an error).
+    Resident,
+    /// Every stream read from the file per batch.
+    Streaming,
+}
+
+/// What a [`Loader`] delivers.
+#[derive(Clone, Debug)]
+pub struct LoaderConfig {
+    /// Streams, in the order batches hold them.
+    pub streams: Vec<String>,
+    pub windows: WindowSpec,
+    pub batch_size: usize,
+    /// Seed of the per-epoch shuffles.
+    pub seed: u64,
+    /// This process's shard (`Shard::from_env()` for torchrun / SLURM).
+    pub shard: Shard,
+    /// Drop the last batch of an epoch when it is short.
+    pub drop_last: bool,
+    /// Streamed batches prepared ahead of the consumer.
+    pub prefetch: usize,
+    pub mode: LoaderMode,
+    /// Statistics applied to resident streams at upload (continuous channels).
+    pub normalization: Option<Normalization>,
+}
+
+impl LoaderConfig {
+    /// `streams` cut by `windows` in batches of `batch_size`; seed 0, the
+    /// whole data set, last batch kept, 4 batches of prefetch, [`LoaderMode::Auto`].
+    pub fn new(streams: &[&str], windows: WindowSpec, batch_size: usize) -> Self {
+        LoaderConfig {
+            streams: streams.iter().map(|s| (*s).to_owned()).collect(),
+            windows,
+            batch_size,
+            seed: 0,
+            shard: Shard::default(),
+            drop_last: false,
+            prefetch: 4,
+            mode: LoaderMode::Auto,
+            normalization: None,
+        }
+    }
+}
+
+#[derive(Debug)]
+enum Cut {
+    Steps(StepWindows),
+    Times(TimeWindows),
+}
+
+impl Cut {
+    fn len(&self) -> usize {
+        match self {
+            Cut::Steps(w) => w.len(),
+            Cut::Times(w) => w.len(),
+        }
+    }
+
+    /// `(episode, anchor)`: the anchor time, or the anchor step for step windows.
+    fn anchor(&self, sample: usize) -> Result<(usize, f64)> {
+        Ok(match self {
+            Cut::Steps(w) => {
+                let window = w.window(sample)?;
+                (window.episode, window.step as f64)
+            }
+            Cut::Times(w) => {
+                let window = w.window(sample)?;
+                (window.episode, window.anchor)
+            }
+        })
+    }
+
+    fn shape(&self) -> WindowShape {
+        match self {
+            Cut::Steps(w) => WindowShape::Steps { history: w.spec().frame_stack - 1, len: w.spec().window_len() },
+            Cut::Times(w) => {
+                let spec = w.spec();
+                WindowShape::Times { hz: spec.hz, history: spec.history, len: spec.window_len() }
+            }
+        }
+    }
+}
+
+/// Batches of windows of one dataset on one device.
+#[derive(Debug)]
+pub struct Loader {
+    device: Device,
+    dataset: Arc<Dataset>,
+    config: LoaderConfig,
+    cut: Arc<Cut>,
+    sampler: Sampler,
+    resident: Option<Arc<ResidentStreams>>,
+    streamed: Vec<String>,
+    telemetry: Arc<Mutex<Telemetry>>,
+}
+
+impl Loader {
+    /// Numbers the windows, uploads the resident streams and checks the config.
+    pub fn new(device: &Device, dataset: Arc<Dataset>, config: LoaderConfig) -> Result<Self> {
+        if config.batch_size == 0 {
+            return Err(invalid("batch_size must be at least 1".into()));
+        }
+        if config.streams.is_empty() {
+            return Err(invalid("a loader needs at least one stream".into()));
+        }
+        let names: Vec<&str> = config.streams.iter().map(String::as_str).collect();
+        let cut = match &config.windows {
+            WindowSpec::Steps(spec) => Cut::Steps(StepWindows::new(dataset.info(), spec)?),
+            WindowSpec::Times(spec) => Cut::Times(TimeWindows::new(&dataset, &names, spec)?),
+        };
+        let first = dataset.info().episodes.first().ok_or_else(|| invalid("the dataset has no episodes".into()))?;
+        let (mut resident_names, mut streamed) = (Vec::new(), Vec::new());
+        for &name in &names {
+            let (_, info) = dataset.stream(0, name)?;
+            let image = info.is_image();
+            match config.mode {
+                LoaderMode::Streaming => streamed.push(name.to_owned()),
+                LoaderMode::Resident if image => {
+                    return Err(invalid(format!(
+                        "stream `{name}` of episode `{}` is an image stream: use LoaderMode::Auto or Streaming",
+                        first.name
+                    )))
+                }
+                LoaderMode::Resident | LoaderMode::Auto if !image => resident_names.push(name),
+                LoaderMode::Resident | LoaderMode::Auto => streamed.push(name.to_owned()),
+            }
+        }
+        let resident = if resident_names.is_empty() {
+            None
+        } else {
+            Some(Arc::new(ResidentStreams::upload(device, &dataset, &resident_names, config.normalization.as_ref())?))
+        };
+        let sampler = Sampler::new(cut.len(), config.seed, config.shard)?;
+        tracing::info!(
+            device = %device,
+            windows = cut.len(),
+            shard = format!("{}/{}", config.shard.rank, config.shard.world_size),
+            resident = resident_names.len(),
+            resident_bytes = resident.as_ref().map_or(0, |r| r.size_in_bytes()),
+            streamed = streamed.len(),
+            "loader ready"
+        );
+        Ok(Loader {
+            device: device.clone(),
+            dataset,
+            config,
+            cut: Arc::new(cut),
+            sampler,
+            resident,
+            streamed,
+            telemetry: Arc::new(Mutex::new(Telemetry::default())),
+        })
+    }
+
+    /// One loader per device for one process: device `i` of `n` takes
+    /// shard `rank · n + i` of `world_size · n`, so all devices of all
+    /// processes partition the windows.
+    pub fn per_device(devices: &[Device], dataset: Arc<Dataset>, config: LoaderConfig) -> Result<Vec<Loader>> {
+        let n = devices.len();
+        devices
+            .iter()
+            .enumerate()
+            .map(|(i, device)| {
+                let shard = Shard::new(config.shard.rank * n + i, config.shard.world_size * n)?;
+                Loader::new(device, dataset.clone(), LoaderConfig { shard, ..config.clone() })
+            })
+            .collect()
+    }
+
+    /// The device batches are on.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// Windows of the whole data set (all shards).
+    pub fn windows(&self) -> usize {
+        self.cut.len()
+    }
+
+    /// Windows this shard yields per epoch.
+    pub fn samples_per_epoch(&self) -> usize {
+        self.sampler.shard_len()
+    }
+
+    /// Batches per epoch.
+    pub fn batches_per_epoch(&self) -> usize {
+        let n = self.samples_per_epoch();
+        if self.config.drop_last {
+            n / self.config.batch_size
+        } else {
+            n.div_ceil(self.config.batch_size)
+        }
+    }
+
+    /// Bytes of resident streams on the device.
+    pub fn resident_bytes(&self) -> usize {
+        self.resident.as_ref().map_or(0, |r| r.size_in_bytes())
+    }
+
+    /// The batches of epoch `epoch`, in its shuffled order.
+    pub fn epoch(&self, epoch: u64) -> Epoch {
+        let order = self.sampler.epoch(epoch);
+        let mut batches: Vec<Vec<usize>> = order.chunks(self.config.batch_size).map(<[usize]>::to_vec).collect();
+        if self.config.drop_last && batches.last().is_some_and(|b| b.len() < self.config.batch_size) {
+            batches.pop();
+        }
+        let streamed = if self.streamed.is_empty() {
+            None
+        } else {
+            let (sender, receiver) = sync_channel(self.config.prefetch.max(1));
+            let (device, dataset, cut, names) =
+                (self.device.clone(), self.dataset.clone(), self.cut.clone(), self.streamed.clone());
+            let plan = batches.clone();
+            let handle = std::thread::Builder::new()
+                .name("robocache-reader".into())
+                .spawn(move || {
+                    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                    for samples in plan {
+                        let batch = match cut.as_ref() {
+                            Cut::Steps(w) => device.step_window_batch(&dataset, w, &samples, &names),
+                            Cut::Times(w) => device.time_window_batch(&dataset, w, &samples, &names),
+                        };
+                        if sender.send(batch).is_err() {
+                            return; // the consumer dropped the epoch
+                        }
+                    }
+                })
+                .map_err(|e| invalid(format!("cannot start the reader thread: {e}")));
+            Some(handle.map(|h| (receiver, h)))
+        };
+        Epoch {
+            batches: batches.into_iter(),
+            cut: self.cut.clone(),
+            resident: self.resident.clone(),
+            streams: self.config.streams.clone(),
+            streamed,
+            telemetry: self.telemetry.clone(),
+        }
+    }
+
+    /// What the loader delivered since it was made or last reset.
+    pub fn telemetry(&self) -> TelemetryReport {
+        self.telemetry.lock().map(|t| t.report()).unwrap_or_default()
+    }
+
+    /// Forgets the telemetry so far (after warm-up).
+    pub fn reset_telemetry(&self) {
+        if let Ok(mut t) = self.telemetry.lock() {
+            t.reset();
+        }
+    }
+}
+
+/// The batches of one epoch (an iterator). Dropping it stops the reader thread.
+#[derive(Debug)]
+pub struct Epoch {
+    batches: std::vec::IntoIter<Vec<usize>>,
+    cut: Arc<Cut>,
+    resident: Option<Arc<ResidentStreams>>,
+    streams: Vec<String>,
+    streamed: Option<Result<(Receiver<Result<WindowBatch>>, JoinHandle<()>)>>,
+    telemetry: Arc<Mutex<Telemetry>>,
+}
+
+impl Epoch {
+    fn assemble(&mut self, samples: Vec<usize>) -> Result<WindowBatch> {
+        let pairs = samples.iter().map(|&s| self.cut.anchor(s)).collect::<Result<Vec<_>>>()?;
+        let mut parts: Vec<BatchStream> = match &self.resident {
+            Some(resident) => resident.assemble(&self.cut.shape(), &pairs)?,
+            None => Vec::new(),
+        };
+        if let Some(streamed) = &self.streamed {
+            let (receiver, _) = streamed.as_ref().map_err(|e| invalid(e.to_string()))?;
+            let batch = receiver.recv().map_err(|_| invalid("the reader thread stopped".into()))??;
+            parts.extend(batch.streams);
+        }
+        let mut ordered = Vec::with_capacity(self.streams.len());
+        for name in &self.streams {
+            let at =
+                parts.iter().position(|p| &p.name == name).ok_or_else(|| invalid(format!("no stream `{name}`")))?;
+            ordered.push(parts.swap_remove(at));
+        }
+        Ok(WindowBatch {
+            streams: ordered,
+            samples,
+            episodes: pairs.iter().map(|&(e, _)| e).collect(),
+            anchors: pairs.iter().map(|&(_, a)| a).collect(),
+        })
+    }
+}
+
+impl Iterator for Epoch {
+    type Item = Result<WindowBatch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let entered = Instant::now();
+        let samples = self.batches.next()?;
+        let batch = self.assemble(samples);
+        if let Ok(batch) = &batch {
+            if let Ok(mut telemetry) = self.telemetry.lock() {
+                telemetry.record(entered, batch.len());
+            }
+        }
+        Some(batch)
+    }
+}
+
+fn invalid(message: String) -> Error {
+    Error::Dataset(robocache_datasets::Error::Invalid(message))
+}

@@ -1,0 +1,303 @@
+//! The GPU-resident mode: every episode of the low-dimensional streams on
+//! the device once, concatenated per stream (`[rows, channels]` f32 with a
+//! table of episodes); a batch is assembled from `(episode, anchor)` pairs
+//! in one launch for all streams (CUDA) or by the reference (CPU).
+//!
+//! Resident streams are f32 (robomimic's in-memory cache casts the same
+//! way); angle channels are unwrapped along each whole episode at upload,
+//! and normalization, when asked for, is applied at upload too, so a batch
+//! costs nothing beyond its windows.
+
+use rayon::prelude::*;
+use robocache_cpu::{Boundary, ChannelSpec, HostVec, ResampleSpec, Stream, Targets, Times};
+use robocache_datasets::{Dataset, StreamTimes};
+
+use super::normalization::Normalization;
+use crate::windows::BatchStream;
+use crate::{Device, Error, Result, Tensor};
+
+/// How each window of a batch is cut.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum WindowShape {
+    /// robomimic step windows: rows `anchor - history … anchor - history + len - 1`, edges repeated.
+    Steps { history: usize, len: usize },
+    /// Targets `anchor + (k - history) / hz`, `k < len`.
+    Times { hz: f64, history: usize, len: usize },
+}
+
+impl WindowShape {
+    /// Steps or targets per window.
+    pub fn len(&self) -> usize {
+        match self {
+            WindowShape::Steps { len, .. } | WindowShape::Times { len, .. } => *len,
+        }
+    }
+
+    /// True for windows of no steps (never built by the loader).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub(crate) fn history(&self) -> usize {
+        match self {
+            WindowShape::Steps { history, .. } | WindowShape::Times { history, .. } => *history,
+        }
+    }
+}
+
+/// Where one episode of a resident stream lives.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct ResidentEpisode {
+    pub row_offset: usize,
+    pub rows: usize,
+    /// Uniform `(start, hz)`, or `None` for explicit times at `row_offset` in the times tensor.
+    pub uniform: Option<(f64, f64)>,
+}
+
+/// One resident stream.
+#[derive(Debug)]
+pub(crate) struct ResidentStream {
+    pub name: String,
+    pub step_shape: Vec<usize>,
+    pub channels: usize,
+    pub channel_spec: ChannelSpec,
+    pub episodes: Vec<ResidentEpisode>,
+    /// `[rows_total, channels]` f32 on the device.
+    pub data: Tensor,
+    /// `[rows_total]` f64 explicit times (zeros for uniform episodes), when any episode has them.
+    pub times: Option<Tensor>,
+    /// The episode table in the kernel's layout, on the device (CUDA only).
+    pub table: Option<Tensor>,
+}
+
+/// Low-dimensional streams of every episode of a dataset, on one device.
+#[derive(Debug)]
+pub struct ResidentStreams {
+    device: Device,
+    streams: Vec<ResidentStream>,
+    episode_count: usize,
+}
+
+impl ResidentStreams {
+    /// Reads `streams` of every episode of `dataset`, converts them to f32,
+    /// unwraps angle channels, applies `normalization` when given, and puts
+    /// them on `device`.
+    pub fn upload(
+        device: &Device,
+        dataset: &Dataset,
+        streams: &[&str],
+        normalization: Option<&Normalization>,
+    ) -> Result<Self> {
+        let mut resident = Vec::with_capacity(streams.len());
+        for &name in streams {
+            let mut data = Vec::new();
+            let mut times = Vec::new();
+            let mut episodes = Vec::with_capacity(dataset.len());
+            let mut explicit = false;
+            let mut layout: Option<(Vec<usize>, robocache_datasets::StreamKind)> = None;
+            for episode in 0..dataset.len() {
+                let (_, info) = dataset.stream(episode, name)?;
+                if info.is_image() {
+                    return Err(invalid(format!(
+                        "stream `{name}` is an image stream: the GPU-resident mode holds low-dimensional streams; stream it instead"
+                    )));
+                }
+                match &layout {
+                    Some((shape, kind)) if *shape != info.step_shape || *kind != info.kind => {
+                        return Err(invalid(format!(
+                            "stream `{name}` changes shape or kind between episodes ({shape:?} {kind} vs {:?} {})",
+                            info.step_shape, info.kind
+                        )))
+                    }
+                    Some(_) => {}
+                    None => layout = Some((info.step_shape.clone(), info.kind.clone())),
+                }
+                let channels = info.channels().max(1);
+                let mut rows = host_f32(dataset.read_stream(episode, name)?);
+                unwrap_angles(&mut rows, channels, &info.kind.angle_channels(channels));
+                if let Some(stats) = normalization {
+                    stats.apply(name, &info.kind, &mut rows, channels)?;
+                }
+                let row_offset = data.len() / channels;
+                let count = info.len;
+                data.extend(rows);
+                let uniform = match dataset.times(episode, name)? {
+                    StreamTimes::Uniform { start, hz, .. } => {
+                        times.extend(std::iter::repeat_n(0.0, count));
+                        Some((start, hz))
+                    }
+                    StreamTimes::Explicit(t) => {
+                        explicit = true;
+                        times.extend(t.iter().copied());
+                        None
+                    }
+                };
+                episodes.push(ResidentEpisode { row_offset, rows: count, uniform });
+            }
+            let (step_shape, kind) = layout.unwrap_or((
+                Vec::new(),
+                robocache_datasets::StreamKind::All(robocache_datasets::ChannelKind::Continuous),
+            ));
+            let channels = step_shape.iter().product::<usize>().max(1);
+            let rows_total = data.len() / channels;
+            let data = Tensor::from_host_vec(device, HostVec::F32(data), &[rows_total, channels])?;
+            let times =
+                if explicit { Some(Tensor::from_host_vec(device, HostVec::F64(times), &[rows_total])?) } else { None };
+            let mut stream = ResidentStream {
+                name: name.to_owned(),
+                step_shape,
+                channels,
+                channel_spec: kind.channel_spec(),
+                episodes,
+                data,
+                times,
+                table: None,
+            };
+            if let Device::Cuda(cuda) = device {
+                stream.table = Some(cuda.resident_table(device, &stream)?);
+            }
+            resident.push(stream);
+        }
+        Ok(ResidentStreams { device: device.clone(), streams: resident, episode_count: dataset.len() })
+    }
+
+    /// The device the streams live on.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// The streams' names, in order.
+    pub fn names(&self) -> Vec<&str> {
+        self.streams.iter().map(|s| s.name.as_str()).collect()
+    }
+
+    /// Bytes held on the device.
+    pub fn size_in_bytes(&self) -> usize {
+        self.streams.iter().map(|s| s.data.size_in_bytes() + s.times.as_ref().map_or(0, Tensor::size_in_bytes)).sum()
+    }
+
+    /// One window per `(episode, anchor)` of every stream: `[B, T, ...step_shape]`
+    /// f32 and the valid mask `[B, T]`.
+    pub fn assemble(&self, shape: &WindowShape, samples: &[(usize, f64)]) -> Result<Vec<BatchStream>> {
+        if shape.is_empty() {
+            return Err(invalid("windows of no steps".into()));
+        }
+        if let WindowShape::Times { hz, .. } = shape {
+            if !(hz.is_finite() && *hz > 0.0) {
+                return Err(invalid(format!("policy rate {hz} Hz is not a positive rate")));
+            }
+        }
+        for &(episode, anchor) in samples {
+            if episode >= self.episode_count || !anchor.is_finite() {
+                return Err(invalid(format!(
+                    "sample (episode {episode}, anchor {anchor}) is not in the {} resident episodes",
+                    self.episode_count
+                )));
+            }
+        }
+        match &self.device {
+            Device::Cpu => Ok(self
+                .streams
+                .iter()
+                .map(|s| assemble_on_host(&self.device, s, shape, samples))
+                .collect::<Result<_>>()?),
+            Device::Cuda(cuda) => cuda.assemble(&self.device, &self.streams, shape, samples),
+        }
+    }
+}
+
+fn invalid(message: String) -> Error {
+    Error::Dataset(robocache_datasets::Error::Invalid(message))
+}
+
+/// Any numeric host vector as f32 (bool as 0/1).
+fn host_f32(data: HostVec) -> Vec<f32> {
+    match data {
+        HostVec::F32(v) => v,
+        HostVec::Bool(v) => v.into_iter().map(|b| f32::from(u8::from(b))).collect(),
+        other => other.as_slice().to_f64_vec().into_iter().map(|x| x as f32).collect(),
+    }
+}
+
+/// Unwraps angle channels along all rows: each step's jump into [−π, π].
+fn unwrap_angles(rows: &mut [f32], channels: usize, ranges: &[std::ops::Range<usize>]) {
+    const TURN: f64 = 2.0 * std::f64::consts::PI;
+    let count = rows.len() / channels;
+    for range in ranges {
+        for c in range.clone() {
+            let mut previous = f64::from(rows[c]);
+            let mut correction = 0.0;
+            for row in 1..count {
+                let at = row * channels + c;
+                let original = f64::from(rows[at]);
+                correction -= TURN * ((original - previous) / TURN).round();
+                previous = original;
+                rows[at] = (original + correction) as f32;
+            }
+        }
+    }
+}
+
+/// The CPU reference of `assemble_windows`: the same search and arithmetic
+/// as `resample` on one episode per window.
+fn assemble_on_host(
+    device: &Device,
+    stream: &ResidentStream,
+    shape: &WindowShape,
+    samples: &[(usize, f64)],
+) -> Result<BatchStream> {
+    let channels = stream.channels;
+    let steps = shape.len();
+    let history = shape.history();
+    let data = match stream.data.to_host()? {
+        HostVec::F32(v) => v,
+        other => return Err(invalid(format!("resident data of `{}` is {}, not f32", stream.name, other.dtype()))),
+    };
+    let times = match stream.times.as_ref().map(Tensor::to_host).transpose()? {
+        Some(HostVec::F64(v)) => v,
+        _ => Vec::new(),
+    };
+    let mut out = vec![0f32; samples.len() * steps * channels];
+    let mut valid = vec![false; samples.len() * steps];
+    let spec = ResampleSpec { channels: stream.channel_spec.clone(), boundary: Boundary::Clamp, trusted: true };
+    out.par_chunks_mut(steps * channels).zip(valid.par_chunks_mut(steps)).zip(samples.par_iter()).try_for_each(
+        |((out, valid), &(episode, anchor))| -> Result<()> {
+            let ep = &stream.episodes[episode];
+            let rows = &data[ep.row_offset * channels..(ep.row_offset + ep.rows) * channels];
+            match shape {
+                WindowShape::Steps { .. } => {
+                    for k in 0..steps {
+                        let r = anchor as i64 + k as i64 - history as i64;
+                        valid[k] = r >= 0 && r < ep.rows as i64;
+                        let row = r.clamp(0, ep.rows as i64 - 1) as usize;
+                        out[k * channels..(k + 1) * channels]
+                            .copy_from_slice(&rows[row * channels..(row + 1) * channels]);
+                    }
+                }
+                WindowShape::Times { hz, .. } => {
+                    let targets: Vec<f64> = (0..steps).map(|k| anchor + (k as f64 - history as f64) / hz).collect();
+                    let times = match ep.uniform {
+                        Some((start, hz)) => Times::Uniform { start, hz },
+                        None => Times::Shared(&times[ep.row_offset..ep.row_offset + ep.rows]),
+                    };
+                    let source = Stream { data: rows, shape: [1, ep.rows, channels], times, lengths: None };
+                    robocache_cpu::resample_into(
+                        &source,
+                        &Targets { times: Times::Shared(&targets), len: steps },
+                        &spec,
+                        out,
+                        valid,
+                    )?;
+                }
+            }
+            Ok(())
+        },
+    )?;
+    let mut full = vec![samples.len(), steps];
+    full.extend(&stream.step_shape);
+    Ok(BatchStream {
+        name: stream.name.clone(),
+        data: Tensor::from_host_vec(device, HostVec::F32(out), &full)?,
+        valid: Tensor::from_host_vec(device, HostVec::Bool(valid), &[samples.len(), steps])?,
+    })
+}

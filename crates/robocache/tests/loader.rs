@@ -1,0 +1,107 @@
+//! The loader on the CPU: every window exactly once per epoch across ranks
+//! and devices, normalization statistics, bad configurations.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use robocache::datasets::synthetic::{write_robomimic, SyntheticSpec};
+use robocache::datasets::{Dataset, Shard, StepWindowSpec, TimeWindowSpec};
+use robocache::{Device, Loader, LoaderConfig, LoaderMode, Normalization, NormalizationMode, WindowSpec};
+
+fn dataset(dir: &tempfile::TempDir) -> Arc<Dataset> {
+    let path = dir.path().join("loader.hdf5");
+    write_robomimic(
+        &path,
+        &SyntheticSpec { episodes: 7, mean_steps: 30, image: Some([4, 4]), seed: 5, ..Default::default() },
+    )
+    .unwrap();
+    Arc::new(Dataset::open(&path).unwrap())
+}
+
+#[test]
+fn every_window_once_per_epoch_across_ranks_and_devices() {
+    let dir = tempfile::tempdir().unwrap();
+    let dataset = dataset(&dir);
+    let windows = WindowSpec::Times(TimeWindowSpec { hz: 30.0, history: 1, horizon: 8 });
+    let streams = ["actions", "obs/agentview_image"];
+    let world = 3;
+    let mut seen = Vec::new();
+    let mut total = 0;
+    for rank in 0..world {
+        let config = LoaderConfig {
+            shard: Shard::new(rank, world).unwrap(),
+            seed: 9,
+            ..LoaderConfig::new(&streams, windows, 10)
+        };
+        // Two "devices" in this process (both the CPU), as Loader::per_device splits them.
+        for loader in Loader::per_device(&[Device::Cpu, Device::Cpu], dataset.clone(), config).unwrap() {
+            total = loader.windows();
+            for batch in loader.epoch(4) {
+                let batch = batch.unwrap();
+                assert_eq!(batch.stream("obs/agentview_image").unwrap().data.shape()[1..], [9, 4, 4, 3]);
+                seen.extend(batch.samples);
+            }
+        }
+    }
+    assert_eq!(seen.len(), total, "every window once");
+    assert_eq!(seen.iter().collect::<HashSet<_>>().len(), total);
+}
+
+#[test]
+fn normalization_statistics_round_trip_and_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    let dataset = dataset(&dir);
+    let stats =
+        Normalization::compute(&dataset, &["actions", "obs/robot0_eef_quat"], NormalizationMode::ZScore).unwrap();
+    let actions = &stats.streams["actions"];
+    assert_eq!(actions.mean.len(), 7);
+    for c in 0..7 {
+        assert!(
+            actions.min[c] <= actions.p01[c] && actions.p01[c] <= actions.p99[c] && actions.p99[c] <= actions.max[c]
+        );
+        assert!(actions.std[c] > 0.0);
+    }
+    let path = dir.path().join("stats.json");
+    stats.save(&path).unwrap();
+    assert_eq!(Normalization::load(&path).unwrap(), stats);
+
+    let spec = WindowSpec::Steps(StepWindowSpec { seq_length: 4, ..Default::default() });
+    let streams = ["actions", "obs/robot0_eef_quat"];
+    let config = LoaderConfig { normalization: Some(stats.clone()), ..LoaderConfig::new(&streams, spec, 64) };
+    let normalized = Loader::new(&Device::Cpu, dataset.clone(), config).unwrap();
+    let plain = Loader::new(&Device::Cpu, dataset.clone(), LoaderConfig::new(&streams, spec, 64)).unwrap();
+    let (a, b) = (normalized.epoch(0).next().unwrap().unwrap(), plain.epoch(0).next().unwrap().unwrap());
+    let (x, y) = (a.streams[0].data.to_vec::<f32>().unwrap(), b.streams[0].data.to_vec::<f32>().unwrap());
+    for (i, (&x, &y)) in x.iter().zip(&y).enumerate() {
+        let c = i % 7;
+        let expected = (f64::from(y) - actions.mean[c]) / actions.std[c];
+        assert!((f64::from(x) - expected).abs() < 1e-5, "{x} vs {expected}");
+    }
+    // Quaternions are left as they are.
+    assert_eq!(a.streams[1].data.to_host().unwrap(), b.streams[1].data.to_host().unwrap());
+    assert!(Normalization::compute(&dataset, &["obs/agentview_image"], NormalizationMode::MinMax).is_err());
+}
+
+#[test]
+fn bad_configurations_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let dataset = dataset(&dir);
+    let windows = WindowSpec::Steps(StepWindowSpec::default());
+    let make =
+        |config: LoaderConfig| Loader::new(&Device::Cpu, dataset.clone(), config).map(|_| ()).unwrap_err().to_string();
+    assert!(make(LoaderConfig::new(&["actions"], windows, 0)).contains("batch_size"));
+    assert!(make(LoaderConfig::new(&[], windows, 4)).contains("at least one stream"));
+    assert!(make(LoaderConfig::new(&["nope"], windows, 4)).contains("no stream `nope`"));
+    let resident_images =
+        LoaderConfig { mode: LoaderMode::Resident, ..LoaderConfig::new(&["obs/agentview_image"], windows, 4) };
+    assert!(make(resident_images).contains("image stream"));
+    // A stream on its own clock cannot be cut into step windows.
+    let loader = Loader::new(
+        &Device::Cpu,
+        dataset.clone(),
+        LoaderConfig { mode: LoaderMode::Streaming, ..LoaderConfig::new(&["obs/joint_pos"], windows, 4) },
+    )
+    .unwrap();
+    let err = loader.epoch(0).next().unwrap().unwrap_err().to_string();
+    assert!(err.contains("own clock"), "{err}");
+}
