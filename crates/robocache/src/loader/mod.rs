@@ -320,6 +320,9 @@ impl Loader {
     }
 }
 
+/// The reader thread of an epoch and the queue it fills.
+type Reader = (Receiver<Result<WindowBatch>>, JoinHandle<()>);
+
 /// The batches of one epoch (an iterator). Dropping it stops the reader thread.
 #[derive(Debug)]
 pub struct Epoch {
@@ -327,7 +330,7 @@ pub struct Epoch {
     cut: Arc<Cut>,
     resident: Option<Arc<ResidentStreams>>,
     streams: Vec<String>,
-    streamed: Option<Result<(Receiver<Result<WindowBatch>>, JoinHandle<()>)>>,
+    streamed: Option<Result<Reader>>,
     telemetry: Arc<Mutex<Telemetry>>,
 }
 
