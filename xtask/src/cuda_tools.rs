@@ -252,6 +252,16 @@ pub fn gpu_bundle() -> Result<()> {
         "    assert ulps <= 1\n",
         "PY\n",
     ));
+    // The loader end to end: GPU-resident low-dimensional streams (the stall
+    // target: batch 256 x 16 targets with a 2 ms step), then with the camera
+    // streamed, then the CPU reference for comparison.
+    script.push_str(concat!(
+        "echo \"== robocache demo\"\n",
+        "./robocache demo --backend cuda --batches 1000 --json > $OUT/demo-cuda.json || status=1\n",
+        "./robocache demo --backend cuda --batches 1000 || status=1\n",
+        "./robocache demo --backend cuda --batches 50 --streams actions,obs/joint_pos,obs/robot0_eef_quat,obs/agentview_image || status=1\n",
+        "./robocache demo --backend cpu --batches 200 || status=1\n",
+    ));
     script.push_str("exit $status\n");
     let script_path = bundle.join("run.sh");
     std::fs::write(&script_path, script)?;

@@ -1,6 +1,7 @@
 //! `robocache`: resample, align and voxelize robot data from the command line.
 //!
 //! ```text
+//! robocache demo
 //! robocache info
 //! robocache resample --data joints.npy --times t.npy --target-hz 50 --target-count 100 --output out.npy
 //! robocache voxelize --points cloud.npy --origin -1,-1,0 --voxel-size 0.05 --dims 40,40,20 --output grid.npy
@@ -28,6 +29,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// The loader end to end on a synthetic multi-rate dataset (or --file): throughput, data stall, a sample batch.
+    Demo(commands::demo::Args),
     /// Version, backends, devices and kernel architectures of this build.
     Info(commands::info::Args),
     /// Resample a `.npy` stream onto target times; writes OUT.npy and OUT.valid.npy.
@@ -55,6 +58,7 @@ fn main() -> ExitCode {
         .init();
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Demo(args) => commands::demo::run(args),
         Command::Info(args) => commands::info::run(args),
         Command::Resample(args) => commands::resample::run(args),
         Command::Voxelize(args) => commands::voxelize::run(args),

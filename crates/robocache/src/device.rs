@@ -63,6 +63,15 @@ impl FromStr for BackendRequest {
 }
 
 impl Device {
+    /// Waits until every operation queued on the device is done (nothing to
+    /// wait for on the CPU, whose operations return finished).
+    pub fn synchronize(&self) -> Result<()> {
+        match self {
+            Device::Cpu => Ok(()),
+            Device::Cuda(cuda) => cuda.synchronize(),
+        }
+    }
+
     /// The CPU backend.
     pub fn cpu() -> Self {
         Device::Cpu

@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod convert;
+pub mod demo;
 pub mod info;
 pub mod inspect;
 pub mod resample;

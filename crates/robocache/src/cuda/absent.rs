@@ -38,6 +38,11 @@ impl CudaDevice {
         match self.never {}
     }
 
+    /// Waits until the work queued on the device's stream is done.
+    pub fn synchronize(&self) -> crate::Result<()> {
+        match self.never {}
+    }
+
     pub(crate) fn upload(&self, _: robocache_cpu::HostSlice<'_>) -> crate::Result<DeviceStorage> {
         match self.never {}
     }

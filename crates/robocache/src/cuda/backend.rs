@@ -66,6 +66,11 @@ impl CudaDevice {
         self.context.stream_handle()
     }
 
+    /// Waits until the work queued on the device's stream is done.
+    pub fn synchronize(&self) -> Result<()> {
+        self.context.synchronize().map_err(cuda_error)
+    }
+
     pub(crate) fn upload(&self, data: HostSlice<'_>) -> Result<DeviceStorage> {
         let bytes = match data {
             // bool is one byte, 0 or 1.

@@ -91,6 +91,10 @@ pub struct LoaderConfig {
     pub mode: LoaderMode,
     /// Statistics applied to resident streams at upload (continuous channels).
     pub normalization: Option<Normalization>,
+    /// `next()` returns once the batch is computed (the device synchronised),
+    /// so telemetry counts the time until data is ready. Off: `next()`
+    /// returns once the work is queued; synchronise on the device's stream.
+    pub wait_until_ready: bool,
 }
 
 impl LoaderConfig {
@@ -107,6 +111,7 @@ impl LoaderConfig {
             prefetch: 4,
             mode: LoaderMode::Auto,
             normalization: None,
+            wait_until_ready: true,
         }
     }
 }
@@ -298,6 +303,8 @@ impl Loader {
             Some(handle.map(|h| (receiver, h)))
         };
         Epoch {
+            device: self.device.clone(),
+            wait_until_ready: self.config.wait_until_ready,
             batches: batches.into_iter(),
             cut: self.cut.clone(),
             resident: self.resident.clone(),
@@ -326,6 +333,8 @@ type Reader = (Receiver<Result<WindowBatch>>, JoinHandle<()>);
 /// The batches of one epoch (an iterator). Dropping it stops the reader thread.
 #[derive(Debug)]
 pub struct Epoch {
+    device: Device,
+    wait_until_ready: bool,
     batches: std::vec::IntoIter<Vec<usize>>,
     cut: Arc<Cut>,
     resident: Option<Arc<ResidentStreams>>,
@@ -367,7 +376,12 @@ impl Iterator for Epoch {
     fn next(&mut self) -> Option<Self::Item> {
         let entered = Instant::now();
         let samples = self.batches.next()?;
-        let batch = self.assemble(samples);
+        let mut batch = self.assemble(samples);
+        if self.wait_until_ready {
+            if let Err(e) = self.device.synchronize() {
+                batch = Err(e);
+            }
+        }
         if let Ok(batch) = &batch {
             if let Ok(mut telemetry) = self.telemetry.lock() {
                 telemetry.record(entered, batch.len());
