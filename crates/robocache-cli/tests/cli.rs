@@ -250,3 +250,53 @@ fn inspect_and_convert_errors_are_one_line() {
     let (_, _, stderr) = robocache(&["inspect", not_hdf5.to_str().unwrap()]);
     assert!(stderr.contains("notes.h5") && stderr.contains("not an HDF5 file"), "{stderr}");
 }
+
+#[test]
+fn demo_runs_on_the_cpu() {
+    let (ok, stdout, stderr) = robocache(&[
+        "demo",
+        "--backend",
+        "cpu",
+        "--episodes",
+        "4",
+        "--batch",
+        "16",
+        "--batches",
+        "5",
+        "--step-ms",
+        "0",
+    ]);
+    assert!(ok, "{stderr}");
+    for words in [
+        "robocache demo on cpu",
+        "robomimic layout, 4 episodes",
+        "batches/s",
+        "data stall",
+        "obs/joint_pos",
+        "[16, 16, 7]",
+    ] {
+        assert!(stdout.contains(words), "`{words}` missing from:\n{stdout}");
+    }
+    let (ok, stdout, stderr) = robocache(&[
+        "demo",
+        "--backend",
+        "cpu",
+        "--episodes",
+        "3",
+        "--batch",
+        "8",
+        "--batches",
+        "3",
+        "--step-ms",
+        "0",
+        "--json",
+        "--streams",
+        "actions,obs/agentview_image",
+    ]);
+    assert!(ok, "{stderr}");
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(json["telemetry"]["batches"], 3);
+    assert!(json["resident_bytes"].as_u64().unwrap() > 0);
+    let (ok, _, stderr) = robocache(&["demo", "--backend", "cpu", "--file", "/nonexistent.hdf5"]);
+    assert!(!ok && stderr.lines().count() == 1 && stderr.contains("nonexistent.hdf5"), "{stderr}");
+}

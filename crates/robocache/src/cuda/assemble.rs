@@ -95,8 +95,6 @@ impl CudaDevice {
         let episodes: Vec<u32> = samples.iter().map(|&(e, _)| e as u32).collect();
         let anchors: Vec<f64> = samples.iter().map(|&(_, a)| a).collect();
         let episode_count = streams.first().map_or(0, |s| s.episodes.len());
-        let sample_episode = Tensor::from_slice(device, &episodes, &[batch])?;
-        let sample_anchor = Tensor::from_slice(device, &anchors, &[batch])?;
         let mut outputs = Vec::with_capacity(streams.len());
         let mut table = Vec::with_capacity(streams.len());
         for stream in streams {
@@ -116,7 +114,16 @@ impl CudaDevice {
             });
             outputs.push((out, valid));
         }
-        let table = self.context.upload(bytemuck::cast_slice(&table)).map_err(cuda_error)?;
+        // One upload per batch: the stream table, then the episodes (u32,
+        // padded to 8 bytes), then the anchors (f64).
+        let mut packed: Vec<u8> = bytemuck::cast_slice(&table).to_vec();
+        let episodes_at = packed.len();
+        packed.extend_from_slice(bytemuck::cast_slice(&episodes));
+        packed.resize(packed.len().next_multiple_of(8), 0);
+        let anchors_at = packed.len();
+        packed.extend_from_slice(bytemuck::cast_slice(&anchors));
+        let packed = self.context.upload(&packed).map_err(cuda_error)?;
+        let base = packed.device_pointer();
         let (hz, step_windows) = match shape {
             WindowShape::Steps { .. } => (1.0, 1),
             WindowShape::Times { hz, .. } => (*hz, 0),
@@ -125,14 +132,14 @@ impl CudaDevice {
             batch: batch as u64,
             targets: steps as u64,
             episode_count: episode_count as u64,
-            sample_episode: device_pointer(&sample_episode),
-            sample_anchor: device_pointer(&sample_anchor),
+            sample_episode: base + episodes_at as u64,
+            sample_anchor: base + anchors_at as u64,
             hz,
             history: shape.history() as i64,
             step_windows,
             pad: 0,
             stream_count: streams.len() as u64,
-            streams: table.device_pointer(),
+            streams: base,
         };
         let params: [*mut c_void; 1] = [(&mut args as *mut AssembleArgs).cast()];
         if batch > 0 && episode_count > 0 {
