@@ -269,10 +269,39 @@ pub fn gpu_bundle() -> Result<()> {
         "./robocache demo --backend cuda --batches 50 --streams actions,obs/joint_pos,obs/robot0_eef_quat,obs/agentview_image || status=1\n",
         "./robocache demo --backend cpu --batches 200 || status=1\n",
     ));
+    // The loader against robomimic's SequenceDataset + DataLoader on the same
+    // file: h5py and robomimic come as wheels (the GPU machine has no network).
+    script.push_str(concat!(
+        "echo \"== loader vs robomimic\"\n",
+        "python3 -m pip install --quiet --no-index --no-deps --find-links wheels --target pydeps h5py robomimic tqdm termcolor || status=1\n",
+        "./robocache bench loader --keep bench-loader.hdf5 --json $OUT/bench-loader.json || status=1\n",
+        "PYTHONPATH=pydeps python3 robomimic_loader.py bench-loader.hdf5 --robocache-json $OUT/bench-loader.json --json $OUT/robomimic-loader.json || status=1\n",
+    ));
     script.push_str("exit $status\n");
+    std::fs::copy(root().join("benches/robomimic_loader.py"), bundle.join("robomimic_loader.py"))?;
+    bundle_wheels(&tools, &bundle.join("wheels"))?;
     let script_path = bundle.join("run.sh");
     std::fs::write(&script_path, script)?;
     run(Command::new("chmod").arg("+x").arg(&script_path))?;
     eprintln!("bundle: {} ({})", bundle.display(), copied.join(", "));
+    Ok(())
+}
+
+/// h5py (for the Python versions a GPU machine may have) and robomimic with
+/// the two packages it imports, as wheels from PyPI for an offline install there.
+fn bundle_wheels(tools: &crate::python_tools::PythonTools, wheels: &Path) -> Result<()> {
+    std::fs::create_dir_all(wheels)?;
+    let pip = || {
+        let mut pip = Command::new(tools.bin.join("python"));
+        pip.args(["-m", "pip", "--quiet", "--disable-pip-version-check"]);
+        pip
+    };
+    run(pip().args(["wheel", "--no-deps", "robomimic==0.3.0", "tqdm", "termcolor", "-w"]).arg(wheels))?;
+    for version in ["310", "311", "312", "313"] {
+        run(pip()
+            .args(["download", "--no-deps", "--only-binary=:all:", "--python-version", version])
+            .args(["--platform", "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64", "h5py==3.14.*", "-d"])
+            .arg(wheels))?;
+    }
     Ok(())
 }

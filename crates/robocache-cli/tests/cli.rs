@@ -300,3 +300,32 @@ fn demo_runs_on_the_cpu() {
     let (ok, _, stderr) = robocache(&["demo", "--backend", "cpu", "--file", "/nonexistent.hdf5"]);
     assert!(!ok && stderr.lines().count() == 1 && stderr.contains("nonexistent.hdf5"), "{stderr}");
 }
+
+#[test]
+fn bench_loader_times_both_modes() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = path(&dir, "loader.json");
+    let keep = path(&dir, "bench.hdf5");
+    let (ok, stdout, stderr) = robocache(&[
+        "bench",
+        "loader",
+        "--backend",
+        "cpu",
+        "--episodes",
+        "4",
+        "--batch",
+        "8",
+        "--batches",
+        "4",
+        "--keep",
+        keep.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("resident") && stdout.contains("streaming") && stdout.contains("batches/s"), "{stdout}");
+    let results: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(results.as_array().unwrap().len(), 2);
+    assert!(results[0]["batches_per_s"].as_f64().unwrap() > 0.0);
+    assert!(keep.exists(), "--keep leaves the file for benches/robomimic_loader.py");
+}

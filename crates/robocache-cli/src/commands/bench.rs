@@ -15,6 +15,9 @@ use serde::Serialize;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
+    /// What to time instead of the operations.
+    #[command(subcommand)]
+    target: Option<Target>,
     /// auto, cpu, cuda or cuda:N.
     #[arg(long, default_value = "auto")]
     backend: String,
@@ -27,6 +30,12 @@ pub struct Args {
     /// Also write the results as JSON here.
     #[arg(long)]
     json: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Target {
+    /// The loader: batches per second, resident and streaming modes, every backend.
+    Loader(super::bench_loader::Args),
 }
 
 /// One workload's result.
@@ -167,6 +176,9 @@ fn workloads(device: &Device, filter: Option<&str>) -> Result<Vec<Workload>> {
 }
 
 pub fn run(args: Args) -> Result<()> {
+    if let Some(Target::Loader(loader)) = args.target {
+        return super::bench_loader::run(loader);
+    }
     let device = super::open_device(&args.backend)?;
     let backend = device.to_string();
     println!("backend: {backend}");

@@ -166,6 +166,11 @@ pub fn run(args: Args) -> Result<()> {
         report.wait_p99_ms,
         report.stall_fraction * 100.0
     );
+    let _ = match (report.gpu_utilization_percent, &report.gpu_utilization_note) {
+        (Some(percent), _) => writeln!(out, "GPU utilization (NVML) while loading: {percent:.1}%"),
+        (None, Some(note)) => writeln!(out, "GPU utilization: not sampled ({note})"),
+        (None, None) => Ok(()),
+    };
     if let Some(batch) = sample {
         let _ = writeln!(
             out,

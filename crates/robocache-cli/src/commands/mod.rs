@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod bench;
+pub mod bench_loader;
 pub mod convert;
 pub mod demo;
 pub mod info;

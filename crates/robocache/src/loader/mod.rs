@@ -5,9 +5,12 @@
 //! - low-dimensional streams are **GPU-resident** ([`ResidentStreams`]):
 //!   uploaded once, every batch assembled on the device in one launch from
 //!   the sampled `(episode, anchor)` pairs — the host only draws indices;
-//! - image streams are **streamed**: a background thread reads the rows each
-//!   batch needs (HDF5 hyperslabs) and puts them on the device, up to
-//!   `prefetch` batches ahead of the consumer (a bounded queue).
+//! - image streams are **streamed**: the rows each batch needs are read
+//!   (HDF5 hyperslabs), put on the device and resampled there.
+//!
+//! Worker threads assemble whole batches (both kinds of streams) up to
+//! `prefetch` batches ahead of the consumer through bounded queues, so the
+//! training step only waits when the data cannot keep up.
 //!
 //! On the CPU backend the same code runs the reference, so CPU and CUDA
 //! batches are equal for the same seed. Every batch is a [`WindowBatch`]:
@@ -86,8 +89,10 @@ pub struct LoaderConfig {
     pub shard: Shard,
     /// Drop the last batch of an epoch when it is short.
     pub drop_last: bool,
-    /// Streamed batches prepared ahead of the consumer.
+    /// Batches assembled ahead of the consumer (in all).
     pub prefetch: usize,
+    /// Threads assembling batches (each reads, launches and waits for its own).
+    pub workers: usize,
     pub mode: LoaderMode,
     /// Statistics applied to resident streams at upload (continuous channels).
     pub normalization: Option<Normalization>,
@@ -99,7 +104,8 @@ pub struct LoaderConfig {
 
 impl LoaderConfig {
     /// `streams` cut by `windows` in batches of `batch_size`; seed 0, the
-    /// whole data set, last batch kept, 4 batches of prefetch, [`LoaderMode::Auto`].
+    /// whole data set, last batch kept, 4 batches of prefetch over 2
+    /// workers, [`LoaderMode::Auto`], batches ready when delivered.
     pub fn new(streams: &[&str], windows: WindowSpec, batch_size: usize) -> Self {
         LoaderConfig {
             streams: streams.iter().map(|s| (*s).to_owned()).collect(),
@@ -109,6 +115,7 @@ impl LoaderConfig {
             shard: Shard::default(),
             drop_last: false,
             prefetch: 4,
+            workers: 2,
             mode: LoaderMode::Auto,
             normalization: None,
             wait_until_ready: true,
@@ -166,6 +173,7 @@ pub struct Loader {
     resident: Option<Arc<ResidentStreams>>,
     streamed: Vec<String>,
     telemetry: Arc<Mutex<Telemetry>>,
+    utilization: telemetry::UtilizationSampler,
 }
 
 impl Loader {
@@ -223,6 +231,7 @@ impl Loader {
             resident,
             streamed,
             telemetry: Arc::new(Mutex::new(Telemetry::default())),
+            utilization: telemetry::UtilizationSampler::start(device),
         })
     }
 
@@ -271,52 +280,51 @@ impl Loader {
         self.resident.as_ref().map_or(0, |r| r.size_in_bytes())
     }
 
-    /// The batches of epoch `epoch`, in its shuffled order.
+    /// The batches of epoch `epoch`, in its shuffled order. Worker threads
+    /// assemble them ahead of the consumer (see [`LoaderConfig::prefetch`]).
     pub fn epoch(&self, epoch: u64) -> Epoch {
         let order = self.sampler.epoch(epoch);
         let mut batches: Vec<Vec<usize>> = order.chunks(self.config.batch_size).map(<[usize]>::to_vec).collect();
         if self.config.drop_last && batches.last().is_some_and(|b| b.len() < self.config.batch_size) {
             batches.pop();
         }
-        let streamed = if self.streamed.is_empty() {
-            None
-        } else {
-            let (sender, receiver) = sync_channel(self.config.prefetch.max(1));
-            let (device, dataset, cut, names) =
-                (self.device.clone(), self.dataset.clone(), self.cut.clone(), self.streamed.clone());
-            let plan = batches.clone();
-            let handle = std::thread::Builder::new()
-                .name("robocache-reader".into())
-                .spawn(move || {
-                    let names: Vec<&str> = names.iter().map(String::as_str).collect();
-                    for samples in plan {
-                        let batch = match cut.as_ref() {
-                            Cut::Steps(w) => device.step_window_batch(&dataset, w, &samples, &names),
-                            Cut::Times(w) => device.time_window_batch(&dataset, w, &samples, &names),
-                        };
-                        if sender.send(batch).is_err() {
-                            return; // the consumer dropped the epoch
-                        }
-                    }
-                })
-                .map_err(|e| invalid(format!("cannot start the reader thread: {e}")));
-            Some(handle.map(|h| (receiver, h)))
-        };
-        Epoch {
+        let job = Arc::new(Job {
             device: self.device.clone(),
-            wait_until_ready: self.config.wait_until_ready,
-            batches: batches.into_iter(),
+            dataset: self.dataset.clone(),
             cut: self.cut.clone(),
             resident: self.resident.clone(),
+            streamed: self.streamed.clone(),
             streams: self.config.streams.clone(),
-            streamed,
-            telemetry: self.telemetry.clone(),
+            wait_until_ready: self.config.wait_until_ready,
+        });
+        let batches = Arc::new(batches);
+        let workers = self.config.workers.clamp(1, batches.len().max(1));
+        let capacity = self.config.prefetch.max(1).div_ceil(workers);
+        let mut queues = Vec::with_capacity(workers);
+        let mut failed = None;
+        for worker in 0..workers {
+            let (sender, receiver) = sync_channel(capacity);
+            let (job, batches) = (job.clone(), batches.clone());
+            let spawned = std::thread::Builder::new().name(format!("robocache-loader-{worker}")).spawn(move || {
+                for samples in batches.iter().skip(worker).step_by(workers) {
+                    if sender.send(job.assemble(samples.clone())).is_err() {
+                        return; // the consumer dropped the epoch
+                    }
+                }
+            });
+            match spawned {
+                Ok(handle) => queues.push((receiver, handle)),
+                Err(e) => failed = Some(invalid(format!("cannot start a loader thread: {e}"))),
+            }
         }
+        Epoch { queues, failed, next: 0, total: batches.len(), telemetry: self.telemetry.clone() }
     }
 
     /// What the loader delivered since it was made or last reset.
     pub fn telemetry(&self) -> TelemetryReport {
-        self.telemetry.lock().map(|t| t.report()).unwrap_or_default()
+        let mut report = self.telemetry.lock().map(|t| t.report()).unwrap_or_default();
+        (report.gpu_utilization_percent, report.gpu_utilization_note) = self.utilization.mean();
+        report
     }
 
     /// Forgets the telemetry so far (after warm-up).
@@ -324,35 +332,37 @@ impl Loader {
         if let Ok(mut t) = self.telemetry.lock() {
             t.reset();
         }
+        self.utilization.reset();
     }
 }
 
-/// The reader thread of an epoch and the queue it fills.
-type Reader = (Receiver<Result<WindowBatch>>, JoinHandle<()>);
-
-/// The batches of one epoch (an iterator). Dropping it stops the reader thread.
+/// What the worker threads of an epoch share.
 #[derive(Debug)]
-pub struct Epoch {
+struct Job {
     device: Device,
-    wait_until_ready: bool,
-    batches: std::vec::IntoIter<Vec<usize>>,
+    dataset: Arc<Dataset>,
     cut: Arc<Cut>,
     resident: Option<Arc<ResidentStreams>>,
+    streamed: Vec<String>,
     streams: Vec<String>,
-    streamed: Option<Result<Reader>>,
-    telemetry: Arc<Mutex<Telemetry>>,
+    wait_until_ready: bool,
 }
 
-impl Epoch {
-    fn assemble(&mut self, samples: Vec<usize>) -> Result<WindowBatch> {
+impl Job {
+    /// One batch: resident streams in one launch, streamed ones read and
+    /// resampled, in the configured stream order; synchronised when asked.
+    fn assemble(&self, samples: Vec<usize>) -> Result<WindowBatch> {
         let pairs = samples.iter().map(|&s| self.cut.anchor(s)).collect::<Result<Vec<_>>>()?;
         let mut parts: Vec<BatchStream> = match &self.resident {
             Some(resident) => resident.assemble(&self.cut.shape(), &pairs)?,
             None => Vec::new(),
         };
-        if let Some(streamed) = &self.streamed {
-            let (receiver, _) = streamed.as_ref().map_err(|e| invalid(e.to_string()))?;
-            let batch = receiver.recv().map_err(|_| invalid("the reader thread stopped".into()))??;
+        if !self.streamed.is_empty() {
+            let names: Vec<&str> = self.streamed.iter().map(String::as_str).collect();
+            let batch = match self.cut.as_ref() {
+                Cut::Steps(w) => self.device.step_window_batch(&self.dataset, w, &samples, &names)?,
+                Cut::Times(w) => self.device.time_window_batch(&self.dataset, w, &samples, &names)?,
+            };
             parts.extend(batch.streams);
         }
         let mut ordered = Vec::with_capacity(self.streams.len());
@@ -360,6 +370,9 @@ impl Epoch {
             let at =
                 parts.iter().position(|p| &p.name == name).ok_or_else(|| invalid(format!("no stream `{name}`")))?;
             ordered.push(parts.swap_remove(at));
+        }
+        if self.wait_until_ready {
+            self.device.synchronize()?;
         }
         Ok(WindowBatch {
             streams: ordered,
@@ -370,18 +383,33 @@ impl Epoch {
     }
 }
 
+/// The batches of one epoch (an iterator), assembled by worker threads
+/// ahead of the consumer; batch `i` comes from worker `i mod workers`, so
+/// the order is the epoch's. Dropping it stops the workers.
+#[derive(Debug)]
+pub struct Epoch {
+    queues: Vec<(Receiver<Result<WindowBatch>>, JoinHandle<()>)>,
+    failed: Option<Error>,
+    next: usize,
+    total: usize,
+    telemetry: Arc<Mutex<Telemetry>>,
+}
+
 impl Iterator for Epoch {
     type Item = Result<WindowBatch>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let entered = Instant::now();
-        let samples = self.batches.next()?;
-        let mut batch = self.assemble(samples);
-        if self.wait_until_ready {
-            if let Err(e) = self.device.synchronize() {
-                batch = Err(e);
-            }
+        if let Some(error) = self.failed.take() {
+            self.next = self.total;
+            return Some(Err(error));
         }
+        if self.next >= self.total || self.queues.is_empty() {
+            return None;
+        }
+        let entered = Instant::now();
+        let (receiver, _) = &self.queues[self.next % self.queues.len()];
+        self.next += 1;
+        let batch = receiver.recv().unwrap_or_else(|_| Err(invalid("a loader thread stopped".into())));
         if let Ok(batch) = &batch {
             if let Ok(mut telemetry) = self.telemetry.lock() {
                 telemetry.record(entered, batch.len());

@@ -1,6 +1,9 @@
 //! Data-stall telemetry: how long the consumer waited in `next()` for each
 //! batch, the fraction of its wall time spent waiting, and throughput.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -24,6 +27,10 @@ pub struct TelemetryReport {
     /// Batches and windows per second of wall time.
     pub batches_per_s: f64,
     pub samples_per_s: f64,
+    /// Mean GPU utilization (NVML, sampled every 50 ms) over the same span, in percent.
+    pub gpu_utilization_percent: Option<f64>,
+    /// Why GPU utilization is absent (CPU backend, no NVML, ...).
+    pub gpu_utilization_note: Option<String>,
 }
 
 /// Per-batch waits, recorded by the loader's iterator.
@@ -71,6 +78,94 @@ impl Telemetry {
             wait_p99_ms: p99,
             batches_per_s: if elapsed > 0.0 { batches as f64 / elapsed } else { 0.0 },
             samples_per_s: if elapsed > 0.0 { self.samples as f64 / elapsed } else { 0.0 },
+            gpu_utilization_percent: None,
+            gpu_utilization_note: None,
         }
     }
+}
+
+/// GPU utilization sampled through NVML on a background thread; absent
+/// NVML (or on the CPU backend) it is disabled with a note, never an error.
+#[derive(Debug)]
+pub(crate) struct UtilizationSampler {
+    samples: Arc<Mutex<Vec<u32>>>,
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<()>>,
+    note: Option<String>,
+}
+
+/// How often utilization is read.
+#[cfg(feature = "cuda")]
+const SAMPLE_PERIOD: Duration = Duration::from_millis(50);
+
+impl UtilizationSampler {
+    pub fn start(device: &crate::Device) -> Self {
+        let samples = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let started = match device {
+            crate::Device::Cpu => Err("the CPU backend has no GPU to sample".to_owned()),
+            crate::Device::Cuda(cuda) => start_nvml(cuda.ordinal(), samples.clone(), stop.clone()),
+        };
+        match started {
+            Ok(handle) => UtilizationSampler { samples, stop, handle: Some(handle), note: None },
+            Err(note) => {
+                if !matches!(device, crate::Device::Cpu) {
+                    tracing::info!("GPU utilization is not sampled: {note}");
+                }
+                UtilizationSampler { samples, stop, handle: None, note: Some(note) }
+            }
+        }
+    }
+
+    /// Mean utilization since the last reset, or why there is none.
+    pub fn mean(&self) -> (Option<f64>, Option<String>) {
+        if let Some(note) = &self.note {
+            return (None, Some(note.clone()));
+        }
+        let samples = self.samples.lock().map(|s| s.clone()).unwrap_or_default();
+        if samples.is_empty() {
+            return (None, Some("no sample taken yet".to_owned()));
+        }
+        (Some(samples.iter().map(|&s| f64::from(s)).sum::<f64>() / samples.len() as f64), None)
+    }
+
+    pub fn reset(&self) {
+        if let Ok(mut samples) = self.samples.lock() {
+            samples.clear();
+        }
+    }
+}
+
+impl Drop for UtilizationSampler {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(handle) = self.handle.take() {
+            let _ = handle.join();
+        }
+    }
+}
+
+/// NVML's device `ordinal` (the CUDA ordinal: they agree when devices are
+/// enumerated in PCI order, as on the machines robocache targets).
+#[cfg(feature = "cuda")]
+fn start_nvml(ordinal: usize, samples: Arc<Mutex<Vec<u32>>>, stop: Arc<AtomicBool>) -> Result<JoinHandle<()>, String> {
+    let nvml = nvml_wrapper::Nvml::init().map_err(|e| format!("NVML is not available ({e})"))?;
+    nvml.device_by_index(ordinal as u32).map_err(|e| format!("NVML has no device {ordinal} ({e})"))?;
+    std::thread::Builder::new()
+        .name("robocache-nvml".into())
+        .spawn(move || {
+            let Ok(device) = nvml.device_by_index(ordinal as u32) else { return };
+            while !stop.load(Ordering::Relaxed) {
+                if let (Ok(rates), Ok(mut samples)) = (device.utilization_rates(), samples.lock()) {
+                    samples.push(rates.gpu);
+                }
+                std::thread::sleep(SAMPLE_PERIOD);
+            }
+        })
+        .map_err(|e| format!("cannot start the sampling thread ({e})"))
+}
+
+#[cfg(not(feature = "cuda"))]
+fn start_nvml(_: usize, _: Arc<Mutex<Vec<u32>>>, _: Arc<AtomicBool>) -> Result<JoinHandle<()>, String> {
+    Err("this build has no CUDA backend".to_owned())
 }
