@@ -18,7 +18,7 @@ use serde_pickle::{HashableValue, Value};
 use crate::formats::calvin::RATE_HZ;
 use crate::formats::{LAYOUT_ATTRIBUTE, LAYOUT_VERSION, LAYOUT_VERSION_ATTRIBUTE};
 use crate::hdf5_file::row_selection;
-use crate::hdf5_writer::{create_file, write_number_attr, write_string_attr};
+use crate::hdf5_writer::{create_file, write_integer_attr, write_number_attr, write_string_attr};
 use crate::npy::{read_array, read_pickled_object, NpyArray};
 use crate::{Error, Result};
 
@@ -65,8 +65,8 @@ pub fn convert_calvin(dir: &Path, output: &Path, mut progress: impl FnMut(Conver
         let name = format!("segment_{start:07}");
         let location = format!("segments/{name}");
         let group = segments_group.create_group(&name).map_err(hdf5_error(&location))?;
-        write_number_attr(&group, "start_frame", start as f64).map_err(hdf5_error(&location))?;
-        write_number_attr(&group, "end_frame", end as f64).map_err(hdf5_error(&location))?;
+        write_integer_attr(&group, "start_frame", start).map_err(hdf5_error(&location))?;
+        write_integer_attr(&group, "end_frame", end).map_err(hdf5_error(&location))?;
         let len = (end - start + 1) as usize;
         let frame_ids: Vec<i64> = (start..=end).collect();
         group

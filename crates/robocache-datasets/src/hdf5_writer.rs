@@ -29,6 +29,10 @@ pub(crate) fn write_string_attr(location: &hdf5::Location, name: &str, value: &s
     location.new_attr::<VarLenUnicode>().create(name)?.write_scalar(&value)
 }
 
+pub(crate) fn write_integer_attr(location: &hdf5::Location, name: &str, value: i64) -> hdf5::Result<()> {
+    location.new_attr::<i64>().create(name)?.write_scalar(&value)
+}
+
 pub(crate) fn write_number_attr(location: &hdf5::Location, name: &str, value: f64) -> hdf5::Result<()> {
     location.new_attr::<f64>().create(name)?.write_scalar(&value)
 }

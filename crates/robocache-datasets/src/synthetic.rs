@@ -11,7 +11,9 @@ use std::path::Path;
 
 use robocache_cpu::HostVec;
 
-use crate::hdf5_writer::{create_file, write_dataset, write_error, write_number_attr, write_string_attr};
+use crate::hdf5_writer::{
+    create_file, write_dataset, write_error, write_integer_attr, write_number_attr, write_string_attr,
+};
 use crate::Result;
 
 /// What to generate.
@@ -73,7 +75,7 @@ pub fn write_robomimic(path: &Path, spec: &SyntheticSpec) -> Result<()> {
         let duration = (steps - 1) as f64 / spec.control_hz;
         let phase = random.unit() * 2.0 * PI;
         let demo = data.create_group(&name).map_err(error(&location))?;
-        write_number_attr(&demo, "num_samples", steps as f64).map_err(error(&location))?;
+        write_integer_attr(&demo, "num_samples", steps as i64).map_err(error(&location))?;
         let control_times: Vec<f64> = (0..steps).map(|i| i as f64 / spec.control_hz).collect();
 
         let signal = |t: f64, channel: usize| (0.7 * t * (1.0 + channel as f64 * 0.3) + phase + channel as f64).sin();
@@ -129,7 +131,7 @@ pub fn write_robomimic(path: &Path, spec: &SyntheticSpec) -> Result<()> {
         }
         names.push(name);
     }
-    write_number_attr(&data, "total", total as f64).map_err(error("data"))?;
+    write_integer_attr(&data, "total", total as i64).map_err(error("data"))?;
     let mask = file.create_group("mask").map_err(error("mask"))?;
     let split = names.len() - names.len() / 10;
     for (key, demos) in [("train", &names[..split]), ("valid", &names[split..])] {

@@ -210,6 +210,15 @@ fn synthetic_multi_rate_file_reads_back() {
     let quats = f32s(dataset.read_stream(0, "obs/robot0_eef_quat").unwrap());
     assert!(quats.chunks(4).all(|q| (q.iter().map(|v| v * v).sum::<f32>() - 1.0).abs() < 1e-5));
     assert_eq!(dataset.info().splits, ["train", "valid"]);
+    // robomimic itself reads the file (integer num_samples, the train split, its cache mode).
+    let reference = dir.path().join("robomimic.npz");
+    support::make(&["robomimic-reads", path.to_str().unwrap(), reference.to_str().unwrap()]);
+    let mut archive = npyz::npz::NpzArchive::open(&reference).unwrap();
+    let len: Vec<i64> = archive.by_name("len").unwrap().unwrap().into_vec().unwrap();
+    let train = Dataset::open_with(&path, &OpenOptions { split: Some("train".into()), ..Default::default() }).unwrap();
+    assert_eq!(len[0] as usize, train.info().total_steps());
+    let actions: Vec<f32> = archive.by_name("actions").unwrap().unwrap().into_vec().unwrap();
+    assert_eq!(HostVec::F32(actions), train.read_rows(0, "actions", 0..4).unwrap());
     // The same seed writes the same file contents.
     let again = dir.path().join("again.hdf5");
     write_robomimic(&again, &spec).unwrap();
