@@ -128,12 +128,18 @@ impl CudaContext {
     /// An uninitialised device allocation of `bytes` bytes (at least 1).
     pub fn alloc(&self, bytes: usize) -> Result<DeviceBytes> {
         self.make_current()?;
+        // Stream-ordered (cuMemAllocAsync from the device's pool): microseconds,
+        // where cuMemAlloc synchronises the device. Every use of the memory is
+        // queued on this stream (or follows a synchronisation of it), and it is
+        // freed there (cuMemFreeAsync).
         // SAFETY: bytes are plain data; every byte is written before it is read
         // by the operations that allocate outputs.
-        let buffer = unsafe { DeviceBuffer::<u8>::uninitialized(bytes.max(1)) }.map_err(|e| match e {
-            cust::error::CudaError::OutOfMemory => Error::OutOfMemory { bytes },
-            other => driver("cuMemAlloc")(other),
-        })?;
+        let buffer = unsafe { DeviceBuffer::<u8>::uninitialized_async(bytes.max(1), &self.inner.stream) }.map_err(
+            |e| match e {
+                cust::error::CudaError::OutOfMemory => Error::OutOfMemory { bytes },
+                other => driver("cuMemAllocAsync")(other),
+            },
+        )?;
         Ok(DeviceBytes { buffer: std::mem::ManuallyDrop::new(buffer), len: bytes, context: self.clone() })
     }
 
@@ -141,7 +147,10 @@ impl CudaContext {
     pub fn upload(&self, data: &[u8]) -> Result<DeviceBytes> {
         let mut out = self.alloc(data.len())?;
         if !data.is_empty() {
-            out.buffer.copy_from(data).map_err(driver("cuMemcpyHtoD"))?;
+            // Queued on the stream after the allocation; from pageable memory the
+            // call returns once `data` has been staged, so it may be dropped.
+            // SAFETY: `out` holds exactly `data.len()` bytes and is freed in stream order.
+            unsafe { out.buffer.async_copy_from(data, &self.inner.stream) }.map_err(driver("cuMemcpyHtoDAsync"))?;
         }
         Ok(out)
     }
