@@ -95,24 +95,33 @@ impl CudaDevice {
         let episodes: Vec<u32> = samples.iter().map(|&(e, _)| e as u32).collect();
         let anchors: Vec<f64> = samples.iter().map(|&(_, a)| a).collect();
         let episode_count = streams.first().map_or(0, |s| s.episodes.len());
-        let mut outputs = Vec::with_capacity(streams.len());
-        let mut table = Vec::with_capacity(streams.len());
+        // One allocation for every output of the batch (each tensor a part of
+        // it, 256-byte aligned): one stream-ordered alloc and free per batch.
+        let align = |n: usize| n.next_multiple_of(256);
+        let mut offsets = Vec::with_capacity(streams.len());
+        let mut total = 0;
         for stream in streams {
-            let out = self.alloc(batch * steps * stream.channels * 4)?;
-            let valid = self.alloc(batch * steps)?;
+            let out_at = total;
+            total += align(batch * steps * stream.channels * 4);
+            offsets.push((out_at, total));
+            total += align(batch * steps);
+        }
+        let outputs = Arc::new(self.alloc(total)?);
+        let base_out = outputs.device_pointer();
+        let mut table = Vec::with_capacity(streams.len());
+        for (stream, &(out_at, valid_at)) in streams.iter().zip(&offsets) {
             let (group_count, groups) = group_table(&stream.name, &stream.channel_spec, stream.channels)?;
             table.push(StreamEntry {
                 data: device_pointer(&stream.data),
                 times: stream.times.as_ref().map_or(0, device_pointer),
                 episodes: stream.table.as_ref().map_or(0, device_pointer),
-                out: out.device_pointer(),
-                valid: valid.device_pointer(),
+                out: base_out + out_at as u64,
+                valid: base_out + valid_at as u64,
                 channels: stream.channels as u64,
                 group_count,
                 groups,
                 pad: 0,
             });
-            outputs.push((out, valid));
         }
         // One upload per batch: the stream table, then the episodes (u32,
         // padded to 8 bytes), then the anchors (f64).
@@ -154,14 +163,19 @@ impl CudaDevice {
         }
         Ok(streams
             .iter()
-            .zip(outputs)
-            .map(|(stream, (out, valid))| {
+            .zip(offsets)
+            .map(|(stream, (out_at, valid_at))| {
                 let mut full = vec![batch, steps];
                 full.extend(&stream.step_shape);
                 BatchStream {
                     name: stream.name.clone(),
-                    data: Tensor::on_device(device, DeviceStorage(Arc::new(out)), DType::F32, full),
-                    valid: Tensor::on_device(device, DeviceStorage(Arc::new(valid)), DType::Bool, vec![batch, steps]),
+                    data: Tensor::on_device(device, DeviceStorage::part(&outputs, out_at), DType::F32, full),
+                    valid: Tensor::on_device(
+                        device,
+                        DeviceStorage::part(&outputs, valid_at),
+                        DType::Bool,
+                        vec![batch, steps],
+                    ),
                 }
             })
             .collect())

@@ -20,13 +20,28 @@ impl fmt::Debug for CudaDevice {
     }
 }
 
-/// Device memory of a tensor, shared between clones of the tensor.
+/// Device memory of a tensor: an allocation shared between clones of the
+/// tensor (and between tensors made from one allocation), and where the
+/// tensor's bytes start in it.
 #[derive(Clone, Debug)]
-pub(crate) struct DeviceStorage(pub(crate) std::sync::Arc<DeviceBytes>);
+pub(crate) struct DeviceStorage {
+    pub(crate) bytes: std::sync::Arc<DeviceBytes>,
+    pub(crate) offset: usize,
+}
 
 impl DeviceStorage {
+    /// A whole allocation.
+    pub(crate) fn new(bytes: DeviceBytes) -> Self {
+        DeviceStorage { bytes: std::sync::Arc::new(bytes), offset: 0 }
+    }
+
+    /// The part of a shared allocation from `offset` on.
+    pub(crate) fn part(bytes: &std::sync::Arc<DeviceBytes>, offset: usize) -> Self {
+        DeviceStorage { bytes: bytes.clone(), offset }
+    }
+
     pub(crate) fn device_pointer(&self) -> u64 {
-        self.0.device_pointer()
+        self.bytes.device_pointer() + self.offset as u64
     }
 }
 
@@ -77,7 +92,7 @@ impl CudaDevice {
             HostSlice::Bool(v) => self.context.upload(bytemuck::cast_slice(v)),
             other => self.context.upload(other.as_bytes()),
         };
-        bytes.map(|b| DeviceStorage(std::sync::Arc::new(b))).map_err(cuda_error)
+        bytes.map(DeviceStorage::new).map_err(cuda_error)
     }
 
     pub(crate) fn alloc(&self, bytes: usize) -> Result<DeviceBytes> {
@@ -86,7 +101,7 @@ impl CudaDevice {
 
     pub(crate) fn download(&self, storage: &DeviceStorage, dtype: DType, len: usize) -> Result<HostVec> {
         let mut bytes = vec![0u8; len * dtype.size_in_bytes()];
-        self.context.download(&storage.0, &mut bytes).map_err(cuda_error)?;
+        self.context.download_range(&storage.bytes, storage.offset, &mut bytes).map_err(cuda_error)?;
         Ok(host_vec_from_bytes(dtype, &bytes))
     }
 }

@@ -2,7 +2,6 @@
 //! table of stream descriptors from device memory.
 
 use std::ffi::c_void;
-use std::sync::Arc;
 
 use robocache_cpu::{plan_fusion_shapes, DType, StreamShape};
 use robocache_cuda::Kernel;
@@ -124,10 +123,10 @@ impl CudaDevice {
         unsafe { self.context.launch(Kernel::Fuse, warp_per_row(streams.len() * rows), &params) }
             .map_err(cuda_error)?;
         Ok(Fused {
-            data: Tensor::on_device(device, DeviceStorage(Arc::new(out)), dtype, vec![batch, target.len, width]),
+            data: Tensor::on_device(device, DeviceStorage::new(out), dtype, vec![batch, target.len, width]),
             valid: Tensor::on_device(
                 device,
-                DeviceStorage(Arc::new(valid)),
+                DeviceStorage::new(valid),
                 DType::Bool,
                 vec![streams.len(), batch, target.len],
             ),

@@ -4,7 +4,6 @@
 //! documented), then one launch computes every row.
 
 use std::ffi::c_void;
-use std::sync::Arc;
 
 use robocache_cpu::{
     fill_bits, Boundary, ChannelGroup, ChannelSpec, DType, Error as Invalid, Method, ResamplePlan, ResampleSpec,
@@ -280,13 +279,8 @@ impl CudaDevice {
         // the launch (a dropped buffer is freed in stream order).
         unsafe { self.context.launch(kernel_for(plan.dtype), warp_per_row(rows), &params) }.map_err(cuda_error)?;
         Ok(Resampled {
-            data: Tensor::on_device(device, DeviceStorage(Arc::new(out)), plan.dtype, plan.output_shape().to_vec()),
-            valid: Tensor::on_device(
-                device,
-                DeviceStorage(Arc::new(valid)),
-                DType::Bool,
-                vec![plan.batch, plan.target_len],
-            ),
+            data: Tensor::on_device(device, DeviceStorage::new(out), plan.dtype, plan.output_shape().to_vec()),
+            valid: Tensor::on_device(device, DeviceStorage::new(valid), DType::Bool, vec![plan.batch, plan.target_len]),
         })
     }
 
@@ -315,7 +309,9 @@ impl CudaDevice {
             let mut bytes = [0u8; 8];
             let storage =
                 tensor.device_storage().ok_or_else(|| Error::Cuda("time tensor is not on the device".into()))?;
-            self.context.download_range(&storage.0, index as usize * 8, &mut bytes).map_err(cuda_error)?;
+            self.context
+                .download_range(&storage.bytes, storage.offset + index as usize * 8, &mut bytes)
+                .map_err(cuda_error)?;
             Ok(f64::from_le_bytes(bytes))
         };
         Err(match kind {

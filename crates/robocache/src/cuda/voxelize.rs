@@ -2,7 +2,6 @@
 //! every mode; reading the dropped-point count back is the one wait.
 
 use std::ffi::c_void;
-use std::sync::Arc;
 
 use robocache_cpu::{plan_voxelize_shapes, DType, Error as Invalid, PointShapes, VoxelGrid, VoxelMode};
 use robocache_cuda::{DeviceBytes, Kernel, LaunchConfig};
@@ -164,8 +163,8 @@ impl CudaDevice {
             VoxelMode::Mean | VoxelMode::Max => (DType::F32, [grid_shape.as_slice(), &[feature_len]].concat()),
         };
         Ok(VoxelOutput {
-            grid: Tensor::on_device(device, DeviceStorage(Arc::new(grid_buffer)), dtype, shape),
-            counts: counts.map(|c| Tensor::on_device(device, DeviceStorage(Arc::new(c)), DType::U32, grid_shape)),
+            grid: Tensor::on_device(device, DeviceStorage::new(grid_buffer), dtype, shape),
+            counts: counts.map(|c| Tensor::on_device(device, DeviceStorage::new(c), DType::U32, grid_shape)),
             dropped: u64::from_le_bytes(word),
         })
     }
