@@ -274,23 +274,45 @@ fn unwrap_angles(name: &str, data: &mut HostVec, rows: usize, info: &StreamInfo)
             info.dtype
         ))));
     }
+    with_host_data!(HostVec, data, |v: T| unwrap_angle_channels(&mut v[..rows * channels], channels, &ranges));
+    Ok(())
+}
+
+/// Unwraps the angle channels `ranges` of row-major `[rows, channels]` data
+/// in place: each row's jump from the previous row is brought into [−π, π]
+/// by whole turns (integer data is left as it is).
+pub(crate) fn unwrap_angle_channels<T: Element>(v: &mut [T], channels: usize, ranges: &[std::ops::Range<usize>]) {
     const TURN: f64 = 2.0 * std::f64::consts::PI;
-    with_host_data!(HostVec, data, |v: T| {
-        for range in &ranges {
-            for c in range.clone() {
-                let mut previous = v[c].to_f64();
-                let mut correction = 0.0;
-                for row in 1..rows {
-                    let at = row * channels + c;
-                    let original = v[at].to_f64();
-                    correction -= TURN * ((original - previous) / TURN).round();
-                    previous = original;
-                    if correction != 0.0 {
-                        v[at] = T::from_f64_rounded(original + correction).unwrap_or(v[at]);
-                    }
+    let rows = v.len() / channels.max(1);
+    for range in ranges {
+        for c in range.clone() {
+            let mut previous = v[c].to_f64();
+            let mut correction = 0.0;
+            for row in 1..rows {
+                let at = row * channels + c;
+                let original = v[at].to_f64();
+                correction -= TURN * ((original - previous) / TURN).round();
+                previous = original;
+                if correction != 0.0 {
+                    v[at] = T::from_f64_rounded(original + correction).unwrap_or(v[at]);
                 }
             }
         }
-    });
-    Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unwrap_angle_channels;
+
+    #[test]
+    fn angles_unwrap_by_whole_turns() {
+        use std::f32::consts::PI;
+        // [3 rows, 2 channels], channel 0 an angle crossing ±π twice.
+        let mut v = vec![3.0f32, 0.0, -3.0, 1.0, 3.1, 2.0];
+        unwrap_angle_channels(&mut v, 2, &[0..1]);
+        assert!((v[2] - (-3.0 + 2.0 * PI)).abs() < 1e-6, "{v:?}");
+        assert_eq!((v[0], v[4]), (3.0, 3.1));
+        assert_eq!((v[1], v[3], v[5]), (0.0, 1.0, 2.0), "other channels are left alone");
+    }
 }

@@ -114,7 +114,7 @@ impl ResidentStreams {
                 }
                 let channels = info.channels().max(1);
                 let mut rows = host_f32(dataset.read_stream(episode, name)?);
-                unwrap_angles(&mut rows, channels, &info.kind.angle_channels(channels));
+                crate::windows::unwrap_angle_channels(&mut rows, channels, &info.kind.angle_channels(channels));
                 if let Some(stats) = normalization {
                     stats.apply(name, &info.kind, &mut rows, channels)?;
                 }
@@ -216,25 +216,6 @@ fn host_f32(data: HostVec) -> Vec<f32> {
         HostVec::F32(v) => v,
         HostVec::Bool(v) => v.into_iter().map(|b| f32::from(u8::from(b))).collect(),
         other => other.as_slice().to_f64_vec().into_iter().map(|x| x as f32).collect(),
-    }
-}
-
-/// Unwraps angle channels along all rows: each step's jump into [−π, π].
-fn unwrap_angles(rows: &mut [f32], channels: usize, ranges: &[std::ops::Range<usize>]) {
-    const TURN: f64 = 2.0 * std::f64::consts::PI;
-    let count = rows.len() / channels;
-    for range in ranges {
-        for c in range.clone() {
-            let mut previous = f64::from(rows[c]);
-            let mut correction = 0.0;
-            for row in 1..count {
-                let at = row * channels + c;
-                let original = f64::from(rows[at]);
-                correction -= TURN * ((original - previous) / TURN).round();
-                previous = original;
-                rows[at] = (original + correction) as f32;
-            }
-        }
     }
 }
 
