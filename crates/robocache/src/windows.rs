@@ -310,7 +310,8 @@ mod tests {
         use std::f32::consts::PI;
         // [3 rows, 2 channels], channel 0 an angle crossing ±π twice.
         let mut v = vec![3.0f32, 0.0, -3.0, 1.0, 3.1, 2.0];
-        unwrap_angle_channels(&mut v, 2, &[0..1]);
+        let angles = std::iter::once(0..1).collect::<Vec<_>>();
+        unwrap_angle_channels(&mut v, 2, &angles);
         assert!((v[2] - (-3.0 + 2.0 * PI)).abs() < 1e-6, "{v:?}");
         assert_eq!((v[0], v[4]), (3.0, 3.1));
         assert_eq!((v[1], v[3], v[5]), (0.0, 1.0, 2.0), "other channels are left alone");
