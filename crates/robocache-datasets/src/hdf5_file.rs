@@ -259,19 +259,18 @@ fn dtype_of(descriptor: &TypeDescriptor) -> Option<DType> {
 }
 
 /// Fails unless the HDF5 signature is at offset 0 or at a user-block
-/// boundary (512, 1024, 2048, ... bytes) as the format allows.
+/// boundary (512, 1024, 2048, ... bytes, up to 8 MiB) as the format allows;
+/// reads 8 bytes at each.
 fn check_signature(path: &Path) -> Result<()> {
+    use std::io::{Seek, SeekFrom};
     let io = |error| Error::Io { file: path.to_path_buf(), error };
     let mut file = std::fs::File::open(path).map_err(io)?;
     let len = file.metadata().map_err(io)?.len();
+    let mut head = [0u8; 8];
     let mut offset = 0u64;
-    let mut head = vec![0u8; 8];
-    let mut buffer = Vec::new();
-    // User blocks are at most a few MiB in practice; read up to 8 MiB + 8.
-    let limit = len.min(8 << 20 | 8);
-    (&mut file).take(limit).read_to_end(&mut buffer).map_err(io)?;
-    while offset + 8 <= limit {
-        head.copy_from_slice(&buffer[offset as usize..offset as usize + 8]);
+    while offset + 8 <= len && offset <= 8 << 20 {
+        file.seek(SeekFrom::Start(offset)).map_err(io)?;
+        file.read_exact(&mut head).map_err(io)?;
         if head == SIGNATURE {
             return Ok(());
         }
