@@ -5,8 +5,12 @@
 // operation that must round like the reference is an explicit _rn intrinsic,
 // and the PTX is built with --fmad=false as well.
 //
-// One warp computes one output row (b, t): all lanes place the target (the
-// same loads, broadcast), then split the channels.
+// One warp computes one output row (b, t). The lanes place the target
+// together (a 32-ary search: each round, every lane tests one sample time and
+// a ballot narrows the range 32-fold, so S <= 1024 takes two rounds of loads
+// instead of ten dependent ones), then split the channels, moving 16 bytes
+// per lane per load and store wherever the rows are aligned (8 or 4 bytes
+// where they are not, single elements at unaligned group edges).
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -52,18 +56,33 @@ __device__ __forceinline__ uint64_t row_length(const void* lengths, int type, ui
     return (uint64_t)n;
 }
 
-// Where q falls: count = #{i < n : s_i <= q} (binary search; for sorted
-// times this is the reference's partition point).
+// Where q falls: count = #{i < n : s_i <= q} (for sorted times the
+// reference's partition point), found by the warp together; see locate.
 struct Position {
     int region;  // -1 below, 0 inside, 1 above
     uint64_t index;
 };
 
 __device__ __forceinline__ Position locate(const Timeline& t, uint64_t row, uint64_t n, double q) {
+    // Invariant: every i < lo has s_i <= q, every i >= hi has s_i > q (for
+    // sorted times; unsorted trusted input still ends in [0, n]).
+    const unsigned lane = threadIdx.x & 31;
     uint64_t lo = 0, hi = n;
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (time_at(t, row, mid) <= q) lo = mid + 1; else hi = mid;
+    while (hi > lo) {
+        const uint64_t span = hi - lo;
+        if (span <= 32) {
+            const bool le = lane < span && time_at(t, row, lo + lane) <= q;
+            lo += __popc(__ballot_sync(0xFFFFFFFFu, le));
+            break;
+        }
+        const uint64_t stride = (span + 31) / 32;
+        const uint64_t probe = lo + lane * stride;
+        const bool le = probe < hi && time_at(t, row, probe) <= q;
+        const uint64_t k = __popc(__ballot_sync(0xFFFFFFFFu, le));
+        if (k == 0) break;  // s_lo > q
+        const uint64_t next_hi = lo + k * stride;
+        lo += (k - 1) * stride + 1;
+        if (next_hi < hi) hi = next_hi;
     }
     Position p;
     if (lo == 0) { p.region = -1; p.index = 0; }
@@ -201,18 +220,102 @@ struct ResampleArgs {
     uint64_t fill_bits;  // the fill value, in the output dtype's bits
 };
 
+// Where a row's values go. DirectRow stores T into a T row (vectorizable);
+// the fusion's ConvertRow rounds into another output dtype element by element.
+template <typename T>
+struct DirectRow {
+    static constexpr bool DIRECT = true;
+    T* row;
+    __device__ void store(uint64_t c, T v) const { row[c] = v; }
+};
+
+// A machine word of BYTES bytes, and N = BYTES / sizeof(T) elements in it.
+template <int BYTES> struct Word;
+template <> struct Word<16> { typedef uint4 type; };
+template <> struct Word<8> { typedef uint2 type; };
+template <> struct Word<4> { typedef unsigned type; };
+
+// The lerp of a and b with weight w, or a when copying (integer types only copy).
+template <typename T, bool FLOAT>
+__device__ __forceinline__ T mix(T a, T b, bool copy, double w) {
+    if constexpr (FLOAT) return copy ? a : lerp<T>(a, b, w);
+    else return a;
+}
+
+// Channels [begin, end) of one group (multiples of N, rows aligned to BYTES):
+// a copy of row r0 (nearest, previous, or a zero weight) or the lerp of r0
+// and r1 with weight w, one word per lane per step, two steps in flight.
+template <typename T, bool FLOAT, int BYTES>
+__device__ __forceinline__ void span_words(const T* __restrict__ r0, const T* __restrict__ r1, T* __restrict__ o,
+                                           uint64_t begin, uint64_t end, bool copy, double w) {
+    typedef typename Word<BYTES>::type W;
+    constexpr int N = BYTES / sizeof(T);
+    const uint64_t lane = threadIdx.x & 31;
+    if (copy) {
+#pragma unroll 2
+        for (uint64_t c = begin + lane * N; c < end; c += 32 * N) *(W*)(o + c) = *(const W*)(r0 + c);
+        return;
+    }
+    if constexpr (FLOAT) {
+#pragma unroll 2
+        for (uint64_t c = begin + lane * N; c < end; c += 32 * N) {
+            const W a = *(const W*)(r0 + c), b = *(const W*)(r1 + c);
+            T x0[N], x1[N], y[N];
+            memcpy(x0, &a, BYTES);
+            memcpy(x1, &b, BYTES);
+#pragma unroll
+            for (int k = 0; k < N; k++) y[k] = lerp<T>(x0[k], x1[k], w);
+            W out;
+            memcpy(&out, y, BYTES);
+            *(W*)(o + c) = out;
+        }
+    }
+}
+
+// Channels [start, end) of one group: the aligned middle by words of the
+// widest size the three rows allow, the edges element by element.
+template <typename T, bool FLOAT>
+__device__ __forceinline__ void span(const T* __restrict__ r0, const T* __restrict__ r1, T* __restrict__ o,
+                                     uint64_t start, uint64_t end, bool copy, double w) {
+    const uint64_t lane = threadIdx.x & 31;
+    const uintptr_t align = (uintptr_t)r0 | (uintptr_t)r1 | (uintptr_t)o;
+    int bytes = 0;
+    if (sizeof(T) < 16 && align % 16 == 0) bytes = 16;
+    else if (sizeof(T) < 8 && align % 8 == 0) bytes = 8;
+    else if (sizeof(T) < 4 && align % 4 == 0) bytes = 4;
+    uint64_t begin = end, finish = end;  // the word-aligned part [begin, finish)
+    if (bytes) {
+        const uint64_t n = bytes / sizeof(T);
+        begin = (start + n - 1) / n * n;
+        finish = end / n * n;
+        if (finish < begin) begin = finish = end;
+    }
+    for (uint64_t c = start + lane; c < begin; c += 32) o[c] = mix<T, FLOAT>(r0[c], r1[c], copy, w);
+    for (uint64_t c = finish + lane; c < end; c += 32) o[c] = mix<T, FLOAT>(r0[c], r1[c], copy, w);
+    if constexpr (sizeof(T) < 16) {
+        if (bytes == 16) span_words<T, FLOAT, 16>(r0, r1, o, begin, finish, copy, w);
+    }
+    if constexpr (sizeof(T) < 8) {
+        if (bytes == 8) span_words<T, FLOAT, 8>(r0, r1, o, begin, finish, copy, w);
+    }
+    if constexpr (sizeof(T) < 4) {
+        if (bytes == 4) span_words<T, FLOAT, 4>(r0, r1, o, begin, finish, copy, w);
+    }
+}
+
 // One output row: the value at time q of every channel of a row with n valid
-// samples, in T, handed to sink(c, value); the lanes of a warp split the
-// channels. Returns whether q lies inside the row's time range.
-template <typename T, bool FLOAT, typename Sink>
+// samples, written through `out`; the 32 lanes of a warp (all of them must
+// call) search together and split the channels. Returns whether q lies
+// inside the row's time range.
+template <typename T, bool FLOAT, typename Out>
 __device__ bool resample_row(const T* __restrict__ x, uint64_t channels, const Timeline& source, uint64_t row,
                              uint64_t n, double q, const int* groups, int group_count, int boundary, T fill,
-                             Sink sink) {
+                             const Out& out) {
     const uint64_t lane = threadIdx.x & 31;
     const Position p = locate(source, row, n, q);
     const bool inside = p.region == 0;
     if (!inside && boundary == BOUNDARY_FILL) {
-        for (uint64_t c = lane; c < channels; c += 32) sink(c, fill);
+        for (uint64_t c = lane; c < channels; c += 32) out.store(c, fill);
         return inside;
     }
     Segment interpolate;
@@ -223,21 +326,8 @@ __device__ bool resample_row(const T* __restrict__ x, uint64_t channels, const T
     for (int g = 0; g < group_count; g++) {
         const uint64_t start = groups[3 * g], end = groups[3 * g + 1];
         const int method = groups[3 * g + 2];
-        if (method == METHOD_NEAREST || method == METHOD_PREVIOUS) {
-            uint64_t index = p.index;
-            if (method == METHOD_NEAREST && inside && p.index + 1 < n) {
-                double s0 = time_at(source, row, p.index), s1 = time_at(source, row, p.index + 1);
-                if (__dsub_rn(s1, q) < __dsub_rn(q, s0)) index = p.index + 1;
-            }
-            for (uint64_t c = start + lane; c < end; c += 32) sink(c, x[index * channels + c]);
-        } else if constexpr (FLOAT) {
-            if (method == METHOD_LINEAR) {
-                const Segment s = boundary == BOUNDARY_EXTRAPOLATE ? extrapolate : interpolate;
-                for (uint64_t c = start + lane; c < end; c += 32) {
-                    const T x0 = x[s.lower * channels + c];
-                    sink(c, s.weight == 0.0 ? x0 : lerp<T>(x0, x[s.upper * channels + c], s.weight));
-                }
-            } else {  // METHOD_SLERP: one quaternion per lane
+        if (method == METHOD_SLERP) {
+            if constexpr (FLOAT) {  // one quaternion per lane
                 for (uint64_t c = start + 4 * lane; c < end; c += 128) {
                     double qa[4], qb[4], r[4];
                     for (int k = 0; k < 4; k++) {
@@ -245,9 +335,34 @@ __device__ bool resample_row(const T* __restrict__ x, uint64_t channels, const T
                         qb[k] = Float<T>::to_f64(x[interpolate.upper * channels + c + k]);
                     }
                     slerp(qa, qb, interpolate.weight, r);
-                    for (int k = 0; k < 4; k++) sink(c + k, Float<T>::from_f64(r[k]));
+                    for (int k = 0; k < 4; k++) out.store(c + k, Float<T>::from_f64(r[k]));
                 }
             }
+            continue;
+        }
+        // Linear: lerp between two rows (a zero weight copies the lower one, as
+        // the reference does); nearest and previous: copy one row.
+        uint64_t lower, upper;
+        double w = 0.0;
+        if (method == METHOD_LINEAR && FLOAT) {
+            const Segment s = boundary == BOUNDARY_EXTRAPOLATE ? extrapolate : interpolate;
+            lower = s.lower;
+            upper = s.upper;
+            w = s.weight;
+        } else {
+            lower = upper = p.index;
+            if (method == METHOD_NEAREST && inside && p.index + 1 < n) {
+                double s0 = time_at(source, row, p.index), s1 = time_at(source, row, p.index + 1);
+                if (__dsub_rn(s1, q) < __dsub_rn(q, s0)) lower = upper = p.index + 1;
+            }
+        }
+        const bool copy = w == 0.0;
+        const T* r0 = x + lower * channels;
+        const T* r1 = x + upper * channels;
+        if constexpr (Out::DIRECT) {
+            span<T, FLOAT>(r0, r1, out.row, start, end, copy, w);
+        } else {
+            for (uint64_t c = start + lane; c < end; c += 32) out.store(c, mix<T, FLOAT>(r0[c], r1[c], copy, w));
         }
     }
     return inside;
@@ -265,10 +380,9 @@ __device__ void resample_rows(const T* __restrict__ data, T* __restrict__ out, u
         const uint64_t row = flat / a.targets, target = flat % a.targets;
         const double q = time_at(a.target, row, target);
         const uint64_t n = row_length(a.lengths, a.length_type, row, a.samples);
-        T* o = out + flat * a.channels;
-        const bool inside = resample_row<T, FLOAT>(data + row * a.samples * a.channels, a.channels, a.source, row, n, q,
-                                                   a.groups, a.group_count, a.boundary, fill,
-                                                   [o](uint64_t c, T v) { o[c] = v; });
+        const DirectRow<T> o = {out + flat * a.channels};
+        const bool inside = resample_row<T, FLOAT>(data + row * a.samples * a.channels, a.channels, a.source, row, n,
+                                                   q, a.groups, a.group_count, a.boundary, fill, o);
         if ((threadIdx.x & 31) == 0) valid[flat] = inside ? 1 : 0;
     }
 }
@@ -314,10 +428,16 @@ struct FusionStream {
     uint64_t fill_bits;  // in the stream's dtype
 };
 
+// Up to FUSION_INLINE streams travel in the launch's parameters (no copy to
+// the device before the kernel); more go in a table in device memory.
+#define FUSION_INLINE 16
+
 struct FusionArgs {
     uint64_t batch, targets, width, stream_count;
     Timeline target;
     int out_dtype;
+    const FusionStream* table;  // stream_count > FUSION_INLINE
+    FusionStream inline_streams[FUSION_INLINE];
 };
 
 template <typename T> __device__ __forceinline__ double as_f64(T v) { return (double)v; }
@@ -339,6 +459,16 @@ __device__ __forceinline__ void store_as(void* out, uint64_t i, int out_dtype, i
     }
 }
 
+// The fusion's output row when the stream's dtype differs from the output's.
+template <typename T>
+struct ConvertRow {
+    static constexpr bool DIRECT = false;
+    void* out;
+    uint64_t base;
+    int out_dtype, dtype;
+    __device__ void store(uint64_t c, T v) const { store_as<T>(out, base + c, out_dtype, dtype, v); }
+};
+
 template <typename T, bool FLOAT>
 __device__ bool fuse_row(const FusionStream& s, const FusionArgs& a, void* out, uint64_t row, uint64_t target) {
     const double q = time_at(a.target, row, target);
@@ -346,14 +476,19 @@ __device__ bool fuse_row(const FusionStream& s, const FusionArgs& a, void* out, 
     T fill;
     memcpy(&fill, &s.fill_bits, sizeof(T));
     const uint64_t base = (row * a.targets + target) * a.width + s.out_offset;
-    const int out_dtype = a.out_dtype, dtype = s.dtype;
-    return resample_row<T, FLOAT>((const T*)s.data + row * s.samples * s.channels, s.channels, s.source, row, n, q,
-                                  s.groups, s.group_count, s.boundary, fill,
-                                  [=](uint64_t c, T v) { store_as<T>(out, base + c, out_dtype, dtype, v); });
+    const T* x = (const T*)s.data + row * s.samples * s.channels;
+    if (a.out_dtype == s.dtype) {
+        const DirectRow<T> o = {(T*)out + base};
+        return resample_row<T, FLOAT>(x, s.channels, s.source, row, n, q, s.groups, s.group_count, s.boundary, fill, o);
+    }
+    const ConvertRow<T> o = {out, base, a.out_dtype, s.dtype};
+    return resample_row<T, FLOAT>(x, s.channels, s.source, row, n, q, s.groups, s.group_count, s.boundary, fill, o);
 }
 
-// One warp per (stream, row, target); `valid` is [K, B, T].
-extern "C" __global__ void fuse(const FusionStream* streams, void* out, uint8_t* valid, FusionArgs a) {
+// One warp per (stream, row, target); `valid` is [K, B, T]. Warps of one
+// block take consecutive targets of one stream and row, so they share rows.
+extern "C" __global__ void fuse(void* out, uint8_t* valid, const __grid_constant__ FusionArgs a) {
+    const FusionStream* streams = a.stream_count <= FUSION_INLINE ? a.inline_streams : a.table;
     const uint64_t warps_per_block = blockDim.x / 32;
     const uint64_t per_stream = a.batch * a.targets;
     const uint64_t total = a.stream_count * per_stream;
@@ -503,8 +638,9 @@ extern "C" __global__ void assemble_windows(AssembleArgs a) {
             t.hz = ep.hz;
             t.len = ep.rows;
             const double q = __dadd_rn(a.sample_anchor[b], __ddiv_rn((double)((long long)k - a.history), a.hz));
+            const DirectRow<float> row = {o};
             inside = resample_row<float, true>(x, s.channels, t, 0, ep.rows, q, s.groups, s.group_count,
-                                                BOUNDARY_CLAMP, 0.0f, [o](uint64_t c, float v) { o[c] = v; });
+                                                BOUNDARY_CLAMP, 0.0f, row);
         }
         if (lane == 0) s.valid[flat] = inside ? 1 : 0;
     }

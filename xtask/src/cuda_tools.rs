@@ -224,13 +224,17 @@ pub fn gpu_bundle() -> Result<()> {
         run(Command::new("strip").arg("--strip-debug").arg(bundle.join(binary)))?;
     }
     let mut script = String::from(
-        "#!/usr/bin/env bash\n# Runs every GPU test binary of the bundle, plain and under compute-sanitizer.\n\
-         set -uo pipefail\ncd \"$(dirname \"$0\")\"\nstatus=0\nOUT=${OUT:-.}\n./robocache info || status=1\n",
+        "#!/usr/bin/env bash\n# Runs the GPU checks of the bundle: `run.sh [PART...]` with parts tests, \
+         sanitize, cli, demo, loader, bench (default: all).\n\
+         set -uo pipefail\ncd \"$(dirname \"$0\")\"\nstatus=0\nOUT=${OUT:-.}\nPARTS=\" ${*:-all} \"\n\
+         want() { [[ $PARTS == *\" all \"* || $PARTS == *\" $1 \"* ]]; }\n./robocache info || status=1\n",
     );
+    script.push_str("if want tests; then\n");
     for test in &copied {
         let _ =
             writeln!(script, "echo \"== {test}\"; ./{test} --test-threads 1 2>&1 | tee $OUT/{test}.log || status=1");
     }
+    script.push_str("fi\nif want sanitize; then\n");
     for (tool, skip) in [("memcheck", ""), ("racecheck", "ROBOCACHE_SKIP_CONCURRENT=1 ")] {
         for test in &copied {
             let _ = writeln!(
@@ -241,6 +245,7 @@ pub fn gpu_bundle() -> Result<()> {
     }
     // The CLI on both backends, same inputs, byte-identical outputs expected
     // for previous/nearest and within one ulp for linear (compared by NumPy).
+    script.push_str("fi\nif want cli; then\n");
     script.push_str(concat!(
         "echo \"== robocache resample: cuda vs cpu\"\n",
         "python3 - <<'PY' || status=1\n",
@@ -262,6 +267,7 @@ pub fn gpu_bundle() -> Result<()> {
     // The loader end to end: GPU-resident low-dimensional streams (the stall
     // target: batch 256 x 16 targets with a 2 ms step), then with the camera
     // streamed, then the CPU reference for comparison.
+    script.push_str("fi\nif want demo; then\n");
     script.push_str(concat!(
         "echo \"== robocache demo\"\n",
         "./robocache demo --backend cuda --batches 1000 --json > $OUT/demo-cuda.json || status=1\n",
@@ -271,14 +277,23 @@ pub fn gpu_bundle() -> Result<()> {
     ));
     // The loader against robomimic's SequenceDataset + DataLoader on the same
     // file: h5py and robomimic come as wheels (the GPU machine has no network).
+    script.push_str("fi\nif want loader; then\n");
     script.push_str(concat!(
         "echo \"== loader vs robomimic\"\n",
         "python3 -m pip install --quiet --no-index --no-deps --find-links wheels --target pydeps h5py robomimic tqdm termcolor || status=1\n",
         "./robocache bench loader --keep bench-loader.hdf5 --json $OUT/bench-loader.json || status=1\n",
         "PYTHONPATH=pydeps python3 robomimic_loader.py bench-loader.hdf5 --robocache-json $OUT/bench-loader.json --json $OUT/robomimic-loader.json || status=1\n",
     ));
+    // The harness with the PyTorch baseline in the same run (SPEC §7).
+    script.push_str(concat!(
+        "fi\nif want bench; then\n",
+        "echo \"== robocache bench vs PyTorch\"\n",
+        "./robocache bench --backend cuda --baseline torch_baseline.py --out $OUT/bench || status=1\n",
+        "fi\n",
+    ));
     script.push_str("exit $status\n");
     std::fs::copy(root().join("benches/robomimic_loader.py"), bundle.join("robomimic_loader.py"))?;
+    std::fs::copy(root().join("benches/torch_baseline.py"), bundle.join("torch_baseline.py"))?;
     bundle_wheels(&tools, &bundle.join("wheels"))?;
     let script_path = bundle.join("run.sh");
     std::fs::write(&script_path, script)?;

@@ -130,7 +130,9 @@ fn channel_spec(family: Family) -> impl Strategy<Value = (ChannelSpec, usize)> {
     let width = |m: Method| -> BoxedStrategy<usize> {
         match m {
             Method::Slerp { .. } => prop_oneof![Just(4usize), Just(8usize)].boxed(),
-            _ => (1usize..=5).boxed(),
+            // Now and then a wide group: the GPU moves those in 16-byte words,
+            // several per lane.
+            _ => prop_oneof![6 => 1usize..=5, 1 => 60usize..=300].boxed(),
         }
     };
     let all = method(family).prop_flat_map(move |m| width(m).prop_map(move |w| (ChannelSpec::All(m), w)));
@@ -245,12 +247,14 @@ fn data(family: Family, shape: [usize; 3], groups: Vec<ChannelGroup>) -> impl St
     })
 }
 
-/// One stream of `batch` rows: 1–9 samples (uniform, shared or per row;
+/// One stream of `batch` rows: 1–9 samples, now and then 33–1100 (the GPU
+/// places targets in rounds of 32 probes; uniform, shared or per row;
 /// relative or epoch seconds), any channel spec and boundary the dtype
 /// supports, with or without valid lengths.
 pub fn stream_case(dtype: DType, batch: usize) -> impl Strategy<Value = StreamCase> {
     let family = family(dtype);
-    (1usize..=9, any::<bool>(), channel_spec(family), boundary(family), any::<bool>()).prop_flat_map(
+    let samples = prop_oneof![6 => 1usize..=9, 1 => 33usize..=1100];
+    (samples, any::<bool>(), channel_spec(family), boundary(family), any::<bool>()).prop_flat_map(
         move |(len, epoch, (channels, d), boundary, trusted)| {
             let groups = channels.resolve(d).unwrap_or_default();
             let spec = ResampleSpec { channels, boundary, trusted };

@@ -21,6 +21,7 @@ struct Inner {
     name: String,
     compute_capability: (u32, u32),
     arch: Arch,
+    multiprocessors: u32,
     // Field order is drop order: modules and the stream before the context.
     modules: Mutex<HashMap<Module, CustModule>>,
     stream: Stream,
@@ -78,6 +79,7 @@ impl CudaContext {
             (attribute(DeviceAttribute::ComputeCapabilityMajor)?, attribute(DeviceAttribute::ComputeCapabilityMinor)?);
         let arch = Arch::for_compute_capability(compute_capability.0, compute_capability.1)
             .ok_or(Error::UnsupportedDevice { major: compute_capability.0, minor: compute_capability.1 })?;
+        let multiprocessors = attribute(DeviceAttribute::MultiprocessorCount)?.max(1);
         let name = device.name().map_err(driver("cuDeviceGetName"))?;
         let context = Context::new(device).map_err(driver("cuDevicePrimaryCtxRetain"))?;
         CurrentContext::set_current(&context).map_err(driver("cuCtxSetCurrent"))?;
@@ -88,6 +90,7 @@ impl CudaContext {
                 name,
                 compute_capability,
                 arch,
+                multiprocessors,
                 modules: Mutex::new(HashMap::new()),
                 stream,
                 context,
@@ -113,6 +116,18 @@ impl CudaContext {
     /// The PTX arch loaded for this device.
     pub fn arch(&self) -> Arch {
         self.inner.arch
+    }
+
+    /// The number of streaming multiprocessors (for grids that fill the chip).
+    pub fn multiprocessors(&self) -> u32 {
+        self.inner.multiprocessors
+    }
+
+    /// The size of the device's L2 cache in bytes.
+    pub fn l2_cache_bytes(&self) -> Result<usize> {
+        let device = Device::get_device(self.inner.ordinal as u32).map_err(driver("cuDeviceGet"))?;
+        let bytes = device.get_attribute(DeviceAttribute::L2CacheSize).map_err(driver("cuDeviceGetAttribute"))?;
+        Ok(bytes.max(0) as usize)
     }
 
     /// The raw `CUstream` all work is queued on, for consumers that
@@ -183,6 +198,26 @@ impl CudaContext {
         }
         let slice: DeviceSlice<u8> = buffer.buffer.index(offset..offset + out.len());
         slice.copy_to(out).map_err(driver("cuMemcpyDtoH"))
+    }
+
+    /// Queues a copy of `len` bytes of `source` from `offset` to the start of
+    /// `dest` (`cuMemcpyDtoDAsync` on the stream; does not wait).
+    pub fn copy_range(&self, source: &DeviceBytes, offset: usize, dest: &DeviceBytes, len: usize) -> Result<()> {
+        if offset.checked_add(len).is_none_or(|end| end > source.len) {
+            return Err(Error::SizeMismatch { expected: offset.saturating_add(len), actual: source.len });
+        }
+        if len > dest.len {
+            return Err(Error::SizeMismatch { expected: len, actual: dest.len });
+        }
+        if len == 0 {
+            return Ok(());
+        }
+        self.make_current()?;
+        let from: DeviceSlice<u8> = source.buffer.index(offset..offset + len);
+        let mut to: DeviceSlice<u8> = dest.buffer.index(0..len);
+        // SAFETY: both ranges are in bounds (checked above); the buffers are
+        // freed in stream order, after the copy.
+        unsafe { to.async_copy_from(&from, &self.inner.stream) }.map_err(driver("cuMemcpyDtoDAsync"))
     }
 
     /// Page-locked host memory of `len` bytes (zeroed), which the GPU copies
@@ -326,12 +361,16 @@ impl DeviceBytes {
         &self.context
     }
 
-    /// A device copy (queued as a device-to-device copy; waits for it).
+    /// A device copy, queued on the context's stream after the work already
+    /// there (`cuMemcpyDtoDAsync`); it does not wait.
     pub fn duplicate(&self) -> Result<DeviceBytes> {
         let mut out = self.context.alloc(self.len)?;
-        self.context.synchronize()?;
         if self.len > 0 {
-            out.buffer.copy_from(&*self.buffer).map_err(driver("cuMemcpyDtoD"))?;
+            self.context.make_current()?;
+            // SAFETY: both buffers hold `len` bytes and are freed in stream order,
+            // after the copy.
+            unsafe { out.buffer.async_copy_from(&*self.buffer, &self.context.inner.stream) }
+                .map_err(driver("cuMemcpyDtoDAsync"))?;
         }
         Ok(out)
     }

@@ -66,11 +66,13 @@ pub enum Module {
     Resample,
     /// `kernels/voxelize.cu`.
     Voxelize,
+    /// `kernels/timing.cu`: cache eviction for benchmark harnesses.
+    Timing,
 }
 
 impl Module {
     /// Every module.
-    pub const ALL: [Module; 2] = [Module::Resample, Module::Voxelize];
+    pub const ALL: [Module; 3] = [Module::Resample, Module::Voxelize, Module::Timing];
 
     /// The PTX text of this module for `arch`.
     pub fn ptx(self, arch: Arch) -> &'static str {
@@ -81,6 +83,9 @@ impl Module {
             (Module::Voxelize, Arch::Sm80) => include_str!("../ptx/sm_80/voxelize.ptx"),
             (Module::Voxelize, Arch::Sm90) => include_str!("../ptx/sm_90/voxelize.ptx"),
             (Module::Voxelize, Arch::Sm120) => include_str!("../ptx/sm_120/voxelize.ptx"),
+            (Module::Timing, Arch::Sm80) => include_str!("../ptx/sm_80/timing.ptx"),
+            (Module::Timing, Arch::Sm90) => include_str!("../ptx/sm_90/timing.ptx"),
+            (Module::Timing, Arch::Sm120) => include_str!("../ptx/sm_120/timing.ptx"),
         }
     }
 }
@@ -107,21 +112,29 @@ pub enum Kernel {
     VoxelFill,
     /// Decodes the order-preserving max encoding in place.
     VoxelMaxDecode,
-    /// Exclusive scan of voxel counts (one block).
-    VoxelScan,
-    /// Stable placement of point indices by voxel (one block).
+    /// Scan pass 1: the sum of each tile of voxel counts.
+    VoxelTileSums,
+    /// Scan pass 2: exclusive scan of the tile sums (one block).
+    VoxelScanTileSums,
+    /// Scan pass 3: each tile's exclusive scan plus its offset.
+    VoxelScanTiles,
+    /// Places point indices into their voxels' segments (atomic cursors).
     VoxelPlace,
-    /// Mean per voxel in point order.
+    /// Mean per voxel in point order (up to 16 points; lists heavier voxels).
     VoxelMean,
+    /// Mean of the listed heavier voxels, one block each.
+    VoxelMeanHeavy,
     /// First point with an out-of-range cloud index.
     VoxelCheckClouds,
     /// The loader's GPU-resident batch assembly (windows of resident episodes).
     AssembleWindows,
+    /// Reads a scratch buffer of twice the L2 size (benchmark harnesses).
+    EvictCaches,
 }
 
 impl Kernel {
     /// Every kernel.
-    pub const ALL: [Kernel; 18] = [
+    pub const ALL: [Kernel; 22] = [
         Kernel::ResampleF16,
         Kernel::ResampleBF16,
         Kernel::ResampleF32,
@@ -135,11 +148,15 @@ impl Kernel {
         Kernel::VoxelScatter,
         Kernel::VoxelFill,
         Kernel::VoxelMaxDecode,
-        Kernel::VoxelScan,
+        Kernel::VoxelTileSums,
+        Kernel::VoxelScanTileSums,
+        Kernel::VoxelScanTiles,
         Kernel::VoxelPlace,
         Kernel::VoxelMean,
+        Kernel::VoxelMeanHeavy,
         Kernel::VoxelCheckClouds,
         Kernel::AssembleWindows,
+        Kernel::EvictCaches,
     ];
 
     /// The module that holds it.
@@ -148,10 +165,14 @@ impl Kernel {
             Kernel::VoxelScatter
             | Kernel::VoxelFill
             | Kernel::VoxelMaxDecode
-            | Kernel::VoxelScan
+            | Kernel::VoxelTileSums
+            | Kernel::VoxelScanTileSums
+            | Kernel::VoxelScanTiles
             | Kernel::VoxelPlace
             | Kernel::VoxelMean
+            | Kernel::VoxelMeanHeavy
             | Kernel::VoxelCheckClouds => Module::Voxelize,
+            Kernel::EvictCaches => Module::Timing,
             _ => Module::Resample,
         }
     }
@@ -172,11 +193,15 @@ impl Kernel {
             Kernel::VoxelScatter => "voxel_scatter",
             Kernel::VoxelFill => "voxel_fill",
             Kernel::VoxelMaxDecode => "voxel_max_decode",
-            Kernel::VoxelScan => "voxel_scan",
+            Kernel::VoxelTileSums => "voxel_tile_sums",
+            Kernel::VoxelScanTileSums => "voxel_scan_tile_sums",
+            Kernel::VoxelScanTiles => "voxel_scan_tiles",
             Kernel::VoxelPlace => "voxel_place",
             Kernel::VoxelMean => "voxel_mean",
+            Kernel::VoxelMeanHeavy => "voxel_mean_heavy",
             Kernel::VoxelCheckClouds => "voxel_check_clouds",
             Kernel::AssembleWindows => "assemble_windows",
+            Kernel::EvictCaches => "evict_caches",
         }
     }
 }

@@ -46,6 +46,7 @@ mod error;
 pub mod loader;
 mod ops;
 mod tensor;
+pub mod timing;
 mod windows;
 
 pub use cuda::{ptx_archs, CudaDevice};

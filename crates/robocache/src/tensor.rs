@@ -115,6 +115,19 @@ impl Tensor {
         }
     }
 
+    /// A copy of the tensor on the same device (queued on a GPU: a
+    /// device-to-device copy that does not wait).
+    pub fn duplicate(&self) -> Result<Tensor> {
+        let storage = match (&self.storage, &self.device) {
+            (Storage::Host(v), _) => Storage::Host(v.clone()),
+            (Storage::Device(d), Device::Cuda(cuda)) => {
+                Storage::Device(cuda.duplicate(d, self.len() * self.dtype.size_in_bytes())?)
+            }
+            (Storage::Device(_), Device::Cpu) => unreachable!("device storage belongs to a CUDA device"),
+        };
+        Ok(Tensor { device: self.device.clone(), shape: self.shape.clone(), dtype: self.dtype, storage })
+    }
+
     /// Copies the data to a host `Vec<T>`; an error if the dtype is not `T`'s.
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
         if self.dtype != T::DTYPE {

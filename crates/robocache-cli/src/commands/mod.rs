@@ -1,7 +1,6 @@
 //! One module per subcommand.
 
 pub mod bench;
-pub mod bench_loader;
 pub mod convert;
 pub mod demo;
 pub mod info;

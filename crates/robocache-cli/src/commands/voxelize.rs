@@ -93,7 +93,7 @@ pub fn run(args: Args) -> Result<()> {
         "wrote {} {:?}: {occupied} voxels occupied, {} points dropped (outside the grid or non-finite)",
         args.output.display(),
         out.grid.shape(),
-        out.dropped
+        out.dropped_count()?
     );
     Ok(())
 }

@@ -134,3 +134,27 @@ impl CudaDevice {
         match self.never {}
     }
 }
+
+/// A CUDA event (none exists in this build).
+#[derive(Debug)]
+pub(crate) enum DeviceEvent {}
+
+impl DeviceEvent {
+    pub(crate) fn elapsed_since(&self, _: &DeviceEvent) -> crate::Result<std::time::Duration> {
+        match *self {}
+    }
+}
+
+impl CudaDevice {
+    pub(crate) fn record_event(&self) -> crate::Result<DeviceEvent> {
+        match self.never {}
+    }
+
+    pub(crate) fn evict_caches(&self) -> crate::Result<()> {
+        match self.never {}
+    }
+
+    pub(crate) fn duplicate(&self, _: &DeviceStorage, _: usize) -> crate::Result<DeviceStorage> {
+        match self.never {}
+    }
+}

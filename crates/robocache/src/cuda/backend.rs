@@ -9,9 +9,17 @@ use robocache_cuda::{CudaContext, DeviceBytes};
 use crate::{Error, Result};
 
 /// A CUDA device (its primary context, stream and kernel module cache).
-#[derive(Clone, PartialEq)]
+#[derive(Clone)]
 pub struct CudaDevice {
     pub(crate) context: CudaContext,
+    /// The buffer `evict_caches` reads, made on first use.
+    pub(crate) scratch: std::sync::Arc<std::sync::Mutex<Option<std::sync::Arc<DeviceBytes>>>>,
+}
+
+impl PartialEq for CudaDevice {
+    fn eq(&self, other: &Self) -> bool {
+        self.context == other.context
+    }
 }
 
 impl fmt::Debug for CudaDevice {
@@ -52,7 +60,7 @@ pub(crate) fn cuda_error(error: robocache_cuda::Error) -> Error {
 impl CudaDevice {
     pub(crate) fn open(ordinal: usize) -> Result<Self> {
         CudaContext::new(ordinal)
-            .map(|context| CudaDevice { context })
+            .map(|context| CudaDevice { context, scratch: Default::default() })
             .map_err(|e| Error::NoCudaDevice { ordinal, reason: e.to_string() })
     }
 

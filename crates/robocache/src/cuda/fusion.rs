@@ -29,6 +29,10 @@ struct FusionStream {
     fill_bits: u64,
 }
 
+/// Streams passed in the launch parameters (`FUSION_INLINE`); more go in a
+/// device table.
+const FUSION_INLINE: usize = 16;
+
 /// Mirrors `struct FusionArgs` in kernels/resample.cu.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -40,12 +44,18 @@ struct FusionArgs {
     target: Timeline,
     out_dtype: i32,
     _pad: i32,
+    table: u64,
+    inline_streams: [FusionStream; FUSION_INLINE],
 }
 
 /// The kernel's dtype code: the position in [`DType::ALL`].
 fn dtype_code(dtype: DType) -> i32 {
     DType::ALL.iter().position(|&d| d == dtype).unwrap_or(0) as i32
 }
+
+// The kernel's parameter block is exactly this size (checked against the PTX's
+// `.param .align 8 .b8 fuse_param_2[7896]`).
+const _: () = assert!(size_of::<FusionStream>() == 488 && size_of::<FusionArgs>() == 7896);
 
 impl CudaDevice {
     pub(crate) fn fuse(
@@ -96,7 +106,13 @@ impl CudaDevice {
         let batch = plans[0].batch;
         let width = *offsets.last().unwrap_or(&0);
         let rows = batch * target.len;
-        let table = self.context.upload(bytemuck::cast_slice(&table)).map_err(cuda_error)?;
+        let mut inline_streams = [bytemuck::Zeroable::zeroed(); FUSION_INLINE];
+        let device_table = if table.len() <= FUSION_INLINE {
+            inline_streams[..table.len()].copy_from_slice(&table);
+            None
+        } else {
+            Some(self.context.upload(bytemuck::cast_slice(&table)).map_err(cuda_error)?)
+        };
         let out = self.alloc(rows * width * dtype.size_in_bytes())?;
         let valid = self.alloc(streams.len() * rows)?;
         let mut args = FusionArgs {
@@ -107,19 +123,19 @@ impl CudaDevice {
             target: target.timeline,
             out_dtype: dtype_code(dtype),
             _pad: 0,
+            table: device_table.as_ref().map_or(0, |t| t.device_pointer()),
+            inline_streams,
         };
-        let mut table_pointer = table.device_pointer();
         let mut out_pointer = out.device_pointer();
         let mut valid_pointer = valid.device_pointer();
-        let params: [*mut c_void; 4] = [
-            (&mut table_pointer as *mut u64).cast(),
+        let params: [*mut c_void; 3] = [
             (&mut out_pointer as *mut u64).cast(),
             (&mut valid_pointer as *mut u64).cast(),
             (&mut args as *mut FusionArgs).cast(),
         ];
-        // SAFETY: the parameters match `fuse(const FusionStream*, void*, uint8_t*,
-        // FusionArgs)`; every stream was planned like a resample; the table is
-        // freed in stream order after the kernel when it drops here.
+        // SAFETY: the parameters match `fuse(void*, uint8_t*, FusionArgs)`; every
+        // stream was planned like a resample; a device table is freed in
+        // stream order after the kernel when it drops here.
         unsafe { self.context.launch(Kernel::Fuse, warp_per_row(streams.len() * rows), &params) }
             .map_err(cuda_error)?;
         Ok(Fused {

@@ -12,16 +12,20 @@ mod fusion;
 #[cfg(feature = "cuda")]
 mod resample;
 #[cfg(feature = "cuda")]
+mod timing;
+#[cfg(feature = "cuda")]
 mod voxelize;
 
 #[cfg(not(feature = "cuda"))]
 pub use absent::CudaDevice;
 #[cfg(not(feature = "cuda"))]
-pub(crate) use absent::DeviceStorage;
+pub(crate) use absent::{DeviceEvent, DeviceStorage};
 #[cfg(feature = "cuda")]
 pub use backend::CudaDevice;
 #[cfg(feature = "cuda")]
 pub(crate) use backend::DeviceStorage;
+#[cfg(feature = "cuda")]
+pub(crate) use timing::DeviceEvent;
 
 /// Whether this build has the CUDA backend.
 pub const COMPILED: bool = cfg!(feature = "cuda");

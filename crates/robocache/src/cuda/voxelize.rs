@@ -1,5 +1,6 @@
 //! Voxelization on a CUDA device (kernels/voxelize.cu). Deterministic in
-//! every mode; reading the dropped-point count back is the one wait.
+//! every mode, and queued without waiting: the dropped-point count stays on
+//! the device until the caller reads it.
 
 use std::ffi::c_void;
 
@@ -32,8 +33,11 @@ fn over(n: usize) -> LaunchConfig {
     LaunchConfig { grid: n.div_ceil(256).clamp(1, 1 << 16) as u32, block: 256, shared_bytes: 0 }
 }
 
-/// One block of 1024 threads (the scan and the stable placement).
-const ONE_BLOCK: LaunchConfig = LaunchConfig { grid: 1, block: 1024, shared_bytes: 0 };
+/// Voxels per tile of the three-pass scan (`SCAN_TILE` in kernels/voxelize.cu).
+const SCAN_TILE: usize = 4096;
+
+/// Points of a voxel the heavy kernel sorts in shared memory (`SHARED_POINTS`).
+const SHARED_POINTS: u32 = 8192;
 
 impl CudaDevice {
     fn launch_with(&self, kernel: Kernel, config: LaunchConfig, params: &[*mut c_void]) -> Result<()> {
@@ -154,8 +158,6 @@ impl CudaDevice {
             VoxelMode::Occupancy | VoxelMode::Count => {}
         }
 
-        let mut word = [0u8; 8];
-        self.context.download(&dropped, &mut word).map_err(cuda_error)?;
         let grid_shape = vec![clouds, grid.dims[0], grid.dims[1], grid.dims[2]];
         let (dtype, shape) = match mode {
             VoxelMode::Occupancy => (DType::U8, grid_shape.clone()),
@@ -165,11 +167,13 @@ impl CudaDevice {
         Ok(VoxelOutput {
             grid: Tensor::on_device(device, DeviceStorage::new(grid_buffer), dtype, shape),
             counts: counts.map(|c| Tensor::on_device(device, DeviceStorage::new(c), DType::U32, grid_shape)),
-            dropped: u64::from_le_bytes(word),
+            dropped: Tensor::on_device(device, DeviceStorage::new(dropped), DType::U64, vec![1]),
         })
     }
 
-    /// Scan, stable placement and the per-voxel mean.
+    /// Scan of the counts into segment starts, placement of the points into
+    /// their segments, and the per-voxel means (see kernels/voxelize.cu).
+    #[allow(clippy::too_many_arguments)]
     fn voxel_means(
         &self,
         mean: &DeviceBytes,
@@ -183,15 +187,39 @@ impl CudaDevice {
         let (Some(counts), Some(keys)) = (counts, keys) else {
             return Err(Error::Cuda("mean needs counts and keys".into()));
         };
+        if n > u32::MAX as usize {
+            return Err(Error::Cuda(format!("mean on CUDA takes at most {} points, not {n}", u32::MAX)));
+        }
+        let tiles = voxels.div_ceil(SCAN_TILE);
         let cursor = self.alloc(4 * voxels)?;
-        let order = self.alloc(4 * n)?;
+        let tile_sums = self.alloc(4 * tiles)?;
+        let order = self.alloc(4 * n.max(1))?;
+        let heavy = self.alloc(8 * voxels)?;
+        let heavy_count = self.zeroed(4)?;
         let (mut counts_pointer, mut cursor_pointer, mut voxel_count) =
             (counts.device_pointer(), cursor.device_pointer(), voxels as u64);
+        let (mut tile_pointer, mut tile_count) = (tile_sums.device_pointer(), tiles as u64);
+        let per_tile = LaunchConfig { grid: tiles as u32, block: 256, shared_bytes: 0 };
         self.launch_with(
-            Kernel::VoxelScan,
-            ONE_BLOCK,
+            Kernel::VoxelTileSums,
+            per_tile,
             &[
                 (&mut counts_pointer as *mut u64).cast(),
+                (&mut tile_pointer as *mut u64).cast(),
+                (&mut voxel_count as *mut u64).cast(),
+            ],
+        )?;
+        self.launch_with(
+            Kernel::VoxelScanTileSums,
+            LaunchConfig { grid: 1, block: 1024, shared_bytes: 0 },
+            &[(&mut tile_pointer as *mut u64).cast(), (&mut tile_count as *mut u64).cast()],
+        )?;
+        self.launch_with(
+            Kernel::VoxelScanTiles,
+            per_tile,
+            &[
+                (&mut counts_pointer as *mut u64).cast(),
+                (&mut tile_pointer as *mut u64).cast(),
                 (&mut cursor_pointer as *mut u64).cast(),
                 (&mut voxel_count as *mut u64).cast(),
             ],
@@ -200,7 +228,7 @@ impl CudaDevice {
             (keys.device_pointer(), order.device_pointer(), n as u64);
         self.launch_with(
             Kernel::VoxelPlace,
-            ONE_BLOCK,
+            over(n),
             &[
                 (&mut keys_pointer as *mut u64).cast(),
                 (&mut cursor_pointer as *mut u64).cast(),
@@ -210,6 +238,7 @@ impl CudaDevice {
         )?;
         let mut features = input.features.map_or(0, device_pointer);
         let (mut mean_pointer, mut f) = (mean.device_pointer(), feature_len as u64);
+        let (mut heavy_pointer, mut heavy_count_pointer) = (heavy.device_pointer(), heavy_count.device_pointer());
         self.launch_with(
             Kernel::VoxelMean,
             over(voxels),
@@ -221,8 +250,32 @@ impl CudaDevice {
                 (&mut mean_pointer as *mut u64).cast(),
                 (&mut voxel_count as *mut u64).cast(),
                 (&mut f as *mut u64).cast(),
+                (&mut heavy_pointer as *mut u64).cast(),
+                (&mut heavy_count_pointer as *mut u64).cast(),
             ],
-        )
+        )?;
+        // How many voxels are heavy is known only on the device: a fixed grid
+        // walks the list, and blocks past its end return at once.
+        let heavy_blocks =
+            LaunchConfig { grid: 2 * self.context.multiprocessors(), block: 256, shared_bytes: 4 * SHARED_POINTS };
+        self.launch_with(
+            Kernel::VoxelMeanHeavy,
+            heavy_blocks,
+            &[
+                (&mut features as *mut u64).cast(),
+                (&mut keys_pointer as *mut u64).cast(),
+                (&mut counts_pointer as *mut u64).cast(),
+                (&mut cursor_pointer as *mut u64).cast(),
+                (&mut order_pointer as *mut u64).cast(),
+                (&mut mean_pointer as *mut u64).cast(),
+                (&mut point_count as *mut u64).cast(),
+                (&mut f as *mut u64).cast(),
+                (&mut heavy_pointer as *mut u64).cast(),
+                (&mut heavy_count_pointer as *mut u64).cast(),
+            ],
+        )?;
+        // The scratch buffers drop here: freed in stream order, after the kernels.
+        Ok(())
     }
 
     /// Rejects an out-of-range cloud index, naming the first such point.

@@ -13,12 +13,23 @@ pub struct VoxelInput<'a> {
 }
 
 /// The grid (`[B, X, Y, Z]`: u8 occupancy or u32 counts; `[B, X, Y, Z, F]`
-/// f32 for mean and max), the counts for mean, and the dropped points.
+/// f32 for mean and max), the counts for mean, and the number of dropped
+/// points (`[1]` u64, on the device like the grid: reading it with
+/// [`VoxelOutput::dropped_count`] is a wait on a GPU, so the call itself never
+/// waits).
 #[derive(Clone, Debug)]
 pub struct VoxelOutput {
     pub grid: Tensor,
     pub counts: Option<Tensor>,
-    pub dropped: u64,
+    pub dropped: Tensor,
+}
+
+impl VoxelOutput {
+    /// The number of points outside the grid or with a non-finite coordinate
+    /// (waits for the voxelization on a GPU).
+    pub fn dropped_count(&self) -> Result<u64> {
+        Ok(self.dropped.to_vec::<u64>()?.first().copied().unwrap_or(0))
+    }
 }
 
 impl Device {
@@ -34,7 +45,7 @@ impl Device {
     /// let input = VoxelInput { points: &points, features: None, clouds: None };
     /// let out = device.voxelize(&input, &grid, VoxelMode::Occupancy, 1 << 20)?;
     /// assert_eq!(out.grid.to_vec::<u8>()?, [1, 0, 0, 0, 0, 0, 0, 0]);
-    /// assert_eq!(out.dropped, 1);
+    /// assert_eq!(out.dropped_count()?, 1);
     /// # Ok::<(), robocache::Error>(())
     /// ```
     pub fn voxelize(
@@ -68,7 +79,11 @@ impl Device {
                     }
                     Voxels::Max(v) => (HostVec::F32(v), None),
                 };
-                Ok(VoxelOutput { grid: Tensor::host(self, values, out.shape), counts, dropped: out.dropped })
+                Ok(VoxelOutput {
+                    grid: Tensor::host(self, values, out.shape),
+                    counts,
+                    dropped: Tensor::host(self, HostVec::U64(vec![out.dropped]), vec![1]),
+                })
             }
             Device::Cuda(cuda) => cuda.voxelize(self, input, grid, mode, budget_bytes),
         }

@@ -14,7 +14,7 @@ use robocache::datasets::{Dataset, OpenOptions, StepWindowSpec};
 use robocache::{Device, Loader, LoaderConfig, LoaderMode, WindowSpec};
 use serde::Serialize;
 
-use super::print_out;
+use super::super::print_out;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -82,7 +82,7 @@ pub fn run(args: Args) -> Result<()> {
     let names: Vec<&str> = streams.iter().map(String::as_str).collect();
     let devices: Vec<Device> = match args.backend.as_str() {
         "auto" => std::iter::once(Device::Cpu).chain(Device::cuda(0).ok()).collect(),
-        other => vec![super::open_device(other)?],
+        other => vec![super::super::open_device(other)?],
     };
     let windows = WindowSpec::Steps(StepWindowSpec { seq_length: args.seq_length, ..Default::default() });
     let mut results = Vec::new();

@@ -1,0 +1,57 @@
+//! Events, cache eviction and device copies for [`crate::timing`].
+
+use std::ffi::c_void;
+use std::time::Duration;
+
+use robocache_cuda::{Event, Kernel, LaunchConfig};
+
+use super::backend::{cuda_error, CudaDevice, DeviceStorage};
+use crate::Result;
+
+/// A CUDA event recorded on the device's stream.
+#[derive(Debug)]
+pub(crate) struct DeviceEvent(Event);
+
+impl DeviceEvent {
+    /// GPU time from `start` to this event (waits for this event).
+    pub(crate) fn elapsed_since(&self, start: &DeviceEvent) -> Result<Duration> {
+        let ms = self.0.elapsed_ms_since(&start.0).map_err(cuda_error)?;
+        Ok(Duration::from_secs_f64(f64::from(ms.max(0.0)) / 1e3))
+    }
+}
+
+impl CudaDevice {
+    pub(crate) fn record_event(&self) -> Result<DeviceEvent> {
+        self.context.record_event().map(DeviceEvent).map_err(cuda_error)
+    }
+
+    /// Queues `evict_caches` over a scratch buffer of twice the L2 size (kept
+    /// for the device's lifetime).
+    pub(crate) fn evict_caches(&self) -> Result<()> {
+        let scratch = {
+            let mut slot = self.scratch.lock().map_err(|_| crate::Error::Cuda("scratch lock poisoned".into()))?;
+            if slot.is_none() {
+                let bytes = (2 * self.context.l2_cache_bytes().map_err(cuda_error)?).max(64 << 20);
+                let mut buffer = self.alloc(bytes)?;
+                self.context.fill(&mut buffer, 0).map_err(cuda_error)?;
+                *slot = Some(std::sync::Arc::new(buffer));
+            }
+            slot.clone().unwrap_or_else(|| unreachable!("filled above"))
+        };
+        let (mut pointer, mut count) = (scratch.device_pointer(), (scratch.len() / 16) as u64);
+        let mut sink = scratch.device_pointer();
+        let params: [*mut c_void; 3] =
+            [(&mut pointer as *mut u64).cast(), (&mut count as *mut u64).cast(), (&mut sink as *mut u64).cast()];
+        let config = LaunchConfig { grid: 4 * self.context.multiprocessors(), block: 512, shared_bytes: 0 };
+        // SAFETY: parameters match `evict_caches(const uint4*, uint64_t, uint32_t*)`;
+        // the scratch buffer holds `count` 16-byte words and lives as long as the device.
+        unsafe { self.context.launch(Kernel::EvictCaches, config, &params) }.map_err(cuda_error)
+    }
+
+    /// A device-to-device copy of `len` bytes of `storage`, queued.
+    pub(crate) fn duplicate(&self, storage: &DeviceStorage, len: usize) -> Result<DeviceStorage> {
+        let out = self.alloc(len)?;
+        self.context.copy_range(&storage.bytes, storage.offset, &out, len).map_err(cuda_error)?;
+        Ok(DeviceStorage::new(out))
+    }
+}
