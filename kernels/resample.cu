@@ -68,6 +68,23 @@ __device__ __forceinline__ Position locate(const Timeline& t, uint64_t row, uint
     // sorted times; unsorted trusted input still ends in [0, n]).
     const unsigned lane = threadIdx.x & 31;
     uint64_t lo = 0, hi = n;
+    // First a window of 32 samples around the index q would have if the row
+    // were evenly spaced (its first and last time load alongside q): one
+    // round of loads for evenly or nearly evenly sampled rows.
+    {
+        const double first = time_at(t, row, 0), last = time_at(t, row, n - 1);
+        double guess = (q - first) / (last - first) * (double)(n - 1);
+        guess = guess > 0.0 ? guess : 0.0;  // also NaN
+        const uint64_t center = guess < (double)n ? (uint64_t)guess : n - 1;
+        const uint64_t start = n <= 32 ? 0 : (center < 15 ? 0 : (center - 15 > n - 32 ? n - 32 : center - 15));
+        const uint64_t probe = start + lane;
+        const bool le = probe < n && time_at(t, row, probe) <= q;
+        const uint64_t k = __popc(__ballot_sync(0xFFFFFFFFu, le));
+        const uint64_t end = start + 32 < n ? start + 32 : n;
+        if (k == 0) hi = start;                                    // s_start > q: count <= start
+        else if (start + k < end || end == n) lo = hi = start + k;  // exact
+        else lo = end;                                             // every probe <= q: count >= end
+    }
     while (hi > lo) {
         const uint64_t span = hi - lo;
         if (span <= 32) {
@@ -307,7 +324,7 @@ __device__ __forceinline__ void span(const T* __restrict__ r0, const T* __restri
 // samples, written through `out`; the 32 lanes of a warp (all of them must
 // call) search together and split the channels. Returns whether q lies
 // inside the row's time range.
-template <typename T, bool FLOAT, typename Out>
+template <typename T, bool FLOAT, bool SLERP, typename Out>
 __device__ bool resample_row(const T* __restrict__ x, uint64_t channels, const Timeline& source, uint64_t row,
                              uint64_t n, double q, const int* groups, int group_count, int boundary, T fill,
                              const Out& out) {
@@ -327,7 +344,9 @@ __device__ bool resample_row(const T* __restrict__ x, uint64_t channels, const T
         const uint64_t start = groups[3 * g], end = groups[3 * g + 1];
         const int method = groups[3 * g + 2];
         if (method == METHOD_SLERP) {
-            if constexpr (FLOAT) {  // one quaternion per lane
+            // Kernels built without slerp (fewer registers, more warps in
+            // flight) are only launched for specs without it.
+            if constexpr (FLOAT && SLERP) {  // one quaternion per lane
                 for (uint64_t c = start + 4 * lane; c < end; c += 128) {
                     double qa[4], qb[4], r[4];
                     for (int k = 0; k < 4; k++) {
@@ -368,7 +387,7 @@ __device__ bool resample_row(const T* __restrict__ x, uint64_t channels, const T
     return inside;
 }
 
-template <typename T, bool FLOAT>
+template <typename T, bool FLOAT, bool SLERP>
 __device__ void resample_rows(const T* __restrict__ data, T* __restrict__ out, uint8_t* __restrict__ valid,
                               const ResampleArgs& a) {
     const uint64_t warps_per_block = blockDim.x / 32;
@@ -381,30 +400,38 @@ __device__ void resample_rows(const T* __restrict__ data, T* __restrict__ out, u
         const double q = time_at(a.target, row, target);
         const uint64_t n = row_length(a.lengths, a.length_type, row, a.samples);
         const DirectRow<T> o = {out + flat * a.channels};
-        const bool inside = resample_row<T, FLOAT>(data + row * a.samples * a.channels, a.channels, a.source, row, n,
+        const bool inside = resample_row<T, FLOAT, SLERP>(data + row * a.samples * a.channels, a.channels, a.source, row, n,
                                                    q, a.groups, a.group_count, a.boundary, fill, o);
         if ((threadIdx.x & 31) == 0) valid[flat] = inside ? 1 : 0;
     }
 }
 
-#define FLOAT_KERNEL(NAME, T)                                                                             \
+#define FLOAT_KERNEL(NAME, T, SLERP)                                                                      \
     extern "C" __global__ void NAME(const T* data, T* out, uint8_t* valid, ResampleArgs args) {           \
-        resample_rows<T, true>(data, out, valid, args);                                                   \
+        resample_rows<T, true, SLERP>(data, out, valid, args);                                            \
     }
-#define BITS_KERNEL(NAME, T)                                                                              \
-    extern "C" __global__ void NAME(const T* data, T* out, uint8_t* valid, ResampleArgs args) {           \
-        resample_rows<T, false>(data, out, valid, args);                                                  \
+// At most 64 registers: 8 blocks of 4 warps per SM, enough loads in flight to
+// cover DRAM latency (the kernels are latency-bound below about 10^4 rows).
+#define LEAN_KERNEL(NAME, T, FLOAT)                                                                       \
+    extern "C" __global__ void __launch_bounds__(128, 8)                                                  \
+        NAME(const T* data, T* out, uint8_t* valid, ResampleArgs args) {                                  \
+        resample_rows<T, FLOAT, false>(data, out, valid, args);                                           \
     }
 
-FLOAT_KERNEL(resample_f16, __half)
-FLOAT_KERNEL(resample_bf16, __nv_bfloat16)
-FLOAT_KERNEL(resample_f32, float)
-FLOAT_KERNEL(resample_f64, double)
+FLOAT_KERNEL(resample_f16, __half, true)
+FLOAT_KERNEL(resample_bf16, __nv_bfloat16, true)
+FLOAT_KERNEL(resample_f32, float, true)
+FLOAT_KERNEL(resample_f64, double, true)
+// Without slerp: linear, nearest and previous only.
+LEAN_KERNEL(resample_f16_no_slerp, __half, true)
+LEAN_KERNEL(resample_bf16_no_slerp, __nv_bfloat16, true)
+LEAN_KERNEL(resample_f32_no_slerp, float, true)
+LEAN_KERNEL(resample_f64_no_slerp, double, true)
 // Integer and bool data (nearest and previous only) copy element bits.
-BITS_KERNEL(resample_bits8, uint8_t)
-BITS_KERNEL(resample_bits16, uint16_t)
-BITS_KERNEL(resample_bits32, uint32_t)
-BITS_KERNEL(resample_bits64, uint64_t)
+LEAN_KERNEL(resample_bits8, uint8_t, false)
+LEAN_KERNEL(resample_bits16, uint16_t, false)
+LEAN_KERNEL(resample_bits32, uint32_t, false)
+LEAN_KERNEL(resample_bits64, uint64_t, false)
 
 
 // ---- Fusion: K streams onto one timeline in one launch ----------------------
@@ -469,7 +496,7 @@ struct ConvertRow {
     __device__ void store(uint64_t c, T v) const { store_as<T>(out, base + c, out_dtype, dtype, v); }
 };
 
-template <typename T, bool FLOAT>
+template <typename T, bool FLOAT, bool SLERP>
 __device__ bool fuse_row(const FusionStream& s, const FusionArgs& a, void* out, uint64_t row, uint64_t target) {
     const double q = time_at(a.target, row, target);
     const uint64_t n = row_length(s.lengths, s.length_type, row, s.samples);
@@ -479,15 +506,17 @@ __device__ bool fuse_row(const FusionStream& s, const FusionArgs& a, void* out, 
     const T* x = (const T*)s.data + row * s.samples * s.channels;
     if (a.out_dtype == s.dtype) {
         const DirectRow<T> o = {(T*)out + base};
-        return resample_row<T, FLOAT>(x, s.channels, s.source, row, n, q, s.groups, s.group_count, s.boundary, fill, o);
+        return resample_row<T, FLOAT, SLERP>(x, s.channels, s.source, row, n, q, s.groups, s.group_count, s.boundary,
+                                             fill, o);
     }
     const ConvertRow<T> o = {out, base, a.out_dtype, s.dtype};
-    return resample_row<T, FLOAT>(x, s.channels, s.source, row, n, q, s.groups, s.group_count, s.boundary, fill, o);
+    return resample_row<T, FLOAT, SLERP>(x, s.channels, s.source, row, n, q, s.groups, s.group_count, s.boundary, fill, o);
 }
 
 // One warp per (stream, row, target); `valid` is [K, B, T]. Warps of one
 // block take consecutive targets of one stream and row, so they share rows.
-extern "C" __global__ void fuse(void* out, uint8_t* valid, const __grid_constant__ FusionArgs a) {
+template <bool SLERP>
+__device__ void fuse_rows(void* out, uint8_t* valid, const FusionArgs& a) {
     const FusionStream* streams = a.stream_count <= FUSION_INLINE ? a.inline_streams : a.table;
     const uint64_t warps_per_block = blockDim.x / 32;
     const uint64_t per_stream = a.batch * a.targets;
@@ -498,21 +527,30 @@ extern "C" __global__ void fuse(void* out, uint8_t* valid, const __grid_constant
         const uint64_t row = (flat % per_stream) / a.targets, target = flat % a.targets;
         bool inside = false;
         switch (s.dtype) {
-            case DT_BOOL: case DT_U8: inside = fuse_row<uint8_t, false>(s, a, out, row, target); break;
-            case DT_I8: inside = fuse_row<int8_t, false>(s, a, out, row, target); break;
-            case DT_U16: inside = fuse_row<uint16_t, false>(s, a, out, row, target); break;
-            case DT_I16: inside = fuse_row<int16_t, false>(s, a, out, row, target); break;
-            case DT_U32: inside = fuse_row<uint32_t, false>(s, a, out, row, target); break;
-            case DT_I32: inside = fuse_row<int32_t, false>(s, a, out, row, target); break;
-            case DT_U64: inside = fuse_row<uint64_t, false>(s, a, out, row, target); break;
-            case DT_I64: inside = fuse_row<int64_t, false>(s, a, out, row, target); break;
-            case DT_F16: inside = fuse_row<__half, true>(s, a, out, row, target); break;
-            case DT_BF16: inside = fuse_row<__nv_bfloat16, true>(s, a, out, row, target); break;
-            case DT_F32: inside = fuse_row<float, true>(s, a, out, row, target); break;
-            default: inside = fuse_row<double, true>(s, a, out, row, target); break;
+            case DT_BOOL: case DT_U8: inside = fuse_row<uint8_t, false, SLERP>(s, a, out, row, target); break;
+            case DT_I8: inside = fuse_row<int8_t, false, SLERP>(s, a, out, row, target); break;
+            case DT_U16: inside = fuse_row<uint16_t, false, SLERP>(s, a, out, row, target); break;
+            case DT_I16: inside = fuse_row<int16_t, false, SLERP>(s, a, out, row, target); break;
+            case DT_U32: inside = fuse_row<uint32_t, false, SLERP>(s, a, out, row, target); break;
+            case DT_I32: inside = fuse_row<int32_t, false, SLERP>(s, a, out, row, target); break;
+            case DT_U64: inside = fuse_row<uint64_t, false, SLERP>(s, a, out, row, target); break;
+            case DT_I64: inside = fuse_row<int64_t, false, SLERP>(s, a, out, row, target); break;
+            case DT_F16: inside = fuse_row<__half, true, SLERP>(s, a, out, row, target); break;
+            case DT_BF16: inside = fuse_row<__nv_bfloat16, true, SLERP>(s, a, out, row, target); break;
+            case DT_F32: inside = fuse_row<float, true, SLERP>(s, a, out, row, target); break;
+            default: inside = fuse_row<double, true, SLERP>(s, a, out, row, target); break;
         }
         if ((threadIdx.x & 31) == 0) valid[flat] = inside ? 1 : 0;
     }
+}
+
+extern "C" __global__ void fuse(void* out, uint8_t* valid, const __grid_constant__ FusionArgs a) {
+    fuse_rows<true>(out, valid, a);
+}
+
+// Without slerp in any stream.
+extern "C" __global__ void __launch_bounds__(128, 8) fuse_no_slerp(void* out, uint8_t* valid, const __grid_constant__ FusionArgs a) {
+    fuse_rows<false>(out, valid, a);
 }
 
 // Checks the data a resample needs before launch (unless trusted), in the
@@ -639,7 +677,7 @@ extern "C" __global__ void assemble_windows(AssembleArgs a) {
             t.len = ep.rows;
             const double q = __dadd_rn(a.sample_anchor[b], __ddiv_rn((double)((long long)k - a.history), a.hz));
             const DirectRow<float> row = {o};
-            inside = resample_row<float, true>(x, s.channels, t, 0, ep.rows, q, s.groups, s.group_count,
+            inside = resample_row<float, true, true>(x, s.channels, t, 0, ep.rows, q, s.groups, s.group_count,
                                                 BOUNDARY_CLAMP, 0.0f, row);
         }
         if (lane == 0) s.valid[flat] = inside ? 1 : 0;

@@ -97,6 +97,12 @@ pub enum Kernel {
     ResampleBF16,
     ResampleF32,
     ResampleF64,
+    /// The same without slerp (fewer registers, more warps in flight): for
+    /// specs of linear, nearest and previous groups only.
+    ResampleF16NoSlerp,
+    ResampleBF16NoSlerp,
+    ResampleF32NoSlerp,
+    ResampleF64NoSlerp,
     /// Nearest/previous on 1-byte elements (u8, i8, bool).
     ResampleBits8,
     ResampleBits16,
@@ -106,6 +112,8 @@ pub enum Kernel {
     ResampleCheck,
     /// K streams of any dtypes onto one timeline, concatenated, in one launch.
     Fuse,
+    /// Fusion when no stream has a slerp group.
+    FuseNoSlerp,
     /// Per point: voxel, dropped count, occupancy/count/max accumulation.
     VoxelScatter,
     /// Fills 32-bit words with a value.
@@ -134,17 +142,22 @@ pub enum Kernel {
 
 impl Kernel {
     /// Every kernel.
-    pub const ALL: [Kernel; 22] = [
+    pub const ALL: [Kernel; 27] = [
         Kernel::ResampleF16,
         Kernel::ResampleBF16,
         Kernel::ResampleF32,
         Kernel::ResampleF64,
+        Kernel::ResampleF16NoSlerp,
+        Kernel::ResampleBF16NoSlerp,
+        Kernel::ResampleF32NoSlerp,
+        Kernel::ResampleF64NoSlerp,
         Kernel::ResampleBits8,
         Kernel::ResampleBits16,
         Kernel::ResampleBits32,
         Kernel::ResampleBits64,
         Kernel::ResampleCheck,
         Kernel::Fuse,
+        Kernel::FuseNoSlerp,
         Kernel::VoxelScatter,
         Kernel::VoxelFill,
         Kernel::VoxelMaxDecode,
@@ -184,12 +197,17 @@ impl Kernel {
             Kernel::ResampleBF16 => "resample_bf16",
             Kernel::ResampleF32 => "resample_f32",
             Kernel::ResampleF64 => "resample_f64",
+            Kernel::ResampleF16NoSlerp => "resample_f16_no_slerp",
+            Kernel::ResampleBF16NoSlerp => "resample_bf16_no_slerp",
+            Kernel::ResampleF32NoSlerp => "resample_f32_no_slerp",
+            Kernel::ResampleF64NoSlerp => "resample_f64_no_slerp",
             Kernel::ResampleBits8 => "resample_bits8",
             Kernel::ResampleBits16 => "resample_bits16",
             Kernel::ResampleBits32 => "resample_bits32",
             Kernel::ResampleBits64 => "resample_bits64",
             Kernel::ResampleCheck => "resample_check",
             Kernel::Fuse => "fuse",
+            Kernel::FuseNoSlerp => "fuse_no_slerp",
             Kernel::VoxelScatter => "voxel_scatter",
             Kernel::VoxelFill => "voxel_fill",
             Kernel::VoxelMaxDecode => "voxel_max_decode",

@@ -7,7 +7,9 @@ use robocache_cpu::{plan_fusion_shapes, DType, StreamShape};
 use robocache_cuda::Kernel;
 
 use super::backend::{cuda_error, CudaDevice, DeviceStorage};
-use super::resample::{describe_stream, describe_targets, device_pointer, warp_per_row, Timeline, MAX_GROUPS};
+use super::resample::{
+    describe_stream, describe_targets, device_pointer, has_slerp, warp_per_row, Timeline, MAX_GROUPS,
+};
 use crate::ops::{Fused, FusionStreamInput, TargetTimes};
 use crate::{Device, Result, Tensor};
 
@@ -136,8 +138,8 @@ impl CudaDevice {
         // SAFETY: the parameters match `fuse(void*, uint8_t*, FusionArgs)`; every
         // stream was planned like a resample; a device table is freed in
         // stream order after the kernel when it drops here.
-        unsafe { self.context.launch(Kernel::Fuse, warp_per_row(streams.len() * rows), &params) }
-            .map_err(cuda_error)?;
+        let kernel = if plans.iter().any(|p| has_slerp(&p.groups)) { Kernel::Fuse } else { Kernel::FuseNoSlerp };
+        unsafe { self.context.launch(kernel, warp_per_row(streams.len() * rows), &params) }.map_err(cuda_error)?;
         Ok(Fused {
             data: Tensor::on_device(device, DeviceStorage::new(out), dtype, vec![batch, target.len, width]),
             valid: Tensor::on_device(

@@ -94,16 +94,22 @@ pub(super) fn index_type(what: &str, tensor: &Tensor) -> Result<i32> {
     })
 }
 
-pub(super) fn kernel_for(dtype: DType) -> Kernel {
-    match dtype {
-        DType::F16 => Kernel::ResampleF16,
-        DType::BF16 => Kernel::ResampleBF16,
-        DType::F32 => Kernel::ResampleF32,
-        DType::F64 => Kernel::ResampleF64,
-        DType::Bool | DType::U8 | DType::I8 => Kernel::ResampleBits8,
-        DType::U16 | DType::I16 => Kernel::ResampleBits16,
-        DType::U32 | DType::I32 => Kernel::ResampleBits32,
-        DType::U64 | DType::I64 => Kernel::ResampleBits64,
+/// The kernel for `dtype`; for floats, the variant without slerp when the
+/// groups have none (integer and bool data only copy bits).
+pub(super) fn kernel_for(dtype: DType, slerp: bool) -> Kernel {
+    match (dtype, slerp) {
+        (DType::F16, true) => Kernel::ResampleF16,
+        (DType::BF16, true) => Kernel::ResampleBF16,
+        (DType::F32, true) => Kernel::ResampleF32,
+        (DType::F64, true) => Kernel::ResampleF64,
+        (DType::F16, false) => Kernel::ResampleF16NoSlerp,
+        (DType::BF16, false) => Kernel::ResampleBF16NoSlerp,
+        (DType::F32, false) => Kernel::ResampleF32NoSlerp,
+        (DType::F64, false) => Kernel::ResampleF64NoSlerp,
+        (DType::Bool | DType::U8 | DType::I8, _) => Kernel::ResampleBits8,
+        (DType::U16 | DType::I16, _) => Kernel::ResampleBits16,
+        (DType::U32 | DType::I32, _) => Kernel::ResampleBits32,
+        (DType::U64 | DType::I64, _) => Kernel::ResampleBits64,
     }
 }
 
@@ -194,6 +200,11 @@ fn encode_group_list(what: &str, list: &[ChannelGroup]) -> Result<[i32; 3 * MAX_
     Ok(groups)
 }
 
+/// Whether any group slerps (needs the kernels with slerp).
+pub(super) fn has_slerp(groups: &[ChannelGroup]) -> bool {
+    groups.iter().any(|g| matches!(g.method, Method::Slerp { .. }))
+}
+
 pub(super) fn boundary_code(boundary: Boundary) -> i32 {
     match boundary {
         Boundary::Clamp => 0,
@@ -277,7 +288,8 @@ impl CudaDevice {
         // ResampleArgs)`; the plan checked every size the kernel indexes with,
         // lengths are clamped into 1..=S in the kernel, and the buffers outlive
         // the launch (a dropped buffer is freed in stream order).
-        unsafe { self.context.launch(kernel_for(plan.dtype), warp_per_row(rows), &params) }.map_err(cuda_error)?;
+        let kernel = kernel_for(plan.dtype, has_slerp(&plan.groups));
+        unsafe { self.context.launch(kernel, warp_per_row(rows), &params) }.map_err(cuda_error)?;
         Ok(Resampled {
             data: Tensor::on_device(device, DeviceStorage::new(out), plan.dtype, plan.output_shape().to_vec()),
             valid: Tensor::on_device(device, DeviceStorage::new(valid), DType::Bool, vec![plan.batch, plan.target_len]),
