@@ -63,49 +63,78 @@ struct Position {
     uint64_t index;
 };
 
-__device__ __forceinline__ Position locate(const Timeline& t, uint64_t row, uint64_t n, double q) {
-    // Invariant: every i < lo has s_i <= q, every i >= hi has s_i > q (for
-    // sorted times; unsorted trusted input still ends in [0, n]).
+// The general search: count = #{i < n : s_i <= q} in [lo, hi], where every
+// i < lo has s_i <= q and every i >= hi has s_i > q (for sorted times;
+// unsorted trusted input still ends in [lo, hi]). Each round every lane tests
+// one sample time and a ballot narrows the range 32-fold.
+__device__ __forceinline__ uint64_t search(const Timeline& t, uint64_t row, double q, uint64_t lo, uint64_t hi) {
     const unsigned lane = threadIdx.x & 31;
-    uint64_t lo = 0, hi = n;
-    // First a window of 32 samples around the index q would have if the row
-    // were evenly spaced (its first and last time load alongside q): one
-    // round of loads for evenly or nearly evenly sampled rows.
-    {
-        const double first = time_at(t, row, 0), last = time_at(t, row, n - 1);
-        double guess = (q - first) / (last - first) * (double)(n - 1);
-        guess = guess > 0.0 ? guess : 0.0;  // also NaN
-        const uint64_t center = guess < (double)n ? (uint64_t)guess : n - 1;
-        const uint64_t start = n <= 32 ? 0 : (center < 15 ? 0 : (center - 15 > n - 32 ? n - 32 : center - 15));
-        const uint64_t probe = start + lane;
-        const bool le = probe < n && time_at(t, row, probe) <= q;
-        const uint64_t k = __popc(__ballot_sync(0xFFFFFFFFu, le));
-        const uint64_t end = start + 32 < n ? start + 32 : n;
-        if (k == 0) hi = start;                                    // s_start > q: count <= start
-        else if (start + k < end || end == n) lo = hi = start + k;  // exact
-        else lo = end;                                             // every probe <= q: count >= end
-    }
     while (hi > lo) {
         const uint64_t span = hi - lo;
         if (span <= 32) {
             const bool le = lane < span && time_at(t, row, lo + lane) <= q;
-            lo += __popc(__ballot_sync(0xFFFFFFFFu, le));
-            break;
+            return lo + __popc(__ballot_sync(0xFFFFFFFFu, le));
         }
         const uint64_t stride = (span + 31) / 32;
         const uint64_t probe = lo + lane * stride;
         const bool le = probe < hi && time_at(t, row, probe) <= q;
         const uint64_t k = __popc(__ballot_sync(0xFFFFFFFFu, le));
-        if (k == 0) break;  // s_lo > q
+        if (k == 0) return lo;  // s_lo > q
         const uint64_t next_hi = lo + k * stride;
         lo += (k - 1) * stride + 1;
         if (next_hi < hi) hi = next_hi;
     }
+    return lo;
+}
+
+__device__ __forceinline__ Position position_of(const Timeline& t, uint64_t row, uint64_t n, double q, uint64_t count) {
     Position p;
-    if (lo == 0) { p.region = -1; p.index = 0; }
-    else if (lo == n && q > time_at(t, row, n - 1)) { p.region = 1; p.index = n - 1; }
-    else { p.region = 0; p.index = lo - 1; }
+    if (count == 0) { p.region = -1; p.index = 0; }
+    else if (count == n && q > time_at(t, row, n - 1)) { p.region = 1; p.index = n - 1; }
+    else { p.region = 0; p.index = count - 1; }
     return p;
+}
+
+// Places up to R targets of one row at once (`active` of them; the warp's 32
+// lanes must all call). First, for every target, a window of 32 samples
+// around the index it would have if the row were evenly spaced (from the
+// row's first and last time): the R windows load together, so evenly or
+// nearly evenly sampled rows take one round of loads for all R targets.
+// A target outside its window falls back to the general search.
+template <int R>
+__device__ __forceinline__ void locate_many(const Timeline& t, uint64_t row, uint64_t n, const double (&q)[R],
+                                            int active, Position (&p)[R]) {
+    const unsigned lane = threadIdx.x & 31;
+    const double first = time_at(t, row, 0), last = time_at(t, row, n - 1);
+    uint64_t start[R];
+    bool le[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        double guess = (q[r] - first) / (last - first) * (double)(n - 1);
+        guess = guess > 0.0 ? guess : 0.0;  // also NaN
+        const uint64_t center = guess < (double)n ? (uint64_t)guess : n - 1;
+        start[r] = n <= 32 ? 0 : (center < 15 ? 0 : (center - 15 > n - 32 ? n - 32 : center - 15));
+        const uint64_t probe = start[r] + lane;
+        le[r] = r < active && probe < n && time_at(t, row, probe) <= q[r];
+    }
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        const uint64_t k = __popc(__ballot_sync(0xFFFFFFFFu, le[r]));
+        const uint64_t end = start[r] + 32 < n ? start[r] + 32 : n;
+        uint64_t count;
+        if (r >= active) count = 0;
+        else if (k == 0) count = search(t, row, q[r], 0, start[r]);            // s_start > q
+        else if (start[r] + k < end || end == n) count = start[r] + k;         // exact
+        else count = search(t, row, q[r], end, n);                             // every probe <= q
+        p[r] = position_of(t, row, n, q[r], count);
+    }
+}
+
+__device__ __forceinline__ Position locate(const Timeline& t, uint64_t row, uint64_t n, double q) {
+    const double one[1] = {q};
+    Position p[1];
+    locate_many<1>(t, row, n, one, 1, p);
+    return p[0];
 }
 
 struct Segment {
@@ -325,11 +354,10 @@ __device__ __forceinline__ void span(const T* __restrict__ r0, const T* __restri
 // call) search together and split the channels. Returns whether q lies
 // inside the row's time range.
 template <typename T, bool FLOAT, bool SLERP, typename Out>
-__device__ bool resample_row(const T* __restrict__ x, uint64_t channels, const Timeline& source, uint64_t row,
-                             uint64_t n, double q, const int* groups, int group_count, int boundary, T fill,
-                             const Out& out) {
+__device__ bool resample_at(const T* __restrict__ x, uint64_t channels, const Timeline& source, uint64_t row,
+                            uint64_t n, double q, const Position& p, const int* groups, int group_count, int boundary,
+                            T fill, const Out& out) {
     const uint64_t lane = threadIdx.x & 31;
-    const Position p = locate(source, row, n, q);
     const bool inside = p.region == 0;
     if (!inside && boundary == BOUNDARY_FILL) {
         for (uint64_t c = lane; c < channels; c += 32) out.store(c, fill);
@@ -387,22 +415,45 @@ __device__ bool resample_row(const T* __restrict__ x, uint64_t channels, const T
     return inside;
 }
 
+template <typename T, bool FLOAT, bool SLERP, typename Out>
+__device__ bool resample_row(const T* __restrict__ x, uint64_t channels, const Timeline& source, uint64_t row,
+                             uint64_t n, double q, const int* groups, int group_count, int boundary, T fill,
+                             const Out& out) {
+    const Position p = locate(source, row, n, q);
+    return resample_at<T, FLOAT, SLERP>(x, channels, source, row, n, q, p, groups, group_count, boundary, fill, out);
+}
+
+// Each warp takes TARGETS_PER_WARP consecutive targets of one row: their
+// targets load together, their windows load together, then their channels.
+#define TARGETS_PER_WARP 4
+
 template <typename T, bool FLOAT, bool SLERP>
 __device__ void resample_rows(const T* __restrict__ data, T* __restrict__ out, uint8_t* __restrict__ valid,
                               const ResampleArgs& a) {
+    constexpr int R = TARGETS_PER_WARP;
     const uint64_t warps_per_block = blockDim.x / 32;
-    const uint64_t rows = a.batch * a.targets;
+    const uint64_t chunks = (a.targets + R - 1) / R;
     T fill;
     memcpy(&fill, &a.fill_bits, sizeof(T));
-    for (uint64_t flat = (uint64_t)blockIdx.x * warps_per_block + threadIdx.x / 32; flat < rows;
-         flat += (uint64_t)gridDim.x * warps_per_block) {
-        const uint64_t row = flat / a.targets, target = flat % a.targets;
-        const double q = time_at(a.target, row, target);
+    for (uint64_t w = (uint64_t)blockIdx.x * warps_per_block + threadIdx.x / 32; w < a.batch * chunks;
+         w += (uint64_t)gridDim.x * warps_per_block) {
+        const uint64_t row = w / chunks, first = (w % chunks) * R;
+        const int active = a.targets - first < R ? (int)(a.targets - first) : R;
+        double q[R];
+#pragma unroll
+        for (int r = 0; r < R; r++) q[r] = r < active ? time_at(a.target, row, first + r) : 0.0;
         const uint64_t n = row_length(a.lengths, a.length_type, row, a.samples);
-        const DirectRow<T> o = {out + flat * a.channels};
-        const bool inside = resample_row<T, FLOAT, SLERP>(data + row * a.samples * a.channels, a.channels, a.source, row, n,
-                                                   q, a.groups, a.group_count, a.boundary, fill, o);
-        if ((threadIdx.x & 31) == 0) valid[flat] = inside ? 1 : 0;
+        Position p[R];
+        locate_many<R>(a.source, row, n, q, active, p);
+        const T* x = data + row * a.samples * a.channels;
+#pragma unroll 1
+        for (int r = 0; r < active; r++) {
+            const uint64_t flat = row * a.targets + first + r;
+            const DirectRow<T> o = {out + flat * a.channels};
+            const bool inside = resample_at<T, FLOAT, SLERP>(x, a.channels, a.source, row, n, q[r], p[r], a.groups,
+                                                             a.group_count, a.boundary, fill, o);
+            if ((threadIdx.x & 31) == 0) valid[flat] = inside ? 1 : 0;
+        }
     }
 }
 
@@ -496,51 +547,66 @@ struct ConvertRow {
     __device__ void store(uint64_t c, T v) const { store_as<T>(out, base + c, out_dtype, dtype, v); }
 };
 
+// Up to TARGETS_PER_WARP targets from `first` of stream k's row `row`,
+// placed together (as in resample_rows); valid is [K, B, T].
 template <typename T, bool FLOAT, bool SLERP>
-__device__ bool fuse_row(const FusionStream& s, const FusionArgs& a, void* out, uint64_t row, uint64_t target) {
-    const double q = time_at(a.target, row, target);
+__device__ void fuse_chunk(const FusionStream& s, const FusionArgs& a, void* out, uint8_t* valid, uint64_t k,
+                           uint64_t row, uint64_t first) {
+    constexpr int R = TARGETS_PER_WARP;
+    const int active = a.targets - first < R ? (int)(a.targets - first) : R;
+    double q[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) q[r] = r < active ? time_at(a.target, row, first + r) : 0.0;
     const uint64_t n = row_length(s.lengths, s.length_type, row, s.samples);
+    Position p[R];
+    locate_many<R>(s.source, row, n, q, active, p);
     T fill;
     memcpy(&fill, &s.fill_bits, sizeof(T));
-    const uint64_t base = (row * a.targets + target) * a.width + s.out_offset;
     const T* x = (const T*)s.data + row * s.samples * s.channels;
-    if (a.out_dtype == s.dtype) {
-        const DirectRow<T> o = {(T*)out + base};
-        return resample_row<T, FLOAT, SLERP>(x, s.channels, s.source, row, n, q, s.groups, s.group_count, s.boundary,
-                                             fill, o);
+#pragma unroll 1
+    for (int r = 0; r < active; r++) {
+        const uint64_t target = first + r;
+        const uint64_t base = (row * a.targets + target) * a.width + s.out_offset;
+        bool inside;
+        if (a.out_dtype == s.dtype) {
+            const DirectRow<T> o = {(T*)out + base};
+            inside = resample_at<T, FLOAT, SLERP>(x, s.channels, s.source, row, n, q[r], p[r], s.groups,
+                                                  s.group_count, s.boundary, fill, o);
+        } else {
+            const ConvertRow<T> o = {out, base, a.out_dtype, s.dtype};
+            inside = resample_at<T, FLOAT, SLERP>(x, s.channels, s.source, row, n, q[r], p[r], s.groups,
+                                                  s.group_count, s.boundary, fill, o);
+        }
+        if ((threadIdx.x & 31) == 0) valid[(k * a.batch + row) * a.targets + target] = inside ? 1 : 0;
     }
-    const ConvertRow<T> o = {out, base, a.out_dtype, s.dtype};
-    return resample_row<T, FLOAT, SLERP>(x, s.channels, s.source, row, n, q, s.groups, s.group_count, s.boundary, fill, o);
 }
 
-// One warp per (stream, row, target); `valid` is [K, B, T]. Warps of one
-// block take consecutive targets of one stream and row, so they share rows.
+// One warp per (stream, row, TARGETS_PER_WARP targets); `valid` is [K, B, T].
 template <bool SLERP>
 __device__ void fuse_rows(void* out, uint8_t* valid, const FusionArgs& a) {
     const FusionStream* streams = a.stream_count <= FUSION_INLINE ? a.inline_streams : a.table;
     const uint64_t warps_per_block = blockDim.x / 32;
-    const uint64_t per_stream = a.batch * a.targets;
-    const uint64_t total = a.stream_count * per_stream;
-    for (uint64_t flat = (uint64_t)blockIdx.x * warps_per_block + threadIdx.x / 32; flat < total;
-         flat += (uint64_t)gridDim.x * warps_per_block) {
-        const FusionStream& s = streams[flat / per_stream];
-        const uint64_t row = (flat % per_stream) / a.targets, target = flat % a.targets;
-        bool inside = false;
+    const uint64_t chunks = (a.targets + TARGETS_PER_WARP - 1) / TARGETS_PER_WARP;
+    const uint64_t per_stream = a.batch * chunks;
+    for (uint64_t w = (uint64_t)blockIdx.x * warps_per_block + threadIdx.x / 32; w < a.stream_count * per_stream;
+         w += (uint64_t)gridDim.x * warps_per_block) {
+        const uint64_t k = w / per_stream;
+        const FusionStream& s = streams[k];
+        const uint64_t row = (w % per_stream) / chunks, first = (w % chunks) * TARGETS_PER_WARP;
         switch (s.dtype) {
-            case DT_BOOL: case DT_U8: inside = fuse_row<uint8_t, false, SLERP>(s, a, out, row, target); break;
-            case DT_I8: inside = fuse_row<int8_t, false, SLERP>(s, a, out, row, target); break;
-            case DT_U16: inside = fuse_row<uint16_t, false, SLERP>(s, a, out, row, target); break;
-            case DT_I16: inside = fuse_row<int16_t, false, SLERP>(s, a, out, row, target); break;
-            case DT_U32: inside = fuse_row<uint32_t, false, SLERP>(s, a, out, row, target); break;
-            case DT_I32: inside = fuse_row<int32_t, false, SLERP>(s, a, out, row, target); break;
-            case DT_U64: inside = fuse_row<uint64_t, false, SLERP>(s, a, out, row, target); break;
-            case DT_I64: inside = fuse_row<int64_t, false, SLERP>(s, a, out, row, target); break;
-            case DT_F16: inside = fuse_row<__half, true, SLERP>(s, a, out, row, target); break;
-            case DT_BF16: inside = fuse_row<__nv_bfloat16, true, SLERP>(s, a, out, row, target); break;
-            case DT_F32: inside = fuse_row<float, true, SLERP>(s, a, out, row, target); break;
-            default: inside = fuse_row<double, true, SLERP>(s, a, out, row, target); break;
+            case DT_BOOL: case DT_U8: fuse_chunk<uint8_t, false, SLERP>(s, a, out, valid, k, row, first); break;
+            case DT_I8: fuse_chunk<int8_t, false, SLERP>(s, a, out, valid, k, row, first); break;
+            case DT_U16: fuse_chunk<uint16_t, false, SLERP>(s, a, out, valid, k, row, first); break;
+            case DT_I16: fuse_chunk<int16_t, false, SLERP>(s, a, out, valid, k, row, first); break;
+            case DT_U32: fuse_chunk<uint32_t, false, SLERP>(s, a, out, valid, k, row, first); break;
+            case DT_I32: fuse_chunk<int32_t, false, SLERP>(s, a, out, valid, k, row, first); break;
+            case DT_U64: fuse_chunk<uint64_t, false, SLERP>(s, a, out, valid, k, row, first); break;
+            case DT_I64: fuse_chunk<int64_t, false, SLERP>(s, a, out, valid, k, row, first); break;
+            case DT_F16: fuse_chunk<__half, true, SLERP>(s, a, out, valid, k, row, first); break;
+            case DT_BF16: fuse_chunk<__nv_bfloat16, true, SLERP>(s, a, out, valid, k, row, first); break;
+            case DT_F32: fuse_chunk<float, true, SLERP>(s, a, out, valid, k, row, first); break;
+            default: fuse_chunk<double, true, SLERP>(s, a, out, valid, k, row, first); break;
         }
-        if ((threadIdx.x & 31) == 0) valid[flat] = inside ? 1 : 0;
     }
 }
 
@@ -549,7 +615,7 @@ extern "C" __global__ void fuse(void* out, uint8_t* valid, const __grid_constant
 }
 
 // Without slerp in any stream.
-extern "C" __global__ void __launch_bounds__(128, 8) fuse_no_slerp(void* out, uint8_t* valid, const __grid_constant__ FusionArgs a) {
+extern "C" __global__ void __launch_bounds__(128, 6) fuse_no_slerp(void* out, uint8_t* valid, const __grid_constant__ FusionArgs a) {
     fuse_rows<false>(out, valid, a);
 }
 

@@ -176,23 +176,20 @@ extern "C" __global__ void voxel_scan_tile_sums(uint32_t* tile_sums, uint64_t ti
     }
 }
 
-// Pass 3: each tile's exclusive scan plus the tile's offset, into cursor.
+// Pass 3: each tile's exclusive scan plus the tile's offset, into cursor:
+// SCAN_ITEMS block-wide scans of consecutive runs of blockDim.x counts, so
+// every load and store is coalesced.
 extern "C" __global__ void voxel_scan_tiles(const uint32_t* __restrict__ counts, const uint32_t* __restrict__ tile_sums,
                                             uint32_t* cursor, uint64_t n) {
-    const uint64_t first = (uint64_t)blockIdx.x * SCAN_TILE + (uint64_t)threadIdx.x * SCAN_ITEMS;
-    uint32_t items[SCAN_ITEMS];
-    uint32_t sum = 0;
-#pragma unroll
+    const uint64_t base = (uint64_t)blockIdx.x * SCAN_TILE;
+    uint32_t carry = tile_sums[blockIdx.x];
     for (int k = 0; k < SCAN_ITEMS; k++) {
-        items[k] = first + k < n ? counts[first + k] : 0;
-        sum += items[k];
-    }
-    uint32_t total;
-    uint32_t prefix = tile_sums[blockIdx.x] + block_exclusive_scan(sum, &total);
-#pragma unroll
-    for (int k = 0; k < SCAN_ITEMS; k++) {
-        if (first + k < n) cursor[first + k] = prefix;
-        prefix += items[k];
+        const uint64_t i = base + k * SCAN_THREADS + threadIdx.x;
+        const uint32_t value = i < n ? counts[i] : 0;
+        uint32_t total;
+        const uint32_t prefix = block_exclusive_scan(value, &total);
+        if (i < n) cursor[i] = carry + prefix;
+        carry += total;
     }
 }
 
@@ -230,7 +227,11 @@ extern "C" __global__ void voxel_mean(const float* __restrict__ features, const 
         const uint32_t count = counts[v];
         float* out = mean + v * feature_len;
         if (count == 0) {
-            for (uint64_t f = 0; f < feature_len; f++) out[f] = 0.0f;
+            if (feature_len == 4) *(float4*)out = make_float4(0.0f, 0.0f, 0.0f, 0.0f);  // 16-byte aligned
+            else for (uint64_t f = 0; f < feature_len; f++) out[f] = 0.0f;
+        } else if (count == 1) {
+            const float* x = features + (uint64_t)order[ends[v] - 1] * feature_len;
+            for (uint64_t f = 0; f < feature_len; f++) out[f] = __double2float_rn(__ddiv_rn(__dadd_rn(0.0, (double)x[f]), 1.0));
         } else if (count > LIGHT_POINTS) {
             heavy[atomicAdd(heavy_count, 1u)] = v;
         } else {

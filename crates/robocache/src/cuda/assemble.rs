@@ -9,7 +9,7 @@ use robocache_cpu::{DType, HostVec};
 use robocache_cuda::Kernel;
 
 use super::backend::{cuda_error, CudaDevice, DeviceStorage};
-use super::resample::{device_pointer, group_table, warp_per_row, MAX_GROUPS};
+use super::resample::{device_pointer, group_table, warp_launch, MAX_GROUPS};
 use crate::loader::resident::ResidentStream;
 use crate::loader::WindowShape;
 use crate::windows::BatchStream;
@@ -157,7 +157,7 @@ impl CudaDevice {
             // size the kernel reads (episodes clamped to the table, rows to the
             // episode); the table and sample arrays are freed in stream order.
             unsafe {
-                self.context.launch(Kernel::AssembleWindows, warp_per_row(streams.len() * batch * steps), &params)
+                self.context.launch(Kernel::AssembleWindows, warp_launch(streams.len() * batch * steps), &params)
             }
             .map_err(cuda_error)?;
         }

@@ -8,7 +8,7 @@ use robocache_cuda::Kernel;
 
 use super::backend::{cuda_error, CudaDevice, DeviceStorage};
 use super::resample::{
-    describe_stream, describe_targets, device_pointer, has_slerp, warp_per_row, Timeline, MAX_GROUPS,
+    describe_stream, describe_targets, device_pointer, has_slerp, warp_launch, Timeline, MAX_GROUPS, TARGETS_PER_WARP,
 };
 use crate::ops::{Fused, FusionStreamInput, TargetTimes};
 use crate::{Device, Result, Tensor};
@@ -139,7 +139,14 @@ impl CudaDevice {
         // stream was planned like a resample; a device table is freed in
         // stream order after the kernel when it drops here.
         let kernel = if plans.iter().any(|p| has_slerp(&p.groups)) { Kernel::Fuse } else { Kernel::FuseNoSlerp };
-        unsafe { self.context.launch(kernel, warp_per_row(streams.len() * rows), &params) }.map_err(cuda_error)?;
+        unsafe {
+            self.context.launch(
+                kernel,
+                warp_launch(streams.len() * batch * target.len.div_ceil(TARGETS_PER_WARP)),
+                &params,
+            )
+        }
+        .map_err(cuda_error)?;
         Ok(Fused {
             data: Tensor::on_device(device, DeviceStorage::new(out), dtype, vec![batch, target.len, width]),
             valid: Tensor::on_device(

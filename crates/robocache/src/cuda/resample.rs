@@ -289,7 +289,8 @@ impl CudaDevice {
         // lengths are clamped into 1..=S in the kernel, and the buffers outlive
         // the launch (a dropped buffer is freed in stream order).
         let kernel = kernel_for(plan.dtype, has_slerp(&plan.groups));
-        unsafe { self.context.launch(kernel, warp_per_row(rows), &params) }.map_err(cuda_error)?;
+        let warps = plan.batch * plan.target_len.div_ceil(TARGETS_PER_WARP);
+        unsafe { self.context.launch(kernel, warp_launch(warps), &params) }.map_err(cuda_error)?;
         Ok(Resampled {
             data: Tensor::on_device(device, DeviceStorage::new(out), plan.dtype, plan.output_shape().to_vec()),
             valid: Tensor::on_device(device, DeviceStorage::new(valid), DType::Bool, vec![plan.batch, plan.target_len]),
@@ -370,11 +371,15 @@ impl CudaDevice {
     }
 }
 
-/// One warp per output row, 4 warps per block.
-pub(super) fn warp_per_row(rows: usize) -> LaunchConfig {
+/// Consecutive targets of one row a warp computes (`TARGETS_PER_WARP` in
+/// kernels/resample.cu).
+pub(super) const TARGETS_PER_WARP: usize = 4;
+
+/// A launch of `warps` warps, 4 per block.
+pub(super) fn warp_launch(warps: usize) -> LaunchConfig {
     let warps_per_block = 4usize;
     LaunchConfig {
-        grid: rows.div_ceil(warps_per_block).clamp(1, 1 << 20) as u32,
+        grid: warps.div_ceil(warps_per_block).clamp(1, 1 << 20) as u32,
         block: (32 * warps_per_block) as u32,
         shared_bytes: 0,
     }
