@@ -302,7 +302,7 @@ pub fn gpu_bundle() -> Result<()> {
     Ok(())
 }
 
-/// h5py (for the Python versions a GPU machine may have) and robomimic with
+/// h5py (for the GPU machines' Python 3.12) and robomimic with
 /// the two packages it imports, as wheels from PyPI for an offline install there.
 fn bundle_wheels(tools: &crate::python_tools::PythonTools, wheels: &Path) -> Result<()> {
     std::fs::create_dir_all(wheels)?;
@@ -312,7 +312,9 @@ fn bundle_wheels(tools: &crate::python_tools::PythonTools, wheels: &Path) -> Res
         pip
     };
     run(pip().args(["wheel", "--no-deps", "robomimic==0.3.0", "tqdm", "termcolor", "-w"]).arg(wheels))?;
-    for version in ["310", "311", "312", "313"] {
+    // The lent GPU machines run Python 3.12; one h5py wheel keeps the bundle
+    // under the 64 MiB that travels with a device call.
+    for version in ["312"] {
         run(pip()
             .args(["download", "--no-deps", "--only-binary=:all:", "--python-version", version])
             .args(["--platform", "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64", "h5py==3.14.*", "-d"])
