@@ -314,11 +314,9 @@ fn bundle_wheels(tools: &crate::python_tools::PythonTools, wheels: &Path) -> Res
     run(pip().args(["wheel", "--no-deps", "robomimic==0.3.0", "tqdm", "termcolor", "-w"]).arg(wheels))?;
     // The lent GPU machines run Python 3.12; one h5py wheel keeps the bundle
     // under the 64 MiB that travels with a device call.
-    for version in ["312"] {
-        run(pip()
-            .args(["download", "--no-deps", "--only-binary=:all:", "--python-version", version])
-            .args(["--platform", "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64", "h5py==3.14.*", "-d"])
-            .arg(wheels))?;
-    }
+    run(pip()
+        .args(["download", "--no-deps", "--only-binary=:all:", "--python-version", "312"])
+        .args(["--platform", "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64", "h5py==3.14.*", "-d"])
+        .arg(wheels))?;
     Ok(())
 }
