@@ -424,20 +424,8 @@ __device__ bool resample_row(const T* __restrict__ x, uint64_t channels, const T
 }
 
 // Each warp takes TARGETS_PER_WARP consecutive targets of one row: their
-// target times load together, their windows load together, then the sample
-// rows of all of them are prefetched into L2 at once, so only the first
-// target's channels wait for DRAM (and its page-table walk).
+// targets load together, their windows load together, then their channels.
 #define TARGETS_PER_WARP 4
-
-// Prefetches sample rows `index` and `index + 1` (within the row's n samples)
-// of `x`, rows of `row_bytes` bytes, into L2: one 128-byte line per lane per step.
-__device__ __forceinline__ void prefetch_rows(const void* x, uint64_t row_bytes, uint64_t index, uint64_t n) {
-    const uint64_t lane = threadIdx.x & 31;
-    const char* first = (const char*)x + index * row_bytes;
-    const uint64_t bytes = (index + 1 < n ? 2 : 1) * row_bytes;
-    for (uint64_t offset = lane * 128; offset < bytes; offset += 32 * 128)
-        asm volatile("prefetch.global.L2 [%0];" ::"l"(first + offset));
-}
 
 template <typename T, bool FLOAT, bool SLERP>
 __device__ void resample_rows(const T* __restrict__ data, T* __restrict__ out, uint8_t* __restrict__ valid,
@@ -458,8 +446,6 @@ __device__ void resample_rows(const T* __restrict__ data, T* __restrict__ out, u
         Position p[R];
         locate_many<R>(a.source, row, n, q, active, p);
         const T* x = data + row * a.samples * a.channels;
-#pragma unroll 1
-        for (int r = 0; r < active; r++) prefetch_rows(x, a.channels * sizeof(T), p[r].index, n);
 #pragma unroll 1
         for (int r = 0; r < active; r++) {
             const uint64_t flat = row * a.targets + first + r;
@@ -577,8 +563,6 @@ __device__ void fuse_chunk(const FusionStream& s, const FusionArgs& a, void* out
     T fill;
     memcpy(&fill, &s.fill_bits, sizeof(T));
     const T* x = (const T*)s.data + row * s.samples * s.channels;
-#pragma unroll 1
-    for (int r = 0; r < active; r++) prefetch_rows(x, s.channels * sizeof(T), p[r].index, n);
 #pragma unroll 1
     for (int r = 0; r < active; r++) {
         const uint64_t target = first + r;
