@@ -263,6 +263,7 @@ struct ResampleArgs {
     int group_count;
     int groups[3 * 32];  // [group_count][3]: start, end, method (at most 32 groups)
     int boundary;
+    int targets_per_warp;  // 1..=TARGETS_PER_WARP, chosen by the host
     uint64_t fill_bits;  // the fill value, in the output dtype's bits
 };
 
@@ -423,22 +424,29 @@ __device__ bool resample_row(const T* __restrict__ x, uint64_t channels, const T
     return resample_at<T, FLOAT, SLERP>(x, channels, source, row, n, q, p, groups, group_count, boundary, fill, out);
 }
 
-// Each warp takes TARGETS_PER_WARP consecutive targets of one row: their
-// targets load together, their windows load together, then their channels.
+// Each warp takes up to TARGETS_PER_WARP consecutive targets of one row (the
+// host's choice: one when there are few targets, so that more warps share
+// the latency; four when there are many, so that their target times and
+// windows load together).
 #define TARGETS_PER_WARP 4
+
+__device__ __forceinline__ uint64_t per_warp(int chosen) {
+    return chosen < 1 ? 1 : (chosen > TARGETS_PER_WARP ? TARGETS_PER_WARP : chosen);
+}
 
 template <typename T, bool FLOAT, bool SLERP>
 __device__ void resample_rows(const T* __restrict__ data, T* __restrict__ out, uint8_t* __restrict__ valid,
                               const ResampleArgs& a) {
     constexpr int R = TARGETS_PER_WARP;
+    const uint64_t per = per_warp(a.targets_per_warp);
     const uint64_t warps_per_block = blockDim.x / 32;
-    const uint64_t chunks = (a.targets + R - 1) / R;
+    const uint64_t chunks = (a.targets + per - 1) / per;
     T fill;
     memcpy(&fill, &a.fill_bits, sizeof(T));
     for (uint64_t w = (uint64_t)blockIdx.x * warps_per_block + threadIdx.x / 32; w < a.batch * chunks;
          w += (uint64_t)gridDim.x * warps_per_block) {
-        const uint64_t row = w / chunks, first = (w % chunks) * R;
-        const int active = a.targets - first < R ? (int)(a.targets - first) : R;
+        const uint64_t row = w / chunks, first = (w % chunks) * per;
+        const int active = (int)(a.targets - first < per ? a.targets - first : per);
         double q[R];
 #pragma unroll
         for (int r = 0; r < R; r++) q[r] = r < active ? time_at(a.target, row, first + r) : 0.0;
@@ -514,6 +522,7 @@ struct FusionArgs {
     uint64_t batch, targets, width, stream_count;
     Timeline target;
     int out_dtype;
+    int targets_per_warp;       // 1..=TARGETS_PER_WARP, chosen by the host
     const FusionStream* table;  // stream_count > FUSION_INLINE
     FusionStream inline_streams[FUSION_INLINE];
 };
@@ -553,7 +562,8 @@ template <typename T, bool FLOAT, bool SLERP>
 __device__ void fuse_chunk(const FusionStream& s, const FusionArgs& a, void* out, uint8_t* valid, uint64_t k,
                            uint64_t row, uint64_t first) {
     constexpr int R = TARGETS_PER_WARP;
-    const int active = a.targets - first < R ? (int)(a.targets - first) : R;
+    const uint64_t per = per_warp(a.targets_per_warp);
+    const int active = (int)(a.targets - first < per ? a.targets - first : per);
     double q[R];
 #pragma unroll
     for (int r = 0; r < R; r++) q[r] = r < active ? time_at(a.target, row, first + r) : 0.0;
@@ -581,18 +591,19 @@ __device__ void fuse_chunk(const FusionStream& s, const FusionArgs& a, void* out
     }
 }
 
-// One warp per (stream, row, TARGETS_PER_WARP targets); `valid` is [K, B, T].
+// One warp per (stream, row, up to TARGETS_PER_WARP targets); `valid` is [K, B, T].
 template <bool SLERP>
 __device__ void fuse_rows(void* out, uint8_t* valid, const FusionArgs& a) {
     const FusionStream* streams = a.stream_count <= FUSION_INLINE ? a.inline_streams : a.table;
     const uint64_t warps_per_block = blockDim.x / 32;
-    const uint64_t chunks = (a.targets + TARGETS_PER_WARP - 1) / TARGETS_PER_WARP;
+    const uint64_t per = per_warp(a.targets_per_warp);
+    const uint64_t chunks = (a.targets + per - 1) / per;
     const uint64_t per_stream = a.batch * chunks;
     for (uint64_t w = (uint64_t)blockIdx.x * warps_per_block + threadIdx.x / 32; w < a.stream_count * per_stream;
          w += (uint64_t)gridDim.x * warps_per_block) {
         const uint64_t k = w / per_stream;
         const FusionStream& s = streams[k];
-        const uint64_t row = (w % per_stream) / chunks, first = (w % chunks) * TARGETS_PER_WARP;
+        const uint64_t row = (w % per_stream) / chunks, first = (w % chunks) * per;
         switch (s.dtype) {
             case DT_BOOL: case DT_U8: fuse_chunk<uint8_t, false, SLERP>(s, a, out, valid, k, row, first); break;
             case DT_I8: fuse_chunk<int8_t, false, SLERP>(s, a, out, valid, k, row, first); break;

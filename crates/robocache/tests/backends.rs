@@ -11,8 +11,8 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use robocache::half::{bf16, f16};
 use robocache::{
-    BackendKind, DType, Device, Element, FusionStreamInput, HostVec, StreamInput, TargetTimes, Tensor, TimeAxis,
-    VoxelInput,
+    BackendKind, ChannelSpec, DType, Device, Element, FusionStreamInput, HostVec, Method, ResampleSpec, StreamInput,
+    TargetTimes, Tensor, TimeAxis, VoxelInput,
 };
 use robocache_cpu::strategies::{fusion_case, resample_case, voxel_case, StreamCase, TimesCase};
 
@@ -449,6 +449,62 @@ macro_rules! backend_tests {
     };
 }
 
+/// Batches large enough (over 12 000 targets) that the GPU gives each warp
+/// four targets: resample with mixed channel groups (linear, slerp,
+/// previous) over irregular per-row times, and a two-stream fusion.
+fn large_batches_match_reference(device: &Device) {
+    let (batch, samples, targets, channels) = (64usize, 700usize, 250usize, 12usize);
+    let times: Vec<f64> = (0..batch * samples)
+        .map(|k| {
+            1.7e9 + (k / samples) as f64 + ((k % samples) as f64 + 0.3 * ((k * 7919 % 101) as f64 / 101.0)) / 100.0
+        })
+        .collect();
+    let queries: Vec<f64> =
+        (0..batch * targets).map(|k| 1.7e9 + (k / targets) as f64 - 0.05 + (k % targets) as f64 * 0.0285).collect();
+    let mut data: Vec<f32> =
+        (0..batch * samples * channels).map(|i| ((i * 37 % 2001) as f32 - 1000.0) / 500.0).collect();
+    for quaternion in data.chunks_exact_mut(channels).flat_map(|row| row[4..8].chunks_exact_mut(4)) {
+        let norm = quaternion.iter().map(|v| v * v).sum::<f32>().sqrt().max(1e-3);
+        quaternion.iter_mut().for_each(|v| *v /= norm);
+    }
+    let spec = ResampleSpec::new(Method::Linear).with_channels(ChannelSpec::Groups(vec![
+        robocache::ChannelGroup { range: 0..4, method: Method::Linear },
+        robocache::ChannelGroup { range: 4..8, method: Method::Slerp { order: robocache::QuaternionOrder::Xyzw } },
+        robocache::ChannelGroup { range: 8..12, method: Method::Previous },
+    ]));
+    let resample = |device: &Device| {
+        let x = Tensor::from_slice(device, &data, &[batch, samples, channels]).unwrap();
+        let t = Tensor::from_slice(device, &times, &[batch, samples]).unwrap();
+        let q = Tensor::from_slice(device, &queries, &[batch, targets]).unwrap();
+        let out =
+            device.resample(&StreamInput::new(&x, TimeAxis::Tensor(&t)), &TargetTimes::Tensor(&q), &spec).unwrap();
+        (out.data.to_host().unwrap(), out.valid.to_vec::<bool>().unwrap())
+    };
+    let (got, want) = (resample(device), resample(&Device::cpu()));
+    assert_eq!(got.1, want.1, "valid masks");
+    assert_close("large resample", &got.0, &want.0, |i| i % channels >= 8).unwrap();
+    let fuse = |device: &Device| {
+        let x = Tensor::from_slice(device, &data, &[batch, samples, channels]).unwrap();
+        let t = Tensor::from_slice(device, &times, &[batch, samples]).unwrap();
+        let q = Tensor::from_slice(device, &queries, &[batch, targets]).unwrap();
+        let streams = [
+            FusionStreamInput {
+                stream: StreamInput::new(&x, TimeAxis::Tensor(&t)),
+                spec: ResampleSpec::new(Method::Linear),
+            },
+            FusionStreamInput {
+                stream: StreamInput::new(&x, TimeAxis::Uniform { start: 1.7e9, hz: 90.0 }),
+                spec: ResampleSpec::new(Method::Nearest),
+            },
+        ];
+        let out = device.fuse(&streams, &TargetTimes::Tensor(&q), DType::F32).unwrap();
+        (out.data.to_host().unwrap(), out.valid.to_vec::<bool>().unwrap())
+    };
+    let (got, want) = (fuse(device), fuse(&Device::cpu()));
+    assert_eq!(got.1, want.1, "fusion valid masks");
+    assert_close("large fusion", &got.0, &want.0, |i| i % (2 * channels) >= channels).unwrap();
+}
+
 /// Voxel means over voxels of every size class the GPU treats apart: empty,
 /// up to 16 points, up to 8192 (sorted in shared memory), and more (walked
 /// in point order), across several scan tiles of 4096 voxels; equal to the
@@ -508,6 +564,7 @@ backend_tests!(
         fusion_matches_reference,
         voxelize_matches_reference,
         voxel_mean_of_crowded_voxels,
+        large_batches_match_reference,
         concurrent_calls_agree,
         window_batches_match_reference,
         loader_batches_match_reference
@@ -523,6 +580,7 @@ backend_tests!(
         fusion_matches_reference,
         voxelize_matches_reference,
         voxel_mean_of_crowded_voxels,
+        large_batches_match_reference,
         concurrent_calls_agree,
         window_batches_match_reference,
         loader_batches_match_reference,

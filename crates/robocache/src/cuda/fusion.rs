@@ -8,7 +8,7 @@ use robocache_cuda::Kernel;
 
 use super::backend::{cuda_error, CudaDevice, DeviceStorage};
 use super::resample::{
-    describe_stream, describe_targets, device_pointer, has_slerp, warp_launch, Timeline, MAX_GROUPS, TARGETS_PER_WARP,
+    describe_stream, describe_targets, device_pointer, has_slerp, targets_per_warp, warp_launch, Timeline, MAX_GROUPS,
 };
 use crate::ops::{Fused, FusionStreamInput, TargetTimes};
 use crate::{Device, Result, Tensor};
@@ -45,7 +45,7 @@ struct FusionArgs {
     stream_count: u64,
     target: Timeline,
     out_dtype: i32,
-    _pad: i32,
+    targets_per_warp: i32,
     table: u64,
     inline_streams: [FusionStream; FUSION_INLINE],
 }
@@ -124,10 +124,11 @@ impl CudaDevice {
             stream_count: streams.len() as u64,
             target: target.timeline,
             out_dtype: dtype_code(dtype),
-            _pad: 0,
+            targets_per_warp: targets_per_warp(streams.len() * rows) as i32,
             table: device_table.as_ref().map_or(0, |t| t.device_pointer()),
             inline_streams,
         };
+        let warps = streams.len() * batch * target.len.div_ceil(args.targets_per_warp as usize);
         let mut out_pointer = out.device_pointer();
         let mut valid_pointer = valid.device_pointer();
         let params: [*mut c_void; 3] = [
@@ -139,14 +140,7 @@ impl CudaDevice {
         // stream was planned like a resample; a device table is freed in
         // stream order after the kernel when it drops here.
         let kernel = if plans.iter().any(|p| has_slerp(&p.groups)) { Kernel::Fuse } else { Kernel::FuseNoSlerp };
-        unsafe {
-            self.context.launch(
-                kernel,
-                warp_launch(streams.len() * batch * target.len.div_ceil(TARGETS_PER_WARP)),
-                &params,
-            )
-        }
-        .map_err(cuda_error)?;
+        unsafe { self.context.launch(kernel, warp_launch(warps), &params) }.map_err(cuda_error)?;
         Ok(Fused {
             data: Tensor::on_device(device, DeviceStorage::new(out), dtype, vec![batch, target.len, width]),
             valid: Tensor::on_device(

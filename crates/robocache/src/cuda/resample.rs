@@ -45,7 +45,7 @@ pub(super) struct ResampleArgs {
     pub group_count: i32,
     pub groups: [i32; 3 * MAX_GROUPS],
     pub boundary: i32,
-    pub _pad: i32,
+    pub targets_per_warp: i32,
     pub fill_bits: u64,
 }
 
@@ -241,7 +241,7 @@ impl CudaDevice {
             group_count: plan.groups.len() as i32,
             groups: encode_groups(what, plan)?,
             boundary: boundary_code(spec.boundary),
-            _pad: 0,
+            targets_per_warp: targets_per_warp(plan.batch * plan.target_len) as i32,
             fill_bits: fill_bits(what, plan.dtype, spec.boundary)?.unwrap_or(0),
         };
         if !spec.trusted {
@@ -289,7 +289,7 @@ impl CudaDevice {
         // lengths are clamped into 1..=S in the kernel, and the buffers outlive
         // the launch (a dropped buffer is freed in stream order).
         let kernel = kernel_for(plan.dtype, has_slerp(&plan.groups));
-        let warps = plan.batch * plan.target_len.div_ceil(TARGETS_PER_WARP);
+        let warps = plan.batch * plan.target_len.div_ceil(args.targets_per_warp as usize);
         unsafe { self.context.launch(kernel, warp_launch(warps), &params) }.map_err(cuda_error)?;
         Ok(Resampled {
             data: Tensor::on_device(device, DeviceStorage::new(out), plan.dtype, plan.output_shape().to_vec()),
@@ -371,9 +371,17 @@ impl CudaDevice {
     }
 }
 
-/// Consecutive targets of one row a warp computes (`TARGETS_PER_WARP` in
-/// kernels/resample.cu).
-pub(super) const TARGETS_PER_WARP: usize = 4;
+/// Consecutive targets of one row a warp computes: one while there are few
+/// targets in all (more warps share the latency of the search and the
+/// loads), four beyond (their searches load together). Measured on an H100
+/// (docs/performance.md): one is faster up to about 10^4 targets.
+pub(super) fn targets_per_warp(targets: usize) -> usize {
+    if targets <= 12_000 {
+        1
+    } else {
+        4
+    }
+}
 
 /// A launch of `warps` warps, 4 per block.
 pub(super) fn warp_launch(warps: usize) -> LaunchConfig {
