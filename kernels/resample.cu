@@ -465,6 +465,130 @@ __device__ void resample_rows(const T* __restrict__ data, T* __restrict__ out, u
     }
 }
 
+// ---- Tiled resample: a block places a tile of targets, then moves words --
+//
+// For calls without slerp whose rows and channel groups are aligned to
+// 16-byte words. A block of TILE_WARPS warps takes TILE_TARGETS consecutive
+// targets of one row. Phase 1: each warp places four of them (locate_many)
+// and lane 0 writes, per target, the rows and weight each method needs into
+// shared memory. Phase 2: all threads of the block move the tile's output
+// words, each thread several independent 16-byte loads and stores, no search
+// in their dependency chain. The arithmetic is resample_at's.
+
+#define TILE_WARPS 8
+#define TILE_TARGETS (TILE_WARPS * TARGETS_PER_WARP)
+
+struct Placed {
+    uint64_t previous, nearest;  // the rows previous and nearest copy
+    uint64_t lower, upper;       // linear's rows (interpolation or extrapolation)
+    double weight;               // linear's weight; 0 copies `lower`
+    int fill;                    // outside the row with the fill boundary
+    int pad;
+};
+
+template <typename T>
+__device__ void resample_tiles(const T* __restrict__ data, T* __restrict__ out, uint8_t* __restrict__ valid,
+                               const ResampleArgs& a) {
+    constexpr int R = TARGETS_PER_WARP;
+    constexpr int N = 16 / sizeof(T);
+    __shared__ Placed tile[TILE_TARGETS];
+    const uint64_t tiles_per_row = (a.targets + TILE_TARGETS - 1) / TILE_TARGETS;
+    const unsigned warp = threadIdx.x / 32, lane = threadIdx.x & 31;
+    T fill;
+    memcpy(&fill, &a.fill_bits, sizeof(T));
+    for (uint64_t block = blockIdx.x; block < a.batch * tiles_per_row; block += gridDim.x) {
+        const uint64_t row = block / tiles_per_row, tile_first = (block % tiles_per_row) * TILE_TARGETS;
+        const uint64_t tile_count = a.targets - tile_first < TILE_TARGETS ? a.targets - tile_first : TILE_TARGETS;
+        const uint64_t n = row_length(a.lengths, a.length_type, row, a.samples);
+        // Phase 1: place the warp's targets.
+        const uint64_t first = tile_first + warp * R;
+        const int active = first >= tile_first + tile_count ? 0
+                           : (int)(tile_first + tile_count - first < R ? tile_first + tile_count - first : R);
+        double q[R];
+#pragma unroll
+        for (int r = 0; r < R; r++) q[r] = r < active ? time_at(a.target, row, first + r) : 0.0;
+        Position p[R];
+        locate_many<R>(a.source, row, n, q, active, p);
+#pragma unroll 1
+        for (int r = 0; r < active; r++) {
+            const bool inside = p[r].region == 0;
+            Segment interpolate;
+            if (inside && p[r].index + 1 < n) interpolate = between(a.source, row, p[r].index, q[r]);
+            else { interpolate.lower = interpolate.upper = p[r].index; interpolate.weight = 0.0; }
+            Segment linear = interpolate;
+            if (!inside && n >= 2 && a.boundary == BOUNDARY_EXTRAPOLATE)
+                linear = between(a.source, row, p[r].region < 0 ? 0 : n - 2, q[r]);
+            uint64_t nearest = p[r].index;
+            if (inside && p[r].index + 1 < n) {
+                const double s0 = time_at(a.source, row, p[r].index), s1 = time_at(a.source, row, p[r].index + 1);
+                if (__dsub_rn(s1, q[r]) < __dsub_rn(q[r], s0)) nearest = p[r].index + 1;
+            }
+            if (lane == 0) {
+                Placed placed;
+                placed.previous = p[r].index;
+                placed.nearest = nearest;
+                placed.lower = linear.lower;
+                placed.upper = linear.upper;
+                placed.weight = linear.weight;
+                placed.fill = !inside && a.boundary == BOUNDARY_FILL;
+                placed.pad = 0;
+                tile[warp * R + r] = placed;
+                valid[row * a.targets + first + r] = inside ? 1 : 0;
+            }
+        }
+        __syncthreads();
+        // Phase 2: the tile's words.
+        const uint64_t words = a.channels / N;
+        const T* x = data + row * a.samples * a.channels;
+        T* o = out + (row * a.targets + tile_first) * a.channels;
+#pragma unroll 4
+        for (uint64_t i = threadIdx.x; i < tile_count * words; i += blockDim.x) {
+            const uint64_t j = i / words, c = (i % words) * N;
+            const Placed& placed = tile[j];
+            uint4 word;
+            if (placed.fill) {
+                T v[N];
+#pragma unroll
+                for (int k = 0; k < N; k++) v[k] = fill;
+                memcpy(&word, v, 16);
+            } else {
+                int method = METHOD_LINEAR;
+                for (int g = 0; g < a.group_count; g++)
+                    if (c >= (uint64_t)a.groups[3 * g] && c < (uint64_t)a.groups[3 * g + 1]) method = a.groups[3 * g + 2];
+                uint64_t lower = placed.lower, upper = placed.upper;
+                double w = placed.weight;
+                if (method == METHOD_PREVIOUS) lower = upper = placed.previous, w = 0.0;
+                else if (method == METHOD_NEAREST) lower = upper = placed.nearest, w = 0.0;
+                const uint4 w0 = *(const uint4*)(x + lower * a.channels + c);
+                if (w == 0.0) {
+                    word = w0;
+                } else {
+                    const uint4 w1 = *(const uint4*)(x + upper * a.channels + c);
+                    T x0[N], x1[N], y[N];
+                    memcpy(x0, &w0, 16);
+                    memcpy(x1, &w1, 16);
+#pragma unroll
+                    for (int k = 0; k < N; k++) y[k] = lerp<T>(x0[k], x1[k], w);
+                    memcpy(&word, y, 16);
+                }
+            }
+            *(uint4*)(o + j * a.channels + c) = word;
+        }
+        __syncthreads();  // the tile is reused by the next block-stride step
+    }
+}
+
+#define TILED_KERNEL(NAME, T)                                                                             \
+    extern "C" __global__ void __launch_bounds__(TILE_WARPS * 32, 4)                                      \
+        NAME(const T* data, T* out, uint8_t* valid, ResampleArgs args) {                                  \
+        resample_tiles<T>(data, out, valid, args);                                                        \
+    }
+
+TILED_KERNEL(resample_tiled_f16, __half)
+TILED_KERNEL(resample_tiled_bf16, __nv_bfloat16)
+TILED_KERNEL(resample_tiled_f32, float)
+TILED_KERNEL(resample_tiled_f64, double)
+
 #define FLOAT_KERNEL(NAME, T, SLERP)                                                                      \
     extern "C" __global__ void NAME(const T* data, T* out, uint8_t* valid, ResampleArgs args) {           \
         resample_rows<T, true, SLERP>(data, out, valid, args);                                            \

@@ -103,6 +103,12 @@ pub enum Kernel {
     ResampleBF16NoSlerp,
     ResampleF32NoSlerp,
     ResampleF64NoSlerp,
+    /// Tiled resample (no slerp, rows and groups aligned to 16-byte words):
+    /// a block places a tile of targets, then moves its words.
+    ResampleTiledF16,
+    ResampleTiledBF16,
+    ResampleTiledF32,
+    ResampleTiledF64,
     /// Nearest/previous on 1-byte elements (u8, i8, bool).
     ResampleBits8,
     ResampleBits16,
@@ -142,7 +148,7 @@ pub enum Kernel {
 
 impl Kernel {
     /// Every kernel.
-    pub const ALL: [Kernel; 27] = [
+    pub const ALL: [Kernel; 31] = [
         Kernel::ResampleF16,
         Kernel::ResampleBF16,
         Kernel::ResampleF32,
@@ -151,6 +157,10 @@ impl Kernel {
         Kernel::ResampleBF16NoSlerp,
         Kernel::ResampleF32NoSlerp,
         Kernel::ResampleF64NoSlerp,
+        Kernel::ResampleTiledF16,
+        Kernel::ResampleTiledBF16,
+        Kernel::ResampleTiledF32,
+        Kernel::ResampleTiledF64,
         Kernel::ResampleBits8,
         Kernel::ResampleBits16,
         Kernel::ResampleBits32,
@@ -201,6 +211,10 @@ impl Kernel {
             Kernel::ResampleBF16NoSlerp => "resample_bf16_no_slerp",
             Kernel::ResampleF32NoSlerp => "resample_f32_no_slerp",
             Kernel::ResampleF64NoSlerp => "resample_f64_no_slerp",
+            Kernel::ResampleTiledF16 => "resample_tiled_f16",
+            Kernel::ResampleTiledBF16 => "resample_tiled_bf16",
+            Kernel::ResampleTiledF32 => "resample_tiled_f32",
+            Kernel::ResampleTiledF64 => "resample_tiled_f64",
             Kernel::ResampleBits8 => "resample_bits8",
             Kernel::ResampleBits16 => "resample_bits16",
             Kernel::ResampleBits32 => "resample_bits32",

@@ -472,17 +472,27 @@ fn large_batches_match_reference(device: &Device) {
         robocache::ChannelGroup { range: 4..8, method: Method::Slerp { order: robocache::QuaternionOrder::Xyzw } },
         robocache::ChannelGroup { range: 8..12, method: Method::Previous },
     ]));
-    let resample = |device: &Device| {
+    let resample = |device: &Device, spec: &ResampleSpec| {
         let x = Tensor::from_slice(device, &data, &[batch, samples, channels]).unwrap();
         let t = Tensor::from_slice(device, &times, &[batch, samples]).unwrap();
         let q = Tensor::from_slice(device, &queries, &[batch, targets]).unwrap();
-        let out =
-            device.resample(&StreamInput::new(&x, TimeAxis::Tensor(&t)), &TargetTimes::Tensor(&q), &spec).unwrap();
+        let out = device.resample(&StreamInput::new(&x, TimeAxis::Tensor(&t)), &TargetTimes::Tensor(&q), spec).unwrap();
         (out.data.to_host().unwrap(), out.valid.to_vec::<bool>().unwrap())
     };
-    let (got, want) = (resample(device), resample(&Device::cpu()));
+    let (got, want) = (resample(device, &spec), resample(&Device::cpu(), &spec));
     assert_eq!(got.1, want.1, "valid masks");
     assert_close("large resample", &got.0, &want.0, |i| i % channels >= 8).unwrap();
+    // Without slerp and with groups on 16-byte words: the GPU's tiled kernel.
+    for boundary in [robocache::Boundary::Clamp, robocache::Boundary::Extrapolate, robocache::Boundary::Fill(-1.5)] {
+        let spec = ResampleSpec::new(Method::Linear).with_boundary(boundary).with_channels(ChannelSpec::Groups(vec![
+            robocache::ChannelGroup { range: 0..4, method: Method::Linear },
+            robocache::ChannelGroup { range: 4..8, method: Method::Nearest },
+            robocache::ChannelGroup { range: 8..12, method: Method::Previous },
+        ]));
+        let (got, want) = (resample(device, &spec), resample(&Device::cpu(), &spec));
+        assert_eq!(got.1, want.1, "valid masks");
+        assert_close("large tiled resample", &got.0, &want.0, |i| i % channels >= 4).unwrap();
+    }
     let fuse = |device: &Device| {
         let x = Tensor::from_slice(device, &data, &[batch, samples, channels]).unwrap();
         let t = Tensor::from_slice(device, &times, &[batch, samples]).unwrap();

@@ -200,6 +200,31 @@ fn encode_group_list(what: &str, list: &[ChannelGroup]) -> Result<[i32; 3 * MAX_
     Ok(groups)
 }
 
+/// Targets a block of the tiled kernels takes (`TILE_TARGETS`).
+const TILE_TARGETS: usize = 32;
+
+/// The tiled kernel for a plan, when it applies: a float dtype, no slerp, and
+/// rows, groups and the data pointer aligned to 16-byte words.
+fn tiled_kernel(plan: &ResamplePlan, data_pointer: u64) -> Option<Kernel> {
+    let kernel = match plan.dtype {
+        DType::F16 => Kernel::ResampleTiledF16,
+        DType::BF16 => Kernel::ResampleTiledBF16,
+        DType::F32 => Kernel::ResampleTiledF32,
+        DType::F64 => Kernel::ResampleTiledF64,
+        _ => return None,
+    };
+    let per_word = 16 / plan.dtype.size_in_bytes();
+    let aligned = plan.channels.is_multiple_of(per_word)
+        && data_pointer.is_multiple_of(16)
+        && plan.groups.iter().all(|g| g.range.start.is_multiple_of(per_word) && g.range.end.is_multiple_of(per_word));
+    (aligned && !has_slerp(&plan.groups)).then_some(kernel)
+}
+
+/// A launch of `blocks` blocks of 8 warps (the tiled kernels).
+fn tile_launch(blocks: usize) -> LaunchConfig {
+    LaunchConfig { grid: blocks.clamp(1, 1 << 20) as u32, block: 256, shared_bytes: 0 }
+}
+
 /// Whether any group slerps (needs the kernels with slerp).
 pub(super) fn has_slerp(groups: &[ChannelGroup]) -> bool {
     groups.iter().any(|g| matches!(g.method, Method::Slerp { .. }))
@@ -288,9 +313,14 @@ impl CudaDevice {
         // ResampleArgs)`; the plan checked every size the kernel indexes with,
         // lengths are clamped into 1..=S in the kernel, and the buffers outlive
         // the launch (a dropped buffer is freed in stream order).
-        let kernel = kernel_for(plan.dtype, has_slerp(&plan.groups));
-        let warps = plan.batch * plan.target_len.div_ceil(args.targets_per_warp as usize);
-        unsafe { self.context.launch(kernel, warp_launch(warps), &params) }.map_err(cuda_error)?;
+        let (kernel, config) = match tiled_kernel(&plan, data_pointer) {
+            Some(kernel) => (kernel, tile_launch(plan.batch * plan.target_len.div_ceil(TILE_TARGETS))),
+            None => {
+                let warps = plan.batch * plan.target_len.div_ceil(args.targets_per_warp as usize);
+                (kernel_for(plan.dtype, has_slerp(&plan.groups)), warp_launch(warps))
+            }
+        };
+        unsafe { self.context.launch(kernel, config, &params) }.map_err(cuda_error)?;
         Ok(Resampled {
             data: Tensor::on_device(device, DeviceStorage::new(out), plan.dtype, plan.output_shape().to_vec()),
             valid: Tensor::on_device(device, DeviceStorage::new(valid), DType::Bool, vec![plan.batch, plan.target_len]),
