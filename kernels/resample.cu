@@ -541,9 +541,14 @@ __device__ void resample_tiles(const T* __restrict__ data, T* __restrict__ out, 
         const uint64_t words = a.channels / N;
         const T* x = data + row * a.samples * a.channels;
         T* o = out + (row * a.targets + tile_first) * a.channels;
+        // 32-bit index arithmetic (a tile holds at most 32 rows of words; the
+        // plan keeps a row's words far below 2^27): 64-bit division costs
+        // about a hundred instructions per word.
+        const uint32_t row_words = (uint32_t)words, total = (uint32_t)(tile_count * words);
 #pragma unroll 4
-        for (uint64_t i = threadIdx.x; i < tile_count * words; i += blockDim.x) {
-            const uint64_t j = i / words, c = (i % words) * N;
+        for (uint32_t i = threadIdx.x; i < total; i += blockDim.x) {
+            const uint32_t j = i / row_words;
+            const uint64_t c = (uint64_t)(i - j * row_words) * N;
             const Placed& placed = tile[j];
             uint4 word;
             if (placed.fill) {

@@ -214,7 +214,10 @@ fn tiled_kernel(plan: &ResamplePlan, data_pointer: u64) -> Option<Kernel> {
         _ => return None,
     };
     let per_word = 16 / plan.dtype.size_in_bytes();
-    let aligned = plan.channels.is_multiple_of(per_word)
+    // The kernel indexes a tile's words in 32 bits.
+    let fits = plan.channels / per_word <= u32::MAX as usize / TILE_TARGETS;
+    let aligned = fits
+        && plan.channels.is_multiple_of(per_word)
         && data_pointer.is_multiple_of(16)
         && plan.groups.iter().all(|g| g.range.start.is_multiple_of(per_word) && g.range.end.is_multiple_of(per_word));
     (aligned && !has_slerp(&plan.groups)).then_some(kernel)
