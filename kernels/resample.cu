@@ -5,12 +5,13 @@
 // operation that must round like the reference is an explicit _rn intrinsic,
 // and the PTX is built with --fmad=false as well.
 //
-// One warp computes one output row (b, t). The lanes place the target
-// together (a 32-ary search: each round, every lane tests one sample time and
-// a ballot narrows the range 32-fold, so S <= 1024 takes two rounds of loads
-// instead of ten dependent ones), then split the channels, moving 16 bytes
-// per lane per load and store wherever the rows are aligned (8 or 4 bytes
-// where they are not, single elements at unaligned group edges).
+// Three kernel shapes (the host picks; docs/architecture.md): a warp per one
+// or four targets of a row (the lanes place the targets together, then split
+// the channels, moving 16 bytes per lane per load and store wherever the rows
+// are aligned, 8 or 4 where they are not, single elements at unaligned group
+// edges), the same with slerp, and tiles (a block places 32 targets, then
+// moves their words). Placing a target: a window of 32 sample times at the
+// index an evenly spaced row predicts, else a 32-ary search (locate_many).
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
