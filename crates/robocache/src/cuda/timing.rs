@@ -30,13 +30,17 @@ impl CudaDevice {
     pub(crate) fn evict_caches(&self) -> Result<()> {
         let scratch = {
             let mut slot = self.scratch.lock().map_err(|_| crate::Error::Cuda("scratch lock poisoned".into()))?;
-            if slot.is_none() {
-                let bytes = (2 * self.context.l2_cache_bytes().map_err(cuda_error)?).max(64 << 20);
-                let mut buffer = self.alloc(bytes)?;
-                self.context.fill(&mut buffer, 0).map_err(cuda_error)?;
-                *slot = Some(std::sync::Arc::new(buffer));
+            match &*slot {
+                Some(scratch) => scratch.clone(),
+                None => {
+                    let bytes = (2 * self.context.l2_cache_bytes().map_err(cuda_error)?).max(64 << 20);
+                    let mut buffer = self.alloc(bytes)?;
+                    self.context.fill(&mut buffer, 0).map_err(cuda_error)?;
+                    let scratch = std::sync::Arc::new(buffer);
+                    *slot = Some(scratch.clone());
+                    scratch
+                }
             }
-            slot.clone().unwrap_or_else(|| unreachable!("filled above"))
         };
         let (mut pointer, mut count) = (scratch.device_pointer(), (scratch.len() / 16) as u64);
         let mut sink = scratch.device_pointer();
