@@ -329,3 +329,36 @@ fn bench_loader_times_both_modes() {
     assert!(results[0]["batches_per_s"].as_f64().unwrap() > 0.0);
     assert!(keep.exists(), "--keep leaves the file for benches/robomimic_loader.py");
 }
+
+#[test]
+fn bench_writes_table_and_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = path(&dir, "bench");
+    let (ok, stdout, stderr) = robocache(&[
+        "bench",
+        "--backend",
+        "cpu",
+        "--filter",
+        "32x500",
+        "--repeats",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("copy bandwidth") && stdout.contains("resample f32 32x500->250 D=256"), "{stdout}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("bench.json")).unwrap()).unwrap();
+    let results = report["results"].as_array().unwrap();
+    assert_eq!(results.len(), 1);
+    let first = &results[0];
+    assert!(first["median_us"].as_f64().unwrap() > 0.0);
+    // 32 rows of 500 samples × 256 f32 channels read, 250 targets written, plus times and masks.
+    assert_eq!(
+        first["bytes"].as_u64().unwrap(),
+        32 * 500 * 256 * 4 + 32 * 500 * 8 + 32 * 250 * 8 + 32 * 250 * (256 * 4 + 1)
+    );
+    assert!(report["copy_gbytes_per_s"].as_f64().unwrap() > 0.0);
+    let table = std::fs::read_to_string(out.join("bench.md")).unwrap();
+    assert!(table.contains("| resample f32 32x500->250 D=256 |"), "{table}");
+}
