@@ -111,9 +111,11 @@ __device__ __forceinline__ void locate_many(const Timeline& t, uint64_t row, uin
     bool le[R];
 #pragma unroll
     for (int r = 0; r < R; r++) {
-        double guess = (q[r] - first) / (last - first) * (double)(n - 1);
-        guess = guess > 0.0 ? guess : 0.0;  // also NaN
-        const uint64_t center = guess < (double)n ? (uint64_t)guess : n - 1;
+        // Only a guess (the ballot checks it): single precision and a fast
+        // division do, where an f64 division costs dozens of instructions.
+        float guess = __fdividef((float)(q[r] - first), (float)(last - first)) * (float)(n - 1);
+        guess = guess > 0.0f ? guess : 0.0f;  // also NaN
+        const uint64_t center = guess < (float)n ? (uint64_t)guess : n - 1;
         start[r] = n <= 32 ? 0 : (center < 15 ? 0 : (center - 15 > n - 32 ? n - 32 : center - 15));
         const uint64_t probe = start[r] + lane;
         le[r] = r < active && probe < n && time_at(t, row, probe) <= q[r];
@@ -136,6 +138,17 @@ __device__ __forceinline__ Position locate(const Timeline& t, uint64_t row, uint
     Position p[1];
     locate_many<1>(t, row, n, one, 1, p);
     return p[0];
+}
+
+// q[r] and p[r] for a runtime r, by selection: indexing the arrays with a
+// runtime value would put them in local memory (DRAM traffic).
+template <int R>
+__device__ __forceinline__ void pick(const double (&q)[R], const Position (&p)[R], int r, double& qr, Position& pr) {
+    qr = q[0];
+    pr = p[0];
+#pragma unroll
+    for (int k = 1; k < R; k++)
+        if (k == r) qr = q[k], pr = p[k];
 }
 
 struct Segment {
@@ -179,6 +192,20 @@ template <> struct Float<double> {
     static __device__ double to_f64(double x) { return x; }
     static __device__ double from_f64(double x) { return x; }
 };
+
+// lerp with the weight already rounded to f32 (`w32`, used by the f32-compute
+// types) next to the f64 one: the same bits as lerp(a, b, w), one conversion
+// per word rather than per element.
+template <typename T>
+__device__ __forceinline__ T lerp_with(T a, T b, double w, float w32) {
+    if constexpr (sizeof(typename Float<T>::Compute) == 8) {
+        double x0 = Float<T>::widen(a), x1 = Float<T>::widen(b);
+        return Float<T>::narrow((typename Float<T>::Compute)__dadd_rn(x0, __dmul_rn(w, __dsub_rn(x1, x0))));
+    } else {
+        float x0 = (float)Float<T>::widen(a), x1 = (float)Float<T>::widen(b);
+        return Float<T>::narrow((typename Float<T>::Compute)__fadd_rn(x0, __fmul_rn(w32, __fsub_rn(x1, x0))));
+    }
+}
 
 template <typename T>
 __device__ __forceinline__ T lerp(T a, T b, double w) {
@@ -466,18 +493,24 @@ __device__ void resample_rows(const T* __restrict__ data, T* __restrict__ out, u
     }
 }
 
-// ---- Tiled resample: a block places a tile of targets, then moves words --
+// ---- Tiles: a block places a tile of targets, then moves words ------------
 //
-// For calls without slerp whose rows and channel groups are aligned to
-// 16-byte words. A block of TILE_WARPS warps takes TILE_TARGETS consecutive
-// targets of one row. Phase 1: each warp places four of them (locate_many)
-// and lane 0 writes, per target, the rows and weight each method needs into
-// shared memory. Phase 2: all threads of the block move the tile's output
-// words, each thread several independent 16-byte loads and stores, no search
-// in their dependency chain. The arithmetic is resample_at's.
+// For calls without slerp on float data. A block of TILE_WARPS warps takes
+// `tile` (<= MAX_TILE, the host's choice) consecutive targets of one row.
+// Phase 1: each warp places four targets of a stream at a time
+// (locate_many) and lane 0 writes, per target, the rows and weight each
+// method needs into shared memory. Phase 2: all threads of the block move
+// the tile's words (16 bytes where the stream's rows and groups allow, else
+// single elements), each thread MOVE_UNROLL words with every load issued
+// before the first use, no search in their dependency chain. The arithmetic
+// is resample_at's. Outputs whose rows are not 16-byte aligned (a fusion of
+// odd widths, or of other dtypes) are first assembled in shared memory and
+// then written out in aligned 16-byte words (phase 3).
 
 #define TILE_WARPS 8
-#define TILE_TARGETS (TILE_WARPS * TARGETS_PER_WARP)
+#define MAX_TILE 32
+#define MOVE_UNROLL 4
+#define FUSE_UNROLL 2
 
 struct Placed {
     uint64_t previous, nearest;  // the rows previous and nearest copy
@@ -487,107 +520,214 @@ struct Placed {
     int pad;
 };
 
-template <typename T>
-__device__ void resample_tiles(const T* __restrict__ data, T* __restrict__ out, uint8_t* __restrict__ valid,
-                               const ResampleArgs& a) {
+// Places up to TARGETS_PER_WARP targets from `first` of `row` (`active` of
+// them; the warp's 32 lanes must all call): the warp finds them together
+// (locate_many), then lane r finishes target r (its weights and nearest row)
+// and writes its Placed and valid flag. No array is indexed with a runtime
+// value, so nothing goes to local memory.
+__device__ __forceinline__ void place_targets(const Timeline& source, const Timeline& target, uint64_t row,
+                                              uint64_t n, uint64_t first, int active, int boundary, Placed* placed,
+                                              uint8_t* valid) {
     constexpr int R = TARGETS_PER_WARP;
-    constexpr int N = 16 / sizeof(T);
-    __shared__ Placed tile[TILE_TARGETS];
-    const uint64_t tiles_per_row = (a.targets + TILE_TARGETS - 1) / TILE_TARGETS;
-    const unsigned warp = threadIdx.x / 32, lane = threadIdx.x & 31;
-    T fill;
-    memcpy(&fill, &a.fill_bits, sizeof(T));
-    for (uint64_t block = blockIdx.x; block < a.batch * tiles_per_row; block += gridDim.x) {
-        const uint64_t row = block / tiles_per_row, tile_first = (block % tiles_per_row) * TILE_TARGETS;
-        const uint64_t tile_count = a.targets - tile_first < TILE_TARGETS ? a.targets - tile_first : TILE_TARGETS;
-        const uint64_t n = row_length(a.lengths, a.length_type, row, a.samples);
-        // Phase 1: place the warp's targets.
-        const uint64_t first = tile_first + warp * R;
-        const int active = first >= tile_first + tile_count ? 0
-                           : (int)(tile_first + tile_count - first < R ? tile_first + tile_count - first : R);
-        double q[R];
+    const int lane = (int)(threadIdx.x & 31);
+    double q[R];
 #pragma unroll
-        for (int r = 0; r < R; r++) q[r] = r < active ? time_at(a.target, row, first + r) : 0.0;
-        Position p[R];
-        locate_many<R>(a.source, row, n, q, active, p);
-#pragma unroll 1
-        for (int r = 0; r < active; r++) {
-            const bool inside = p[r].region == 0;
-            Segment interpolate;
-            if (inside && p[r].index + 1 < n) interpolate = between(a.source, row, p[r].index, q[r]);
-            else { interpolate.lower = interpolate.upper = p[r].index; interpolate.weight = 0.0; }
-            Segment linear = interpolate;
-            if (!inside && n >= 2 && a.boundary == BOUNDARY_EXTRAPOLATE)
-                linear = between(a.source, row, p[r].region < 0 ? 0 : n - 2, q[r]);
-            uint64_t nearest = p[r].index;
-            if (inside && p[r].index + 1 < n) {
-                const double s0 = time_at(a.source, row, p[r].index), s1 = time_at(a.source, row, p[r].index + 1);
-                if (__dsub_rn(s1, q[r]) < __dsub_rn(q[r], s0)) nearest = p[r].index + 1;
-            }
-            if (lane == 0) {
-                Placed placed;
-                placed.previous = p[r].index;
-                placed.nearest = nearest;
-                placed.lower = linear.lower;
-                placed.upper = linear.upper;
-                placed.weight = linear.weight;
-                placed.fill = !inside && a.boundary == BOUNDARY_FILL;
-                placed.pad = 0;
-                tile[warp * R + r] = placed;
-                valid[row * a.targets + first + r] = inside ? 1 : 0;
-            }
-        }
-        __syncthreads();
-        // Phase 2: the tile's words.
-        const uint64_t words = a.channels / N;
-        const T* x = data + row * a.samples * a.channels;
-        T* o = out + (row * a.targets + tile_first) * a.channels;
-        // 32-bit index arithmetic (a tile holds at most 32 rows of words; the
-        // plan keeps a row's words far below 2^27): 64-bit division costs
-        // about a hundred instructions per word.
-        const uint32_t row_words = (uint32_t)words, total = (uint32_t)(tile_count * words);
-#pragma unroll 4
-        for (uint32_t i = threadIdx.x; i < total; i += blockDim.x) {
-            const uint32_t j = i / row_words;
-            const uint64_t c = (uint64_t)(i - j * row_words) * N;
-            const Placed& placed = tile[j];
-            uint4 word;
-            if (placed.fill) {
-                T v[N];
+    for (int r = 0; r < R; r++) q[r] = r < active ? time_at(target, row, first + r) : 0.0;
+    Position p[R];
+    locate_many<R>(source, row, n, q, active, p);
+    double mine = 0.0;
+    Position at = p[0];
 #pragma unroll
-                for (int k = 0; k < N; k++) v[k] = fill;
-                memcpy(&word, v, 16);
-            } else {
-                int method = METHOD_LINEAR;
-                for (int g = 0; g < a.group_count; g++)
-                    if (c >= (uint64_t)a.groups[3 * g] && c < (uint64_t)a.groups[3 * g + 1]) method = a.groups[3 * g + 2];
-                uint64_t lower = placed.lower, upper = placed.upper;
-                double w = placed.weight;
-                if (method == METHOD_PREVIOUS) lower = upper = placed.previous, w = 0.0;
-                else if (method == METHOD_NEAREST) lower = upper = placed.nearest, w = 0.0;
-                const uint4 w0 = *(const uint4*)(x + lower * a.channels + c);
-                if (w == 0.0) {
-                    word = w0;
-                } else {
-                    const uint4 w1 = *(const uint4*)(x + upper * a.channels + c);
-                    T x0[N], x1[N], y[N];
-                    memcpy(x0, &w0, 16);
-                    memcpy(x1, &w1, 16);
+    for (int r = 1; r < R; r++)
+        if (lane == r) mine = q[r], at = p[r];
+    if (lane == 0) mine = q[0];
+    if (lane >= active) return;
+    const bool inside = at.region == 0;
+    Segment interpolate;
+    if (inside && at.index + 1 < n) interpolate = between(source, row, at.index, mine);
+    else { interpolate.lower = interpolate.upper = at.index; interpolate.weight = 0.0; }
+    Segment linear = interpolate;
+    if (!inside && n >= 2 && boundary == BOUNDARY_EXTRAPOLATE)
+        linear = between(source, row, at.region < 0 ? 0 : n - 2, mine);
+    uint64_t nearest = at.index;
+    if (inside && at.index + 1 < n) {
+        const double s0 = time_at(source, row, at.index), s1 = time_at(source, row, at.index + 1);
+        if (__dsub_rn(s1, mine) < __dsub_rn(mine, s0)) nearest = at.index + 1;
+    }
+    Placed out;
+    out.previous = at.index;
+    out.nearest = nearest;
+    out.lower = linear.lower;
+    out.upper = linear.upper;
+    out.weight = linear.weight;
+    out.fill = !inside && boundary == BOUNDARY_FILL;
+    out.pad = 0;
+    placed[lane] = out;
+    valid[lane] = inside ? 1 : 0;
+}
+
+template <typename A, typename B> struct Same { static constexpr bool value = false; };
+template <typename A> struct Same<A, A> { static constexpr bool value = true; };
+
+// A stream's value in the output dtype: itself when the dtypes agree, else
+// rounded to nearest-even through f64 (store_as, the CPU reference's conversion).
+template <typename T, typename O>
+__device__ __forceinline__ O convert(T v) {
+    if constexpr (Same<T, O>::value) return v;
+    else return Float<O>::from_f64(Float<T>::to_f64(v));
+}
+
+// Whether a stream moves in 16-byte words: its data, rows and group bounds aligned to them.
+template <typename T>
+__device__ __forceinline__ bool word_aligned(const void* data, uint64_t channels, const int* groups, int group_count) {
+    constexpr uint64_t N = 16 / sizeof(T);
+    bool aligned = (uintptr_t)data % 16 == 0 && channels % N == 0;
+    for (int g = 0; g < group_count; g++) aligned = aligned && groups[3 * g] % N == 0 && groups[3 * g + 1] % N == 0;
+    return aligned;
+}
+
+// Phase 2 for one stream: channels [0, channels) of the tile's `count`
+// targets, moved in words W (uint4, or T itself), written as output element
+// j * width + offset + c of the tile: straight to `out` (dtypes equal and
+// every word aligned) or, STAGED, into the shared bytes `stage`.
+template <typename T, typename W, typename O, bool STAGED, int U>
+__device__ __forceinline__ void move_stream(const T* __restrict__ x, uint64_t channels, const int* groups,
+                                            int group_count, T fill, const Placed* placed, uint32_t count,
+                                            O* __restrict__ out, unsigned char* stage, uint64_t width,
+                                            uint64_t offset) {
+    constexpr int N = sizeof(W) / sizeof(T);
+    // 32-bit index arithmetic (the host keeps a tile's words below 2^32):
+    // 64-bit division costs about a hundred instructions per word.
+    const uint32_t words = (uint32_t)(channels / N), total = count * words;
+    for (uint32_t base = threadIdx.x; base < total; base += U * blockDim.x) {
+        W a[U], b[U];
+        double w[U];
+        uint32_t j[U], c[U];
+        bool fills[U];
+        // Every load of the U words first...
 #pragma unroll
-                    for (int k = 0; k < N; k++) y[k] = lerp<T>(x0[k], x1[k], w);
-                    memcpy(&word, y, 16);
+        for (int u = 0; u < U; u++) {
+            const uint32_t i = base + u * blockDim.x;
+            a[u] = b[u] = W{};
+            w[u] = 0.0;
+            fills[u] = true;
+            j[u] = c[u] = 0;
+            if (i < total) {
+                j[u] = i / words;
+                c[u] = (i - j[u] * words) * N;
+                const Placed& p = placed[j[u]];
+                fills[u] = p.fill;
+                if (!p.fill) {
+                    int method = METHOD_LINEAR;
+                    for (int g = 0; g < group_count; g++)
+                        if (c[u] >= (uint32_t)groups[3 * g] && c[u] < (uint32_t)groups[3 * g + 1])
+                            method = groups[3 * g + 2];
+                    uint64_t lower = p.lower, upper = p.upper;
+                    w[u] = p.weight;
+                    if (method == METHOD_PREVIOUS) lower = upper = p.previous, w[u] = 0.0;
+                    else if (method == METHOD_NEAREST) lower = upper = p.nearest, w[u] = 0.0;
+                    a[u] = *(const W*)(x + lower * channels + c[u]);
+                    if (w[u] != 0.0) b[u] = *(const W*)(x + upper * channels + c[u]);
                 }
             }
-            *(uint4*)(o + j * a.channels + c) = word;
         }
+        // ...then the arithmetic and the stores.
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const uint32_t i = base + u * blockDim.x;
+            if (i >= total) break;
+            T y[N];
+            if (fills[u]) {
+#pragma unroll
+                for (int k = 0; k < N; k++) y[k] = fill;
+            } else {
+                T x0[N], x1[N];
+                memcpy(x0, &a[u], sizeof(W));
+                memcpy(x1, &b[u], sizeof(W));
+                const float w32 = __double2float_rn(w[u]);
+#pragma unroll
+                for (int k = 0; k < N; k++) y[k] = w[u] == 0.0 ? x0[k] : lerp_with<T>(x0[k], x1[k], w[u], w32);
+            }
+            const uint64_t e = (uint64_t)j[u] * width + offset + c[u];
+            if constexpr (STAGED) {
+#pragma unroll
+                for (int k = 0; k < N; k++) *(O*)(stage + (e + k) * sizeof(O)) = convert<T, O>(y[k]);
+            } else if constexpr (Same<T, O>::value) {
+                W v;
+                memcpy(&v, y, sizeof(W));
+                *(W*)(out + e) = v;
+            } else {
+#pragma unroll
+                for (int k = 0; k < N; k++) out[e + k] = convert<T, O>(y[k]);
+            }
+        }
+    }
+}
+
+// One stream's phase 2, in 16-byte words where it can.
+template <typename T, typename O, bool STAGED, int U>
+__device__ __forceinline__ void move_stream_words(const void* data, uint64_t row_offset, uint64_t channels,
+                                                  const int* groups, int group_count, uint64_t fill_bits,
+                                                  const Placed* placed, uint32_t count, O* out, unsigned char* stage,
+                                                  uint64_t width, uint64_t offset) {
+    T fill;
+    memcpy(&fill, &fill_bits, sizeof(T));
+    const T* x = (const T*)data + row_offset;
+    if (word_aligned<T>(data, channels, groups, group_count))
+        move_stream<T, uint4, O, STAGED, U>(x, channels, groups, group_count, fill, placed, count, out, stage, width,
+                                          offset);
+    else
+        move_stream<T, T, O, STAGED, U>(x, channels, groups, group_count, fill, placed, count, out, stage, width, offset);
+}
+
+// Phase 3: the staged tile (`bytes` bytes, starting `skew` bytes into the
+// shared buffer, the same offset from a 16-byte boundary as `out`) to
+// global memory in 16-byte words; the first and last words element by element.
+template <typename O>
+__device__ __forceinline__ void write_stage(const unsigned char* stage_base, uint64_t skew, uint64_t bytes, O* out) {
+    unsigned char* aligned = (unsigned char*)out - skew;
+    const uint64_t end = skew + bytes, words = (end + 15) / 16;
+    for (uint64_t i = threadIdx.x; i < words; i += blockDim.x) {
+        const uint64_t lo = 16 * i, hi = lo + 16;
+        if (lo >= skew && hi <= end) {
+            *(uint4*)(aligned + lo) = *(const uint4*)(stage_base + lo);
+        } else {
+            for (uint64_t at = lo > skew ? lo : skew; at < hi && at < end; at += sizeof(O))
+                *(O*)(aligned + at) = *(const O*)(stage_base + at);
+        }
+    }
+}
+
+template <typename T>
+__device__ void resample_tiles(const T* __restrict__ data, T* __restrict__ out, uint8_t* __restrict__ valid,
+                               int tile, const ResampleArgs& a) {
+    constexpr int R = TARGETS_PER_WARP;
+    __shared__ Placed placed[MAX_TILE];
+    const uint64_t size = tile < 1 ? 1 : (tile > MAX_TILE ? MAX_TILE : tile);
+    const uint64_t tiles_per_row = (a.targets + size - 1) / size;
+    const unsigned warp = threadIdx.x / 32;
+    for (uint64_t block = blockIdx.x; block < a.batch * tiles_per_row; block += gridDim.x) {
+        const uint64_t row = block / tiles_per_row, tile_first = (block % tiles_per_row) * size;
+        const uint64_t count = a.targets - tile_first < size ? a.targets - tile_first : size;
+        const uint64_t n = row_length(a.lengths, a.length_type, row, a.samples);
+        for (uint64_t group = warp; group * R < count; group += TILE_WARPS) {
+            const uint64_t first = tile_first + group * R;
+            const int active = (int)(count - group * R < R ? count - group * R : R);
+            place_targets(a.source, a.target, row, n, first, active, a.boundary, placed + group * R,
+                          valid + row * a.targets + first);
+        }
+        __syncthreads();
+        T* o = out + (row * a.targets + tile_first) * a.channels;
+        move_stream_words<T, T, false, MOVE_UNROLL>(data, row * a.samples * a.channels, a.channels, a.groups, a.group_count,
+                                       a.fill_bits, placed, (uint32_t)count, o, nullptr, a.channels, 0);
         __syncthreads();  // the tile is reused by the next block-stride step
     }
 }
 
 #define TILED_KERNEL(NAME, T)                                                                             \
     extern "C" __global__ void __launch_bounds__(TILE_WARPS * 32, 4)                                      \
-        NAME(const T* data, T* out, uint8_t* valid, ResampleArgs args) {                                  \
-        resample_tiles<T>(data, out, valid, args);                                                        \
+        NAME(const T* data, T* out, uint8_t* valid, int tile, ResampleArgs args) {                        \
+        resample_tiles<T>(data, out, valid, tile, args);                                                  \
     }
 
 TILED_KERNEL(resample_tiled_f16, __half)
@@ -759,6 +899,80 @@ extern "C" __global__ void fuse(void* out, uint8_t* valid, const __grid_constant
 extern "C" __global__ void __launch_bounds__(128, 6) fuse_no_slerp(void* out, uint8_t* valid, const __grid_constant__ FusionArgs a) {
     fuse_rows<false>(out, valid, a);
 }
+
+// Tiled fusion (no slerp, float streams and output): a block takes `tile`
+// targets of one row, places them in every stream (phase 1), moves every
+// stream's words (phase 2) straight into the output when its rows and
+// offsets are 16-byte aligned and every dtype is the output's, else into a
+// shared copy of the tile's output rows that phase 3 writes out in aligned
+// words. Dynamic shared memory: Placed[stream_count][tile], then the stage
+// (tile * width elements and 16 bytes of skew) when staged.
+template <typename O>
+__device__ void fuse_tiles(void* out_data, uint8_t* valid, int tile, int staged, const FusionArgs& a) {
+    constexpr int R = TARGETS_PER_WARP;
+    extern __shared__ uint4 shared_words[];
+    const FusionStream* streams = a.stream_count <= FUSION_INLINE ? a.inline_streams : a.table;
+    const uint64_t size = tile < 1 ? 1 : (tile > MAX_TILE ? MAX_TILE : tile);
+    Placed* placed = (Placed*)shared_words;
+    unsigned char* stage_base = (unsigned char*)(placed + a.stream_count * size);  // 16-byte aligned
+    const uint64_t tiles_per_row = (a.targets + size - 1) / size;
+    const uint64_t groups_per_stream = (size + R - 1) / R;
+    const unsigned warp = threadIdx.x / 32;
+    for (uint64_t block = blockIdx.x; block < a.batch * tiles_per_row; block += gridDim.x) {
+        const uint64_t row = block / tiles_per_row, tile_first = (block % tiles_per_row) * size;
+        const uint64_t count = a.targets - tile_first < size ? a.targets - tile_first : size;
+        for (uint64_t item = warp; item < a.stream_count * groups_per_stream; item += TILE_WARPS) {
+            const uint64_t k = item / groups_per_stream, group = item % groups_per_stream;
+            if (group * R >= count) continue;
+            const FusionStream& s = streams[k];
+            const uint64_t first = tile_first + group * R;
+            const int active = (int)(count - group * R < R ? count - group * R : R);
+            const uint64_t n = row_length(s.lengths, s.length_type, row, s.samples);
+            place_targets(s.source, a.target, row, n, first, active, s.boundary, placed + k * size + group * R,
+                          valid + (k * a.batch + row) * a.targets + first);
+        }
+        __syncthreads();
+        O* out = (O*)out_data + (row * a.targets + tile_first) * a.width;
+        const uint64_t skew = staged ? (uintptr_t)out % 16 : 0;
+        unsigned char* stage = stage_base + skew;
+        for (uint64_t k = 0; k < a.stream_count; k++) {
+            const FusionStream& s = streams[k];
+            const uint64_t row_offset = row * s.samples * s.channels;
+            const Placed* p = placed + k * size;
+#define MOVE(T)                                                                                                 \
+    if (staged)                                                                                                 \
+        move_stream_words<T, O, true, FUSE_UNROLL>(s.data, row_offset, s.channels, s.groups, s.group_count, s.fill_bits, p, \
+                                      (uint32_t)count, out, stage, a.width, s.out_offset);                     \
+    else                                                                                                        \
+        move_stream_words<T, O, false, FUSE_UNROLL>(s.data, row_offset, s.channels, s.groups, s.group_count, s.fill_bits, p, \
+                                       (uint32_t)count, out, stage, a.width, s.out_offset);
+            switch (s.dtype) {
+                case DT_F16: MOVE(__half) break;
+                case DT_BF16: MOVE(__nv_bfloat16) break;
+                case DT_F32: MOVE(float) break;
+                default: MOVE(double) break;  // the host launches tiles for float streams only
+            }
+#undef MOVE
+        }
+        __syncthreads();
+        if (staged) {
+            write_stage<O>(stage_base, skew, count * a.width * sizeof(O), out);
+            __syncthreads();
+        }
+    }
+}
+
+// Three blocks per SM: at four (64 registers) the fusion's two words in flight spill.
+#define FUSE_TILED_KERNEL(NAME, O)                                                                        \
+    extern "C" __global__ void __launch_bounds__(TILE_WARPS * 32, 3)                                      \
+        NAME(void* out, uint8_t* valid, int tile, int staged, const __grid_constant__ FusionArgs a) {    \
+        fuse_tiles<O>(out, valid, tile, staged, a);                                                       \
+    }
+
+FUSE_TILED_KERNEL(fuse_tiled_f16, __half)
+FUSE_TILED_KERNEL(fuse_tiled_bf16, __nv_bfloat16)
+FUSE_TILED_KERNEL(fuse_tiled_f32, float)
+FUSE_TILED_KERNEL(fuse_tiled_f64, double)
 
 // Checks the data a resample needs before launch (unless trusted), in the
 // order the CPU reference checks it: valid lengths in 1..=S (kind 1), finite

@@ -120,6 +120,12 @@ pub enum Kernel {
     Fuse,
     /// Fusion when no stream has a slerp group.
     FuseNoSlerp,
+    /// Tiled fusion (float streams and output, no slerp), by output dtype: a
+    /// block places a tile of targets in every stream, then moves words.
+    FuseTiledF16,
+    FuseTiledBF16,
+    FuseTiledF32,
+    FuseTiledF64,
     /// Per point: voxel, dropped count, occupancy/count/max accumulation.
     VoxelScatter,
     /// Fills 32-bit words with a value.
@@ -148,7 +154,7 @@ pub enum Kernel {
 
 impl Kernel {
     /// Every kernel.
-    pub const ALL: [Kernel; 31] = [
+    pub const ALL: [Kernel; 35] = [
         Kernel::ResampleF16,
         Kernel::ResampleBF16,
         Kernel::ResampleF32,
@@ -168,6 +174,10 @@ impl Kernel {
         Kernel::ResampleCheck,
         Kernel::Fuse,
         Kernel::FuseNoSlerp,
+        Kernel::FuseTiledF16,
+        Kernel::FuseTiledBF16,
+        Kernel::FuseTiledF32,
+        Kernel::FuseTiledF64,
         Kernel::VoxelScatter,
         Kernel::VoxelFill,
         Kernel::VoxelMaxDecode,
@@ -222,6 +232,10 @@ impl Kernel {
             Kernel::ResampleCheck => "resample_check",
             Kernel::Fuse => "fuse",
             Kernel::FuseNoSlerp => "fuse_no_slerp",
+            Kernel::FuseTiledF16 => "fuse_tiled_f16",
+            Kernel::FuseTiledBF16 => "fuse_tiled_bf16",
+            Kernel::FuseTiledF32 => "fuse_tiled_f32",
+            Kernel::FuseTiledF64 => "fuse_tiled_f64",
             Kernel::VoxelScatter => "voxel_scatter",
             Kernel::VoxelFill => "voxel_fill",
             Kernel::VoxelMaxDecode => "voxel_max_decode",

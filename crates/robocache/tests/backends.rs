@@ -513,6 +513,30 @@ fn large_batches_match_reference(device: &Device) {
     let (got, want) = (fuse(device), fuse(&Device::cpu()));
     assert_eq!(got.1, want.1, "fusion valid masks");
     assert_close("large fusion", &got.0, &want.0, |i| i % (2 * channels) >= channels).unwrap();
+    // Rows of odd width in bf16 from an f32 and a bf16 stream (the GPU's
+    // tiled fusion through shared memory, with conversion and the fill boundary).
+    let narrow: Vec<bf16> = data.iter().map(|&v| bf16::from_f32(v)).collect();
+    let fuse_odd = |device: &Device| {
+        let x = Tensor::from_slice(device, &data, &[batch, samples, channels]).unwrap();
+        let y = Tensor::from_slice(device, &narrow[..batch * samples * 7], &[batch, samples, 7]).unwrap();
+        let t = Tensor::from_slice(device, &times, &[batch, samples]).unwrap();
+        let q = Tensor::from_slice(device, &queries, &[batch, targets]).unwrap();
+        let streams = [
+            FusionStreamInput {
+                stream: StreamInput::new(&y, TimeAxis::Tensor(&t)),
+                spec: ResampleSpec::new(Method::Linear).with_boundary(robocache::Boundary::Fill(0.5)),
+            },
+            FusionStreamInput {
+                stream: StreamInput::new(&x, TimeAxis::Uniform { start: 1.7e9, hz: 90.0 }),
+                spec: ResampleSpec::new(Method::Linear).with_boundary(robocache::Boundary::Extrapolate),
+            },
+        ];
+        let out = device.fuse(&streams, &TargetTimes::Tensor(&q), DType::BF16).unwrap();
+        (out.data.to_host().unwrap(), out.valid.to_vec::<bool>().unwrap())
+    };
+    let (got, want) = (fuse_odd(device), fuse_odd(&Device::cpu()));
+    assert_eq!(got.1, want.1, "odd fusion valid masks");
+    assert_close("large odd fusion", &got.0, &want.0, |_| false).unwrap();
 }
 
 /// Voxel means over voxels of every size class the GPU treats apart: empty,

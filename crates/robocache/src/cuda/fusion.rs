@@ -1,14 +1,16 @@
-//! Fusion on a CUDA device: one `fuse` launch for all streams, reading a
-//! table of stream descriptors from device memory.
+//! Fusion on a CUDA device: one launch for all streams, their descriptors in
+//! the launch's parameters (a device table beyond 16 streams). Float streams
+//! without slerp take the tiled kernel, the rest `fuse`.
 
 use std::ffi::c_void;
 
-use robocache_cpu::{plan_fusion_shapes, DType, StreamShape};
+use robocache_cpu::{plan_fusion_shapes, DType, ResamplePlan, StreamShape};
 use robocache_cuda::Kernel;
 
 use super::backend::{cuda_error, CudaDevice, DeviceStorage};
 use super::resample::{
-    describe_stream, describe_targets, device_pointer, has_slerp, targets_per_warp, warp_launch, Timeline, MAX_GROUPS,
+    describe_stream, describe_targets, device_pointer, has_slerp, targets_per_warp, tile_launch, warp_launch, Timeline,
+    MAX_GROUPS, MAX_TILE, PLACED_BYTES,
 };
 use crate::ops::{Fused, FusionStreamInput, TargetTimes};
 use crate::{Device, Result, Tensor};
@@ -58,6 +60,60 @@ fn dtype_code(dtype: DType) -> i32 {
 // The kernel's parameter block is exactly this size (checked against the PTX's
 // `.param .align 8 .b8 fuse_param_2[7896]`).
 const _: () = assert!(size_of::<FusionStream>() == 488 && size_of::<FusionArgs>() == 7896);
+
+/// Targets from which the tiled fusion beats a warp per target.
+const TILED_FUSION_TARGETS: usize = 4096;
+
+/// Shared memory a block may take without opting in.
+const SHARED_LIMIT: usize = 48 << 10;
+
+/// A tiled fusion launch.
+struct TiledFusion {
+    kernel: Kernel,
+    tile: usize,
+    /// Whether the tile's output goes through shared memory (unaligned rows or mixed dtypes).
+    staged: bool,
+    shared_bytes: usize,
+}
+
+/// The tiled fusion for these streams, when it applies: float streams and
+/// output, no slerp, rows a tile can index in 32 bits, and a tile's placements
+/// (and staged output) within the shared memory of a block.
+fn tiled_fusion(
+    plans: &[ResamplePlan],
+    offsets: &[usize],
+    dtype: DType,
+    batch: usize,
+    targets: usize,
+) -> Option<TiledFusion> {
+    // Small fusions are latency-bound, and a tile's barrier lengthens the
+    // chain: a warp per target is faster there (docs/performance.md).
+    if batch * targets < TILED_FUSION_TARGETS {
+        return None;
+    }
+    let kernel = match dtype {
+        DType::F16 => Kernel::FuseTiledF16,
+        DType::BF16 => Kernel::FuseTiledBF16,
+        DType::F32 => Kernel::FuseTiledF32,
+        DType::F64 => Kernel::FuseTiledF64,
+        _ => return None,
+    };
+    let is_float = |d: DType| matches!(d, DType::F16 | DType::BF16 | DType::F32 | DType::F64);
+    if plans.iter().any(|p| !is_float(p.dtype) || has_slerp(&p.groups) || p.channels > u32::MAX as usize / MAX_TILE) {
+        return None;
+    }
+    let size = dtype.size_in_bytes();
+    let width = *offsets.last()?;
+    // Straight into the output when every word lands aligned: the output's
+    // dtype in every stream, 16-byte rows and stream offsets.
+    let direct = plans.iter().all(|p| p.dtype == dtype)
+        && (width * size).is_multiple_of(16)
+        && offsets.iter().all(|o| (o * size).is_multiple_of(16));
+    let shared = |tile: usize| plans.len() * tile * PLACED_BYTES + if direct { 0 } else { tile * width * size + 16 };
+    let fits = (0..=MAX_TILE.trailing_zeros()).rev().map(|k| 1usize << k).find(|&t| shared(t) <= SHARED_LIMIT)?;
+    let tile = fits;
+    Some(TiledFusion { kernel, tile, staged: !direct, shared_bytes: shared(tile) })
+}
 
 impl CudaDevice {
     pub(crate) fn fuse(
@@ -128,19 +184,36 @@ impl CudaDevice {
             table: device_table.as_ref().map_or(0, |t| t.device_pointer()),
             inline_streams,
         };
-        let warps = streams.len() * batch * target.len.div_ceil(args.targets_per_warp as usize);
         let mut out_pointer = out.device_pointer();
         let mut valid_pointer = valid.device_pointer();
-        let params: [*mut c_void; 3] = [
-            (&mut out_pointer as *mut u64).cast(),
-            (&mut valid_pointer as *mut u64).cast(),
-            (&mut args as *mut FusionArgs).cast(),
-        ];
-        // SAFETY: the parameters match `fuse(void*, uint8_t*, FusionArgs)`; every
-        // stream was planned like a resample; a device table is freed in
-        // stream order after the kernel when it drops here.
-        let kernel = if plans.iter().any(|p| has_slerp(&p.groups)) { Kernel::Fuse } else { Kernel::FuseNoSlerp };
-        unsafe { self.context.launch(kernel, warp_launch(warps), &params) }.map_err(cuda_error)?;
+        if let Some(tiled) = tiled_fusion(&plans, &offsets, dtype, batch, target.len) {
+            let (mut tile, mut staged) = (tiled.tile as i32, i32::from(tiled.staged));
+            let params: [*mut c_void; 5] = [
+                (&mut out_pointer as *mut u64).cast(),
+                (&mut valid_pointer as *mut u64).cast(),
+                (&mut tile as *mut i32).cast(),
+                (&mut staged as *mut i32).cast(),
+                (&mut args as *mut FusionArgs).cast(),
+            ];
+            let config = tile_launch(batch * target.len.div_ceil(tiled.tile), tiled.shared_bytes);
+            // SAFETY: the parameters match `fuse_tiled_<dtype>(void*, uint8_t*,
+            // int, int, FusionArgs)`; as below, and tiled_fusion checked the
+            // dtypes, the absence of slerp, the alignment a direct write needs
+            // and the shared memory the tile takes.
+            unsafe { self.context.launch(tiled.kernel, config, &params) }.map_err(cuda_error)?;
+        } else {
+            let params: [*mut c_void; 3] = [
+                (&mut out_pointer as *mut u64).cast(),
+                (&mut valid_pointer as *mut u64).cast(),
+                (&mut args as *mut FusionArgs).cast(),
+            ];
+            let warps = streams.len() * batch * target.len.div_ceil(args.targets_per_warp as usize);
+            let kernel = if plans.iter().any(|p| has_slerp(&p.groups)) { Kernel::Fuse } else { Kernel::FuseNoSlerp };
+            // SAFETY: the parameters match `fuse(void*, uint8_t*, FusionArgs)`; every
+            // stream was planned like a resample; a device table is freed in
+            // stream order after the kernel when it drops here.
+            unsafe { self.context.launch(kernel, warp_launch(warps), &params) }.map_err(cuda_error)?;
+        }
         Ok(Fused {
             data: Tensor::on_device(device, DeviceStorage::new(out), dtype, vec![batch, target.len, width]),
             valid: Tensor::on_device(

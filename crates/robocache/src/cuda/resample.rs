@@ -200,8 +200,11 @@ fn encode_group_list(what: &str, list: &[ChannelGroup]) -> Result<[i32; 3 * MAX_
     Ok(groups)
 }
 
-/// Targets a block of the tiled kernels takes (`TILE_TARGETS`).
-const TILE_TARGETS: usize = 32;
+/// The most targets a block of the tiled kernels takes (`MAX_TILE`).
+pub(super) const MAX_TILE: usize = 32;
+
+/// Bytes of one placed target (`struct Placed` in kernels/resample.cu).
+pub(super) const PLACED_BYTES: usize = 48;
 
 /// The tiled kernel for a plan, when it applies: a float dtype, no slerp, and
 /// rows, groups and the data pointer aligned to 16-byte words.
@@ -215,7 +218,7 @@ fn tiled_kernel(plan: &ResamplePlan, data_pointer: u64) -> Option<Kernel> {
     };
     let per_word = 16 / plan.dtype.size_in_bytes();
     // The kernel indexes a tile's words in 32 bits.
-    let fits = plan.channels / per_word <= u32::MAX as usize / TILE_TARGETS;
+    let fits = plan.channels / per_word <= u32::MAX as usize / MAX_TILE;
     let aligned = fits
         && plan.channels.is_multiple_of(per_word)
         && data_pointer.is_multiple_of(16)
@@ -224,8 +227,8 @@ fn tiled_kernel(plan: &ResamplePlan, data_pointer: u64) -> Option<Kernel> {
 }
 
 /// A launch of `blocks` blocks of 8 warps (the tiled kernels).
-fn tile_launch(blocks: usize) -> LaunchConfig {
-    LaunchConfig { grid: blocks.clamp(1, 1 << 20) as u32, block: 256, shared_bytes: 0 }
+pub(super) fn tile_launch(blocks: usize, shared_bytes: usize) -> LaunchConfig {
+    LaunchConfig { grid: blocks.clamp(1, 1 << 20) as u32, block: 256, shared_bytes: shared_bytes as u32 }
 }
 
 /// Whether any group slerps (needs the kernels with slerp).
@@ -306,24 +309,35 @@ impl CudaDevice {
         let mut data_pointer = device_pointer(stream.data);
         let mut out_pointer = out.device_pointer();
         let mut valid_pointer = valid.device_pointer();
-        let params: [*mut c_void; 4] = [
-            (&mut data_pointer as *mut u64).cast(),
-            (&mut out_pointer as *mut u64).cast(),
-            (&mut valid_pointer as *mut u64).cast(),
-            (&mut args as *mut ResampleArgs).cast(),
-        ];
-        // SAFETY: the parameters match `resample_<dtype>(const T*, T*, uint8_t*,
-        // ResampleArgs)`; the plan checked every size the kernel indexes with,
-        // lengths are clamped into 1..=S in the kernel, and the buffers outlive
-        // the launch (a dropped buffer is freed in stream order).
-        let (kernel, config) = match tiled_kernel(&plan, data_pointer) {
-            Some(kernel) => (kernel, tile_launch(plan.batch * plan.target_len.div_ceil(TILE_TARGETS))),
-            None => {
-                let warps = plan.batch * plan.target_len.div_ceil(args.targets_per_warp as usize);
-                (kernel_for(plan.dtype, has_slerp(&plan.groups)), warp_launch(warps))
-            }
-        };
-        unsafe { self.context.launch(kernel, config, &params) }.map_err(cuda_error)?;
+        if let Some(kernel) = tiled_kernel(&plan, data_pointer) {
+            let blocks = plan.batch * plan.target_len.div_ceil(MAX_TILE);
+            let mut tile = MAX_TILE as i32;
+            let params: [*mut c_void; 5] = [
+                (&mut data_pointer as *mut u64).cast(),
+                (&mut out_pointer as *mut u64).cast(),
+                (&mut valid_pointer as *mut u64).cast(),
+                (&mut tile as *mut i32).cast(),
+                (&mut args as *mut ResampleArgs).cast(),
+            ];
+            // SAFETY: the parameters match `resample_tiled_<dtype>(const T*, T*,
+            // uint8_t*, int, ResampleArgs)`; what the warp kernels need (below) holds, and the plan is aligned
+            // to 16-byte words (tiled_kernel).
+            unsafe { self.context.launch(kernel, tile_launch(blocks, 0), &params) }.map_err(cuda_error)?;
+        } else {
+            let params: [*mut c_void; 4] = [
+                (&mut data_pointer as *mut u64).cast(),
+                (&mut out_pointer as *mut u64).cast(),
+                (&mut valid_pointer as *mut u64).cast(),
+                (&mut args as *mut ResampleArgs).cast(),
+            ];
+            let warps = plan.batch * plan.target_len.div_ceil(args.targets_per_warp as usize);
+            let kernel = kernel_for(plan.dtype, has_slerp(&plan.groups));
+            // SAFETY: the parameters match `resample_<dtype>(const T*, T*, uint8_t*,
+            // ResampleArgs)`; the plan checked every size the kernel indexes with,
+            // lengths are clamped into 1..=S in the kernel, and the buffers outlive
+            // the launch (a dropped buffer is freed in stream order).
+            unsafe { self.context.launch(kernel, warp_launch(warps), &params) }.map_err(cuda_error)?;
+        }
         Ok(Resampled {
             data: Tensor::on_device(device, DeviceStorage::new(out), plan.dtype, plan.output_shape().to_vec()),
             valid: Tensor::on_device(device, DeviceStorage::new(valid), DType::Bool, vec![plan.batch, plan.target_len]),
