@@ -7,10 +7,10 @@ use std::sync::{Arc, Mutex};
 
 use cust::context::{Context, CurrentContext};
 use cust::device::{Device, DeviceAttribute};
-use cust::event::{Event as CustEvent, EventFlags};
+use cust::event::{Event as CustEvent, EventFlags, EventStatus};
 use cust::memory::{AsyncCopyDestination, CopyDestination, DeviceBuffer, DeviceSlice, LockedBuffer};
 use cust::module::Module as CustModule;
-use cust::stream::{Stream, StreamFlags};
+use cust::stream::{Stream, StreamFlags, StreamWaitEventFlags};
 use cust::CudaFlags;
 use robocache_kernels::{Arch, Kernel, Module};
 
@@ -25,6 +25,8 @@ struct Inner {
     // Field order is drop order: modules and the stream before the context.
     modules: Mutex<HashMap<Module, CustModule>>,
     stream: Stream,
+    /// Host-to-device copies of staged data, overlapping the stream's kernels.
+    copy_stream: Stream,
     context: Context,
 }
 
@@ -84,6 +86,7 @@ impl CudaContext {
         let context = Context::new(device).map_err(driver("cuDevicePrimaryCtxRetain"))?;
         CurrentContext::set_current(&context).map_err(driver("cuCtxSetCurrent"))?;
         let stream = Stream::new(StreamFlags::NON_BLOCKING, None).map_err(driver("cuStreamCreate"))?;
+        let copy_stream = Stream::new(StreamFlags::NON_BLOCKING, None).map_err(driver("cuStreamCreate"))?;
         Ok(CudaContext {
             inner: Arc::new(Inner {
                 ordinal,
@@ -93,6 +96,7 @@ impl CudaContext {
                 multiprocessors,
                 modules: Mutex::new(HashMap::new()),
                 stream,
+                copy_stream,
                 context,
             }),
         })
@@ -246,6 +250,40 @@ impl CudaContext {
             .map_err(driver("cuMemcpyHtoDAsync"))
     }
 
+    /// Queues a copy of the first `dest.len()` bytes of `source` into `dest`
+    /// on the copy stream, after the work queued on the stream so far (such
+    /// as `dest`'s allocation), and makes the stream's later work wait for
+    /// it; returns at once, with an event that completes with the copy. The
+    /// copy overlaps kernels already queued on the stream.
+    ///
+    /// # Safety
+    ///
+    /// `source` must be neither written nor dropped until the returned event
+    /// has completed.
+    pub unsafe fn upload_on_copy_stream(&self, source: &PinnedBuffer, dest: &mut DeviceBytes) -> Result<Event> {
+        if dest.len > source.len {
+            return Err(Error::SizeMismatch { expected: dest.len, actual: source.len });
+        }
+        self.make_current()?;
+        let event = || CustEvent::new(EventFlags::DISABLE_TIMING).map_err(driver("cuEventCreate"));
+        let allocated = event()?;
+        allocated.record(&self.inner.stream).map_err(driver("cuEventRecord"))?;
+        self.inner
+            .copy_stream
+            .wait_event(allocated, StreamWaitEventFlags::DEFAULT)
+            .map_err(driver("cuStreamWaitEvent"))?;
+        // SAFETY: forwarded to the caller; `dest` holds `dest.len` bytes and is
+        // freed in stream order, after the stream has waited for the copy.
+        unsafe { dest.buffer.async_copy_from(&source.buffer[..dest.len.max(1)], &self.inner.copy_stream) }
+            .map_err(driver("cuMemcpyHtoDAsync"))?;
+        let copied = event()?;
+        copied.record(&self.inner.copy_stream).map_err(driver("cuEventRecord"))?;
+        let done = event()?;
+        done.record(&self.inner.copy_stream).map_err(driver("cuEventRecord"))?;
+        self.inner.stream.wait_event(copied, StreamWaitEventFlags::DEFAULT).map_err(driver("cuStreamWaitEvent"))?;
+        Ok(Event { event: done, context: self.clone() })
+    }
+
     /// Queues a copy of `source` into `dest` (same size) on the stream and
     /// returns at once.
     ///
@@ -389,6 +427,21 @@ impl fmt::Debug for Event {
 }
 
 impl Event {
+    /// Whether the work before the event has completed (does not wait).
+    pub fn is_complete(&self) -> Result<bool> {
+        self.context.make_current()?;
+        match self.event.query().map_err(driver("cuEventQuery"))? {
+            EventStatus::Ready => Ok(true),
+            EventStatus::NotReady => Ok(false),
+        }
+    }
+
+    /// Waits until the work before the event has completed.
+    pub fn wait(&self) -> Result<()> {
+        self.context.make_current()?;
+        self.event.synchronize().map_err(driver("cuEventSynchronize"))
+    }
+
     /// Milliseconds from `start` to this event (waits for this event).
     pub fn elapsed_ms_since(&self, start: &Event) -> Result<f32> {
         self.context.make_current()?;

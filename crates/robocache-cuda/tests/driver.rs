@@ -77,6 +77,30 @@ fn pinned_async_round_trip_timed_by_events() {
 }
 
 #[test]
+fn copy_stream_upload_is_ordered_with_the_stream() {
+    let Some(context) = context() else { return };
+    let len = 16 << 20;
+    let mut pinned = context.pinned(len + 64).unwrap();
+    for (i, b) in pinned.as_mut_slice().iter_mut().enumerate() {
+        *b = (i * 13 % 241) as u8;
+    }
+    // Allocated on the stream, filled on the copy stream, then copied on the
+    // stream again: the download must see the upload.
+    let mut device = context.alloc(len).unwrap();
+    // SAFETY: `pinned` is not touched until the event has completed.
+    let copied = unsafe { context.upload_on_copy_stream(&pinned, &mut device) }.unwrap();
+    let twin = device.duplicate().unwrap();
+    let mut back = vec![0u8; len];
+    context.download(&twin, &mut back).unwrap();
+    copied.wait().unwrap();
+    assert!(copied.is_complete().unwrap());
+    assert_eq!(back, pinned.as_slice()[..len]);
+    let mut long = context.alloc(len + 65).unwrap();
+    // SAFETY: the call fails before queueing anything.
+    assert!(matches!(unsafe { context.upload_on_copy_stream(&pinned, &mut long) }, Err(Error::SizeMismatch { .. })));
+}
+
+#[test]
 fn out_of_memory_is_reported() {
     let Some(context) = context() else { return };
     if std::env::var_os("ROBOCACHE_UNDER_SANITIZER").is_some() {

@@ -100,7 +100,7 @@ impl Device {
             shape.extend(&info.step_shape);
             out.push(BatchStream {
                 name: name.to_owned(),
-                data: Tensor::from_host_vec(self, data, &shape)?,
+                data: Tensor::from_host_vec_staged(self, data, &shape)?,
                 valid: Tensor::from_host_vec(self, HostVec::Bool(mask), &[cut.len(), steps])?,
             });
         }
@@ -185,7 +185,7 @@ impl Device {
                 times.extend((1..=longest - t.len()).map(|k| last + k as f64));
             }
             let data = pad_rows(name, parts, channels, longest)?;
-            let data = Tensor::from_host_vec(self, data, &[batch, longest, channels])?;
+            let data = Tensor::from_host_vec_staged(self, data, &[batch, longest, channels])?;
             let times = Tensor::from_host_vec(self, HostVec::F64(times), &[batch, longest])?;
             let lengths = Tensor::from_host_vec(self, HostVec::U32(lengths), &[batch])?;
             let stream = StreamInput::new(&data, TimeAxis::Tensor(&times)).with_lengths(&lengths);

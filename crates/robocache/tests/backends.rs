@@ -404,6 +404,37 @@ fn loader_batches_match_reference(device: &Device) {
         assert!((0.0..=1.0).contains(&telemetry.stall_fraction));
     }
 
+    // Every stream streamed through a small page-locked staging budget: the
+    // same batches, and the budget holds (each upload here is under 32 KiB).
+    let budget = 64 << 10;
+    let workers = if std::env::var_os("ROBOCACHE_SKIP_CONCURRENT").is_some() { 1 } else { 3 };
+    let config = LoaderConfig {
+        seed: 5,
+        prefetch: 6,
+        workers,
+        mode: robocache::LoaderMode::Streaming,
+        staging_bytes: budget,
+        ..LoaderConfig::new(&time_streams, cases[0].0, 24)
+    };
+    let ours = Loader::new(device, dataset.clone(), config.clone()).unwrap();
+    let reference = Loader::new(&Device::Cpu, dataset.clone(), config).unwrap();
+    for (got, want) in ours.epoch(0).zip(reference.epoch(0)) {
+        let (got, want) = (got.unwrap(), want.unwrap());
+        for (g, w) in got.streams.iter().zip(&want.streams) {
+            assert_eq!(g.valid.to_host().unwrap(), w.valid.to_host().unwrap(), "{} mask", g.name);
+            let exact = matches!(g.name.as_str(), "obs/gripper_closed" | "obs/agentview_image");
+            assert_close(&g.name, &g.data.to_host().unwrap(), &w.data.to_host().unwrap(), |_| exact).unwrap();
+        }
+    }
+    let telemetry = ours.telemetry();
+    if matches!(device, Device::Cuda(_)) {
+        assert_eq!(telemetry.staging_budget_bytes, Some(budget));
+        let peak = telemetry.staging_peak_bytes.unwrap();
+        assert!(peak > 0 && peak <= budget, "staging peak {peak} bytes over the budget of {budget}");
+    } else {
+        assert_eq!(telemetry.staging_peak_bytes, None);
+    }
+
     // The resident reference against the per-window path (f32 streams without angles: identical).
     let spec = TimeWindowSpec { hz: 40.0, history: 2, horizon: 14 };
     let f32_streams = ["actions", "obs/joint_pos", "obs/robot0_eef_quat", "obs/gripper_closed"];

@@ -47,6 +47,18 @@ impl CudaDevice {
         match self.never {}
     }
 
+    pub(crate) fn upload_staged(&self, _: robocache_cpu::HostSlice<'_>) -> crate::Result<DeviceStorage> {
+        match self.never {}
+    }
+
+    pub(crate) fn set_staging_budget(&self, _: usize) -> crate::Result<()> {
+        match self.never {}
+    }
+
+    pub(crate) fn staging_usage(&self) -> crate::Result<(usize, usize)> {
+        match self.never {}
+    }
+
     pub(crate) fn download(
         &self,
         _: &DeviceStorage,

@@ -6,6 +6,7 @@ use std::fmt;
 use robocache_cpu::{DType, HostSlice, HostVec};
 use robocache_cuda::{CudaContext, DeviceBytes};
 
+use super::staging::StagingPool;
 use crate::{Error, Result};
 
 /// A CUDA device (its primary context, stream and kernel module cache).
@@ -14,6 +15,8 @@ pub struct CudaDevice {
     pub(crate) context: CudaContext,
     /// The buffer `evict_caches` reads, made on first use.
     pub(crate) scratch: std::sync::Arc<std::sync::Mutex<Option<std::sync::Arc<DeviceBytes>>>>,
+    /// Page-locked staging of streamed uploads (shared by clones).
+    pub(crate) staging: std::sync::Arc<StagingPool>,
 }
 
 impl PartialEq for CudaDevice {
@@ -60,7 +63,11 @@ pub(crate) fn cuda_error(error: robocache_cuda::Error) -> Error {
 impl CudaDevice {
     pub(crate) fn open(ordinal: usize) -> Result<Self> {
         CudaContext::new(ordinal)
-            .map(|context| CudaDevice { context, scratch: Default::default() })
+            .map(|context| CudaDevice {
+                context,
+                scratch: Default::default(),
+                staging: std::sync::Arc::new(StagingPool::new(super::DEFAULT_STAGING_BYTES)),
+            })
             .map_err(|e| Error::NoCudaDevice { ordinal, reason: e.to_string() })
     }
 
@@ -92,6 +99,26 @@ impl CudaDevice {
     /// Waits until the work queued on the device's stream is done.
     pub fn synchronize(&self) -> Result<()> {
         self.context.synchronize().map_err(cuda_error)
+    }
+
+    /// `data` on the device through the staging pool: page-locked memory and
+    /// the copy stream (see `staging`); returns once the copy is queued.
+    pub(crate) fn upload_staged(&self, data: HostSlice<'_>) -> Result<DeviceStorage> {
+        let bytes = match data {
+            HostSlice::Bool(v) => bytemuck::cast_slice(v),
+            other => other.as_bytes(),
+        };
+        self.staging.upload(&self.context, bytes).map(DeviceStorage::new)
+    }
+
+    /// Sets the most page-locked memory the staging pool holds.
+    pub(crate) fn set_staging_budget(&self, bytes: usize) -> Result<()> {
+        self.staging.set_budget(bytes)
+    }
+
+    /// The staging budget and the most page-locked bytes held at once so far.
+    pub(crate) fn staging_usage(&self) -> Result<(usize, usize)> {
+        self.staging.usage()
     }
 
     pub(crate) fn upload(&self, data: HostSlice<'_>) -> Result<DeviceStorage> {

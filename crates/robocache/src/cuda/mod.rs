@@ -12,6 +12,8 @@ mod fusion;
 #[cfg(feature = "cuda")]
 mod resample;
 #[cfg(feature = "cuda")]
+mod staging;
+#[cfg(feature = "cuda")]
 mod timing;
 #[cfg(feature = "cuda")]
 mod voxelize;
@@ -26,6 +28,10 @@ pub use backend::CudaDevice;
 pub(crate) use backend::DeviceStorage;
 #[cfg(feature = "cuda")]
 pub(crate) use timing::DeviceEvent;
+
+/// The default budget of page-locked memory a device stages uploads of
+/// streamed batches in ([`crate::LoaderConfig::staging_bytes`]).
+pub const DEFAULT_STAGING_BYTES: usize = 256 << 20;
 
 /// Whether this build has the CUDA backend.
 pub const COMPILED: bool = cfg!(feature = "cuda");

@@ -6,7 +6,9 @@
 //!   uploaded once, every batch assembled on the device in one launch from
 //!   the sampled `(episode, anchor)` pairs — the host only draws indices;
 //! - image streams are **streamed**: the rows each batch needs are read
-//!   (HDF5 hyperslabs), put on the device and resampled there.
+//!   (HDF5 hyperslabs), staged in page-locked memory within a byte budget
+//!   ([`LoaderConfig::staging_bytes`]), copied on the device's copy stream
+//!   (overlapping the kernels queued before) and resampled there.
 //!
 //! Worker threads assemble whole batches (both kinds of streams) up to
 //! `prefetch` batches ahead of the consumer through bounded queues, so the
@@ -96,6 +98,10 @@ pub struct LoaderConfig {
     pub mode: LoaderMode,
     /// Statistics applied to resident streams at upload (continuous channels).
     pub normalization: Option<Normalization>,
+    /// CUDA: the most page-locked memory streamed batches are staged in
+    /// (the device's pool, shared by its loaders; the last loader made sets
+    /// it). A single upload larger than the budget takes one buffer of its size.
+    pub staging_bytes: usize,
     /// `next()` returns once the batch is computed (the device synchronised),
     /// so telemetry counts the time until data is ready. Off: `next()`
     /// returns once the work is queued; synchronise on the device's stream.
@@ -105,7 +111,8 @@ pub struct LoaderConfig {
 impl LoaderConfig {
     /// `streams` cut by `windows` in batches of `batch_size`; seed 0, the
     /// whole data set, last batch kept, 4 batches of prefetch over 2
-    /// workers, [`LoaderMode::Auto`], batches ready when delivered.
+    /// workers, [`LoaderMode::Auto`], 256 MiB of staging, batches ready when
+    /// delivered.
     pub fn new(streams: &[&str], windows: WindowSpec, batch_size: usize) -> Self {
         LoaderConfig {
             streams: streams.iter().map(|s| (*s).to_owned()).collect(),
@@ -118,6 +125,7 @@ impl LoaderConfig {
             workers: 2,
             mode: LoaderMode::Auto,
             normalization: None,
+            staging_bytes: crate::cuda::DEFAULT_STAGING_BYTES,
             wait_until_ready: true,
         }
     }
@@ -212,6 +220,9 @@ impl Loader {
         } else {
             Some(Arc::new(ResidentStreams::upload(device, &dataset, &resident_names, config.normalization.as_ref())?))
         };
+        if let Device::Cuda(cuda) = device {
+            cuda.set_staging_budget(config.staging_bytes)?;
+        }
         let sampler = Sampler::new(cut.len(), config.seed, config.shard)?;
         tracing::info!(
             device = %device,
@@ -324,6 +335,11 @@ impl Loader {
     pub fn telemetry(&self) -> TelemetryReport {
         let mut report = self.telemetry.lock().map(|t| t.report()).unwrap_or_default();
         (report.gpu_utilization_percent, report.gpu_utilization_note) = self.utilization.mean();
+        if let Device::Cuda(cuda) = &self.device {
+            if let Ok((budget, peak)) = cuda.staging_usage() {
+                (report.staging_budget_bytes, report.staging_peak_bytes) = (Some(budget), Some(peak));
+            }
+        }
         report
     }
 

@@ -31,6 +31,10 @@ pub struct TelemetryReport {
     pub gpu_utilization_percent: Option<f64>,
     /// Why GPU utilization is absent (CPU backend, no NVML, ...).
     pub gpu_utilization_note: Option<String>,
+    /// CUDA: the page-locked staging budget of streamed uploads and the most
+    /// bytes it held at once since the device was opened (`None` on the CPU).
+    pub staging_budget_bytes: Option<usize>,
+    pub staging_peak_bytes: Option<usize>,
 }
 
 /// Per-batch waits, recorded by the loader's iterator.
@@ -80,6 +84,8 @@ impl Telemetry {
             samples_per_s: if elapsed > 0.0 { self.samples as f64 / elapsed } else { 0.0 },
             gpu_utilization_percent: None,
             gpu_utilization_note: None,
+            staging_budget_bytes: None,
+            staging_peak_bytes: None,
         }
     }
 }
