@@ -26,8 +26,6 @@ struct State {
     idle: Vec<PinnedBuffer>,
     /// Buffers whose copy may still run, oldest first.
     copying: Vec<(PinnedBuffer, Event)>,
-    /// Buffers lent to a thread between `acquire` and the copy's queueing.
-    lent: usize,
 }
 
 /// Page-locked staging buffers of one device.
@@ -69,7 +67,6 @@ impl StagingPool {
             Ok((dest, event))
         });
         let mut state = self.state.lock().map_err(|_| poisoned())?;
-        state.lent -= 1;
         let result = match queued {
             Ok((dest, event)) => {
                 state.copying.push((buffer, event));
@@ -90,7 +87,6 @@ impl StagingPool {
         loop {
             reclaim(&mut state)?;
             if let Some(at) = state.idle.iter().position(|b| b.len() >= len) {
-                state.lent += 1;
                 return Ok(state.idle.swap_remove(at));
             }
             // Free idle buffers too small to serve, while that makes room.
@@ -101,13 +97,11 @@ impl StagingPool {
             if state.held + len <= state.budget || state.held == 0 {
                 state.held += len;
                 state.peak = state.peak.max(state.held);
-                state.lent += 1;
                 drop(state);
                 let made = context.pinned(len).map_err(cuda_error);
                 if made.is_err() {
                     let mut state = self.state.lock().map_err(|_| poisoned())?;
                     state.held -= len;
-                    state.lent -= 1;
                 }
                 return made;
             }
