@@ -497,6 +497,27 @@ impl HostVec {
         self.len() == 0
     }
 
+    /// The elements as writable bytes, in native endianness; `None` for
+    /// bool, where most byte values are not a `bool`.
+    pub fn as_bytes_mut(&mut self) -> Option<&mut [u8]> {
+        use bytemuck::cast_slice_mut as bytes;
+        Some(match self {
+            HostVec::Bool(_) => return None,
+            HostVec::U8(v) => v.as_mut_slice(),
+            HostVec::U16(v) => bytes(v.as_mut_slice()),
+            HostVec::U32(v) => bytes(v.as_mut_slice()),
+            HostVec::U64(v) => bytes(v.as_mut_slice()),
+            HostVec::I8(v) => bytes(v.as_mut_slice()),
+            HostVec::I16(v) => bytes(v.as_mut_slice()),
+            HostVec::I32(v) => bytes(v.as_mut_slice()),
+            HostVec::I64(v) => bytes(v.as_mut_slice()),
+            HostVec::F16(v) => bytes(v.as_mut_slice()),
+            HostVec::BF16(v) => bytes(v.as_mut_slice()),
+            HostVec::F32(v) => bytes(v.as_mut_slice()),
+            HostVec::F64(v) => bytes(v.as_mut_slice()),
+        })
+    }
+
     /// A vector of `len` zeros (false for bool) of `dtype`.
     pub fn zeros(dtype: DType, len: usize) -> HostVec {
         match dtype {

@@ -1,6 +1,7 @@
 //! [`Dataset`]: an open file in one of the layouts, read lazily.
 
 use std::collections::HashMap;
+use std::fs::File;
 use std::ops::Range;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -8,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use robocache_cpu::{with_host_data, Element, HostVec};
 
 use crate::cache::{CacheUsage, StreamCache};
+use crate::direct_read::RowLayout;
 use crate::formats::{self, OpenOptions};
 use crate::hdf5_file::Hdf5File;
 use crate::model::{DatasetInfo, EpisodeInfo, Format, StreamInfo, Timeline};
@@ -81,7 +83,9 @@ impl StreamTimes {
 
 /// A dataset file opened in one of the three layouts. Opening reads the
 /// metadata (and explicit timestamps, to check them); stream data is read
-/// per window or per stream on request. Shareable between threads.
+/// per window or per stream on request. Shareable between threads: rows of
+/// uncompressed datasets are read with positioned reads outside the HDF5
+/// library's global lock, so reader threads read them in parallel.
 ///
 /// ```no_run
 /// use robocache_datasets::Dataset;
@@ -98,6 +102,11 @@ pub struct Dataset {
     info: DatasetInfo,
     cache: StreamCache,
     times: Mutex<HashMap<String, Arc<[f64]>>>,
+    /// The same file for positioned reads of rows (see `direct_read`);
+    /// `None` with [`OpenOptions::hdf5_reads_only`].
+    raw: Option<File>,
+    /// Per dataset path: where its rows lie, or `None` when HDF5 reads it.
+    layouts: Mutex<HashMap<String, Option<Arc<RowLayout>>>>,
 }
 
 impl Dataset {
@@ -120,7 +129,20 @@ impl Dataset {
             episodes = info.episodes.len(),
             "opened dataset"
         );
-        Ok(Dataset { file, info, cache: StreamCache::new(options.cache_bytes), times: Mutex::new(HashMap::new()) })
+        let raw = match options.hdf5_reads_only {
+            true => None,
+            false => Some(
+                File::open(path.as_ref()).map_err(|error| Error::Io { file: path.as_ref().to_path_buf(), error })?,
+            ),
+        };
+        Ok(Dataset {
+            file,
+            info,
+            cache: StreamCache::new(options.cache_bytes),
+            times: Mutex::new(HashMap::new()),
+            raw,
+            layouts: Mutex::new(HashMap::new()),
+        })
     }
 
     /// What the file holds.
@@ -164,6 +186,51 @@ impl Dataset {
     /// the file's dtype. Low-dimensional streams come from the cache when
     /// one is configured; otherwise only these rows are read.
     pub fn read_rows(&self, episode: usize, stream: &str, rows: Range<usize>) -> Result<HostVec> {
+        let (index, info) = self.checked_rows(episode, stream, &rows)?;
+        if self.cacheable(info) {
+            let whole = self.cached_stream(episode, index, info)?;
+            let channels = info.channels();
+            return Ok(with_host_data!(HostVec, &*whole, |v: T| {
+                <T as Element>::vec(v[rows.start * channels..rows.end * channels].to_vec())
+            }));
+        }
+        self.read_from_file(info, rows)
+    }
+
+    /// [`Dataset::read_rows`] as bytes into `out`, which holds exactly
+    /// `rows.len()` rows of the stream (elements little-endian as in memory,
+    /// bool as one byte 0 or 1). Batches are assembled this way: every
+    /// window's rows read straight into the batch's buffer, page-locked
+    /// staging memory included.
+    pub fn read_rows_into(&self, episode: usize, stream: &str, rows: Range<usize>, out: &mut [u8]) -> Result<()> {
+        let (index, info) = self.checked_rows(episode, stream, &rows)?;
+        let row_bytes = info.step_bytes();
+        if out.len() != rows.len() * row_bytes {
+            return Err(Error::Invalid(format!(
+                "rows {}..{} of stream `{stream}` are {} bytes ({row_bytes} a row), not the {} bytes of the buffer given",
+                rows.start,
+                rows.end,
+                rows.len() * row_bytes,
+                out.len()
+            )));
+        }
+        if self.cacheable(info) {
+            let whole = self.cached_stream(episode, index, info)?;
+            out.copy_from_slice(&host_bytes(&whole)[rows.start * row_bytes..rows.end * row_bytes]);
+            return Ok(());
+        }
+        if let Some((layout, raw)) = self.row_layout(info) {
+            if rows.end <= layout.rows() {
+                return layout.read_into(raw, rows.clone(), out).map_err(|e| self.io_error(info, &rows, e));
+            }
+        }
+        let read = self.read_rows_through_hdf5(info, rows)?;
+        out.copy_from_slice(host_bytes(&read));
+        Ok(())
+    }
+
+    /// The stream's index and description, after checking that `rows` lie in it.
+    fn checked_rows(&self, episode: usize, stream: &str, rows: &Range<usize>) -> Result<(usize, &StreamInfo)> {
         let (index, info) = self.stream(episode, stream)?;
         if rows.start > rows.end || rows.end > info.len {
             return Err(Error::Invalid(format!(
@@ -171,20 +238,21 @@ impl Dataset {
                 rows.start, rows.end, self.info.episodes[episode].name, info.len
             )));
         }
-        let channels = info.channels();
-        let cacheable = !info.is_image() && self.cache.admits(info.size_in_bytes());
-        if cacheable {
-            let whole = match self.cache.get((episode, index)) {
-                Some(whole) => whole,
-                None => {
-                    let whole = Arc::new(self.read_from_file(info, 0..info.len)?);
-                    self.cache.insert((episode, index), whole.clone(), info.size_in_bytes());
-                    whole
-                }
-            };
-            return Ok(slice_rows(&whole, rows, channels));
+        Ok((index, info))
+    }
+
+    fn cacheable(&self, info: &StreamInfo) -> bool {
+        !info.is_image() && self.cache.admits(info.size_in_bytes())
+    }
+
+    /// A whole low-dimensional stream from the cache, read on a miss.
+    fn cached_stream(&self, episode: usize, index: usize, info: &StreamInfo) -> Result<Arc<HostVec>> {
+        if let Some(whole) = self.cache.get((episode, index)) {
+            return Ok(whole);
         }
-        self.read_from_file(info, rows)
+        let whole = Arc::new(self.read_from_file(info, 0..info.len)?);
+        self.cache.insert((episode, index), whole.clone(), info.size_in_bytes());
+        Ok(whole)
     }
 
     /// A whole stream, `[len, ...step_shape]`.
@@ -217,6 +285,21 @@ impl Dataset {
     }
 
     fn read_from_file(&self, info: &StreamInfo, rows: Range<usize>) -> Result<HostVec> {
+        if let Some((layout, raw)) = self.row_layout(info) {
+            if rows.end <= layout.rows() {
+                return layout.read(raw, info.dtype, rows.clone()).map_err(|e| self.io_error(info, &rows, e));
+            }
+        }
+        self.read_rows_through_hdf5(info, rows)
+    }
+
+    fn io_error(&self, info: &StreamInfo, rows: &Range<usize>, error: std::io::Error) -> Error {
+        let error =
+            std::io::Error::new(error.kind(), format!("`{}` rows {}..{}: {error}", info.source, rows.start, rows.end));
+        Error::Io { file: self.file.path().to_path_buf(), error }
+    }
+
+    fn read_rows_through_hdf5(&self, info: &StreamInfo, rows: Range<usize>) -> Result<HostVec> {
         let dataset = self.file.dataset(&info.source)?;
         let data = self.file.read_rows(&dataset, &info.source, info.dtype, rows.clone())?;
         let expected = rows.len() * info.channels();
@@ -230,9 +313,43 @@ impl Dataset {
     }
 }
 
-/// Rows `rows` of a row-major `[N, channels]` array.
-pub(crate) fn slice_rows(data: &HostVec, rows: Range<usize>, channels: usize) -> HostVec {
-    with_host_data!(HostVec, data, |v: T| <T as Element>::vec(v[rows.start * channels..rows.end * channels].to_vec()))
+impl Dataset {
+    /// Where the rows of `info`'s dataset lie (found once per dataset) and
+    /// the file to read them from; `None` when HDF5 must read it. A layout
+    /// is used only after its first and last rows read directly equal what
+    /// HDF5 reads.
+    fn row_layout(&self, info: &StreamInfo) -> Option<(Arc<RowLayout>, &File)> {
+        let raw = self.raw.as_ref()?;
+        let mut layouts = self.layouts.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(layout) = layouts.get(&info.source) {
+            return layout.clone().map(|layout| (layout, raw));
+        }
+        let layout = self
+            .file
+            .dataset(&info.source)
+            .ok()
+            .and_then(|dataset| RowLayout::of(&dataset, info.dtype, info.step_bytes()))
+            .filter(|layout| {
+                let last = layout.rows().min(info.len).saturating_sub(1);
+                [0..1, last..last + 1].into_iter().all(|rows| {
+                    let direct = layout.read(raw, info.dtype, rows.clone());
+                    let library = self.read_rows_through_hdf5(info, rows);
+                    matches!((direct, library), (Ok(d), Ok(l)) if d.as_slice().as_bytes() == l.as_slice().as_bytes())
+                })
+            })
+            .map(Arc::new);
+        tracing::trace!(source = %info.source, direct = layout.is_some(), "row layout");
+        layouts.insert(info.source.clone(), layout.clone());
+        layout.map(|layout| (layout, raw))
+    }
+}
+
+/// The bytes of `data` (bool as one byte, 0 or 1).
+fn host_bytes(data: &HostVec) -> &[u8] {
+    match data {
+        HostVec::Bool(v) => bytemuck::cast_slice(v),
+        other => other.as_slice().as_bytes(),
+    }
 }
 
 #[cfg(test)]

@@ -28,16 +28,19 @@ pub(crate) struct Hdf5File {
 }
 
 impl Hdf5File {
-    /// Opens `path` read-only after checking the HDF5 signature, so a file
-    /// of another kind gets [`Error::NotHdf5`] rather than a library message.
+    /// Opens `path` read-only, without HDF5's file lock, after checking the
+    /// HDF5 signature, so a file of another kind gets [`Error::NotHdf5`]
+    /// rather than a library message.
     pub fn open(path: &Path) -> Result<Self> {
         check_signature(path)?;
         hdf5::silence_errors(true);
-        let file = hdf5::File::open(path).map_err(|e| Error::Hdf5 {
-            file: path.to_path_buf(),
-            location: "/".into(),
-            message: e.to_string(),
-        })?;
+        // No file lock: robocache only reads, and HDF5's locks fail on many
+        // network file systems and while any other process (even a child
+        // that inherited a writer's descriptor) holds the file.
+        let file = hdf5::File::with_options()
+            .with_fapl(|fapl| fapl.file_locking(false))
+            .open(path)
+            .map_err(|e| Error::Hdf5 { file: path.to_path_buf(), location: "/".into(), message: e.to_string() })?;
         Ok(Hdf5File { path: path.to_path_buf(), file })
     }
 

@@ -3,8 +3,10 @@
 //!
 //! - [`Dataset::open`] detects the layout ([`Format`]) and reads metadata
 //!   only: episodes, streams (dtype, per-step shape, timeline, channel kind),
-//!   language instructions. Data is read per window as HDF5 hyperslabs, with
-//!   an optional byte-budgeted cache of low-dimensional streams.
+//!   language instructions. Data is read per window: rows of uncompressed
+//!   datasets with positioned reads from any number of threads at once,
+//!   others as HDF5 hyperslabs; an optional byte-budgeted cache keeps
+//!   low-dimensional streams.
 //! - [`StepWindows`]: robomimic's `SequenceDataset` windows (`seq_length`,
 //!   `frame_stack`, padding by repeating the edge step, pad masks).
 //! - [`TimeWindows`]: anchors on a policy clock and their target times; the
@@ -32,6 +34,7 @@
 mod cache;
 mod calvin_convert;
 mod dataset;
+mod direct_read;
 mod error;
 mod formats;
 mod hdf5_file;

@@ -64,6 +64,7 @@ fn rows_come_from_hyperslabs_and_the_cache_alike() {
     let (_dir, path) = fixture("robomimic", "lift.hdf5", &[]);
     let plain = Dataset::open(&path).unwrap();
     let cached = Dataset::open_with(&path, &OpenOptions { cache_bytes: 1 << 20, ..Default::default() }).unwrap();
+    let library = Dataset::open_with(&path, &OpenOptions { hdf5_reads_only: true, ..Default::default() }).unwrap();
     for episode in 0..plain.len() {
         for stream in ["actions", "obs/robot0_eef_pos", "obs/agentview_image", "states", "dones"] {
             let all = plain.read_stream(episode, stream).unwrap();
@@ -72,6 +73,7 @@ fn rows_come_from_hyperslabs_and_the_cache_alike() {
             for (start, end) in [(0, len), (len / 2, len), (0, 1), (len - 1, len)] {
                 let rows = plain.read_rows(episode, stream, start..end).unwrap();
                 assert_eq!(rows, cached.read_rows(episode, stream, start..end).unwrap());
+                assert_eq!(rows, library.read_rows(episode, stream, start..end).unwrap());
                 assert_eq!(rows.len(), (end - start) * channels);
                 let expected = match &all {
                     HostVec::F32(v) => HostVec::F32(v[start * channels..end * channels].to_vec()),
@@ -81,9 +83,17 @@ fn rows_come_from_hyperslabs_and_the_cache_alike() {
                     other => panic!("unexpected dtype {}", other.dtype()),
                 };
                 assert_eq!(rows, expected);
+                // The same rows as bytes, written into a caller's buffer.
+                for dataset in [&plain, &cached, &library] {
+                    let mut bytes = vec![0xAA; rows.as_slice().as_bytes().len()];
+                    dataset.read_rows_into(episode, stream, start..end, &mut bytes).unwrap();
+                    assert_eq!(bytes, rows.as_slice().as_bytes(), "{stream} rows {start}..{end}");
+                }
             }
         }
     }
+    let err = plain.read_rows_into(0, "actions", 0..2, &mut [0; 7]).unwrap_err().to_string();
+    assert!(err.contains("rows 0..2 of stream `actions`") && err.contains("not the 7 bytes"), "{err}");
     let usage = cached.cache_usage();
     assert!(usage.hits > 0 && usage.bytes <= usage.budget, "{usage:?}");
     let err = plain.read_rows(0, "actions", 5..9).unwrap_err().to_string();

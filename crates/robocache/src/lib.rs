@@ -40,6 +40,7 @@
 //! # Ok::<(), robocache::Error>(())
 //! ```
 
+mod batch_buffer;
 mod cuda;
 mod device;
 mod error;

@@ -18,8 +18,6 @@ pub struct Tensor {
 #[derive(Clone, Debug)]
 pub(crate) enum Storage {
     Host(HostVec),
-    // Only constructed with the `cuda` feature.
-    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     Device(DeviceStorage),
 }
 
@@ -48,18 +46,9 @@ impl Tensor {
         }
     }
 
-    /// Like [`Tensor::from_host_vec`], but on a CUDA device staged in
-    /// page-locked memory and copied on the device's copy stream (returns
-    /// once the copy is queued; the device's later work waits for it).
-    pub(crate) fn from_host_vec_staged(device: &Device, data: HostVec, shape: &[usize]) -> Result<Self> {
-        check_elements("tensor", shape, data.len())?;
-        match device {
-            Device::Cpu => Ok(Tensor::host(device, data, shape.to_vec())),
-            Device::Cuda(cuda) => {
-                let storage = Storage::Device(cuda.upload_staged(data.as_slice())?);
-                Ok(Tensor { device: device.clone(), shape: shape.to_vec(), dtype: data.dtype(), storage })
-            }
-        }
+    /// A tensor over device memory already filled (a staged upload).
+    pub(crate) fn from_device_storage(device: &Device, storage: DeviceStorage, dtype: DType, shape: &[usize]) -> Self {
+        Tensor { device: device.clone(), shape: shape.to_vec(), dtype, storage: Storage::Device(storage) }
     }
 
     pub(crate) fn host(device: &Device, data: HostVec, shape: Vec<usize>) -> Self {

@@ -10,9 +10,10 @@
 //!   the stream. Angle channels are unwrapped along each window first, so the
 //!   result is continuous inside a window and equals the angle modulo 2π.
 
-use robocache_cpu::{with_host_data, Boundary, Element, HostVec, ResampleSpec};
+use robocache_cpu::{Boundary, DType, Element, HostVec, ResampleSpec};
 use robocache_datasets::{Dataset, StepWindows, StreamInfo, TimeWindows};
 
+use crate::batch_buffer::BatchBuffer;
 use crate::{Device, Error, Result, StreamInput, TargetTimes, Tensor, TimeAxis};
 
 /// One stream of a batch.
@@ -88,19 +89,30 @@ impl Device {
         let rate = dataset.info().rate_hz;
         let mut out = Vec::with_capacity(streams.len());
         for &name in streams {
-            let mut parts = Vec::with_capacity(cut.len());
             let mut mask = Vec::with_capacity(cut.len() * steps);
-            for window in &cut {
-                parts.push(dataset.read_step_window(window, name)?);
+            let Some(first) = cut.first() else {
+                out.push(empty_stream(self, name, steps)?);
+                continue;
+            };
+            let info = dataset.stream(first.episode, name)?.1;
+            let row_bytes = info.step_bytes();
+            let mut data = BatchBuffer::new(self, info.dtype, cut.len() * steps * info.channels())?;
+            for (window, bytes) in cut.iter().zip(data.as_mut_bytes().chunks_exact_mut(steps * row_bytes.max(1))) {
+                let part = dataset.read_step_window(window, name)?;
+                if part.dtype() != info.dtype || part.len() * part.dtype().size_in_bytes() != bytes.len() {
+                    return Err(Error::Dataset(robocache_datasets::Error::Invalid(format!(
+                        "stream `{name}` is {} {:?} in episode {} but {} ({} elements a window) in episode {}: a batch needs one layout per stream",
+                        info.dtype, info.step_shape, first.episode, part.dtype(), part.len(), window.episode
+                    ))));
+                }
+                bytes.copy_from_slice(host_bytes(&part));
                 mask.extend(window.pad_mask());
             }
-            let info = dataset.stream(cut.first().map_or(0, |w| w.episode), name)?.1;
-            let data = concat_same_dtype(name, parts)?;
             let mut shape = vec![cut.len(), steps];
             shape.extend(&info.step_shape);
             out.push(BatchStream {
                 name: name.to_owned(),
-                data: Tensor::from_host_vec_staged(self, data, &shape)?,
+                data: data.into_tensor(self, &shape, name)?,
                 valid: Tensor::from_host_vec(self, HostVec::Bool(mask), &[cut.len(), steps])?,
             });
         }
@@ -146,7 +158,9 @@ impl Device {
         let targets = Tensor::from_slice(self, &targets, &[batch, steps])?;
         let mut out = Vec::with_capacity(streams.len());
         for &name in streams {
-            let mut parts = Vec::with_capacity(batch);
+            // First the rows each window needs, then one buffer for the
+            // batch that every window's rows are read into.
+            let mut row_ranges = Vec::with_capacity(batch);
             let mut row_times = Vec::with_capacity(batch);
             let mut info: Option<&StreamInfo> = None;
             for window in &cut {
@@ -165,10 +179,8 @@ impl Device {
                 let times = dataset.times(window.episode, name)?;
                 let wanted = windows.targets(window);
                 let rows = times.rows_covering(wanted[0], wanted[wanted.len() - 1]);
-                let mut part = dataset.read_rows(window.episode, name, rows.clone())?;
-                unwrap_angles(name, &mut part, rows.len(), stream)?;
-                parts.push((part, rows.len()));
-                row_times.push(rows.map(|i| times.time(i)).collect::<Vec<f64>>());
+                row_times.push(rows.clone().map(|i| times.time(i)).collect::<Vec<f64>>());
+                row_ranges.push(rows);
             }
             let Some(info) = info else {
                 out.push(empty_stream(self, name, steps)?);
@@ -184,8 +196,21 @@ impl Device {
                 let last = t[t.len() - 1];
                 times.extend((1..=longest - t.len()).map(|k| last + k as f64));
             }
-            let data = pad_rows(name, parts, channels, longest)?;
-            let data = Tensor::from_host_vec_staged(self, data, &[batch, longest, channels])?;
+            let row_bytes = info.step_bytes();
+            let mut data = BatchBuffer::new(self, info.dtype, batch * longest * channels)?;
+            for (window, (rows, bytes)) in
+                cut.iter().zip(row_ranges.iter().zip(data.as_mut_bytes().chunks_exact_mut(longest * row_bytes.max(1))))
+            {
+                let (read, padding) = bytes.split_at_mut(rows.len() * row_bytes);
+                dataset.read_rows_into(window.episode, name, rows.clone(), read)?;
+                unwrap_angles(name, read, rows.len(), info)?;
+                // Rows shorter than the longest repeat their last sample.
+                let last = &read[read.len() - row_bytes..];
+                for row in padding.chunks_exact_mut(row_bytes.max(1)) {
+                    row.copy_from_slice(last);
+                }
+            }
+            let data = data.into_tensor(self, &[batch, longest, channels], name)?;
             let times = Tensor::from_host_vec(self, HostVec::F64(times), &[batch, longest])?;
             let lengths = Tensor::from_host_vec(self, HostVec::U32(lengths), &[batch])?;
             let stream = StreamInput::new(&data, TimeAxis::Tensor(&times)).with_lengths(&lengths);
@@ -218,63 +243,47 @@ fn empty_stream(device: &Device, name: &str, steps: usize) -> Result<BatchStream
     })
 }
 
-/// Parts of one dtype concatenated.
-fn concat_same_dtype(name: &str, parts: Vec<HostVec>) -> Result<HostVec> {
-    let mut parts = parts.into_iter();
-    let Some(first) = parts.next() else { return Ok(HostVec::F32(Vec::new())) };
-    with_host_data!(HostVec, first, |head: T| {
-        let mut all = head;
-        for part in parts {
-            let dtype = part.dtype();
-            let more = T::from_host_vec(part).map_err(|_| mixed_dtypes(name, T::DTYPE, dtype))?;
-            all.extend(more);
-        }
-        Ok(<T as Element>::vec(all))
-    })
-}
-
-/// Parts `[rows_b, channels]` into `[B, longest, channels]`, each padded by
-/// repeating its last row.
-fn pad_rows(name: &str, parts: Vec<(HostVec, usize)>, channels: usize, longest: usize) -> Result<HostVec> {
-    let dtype = parts.first().map_or(robocache_cpu::DType::F32, |(p, _)| p.dtype());
-    let mut padded = Vec::with_capacity(parts.len());
-    for (part, rows) in parts {
-        if part.dtype() != dtype {
-            return Err(mixed_dtypes(name, dtype, part.dtype()));
-        }
-        padded.push(with_host_data!(HostVec, part, |v: T| {
-            let mut v = v;
-            let last = v[(rows - 1) * channels..rows * channels].to_vec();
-            for _ in rows..longest {
-                v.extend_from_slice(&last);
-            }
-            <T as Element>::vec(v)
-        }));
+/// The bytes of `data` (bool as one byte, 0 or 1).
+fn host_bytes(data: &HostVec) -> &[u8] {
+    match data {
+        HostVec::Bool(v) => bytemuck::cast_slice(v),
+        other => other.as_slice().as_bytes(),
     }
-    concat_same_dtype(name, padded)
 }
 
-fn mixed_dtypes(name: &str, first: robocache_cpu::DType, other: robocache_cpu::DType) -> Error {
-    Error::Dataset(robocache_datasets::Error::Invalid(format!(
-        "stream `{name}` is {first} in one episode and {other} in another: a batch needs one dtype per stream"
-    )))
-}
-
-/// Unwraps the angle channels of `rows` consecutive samples in place: each
-/// step's jump is brought into [−π, π] by whole turns.
-fn unwrap_angles(name: &str, data: &mut HostVec, rows: usize, info: &StreamInfo) -> Result<()> {
+/// Unwraps the angle channels of the `rows` samples in `data` (the bytes
+/// of a float stream) in place: each step's jump is brought into [−π, π] by
+/// whole turns.
+fn unwrap_angles(name: &str, data: &mut [u8], rows: usize, info: &StreamInfo) -> Result<()> {
     let channels = info.channels().max(1);
     let ranges = info.kind.angle_channels(channels);
     if ranges.is_empty() || rows < 2 {
         return Ok(());
     }
-    if !info.dtype.is_float() {
-        return Err(Error::Dataset(robocache_datasets::Error::Invalid(format!(
-            "stream `{name}` has angle channels but dtype {}: angles need a float dtype",
-            info.dtype
-        ))));
+    fn typed<T: Element + bytemuck::Pod>(data: &mut [u8], channels: usize, ranges: &[std::ops::Range<usize>]) {
+        match bytemuck::try_cast_slice_mut::<u8, T>(data) {
+            Ok(values) => unwrap_angle_channels(values, channels, ranges),
+            // Batch buffers are allocated for their dtype and every row
+            // starts at a multiple of the element size.
+            Err(_) => {
+                let mut values = vec![T::zeroed(); data.len() / size_of::<T>()];
+                bytemuck::cast_slice_mut::<T, u8>(&mut values).copy_from_slice(data);
+                unwrap_angle_channels(&mut values, channels, ranges);
+                data.copy_from_slice(bytemuck::cast_slice(&values));
+            }
+        }
     }
-    with_host_data!(HostVec, data, |v: T| unwrap_angle_channels(&mut v[..rows * channels], channels, &ranges));
+    match info.dtype {
+        DType::F16 => typed::<robocache_cpu::half::f16>(data, channels, &ranges),
+        DType::BF16 => typed::<robocache_cpu::half::bf16>(data, channels, &ranges),
+        DType::F32 => typed::<f32>(data, channels, &ranges),
+        DType::F64 => typed::<f64>(data, channels, &ranges),
+        other => {
+            return Err(Error::Dataset(robocache_datasets::Error::Invalid(format!(
+                "stream `{name}` has angle channels but dtype {other}: angles need a float dtype"
+            ))))
+        }
+    }
     Ok(())
 }
 

@@ -48,6 +48,17 @@ pub struct Args {
     /// Demos in the synthetic dataset.
     #[arg(long, default_value_t = 64)]
     episodes: usize,
+    /// Threads assembling batches (more help when images are streamed:
+    /// reads of uncompressed datasets run in parallel).
+    #[arg(long, default_value_t = 2)]
+    workers: usize,
+    /// Read every dataset through the HDF5 library (one thread at a time)
+    /// rather than with parallel positioned reads (for comparison).
+    #[arg(long)]
+    hdf5_reads_only: bool,
+    /// Batches assembled ahead of the consumer.
+    #[arg(long, default_value_t = 4)]
+    prefetch: usize,
     /// Seed of the synthetic dataset and the shuffles.
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -75,7 +86,10 @@ pub fn run(args: Args) -> Result<()> {
             path
         }
     };
-    let dataset = Arc::new(Dataset::open_with(&path, &OpenOptions { cache_bytes: 256 << 20, ..Default::default() })?);
+    let dataset = Arc::new(Dataset::open_with(
+        &path,
+        &OpenOptions { cache_bytes: 256 << 20, hdf5_reads_only: args.hdf5_reads_only, ..Default::default() },
+    )?);
     let streams: Vec<String> = if args.streams.is_empty() {
         dataset.episode(0)?.streams.iter().filter(|s| !s.is_image()).map(|s| s.name.clone()).collect()
     } else {
@@ -83,7 +97,12 @@ pub fn run(args: Args) -> Result<()> {
     };
     let names: Vec<&str> = streams.iter().map(String::as_str).collect();
     let windows = WindowSpec::Times(TimeWindowSpec { hz: args.hz, history: args.history, horizon: args.horizon });
-    let config = LoaderConfig { seed: args.seed, ..LoaderConfig::new(&names, windows, args.batch) };
+    let config = LoaderConfig {
+        seed: args.seed,
+        workers: args.workers.max(1),
+        prefetch: args.prefetch.max(1),
+        ..LoaderConfig::new(&names, windows, args.batch)
+    };
     let setup = Instant::now();
     let loader = Loader::new(&device, dataset.clone(), config)?;
     let setup_s = setup.elapsed().as_secs_f64();
@@ -127,6 +146,8 @@ pub fn run(args: Args) -> Result<()> {
             "resident_bytes": loader.resident_bytes(),
             "setup_s": setup_s,
             "step_ms": args.step_ms,
+            "workers": args.workers.max(1),
+            "prefetch": args.prefetch.max(1),
             "telemetry": report,
         });
         return print_out(&format!("{}\n", serde_json::to_string_pretty(&json)?));
@@ -146,12 +167,13 @@ pub fn run(args: Args) -> Result<()> {
     );
     let _ = writeln!(
         out,
-        "loader: {} windows of {} targets at {} Hz, batches of {}, {} streams ({:.1} MB resident on the device, set up in {:.2} s)",
+        "loader: {} windows of {} targets at {} Hz, batches of {}, {} streams, {} workers ({:.1} MB resident on the device, set up in {:.2} s)",
         loader.windows(),
         args.history + args.horizon,
         args.hz,
         args.batch,
         streams.len(),
+        args.workers.max(1),
         loader.resident_bytes() as f64 / 1e6,
         setup_s
     );

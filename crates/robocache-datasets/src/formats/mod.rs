@@ -29,6 +29,9 @@ pub struct OpenOptions {
     /// Bytes of low-dimensional streams kept in memory after their first read
     /// (0: no cache; every window reads from the file).
     pub cache_bytes: usize,
+    /// Read every dataset through the HDF5 library (one thread at a time),
+    /// never with the positioned reads used for uncompressed datasets.
+    pub hdf5_reads_only: bool,
 }
 
 /// The layout of `file`: its `robocache_layout` attribute, else its structure.

@@ -47,7 +47,11 @@ impl CudaDevice {
         match self.never {}
     }
 
-    pub(crate) fn upload_staged(&self, _: robocache_cpu::HostSlice<'_>) -> crate::Result<DeviceStorage> {
+    pub(crate) fn lend_staging(&self, _: usize) -> crate::Result<StagingBuffer> {
+        match self.never {}
+    }
+
+    pub(crate) fn upload_staging(&self, _: StagingBuffer) -> crate::Result<DeviceStorage> {
         match self.never {}
     }
 
@@ -168,5 +172,15 @@ impl CudaDevice {
 
     pub(crate) fn duplicate(&self, _: &DeviceStorage, _: usize) -> crate::Result<DeviceStorage> {
         match self.never {}
+    }
+}
+
+/// Page-locked staging memory (none can be made without the `cuda` feature).
+#[derive(Debug)]
+pub(crate) enum StagingBuffer {}
+
+impl StagingBuffer {
+    pub(crate) fn as_mut_bytes(&mut self) -> &mut [u8] {
+        match *self {}
     }
 }

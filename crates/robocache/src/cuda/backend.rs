@@ -6,7 +6,7 @@ use std::fmt;
 use robocache_cpu::{DType, HostSlice, HostVec};
 use robocache_cuda::{CudaContext, DeviceBytes};
 
-use super::staging::StagingPool;
+use super::staging::{StagingBuffer, StagingPool};
 use crate::{Error, Result};
 
 /// A CUDA device (its primary context, stream and kernel module cache).
@@ -101,14 +101,16 @@ impl CudaDevice {
         self.context.synchronize().map_err(cuda_error)
     }
 
-    /// `data` on the device through the staging pool: page-locked memory and
-    /// the copy stream (see `staging`); returns once the copy is queued.
-    pub(crate) fn upload_staged(&self, data: HostSlice<'_>) -> Result<DeviceStorage> {
-        let bytes = match data {
-            HostSlice::Bool(v) => bytemuck::cast_slice(v),
-            other => other.as_bytes(),
-        };
-        self.staging.upload(&self.context, bytes).map(DeviceStorage::new)
+    /// `len` bytes of page-locked memory from the staging pool, to assemble
+    /// an upload in (see `staging`).
+    pub(crate) fn lend_staging(&self, len: usize) -> Result<StagingBuffer> {
+        self.staging.lend(&self.context, len)
+    }
+
+    /// The bytes of `lent` on the device, copied on the copy stream; returns
+    /// once the copy is queued.
+    pub(crate) fn upload_staging(&self, lent: StagingBuffer) -> Result<DeviceStorage> {
+        self.staging.upload_lent(&self.context, lent).map(DeviceStorage::new)
     }
 
     /// Sets the most page-locked memory the staging pool holds.

@@ -21,11 +21,13 @@ mod voxelize;
 #[cfg(not(feature = "cuda"))]
 pub use absent::CudaDevice;
 #[cfg(not(feature = "cuda"))]
-pub(crate) use absent::{DeviceEvent, DeviceStorage};
+pub(crate) use absent::{DeviceEvent, DeviceStorage, StagingBuffer};
 #[cfg(feature = "cuda")]
 pub use backend::CudaDevice;
 #[cfg(feature = "cuda")]
 pub(crate) use backend::DeviceStorage;
+#[cfg(feature = "cuda")]
+pub(crate) use staging::StagingBuffer;
 #[cfg(feature = "cuda")]
 pub(crate) use timing::DeviceEvent;
 

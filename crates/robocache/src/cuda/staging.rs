@@ -1,15 +1,18 @@
 //! Pinned staging of host data on its way to the device, within a byte budget.
 //!
-//! A streamed batch (image rows read from a file) is copied into page-locked
-//! host memory and uploaded on the context's copy stream, so the reading
+//! A streamed batch (image rows read from a file) is assembled in
+//! page-locked host memory lent by the pool ([`StagingPool::lend`]: the
+//! reader writes the rows straight into it) and uploaded from there on the
+//! context's copy stream ([`StagingPool::upload_lent`]), so the reading
 //! thread goes on at once and the copy overlaps the kernels queued before
 //! it; the stream's later work waits for the copy. A staging buffer comes
-//! back to the pool when its copy has completed. The pool never holds more
+//! back to the pool when its copy has completed, or at once when it is
+//! dropped without an upload. The pool never holds more
 //! than its budget of page-locked memory, except one buffer for a single
 //! upload larger than the whole budget: an upload that does not fit waits
 //! for earlier copies to complete, then frees idle buffers to make room.
 
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use robocache_cuda::{CudaContext, DeviceBytes, Event, PinnedBuffer};
 
@@ -55,12 +58,21 @@ impl StagingPool {
         Ok((state.budget, state.peak))
     }
 
-    /// `bytes` on the device: staged in page-locked memory, copied on the
-    /// copy stream, ordered before the stream's later work.
-    pub(crate) fn upload(&self, context: &CudaContext, bytes: &[u8]) -> Result<DeviceBytes> {
-        let mut buffer = self.acquire(context, bytes.len())?;
-        buffer.as_mut_slice()[..bytes.len()].copy_from_slice(bytes);
-        let queued = context.alloc(bytes.len()).and_then(|mut dest| {
+    /// `len` bytes of page-locked memory to assemble an upload in, within
+    /// the budget (waiting for earlier copies when it is spent).
+    pub(crate) fn lend(self: &Arc<Self>, context: &CudaContext, len: usize) -> Result<StagingBuffer> {
+        let buffer = self.acquire(context, len)?;
+        Ok(StagingBuffer { pool: self.clone(), buffer: Some(buffer), len })
+    }
+
+    /// The bytes of `lent` on the device: copied on the copy stream, ordered
+    /// before the stream's later work; the buffer returns to the pool once
+    /// the copy has completed.
+    pub(crate) fn upload_lent(&self, context: &CudaContext, mut lent: StagingBuffer) -> Result<DeviceBytes> {
+        let Some(buffer) = lent.buffer.take() else {
+            return Err(Error::Cuda("staging pool: a lent buffer was uploaded twice".into()));
+        };
+        let queued = context.alloc(lent.len).and_then(|mut dest| {
             // SAFETY: `buffer` stays in the pool's `copying` list, neither
             // written nor dropped, until the returned event has completed.
             let event = unsafe { context.upload_on_copy_stream(&buffer, &mut dest) }?;
@@ -128,6 +140,37 @@ impl StagingPool {
             }
         }
         Ok(state)
+    }
+}
+
+/// Page-locked memory lent by a [`StagingPool`]: written by the caller,
+/// then uploaded with [`StagingPool::upload_lent`]; dropped unused, it goes
+/// back to the pool.
+#[derive(Debug)]
+pub(crate) struct StagingBuffer {
+    pool: Arc<StagingPool>,
+    buffer: Option<PinnedBuffer>,
+    len: usize,
+}
+
+impl StagingBuffer {
+    /// The `len` bytes asked for.
+    pub(crate) fn as_mut_bytes(&mut self) -> &mut [u8] {
+        match &mut self.buffer {
+            Some(buffer) => &mut buffer.as_mut_slice()[..self.len],
+            None => &mut [],
+        }
+    }
+}
+
+impl Drop for StagingBuffer {
+    fn drop(&mut self) {
+        if let Some(buffer) = self.buffer.take() {
+            if let Ok(mut state) = self.pool.state.lock() {
+                state.idle.push(buffer);
+            }
+            self.pool.returned.notify_all();
+        }
     }
 }
 
