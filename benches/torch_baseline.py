@@ -129,6 +129,9 @@ def check(kind, ours, theirs):
         if not torch.equal(valid.to(torch.bool), theirs["valid"].to(torch.bool)):
             return "valid masks differ", difference
         return ("ok" if difference <= 1.0 else f"values differ by {difference:.1f} ulp"), difference
+    if kind == "copy":
+        equal = torch.equal(ours, theirs["out"])
+        return ("ok" if equal else "copies differ"), 0.0 if equal else None
     if kind == "voxel_count":
         equal = torch.equal(ours[0].to(torch.int64), theirs["grid"].to(torch.int64))
         return ("ok" if equal else "counts differ"), 0.0 if equal else None
@@ -184,6 +187,8 @@ def run_workload(directory, repeats, compile_too, evict, device):
         fn = resample
     elif kind == "fusion":
         fn = fusion
+    elif kind == "copy":
+        fn = torch.clone
     elif kind == "voxel_count":
         grid = Grid(params, device)
         fn = lambda p: voxel_count(p, grid)  # noqa: E731

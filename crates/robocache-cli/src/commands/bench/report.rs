@@ -132,6 +132,7 @@ pub fn markdown(report: &Report) -> String {
         (Group::Spec, "SPEC §7 workloads"),
         (Group::BatchSweep, "Resample bf16 500→250, D=256, over the batch size"),
         (Group::ChannelSweep, "Resample bf16 500→250, B=64, over D"),
+        (Group::Latency, "Latency floor: the least a call takes on a cold cache"),
     ] {
         if report.results.iter().any(|m| m.group == group) {
             let _ = writeln!(out, "### {title}\n\n{}", table(&report.results, group));

@@ -22,6 +22,9 @@ pub enum Group {
     BatchSweep,
     /// Resample 500→250 at B=64 over the channel count.
     ChannelSweep,
+    /// The least a call can take on a cold cache: a 16-byte device copy and
+    /// the smallest resample.
+    Latency,
 }
 
 /// One set of inputs, by name (the names the baseline script reads).
@@ -39,7 +42,7 @@ pub struct Workload {
     pub id: String,
     pub name: String,
     pub group: Group,
-    /// `resample`, `fusion`, `voxel_count` or `voxel_mean`.
+    /// `resample`, `fusion`, `voxel_count`, `voxel_mean` or `copy`.
     pub kind: &'static str,
     /// The SPEC §7 target, in µs.
     pub target_us: Option<f64>,
@@ -283,7 +286,29 @@ pub fn gpu_workloads() -> Vec<Workload> {
     for channels in [7, 32, 128, 512, 2048] {
         all.push(sweep(resample(bf, 64, 500, 250, channels), Group::ChannelSweep, channels));
     }
+    all.push(copy(16));
+    all.push(Workload { group: Group::Latency, ..resample(bf, 1, 2, 1, 8) });
     all
+}
+
+/// A device-to-device copy of `bytes` bytes (one allocation, one copy):
+/// with a tiny size, what any call costs on a cold cache.
+fn copy(bytes: usize) -> Workload {
+    Workload {
+        id: format!("copy_{bytes}b"),
+        name: format!("device copy of {bytes} bytes"),
+        group: Group::Latency,
+        kind: "copy",
+        target_us: None,
+        sweep_x: None,
+        bytes: 2 * bytes as u64,
+        params: serde_json::json!({"bytes": bytes}),
+        make_inputs: Box::new(move |device| {
+            let data: Vec<u8> = (0..bytes).map(|i| i as u8).collect();
+            Ok(vec![("x".into(), Tensor::from_slice(device, &data, &[bytes])?)])
+        }),
+        call: Box::new(|_, inputs| Ok(vec![("out".into(), inputs[0].1.duplicate()?)])),
+    }
 }
 
 /// The CPU set: the shapes `benches/cpu_vs_numpy.py` times in NumPy (f32).
