@@ -216,7 +216,7 @@ impl Dataset {
         }
         if self.cacheable(info) {
             let whole = self.cached_stream(episode, index, info)?;
-            out.copy_from_slice(&host_bytes(&whole)[rows.start * row_bytes..rows.end * row_bytes]);
+            out.copy_from_slice(&whole.as_slice().as_bytes()[rows.start * row_bytes..rows.end * row_bytes]);
             return Ok(());
         }
         if let Some((layout, raw)) = self.row_layout(info) {
@@ -225,7 +225,7 @@ impl Dataset {
             }
         }
         let read = self.read_rows_through_hdf5(info, rows)?;
-        out.copy_from_slice(host_bytes(&read));
+        out.copy_from_slice(read.as_slice().as_bytes());
         Ok(())
     }
 
@@ -341,14 +341,6 @@ impl Dataset {
         tracing::trace!(source = %info.source, direct = layout.is_some(), "row layout");
         layouts.insert(info.source.clone(), layout.clone());
         layout.map(|layout| (layout, raw))
-    }
-}
-
-/// The bytes of `data` (bool as one byte, 0 or 1).
-fn host_bytes(data: &HostVec) -> &[u8] {
-    match data {
-        HostVec::Bool(v) => bytemuck::cast_slice(v),
-        other => other.as_slice().as_bytes(),
     }
 }
 

@@ -105,7 +105,7 @@ impl Device {
                         info.dtype, info.step_shape, first.episode, part.dtype(), part.len(), window.episode
                     ))));
                 }
-                bytes.copy_from_slice(host_bytes(&part));
+                bytes.copy_from_slice(part.as_slice().as_bytes());
                 mask.extend(window.pad_mask());
             }
             let mut shape = vec![cut.len(), steps];
@@ -241,14 +241,6 @@ fn empty_stream(device: &Device, name: &str, steps: usize) -> Result<BatchStream
         data: Tensor::from_host_vec(device, HostVec::F32(Vec::new()), &[0, steps])?,
         valid: Tensor::from_host_vec(device, HostVec::Bool(Vec::new()), &[0, steps])?,
     })
-}
-
-/// The bytes of `data` (bool as one byte, 0 or 1).
-fn host_bytes(data: &HostVec) -> &[u8] {
-    match data {
-        HostVec::Bool(v) => bytemuck::cast_slice(v),
-        other => other.as_slice().as_bytes(),
-    }
 }
 
 /// Unwraps the angle channels of the `rows` samples in `data` (the bytes
