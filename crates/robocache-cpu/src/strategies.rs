@@ -344,15 +344,15 @@ fn coordinate() -> impl Strategy<Value = f32> {
     ]
 }
 
-/// Voxelization cases: 0–200 points, 1–3 clouds, grids up to 8³ with
-/// per-axis voxel sizes, every mode.
+/// Voxelization cases: 0–200 points, 1–3 clouds, 1–5 features, grids up to
+/// 8³ with per-axis voxel sizes, every mode.
 pub fn voxel_case() -> impl Strategy<Value = VoxelCase> {
     let mode =
         prop_oneof![Just(VoxelMode::Occupancy), Just(VoxelMode::Count), Just(VoxelMode::Mean), Just(VoxelMode::Max)];
     let grid = (vec(-1.0f32..1.0, 3), vec(prop_oneof![Just(0.25f32), 0.1f32..1.0], 3), vec(1usize..=8, 3)).prop_map(
         |(o, s, d)| VoxelGrid { origin: [o[0], o[1], o[2]], voxel_size: [s[0], s[1], s[2]], dims: [d[0], d[1], d[2]] },
     );
-    (0usize..200, 1usize..=3, 1usize..=4, mode, grid).prop_flat_map(|(n, clouds, f, mode, grid)| {
+    (0usize..200, 1usize..=3, 1usize..=5, mode, grid).prop_flat_map(|(n, clouds, f, mode, grid)| {
         let features = matches!(mode, VoxelMode::Mean | VoxelMode::Max);
         (
             vec(coordinate(), n * 3),

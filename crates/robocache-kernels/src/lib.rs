@@ -132,16 +132,23 @@ pub enum Kernel {
     VoxelFill,
     /// Decodes the order-preserving max encoding in place.
     VoxelMaxDecode,
-    /// Scan pass 1: the sum of each tile of voxel counts.
-    VoxelTileSums,
-    /// Scan pass 2: exclusive scan of the tile sums (one block).
-    VoxelScanTileSums,
-    /// Scan pass 3: each tile's exclusive scan plus its offset.
-    VoxelScanTiles,
-    /// Places point indices into their voxels' segments (atomic cursors).
+    /// Exclusive scan of the voxel counts into segment starts (one pass,
+    /// decoupled look-back).
+    VoxelScan,
+    /// Places point indices into their voxels' segments (start + slot).
     VoxelPlace,
-    /// Mean per voxel in point order (up to 16 points; lists heavier voxels).
+    /// Mean per voxel in point order, any F (up to 16 points; lists heavier
+    /// voxels).
     VoxelMean,
+    /// [`Kernel::VoxelMean`] for F = 1, four voxels a thread.
+    VoxelMeanF1,
+    /// [`Kernel::VoxelMean`] for F = 2, four voxels a thread.
+    VoxelMeanF2,
+    /// [`Kernel::VoxelMean`] for F = 3, four voxels a thread.
+    VoxelMeanF3,
+    /// [`Kernel::VoxelMean`] for F = 4 (16-byte aligned features), four
+    /// voxels a thread.
+    VoxelMeanF4,
     /// Mean of the listed heavier voxels, one block each.
     VoxelMeanHeavy,
     /// First point with an out-of-range cloud index.
@@ -154,7 +161,7 @@ pub enum Kernel {
 
 impl Kernel {
     /// Every kernel.
-    pub const ALL: [Kernel; 35] = [
+    pub const ALL: [Kernel; 37] = [
         Kernel::ResampleF16,
         Kernel::ResampleBF16,
         Kernel::ResampleF32,
@@ -181,11 +188,13 @@ impl Kernel {
         Kernel::VoxelScatter,
         Kernel::VoxelFill,
         Kernel::VoxelMaxDecode,
-        Kernel::VoxelTileSums,
-        Kernel::VoxelScanTileSums,
-        Kernel::VoxelScanTiles,
+        Kernel::VoxelScan,
         Kernel::VoxelPlace,
         Kernel::VoxelMean,
+        Kernel::VoxelMeanF1,
+        Kernel::VoxelMeanF2,
+        Kernel::VoxelMeanF3,
+        Kernel::VoxelMeanF4,
         Kernel::VoxelMeanHeavy,
         Kernel::VoxelCheckClouds,
         Kernel::AssembleWindows,
@@ -198,11 +207,13 @@ impl Kernel {
             Kernel::VoxelScatter
             | Kernel::VoxelFill
             | Kernel::VoxelMaxDecode
-            | Kernel::VoxelTileSums
-            | Kernel::VoxelScanTileSums
-            | Kernel::VoxelScanTiles
+            | Kernel::VoxelScan
             | Kernel::VoxelPlace
             | Kernel::VoxelMean
+            | Kernel::VoxelMeanF1
+            | Kernel::VoxelMeanF2
+            | Kernel::VoxelMeanF3
+            | Kernel::VoxelMeanF4
             | Kernel::VoxelMeanHeavy
             | Kernel::VoxelCheckClouds => Module::Voxelize,
             Kernel::EvictCaches => Module::Timing,
@@ -239,11 +250,13 @@ impl Kernel {
             Kernel::VoxelScatter => "voxel_scatter",
             Kernel::VoxelFill => "voxel_fill",
             Kernel::VoxelMaxDecode => "voxel_max_decode",
-            Kernel::VoxelTileSums => "voxel_tile_sums",
-            Kernel::VoxelScanTileSums => "voxel_scan_tile_sums",
-            Kernel::VoxelScanTiles => "voxel_scan_tiles",
+            Kernel::VoxelScan => "voxel_scan",
             Kernel::VoxelPlace => "voxel_place",
             Kernel::VoxelMean => "voxel_mean",
+            Kernel::VoxelMeanF1 => "voxel_mean_f1",
+            Kernel::VoxelMeanF2 => "voxel_mean_f2",
+            Kernel::VoxelMeanF3 => "voxel_mean_f3",
+            Kernel::VoxelMeanF4 => "voxel_mean_f4",
             Kernel::VoxelMeanHeavy => "voxel_mean_heavy",
             Kernel::VoxelCheckClouds => "voxel_check_clouds",
             Kernel::AssembleWindows => "assemble_windows",

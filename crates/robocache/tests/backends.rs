@@ -572,7 +572,7 @@ fn large_batches_match_reference(device: &Device) {
 
 /// Voxel means over voxels of every size class the GPU treats apart: empty,
 /// up to 16 points, up to 8192 (sorted in shared memory), and more (walked
-/// in point order), across several scan tiles of 4096 voxels; equal to the
+/// in point order); equal to the
 /// reference bit for bit, which sums in ascending point order in f64 too.
 fn voxel_mean_of_crowded_voxels(device: &Device) {
     let grid = robocache::VoxelGrid { origin: [0.0; 3], voxel_size: [1.0; 3], dims: [20, 20, 20] };
@@ -621,6 +621,59 @@ fn voxel_mean_of_crowded_voxels(device: &Device) {
     assert_eq!(bits(&got.0), bits(&want.0), "means, bit for bit");
 }
 
+/// Voxel means for every F the GPU has a kernel for (1 to 4, four voxels a
+/// thread) and one it has not (5), over a grid of 55 scan tiles (so the
+/// scan's look-back crosses windows of 32 tiles): spread points (one or two
+/// per voxel, no sort), clusters of 3 to 40 points (sorted by a network, a
+/// thread or a block) and dropped points; equal to the reference bit for bit, and the
+/// same on a second run.
+fn voxel_mean_for_every_feature_count(device: &Device) {
+    let grid = robocache::VoxelGrid { origin: [-1.0; 3], voxel_size: [0.5, 0.25, 0.5], dims: [96, 96, 96] };
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move || {
+        // splitmix64
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let extent = [48.0, 24.0, 48.0];
+    let mut positions = Vec::new();
+    for _ in 0..120_000 {
+        positions.extend((0..3).map(|axis| (-1.0 + next() * extent[axis]) as f32));
+    }
+    for _ in 0..1500 {
+        let centre: Vec<f64> = (0..3).map(|axis| -1.0 + next() * extent[axis]).collect();
+        let points = 3 + (next() * 38.0) as usize;
+        for _ in 0..points {
+            // Inside the centre's voxel or a neighbour: clusters straddle faces.
+            positions.extend(centre.iter().map(|&c| (c + (next() - 0.5) * 0.3) as f32));
+        }
+    }
+    positions.extend([100.0, 0.0, 0.0, 0.0, f32::NAN, 0.0]);
+    let n = positions.len() / 3;
+    for feature_len in 1..=5 {
+        let features: Vec<f32> = (0..n * feature_len).map(|_| ((next() - 0.5) * 2e3) as f32).collect();
+        let run = |device: &Device| {
+            let points = Tensor::from_slice(device, &positions, &[n, 3]).unwrap();
+            let features = Tensor::from_slice(device, &features, &[n, feature_len]).unwrap();
+            let input = VoxelInput { points: &points, features: Some(&features), clouds: None };
+            let out = device.voxelize(&input, &grid, robocache::VoxelMode::Mean, 1 << 26).unwrap();
+            let dropped = out.dropped_count().unwrap();
+            (out.grid.to_vec::<f32>().unwrap(), out.counts.unwrap().to_vec::<u32>().unwrap(), dropped)
+        };
+        let (got, again, want) = (run(device), run(device), run(&Device::cpu()));
+        assert_eq!(got.2, want.2, "dropped, F = {feature_len}");
+        assert!(got.2 >= 2, "the two points outside are dropped");
+        assert_eq!(got.1, want.1, "counts, F = {feature_len}");
+        assert!(want.1.iter().any(|&c| c > 16), "a cluster above the thread's sort");
+        let bits = |v: &Vec<f32>| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&got.0), bits(&want.0), "means bit for bit, F = {feature_len}");
+        assert_eq!(bits(&got.0), bits(&again.0), "means run to run, F = {feature_len}");
+    }
+}
+
 backend_tests!(
     cpu,
     Ok::<_, robocache::Error>(robocache::Device::cpu()),
@@ -629,6 +682,7 @@ backend_tests!(
         fusion_matches_reference,
         voxelize_matches_reference,
         voxel_mean_of_crowded_voxels,
+        voxel_mean_for_every_feature_count,
         large_batches_match_reference,
         concurrent_calls_agree,
         window_batches_match_reference,
@@ -645,6 +699,7 @@ backend_tests!(
         fusion_matches_reference,
         voxelize_matches_reference,
         voxel_mean_of_crowded_voxels,
+        voxel_mean_for_every_feature_count,
         large_batches_match_reference,
         concurrent_calls_agree,
         window_batches_match_reference,

@@ -33,8 +33,35 @@ fn over(n: usize) -> LaunchConfig {
     LaunchConfig { grid: n.div_ceil(256).clamp(1, 1 << 16) as u32, block: 256, shared_bytes: 0 }
 }
 
-/// Voxels per tile of the three-pass scan (`SCAN_TILE` in kernels/voxelize.cu).
-const SCAN_TILE: usize = 4096;
+/// Counts per tile of the one-pass scan (`SCAN_TILE` in kernels/voxelize.cu).
+const SCAN_TILE: usize = 16384;
+
+/// Voxels per thread of the mean kernels for F = 1 to 4 (`GROUP`).
+const MEAN_GROUP: usize = 4;
+
+/// Mirrors `struct VoxelPoints` in kernels/voxelize.cu: where a voxel's
+/// points are.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct VoxelPoints {
+    starts: u64,
+    order: u64,
+}
+
+/// Scratch of the mean, written by the scatter and read by the later passes.
+struct MeanScratch {
+    /// Zeroed counts per voxel (an output).
+    counts: DeviceBytes,
+    /// Each point's voxel (or `u64::MAX` when it is dropped).
+    keys: DeviceBytes,
+    /// Each point's rank among its voxel's points, as the atomics ran.
+    slots: DeviceBytes,
+    /// The scan's tile counter and one status word per tile, cleared by the
+    /// scatter.
+    scan_status: DeviceBytes,
+    /// Tiles of the scan over `voxels + 1` starts.
+    scan_tiles: usize,
+}
 
 /// Points of a voxel the heavy kernel sorts in shared memory (`SHARED_POINTS`).
 const SHARED_POINTS: u32 = 8192;
@@ -99,7 +126,9 @@ impl CudaDevice {
         let grid_buffer = match mode {
             VoxelMode::Occupancy => self.zeroed(voxels)?,
             VoxelMode::Count => self.zeroed(4 * voxels)?,
-            VoxelMode::Mean => self.alloc(4 * values)?,
+            // Every voxel's mean is written by the kernels, unless no point is.
+            VoxelMode::Mean if n > 0 => self.alloc(4 * values)?,
+            VoxelMode::Mean => self.zeroed(4 * values)?,
             VoxelMode::Max => {
                 let buffer = self.alloc(4 * values)?;
                 // The encoding of -inf: empty voxels decode to -inf.
@@ -116,18 +145,37 @@ impl CudaDevice {
                 buffer
             }
         };
-        let counts = if mode == VoxelMode::Mean { Some(self.zeroed(4 * voxels)?) } else { None };
-        let keys = if mode == VoxelMode::Mean { Some(self.alloc(8 * n)?) } else { None };
+        // The mean of an empty cloud is the zero grid: nothing to scan.
+        let mean_of_points = mode == VoxelMode::Mean && n > 0;
+        let scratch = if mean_of_points {
+            if n > u32::MAX as usize {
+                return Err(Error::Cuda(format!("mean on CUDA takes at most {} points, not {n}", u32::MAX)));
+            }
+            let scan_tiles = (voxels + 1).div_ceil(SCAN_TILE);
+            Some(MeanScratch {
+                counts: self.zeroed(4 * voxels)?,
+                keys: self.alloc(8 * n)?,
+                slots: self.alloc(4 * n)?,
+                scan_status: self.alloc(8 * (1 + scan_tiles))?,
+                scan_tiles,
+            })
+        } else {
+            None
+        };
+        let empty_counts = if mode == VoxelMode::Mean && n == 0 { Some(self.zeroed(4 * voxels)?) } else { None };
         let dropped = self.zeroed(8)?;
 
-        let pointer = |b: &Option<DeviceBytes>| b.as_ref().map_or(0, DeviceBytes::device_pointer);
         if n > 0 {
             let mut points = device_pointer(input.points);
             let mut features = input.features.map_or(0, device_pointer);
             let mut grid_pointer = grid_buffer.device_pointer();
+            let pointer = |f: fn(&MeanScratch) -> &DeviceBytes| scratch.as_ref().map_or(0, |s| f(s).device_pointer());
             let mut counts_pointer =
-                if mode == VoxelMode::Count { grid_buffer.device_pointer() } else { pointer(&counts) };
-            let mut keys_pointer = pointer(&keys);
+                if mode == VoxelMode::Count { grid_buffer.device_pointer() } else { pointer(|s| &s.counts) };
+            let mut keys_pointer = pointer(|s| &s.keys);
+            let mut slots_pointer = pointer(|s| &s.slots);
+            let mut status_pointer = pointer(|s| &s.scan_status);
+            let mut status_words = scratch.as_ref().map_or(0, |s| 1 + s.scan_tiles as u64);
             let mut dropped_pointer = dropped.device_pointer();
             self.launch_with(
                 Kernel::VoxelScatter,
@@ -138,6 +186,9 @@ impl CudaDevice {
                     (&mut grid_pointer as *mut u64).cast(),
                     (&mut counts_pointer as *mut u64).cast(),
                     (&mut keys_pointer as *mut u64).cast(),
+                    (&mut slots_pointer as *mut u64).cast(),
+                    (&mut status_pointer as *mut u64).cast(),
+                    (&mut status_words as *mut u64).cast(),
                     (&mut dropped_pointer as *mut u64).cast(),
                     (&mut args as *mut VoxelArgs).cast(),
                 ],
@@ -153,10 +204,13 @@ impl CudaDevice {
                 )?;
             }
             VoxelMode::Mean => {
-                self.voxel_means(&grid_buffer, counts.as_ref(), keys.as_ref(), input, n, voxels, feature_len)?
+                if let Some(scratch) = &scratch {
+                    self.voxel_means(&grid_buffer, scratch, input, n, voxels, feature_len)?
+                }
             }
             VoxelMode::Occupancy | VoxelMode::Count => {}
         }
+        let counts = scratch.map(|s| s.counts).or(empty_counts);
 
         let grid_shape = vec![clouds, grid.dims[0], grid.dims[1], grid.dims[2]];
         let (dtype, shape) = match mode {
@@ -173,87 +227,87 @@ impl CudaDevice {
 
     /// Scan of the counts into segment starts, placement of the points into
     /// their segments, and the per-voxel means (see kernels/voxelize.cu).
-    #[allow(clippy::too_many_arguments)]
     fn voxel_means(
         &self,
         mean: &DeviceBytes,
-        counts: Option<&DeviceBytes>,
-        keys: Option<&DeviceBytes>,
+        scratch: &MeanScratch,
         input: &VoxelInput<'_>,
         n: usize,
         voxels: usize,
         feature_len: usize,
     ) -> Result<()> {
-        let (Some(counts), Some(keys)) = (counts, keys) else {
-            return Err(Error::Cuda("mean needs counts and keys".into()));
-        };
-        if n > u32::MAX as usize {
-            return Err(Error::Cuda(format!("mean on CUDA takes at most {} points, not {n}", u32::MAX)));
-        }
-        let tiles = voxels.div_ceil(SCAN_TILE);
-        let cursor = self.alloc(4 * voxels)?;
-        let tile_sums = self.alloc(4 * tiles)?;
-        let order = self.alloc(4 * n.max(1))?;
+        let starts = self.alloc(4 * (voxels + 1))?;
+        let order = self.alloc(4 * n)?;
         let heavy = self.alloc(8 * voxels)?;
         let heavy_count = self.zeroed(4)?;
-        let (mut counts_pointer, mut cursor_pointer, mut voxel_count) =
-            (counts.device_pointer(), cursor.device_pointer(), voxels as u64);
-        let (mut tile_pointer, mut tile_count) = (tile_sums.device_pointer(), tiles as u64);
-        let per_tile = LaunchConfig { grid: tiles as u32, block: 256, shared_bytes: 0 };
+        let (mut counts_pointer, mut starts_pointer, mut voxel_count) =
+            (scratch.counts.device_pointer(), starts.device_pointer(), voxels as u64);
+        let mut status_pointer = scratch.scan_status.device_pointer();
         self.launch_with(
-            Kernel::VoxelTileSums,
-            per_tile,
+            Kernel::VoxelScan,
+            LaunchConfig { grid: scratch.scan_tiles as u32, block: 512, shared_bytes: 0 },
             &[
                 (&mut counts_pointer as *mut u64).cast(),
-                (&mut tile_pointer as *mut u64).cast(),
+                (&mut starts_pointer as *mut u64).cast(),
+                (&mut status_pointer as *mut u64).cast(),
                 (&mut voxel_count as *mut u64).cast(),
             ],
         )?;
-        self.launch_with(
-            Kernel::VoxelScanTileSums,
-            LaunchConfig { grid: 1, block: 1024, shared_bytes: 0 },
-            &[(&mut tile_pointer as *mut u64).cast(), (&mut tile_count as *mut u64).cast()],
-        )?;
-        self.launch_with(
-            Kernel::VoxelScanTiles,
-            per_tile,
-            &[
-                (&mut counts_pointer as *mut u64).cast(),
-                (&mut tile_pointer as *mut u64).cast(),
-                (&mut cursor_pointer as *mut u64).cast(),
-                (&mut voxel_count as *mut u64).cast(),
-            ],
-        )?;
-        let (mut keys_pointer, mut order_pointer, mut point_count) =
-            (keys.device_pointer(), order.device_pointer(), n as u64);
+        let (mut keys_pointer, mut slots_pointer, mut order_pointer, mut point_count) =
+            (scratch.keys.device_pointer(), scratch.slots.device_pointer(), order.device_pointer(), n as u64);
         self.launch_with(
             Kernel::VoxelPlace,
             over(n),
             &[
                 (&mut keys_pointer as *mut u64).cast(),
-                (&mut cursor_pointer as *mut u64).cast(),
+                (&mut slots_pointer as *mut u64).cast(),
+                (&mut starts_pointer as *mut u64).cast(),
                 (&mut order_pointer as *mut u64).cast(),
                 (&mut point_count as *mut u64).cast(),
             ],
         )?;
         let mut features = input.features.map_or(0, device_pointer);
+        let mut points = VoxelPoints {
+            starts: starts.device_pointer(),
+            order: order.device_pointer(),
+        };
         let (mut mean_pointer, mut f) = (mean.device_pointer(), feature_len as u64);
         let (mut heavy_pointer, mut heavy_count_pointer) = (heavy.device_pointer(), heavy_count.device_pointer());
-        self.launch_with(
-            Kernel::VoxelMean,
-            over(voxels),
-            &[
-                (&mut features as *mut u64).cast(),
-                (&mut counts_pointer as *mut u64).cast(),
-                (&mut cursor_pointer as *mut u64).cast(),
-                (&mut order_pointer as *mut u64).cast(),
-                (&mut mean_pointer as *mut u64).cast(),
-                (&mut voxel_count as *mut u64).cast(),
-                (&mut f as *mut u64).cast(),
-                (&mut heavy_pointer as *mut u64).cast(),
-                (&mut heavy_count_pointer as *mut u64).cast(),
-            ],
-        )?;
+        let grouped = match feature_len {
+            1 => Some(Kernel::VoxelMeanF1),
+            2 => Some(Kernel::VoxelMeanF2),
+            3 => Some(Kernel::VoxelMeanF3),
+            4 if features.is_multiple_of(16) => Some(Kernel::VoxelMeanF4),
+            _ => None,
+        };
+        match grouped {
+            Some(kernel) => self.launch_with(
+                kernel,
+                over(voxels.div_ceil(MEAN_GROUP)),
+                &[
+                    (&mut features as *mut u64).cast(),
+                    (&mut points as *mut VoxelPoints).cast(),
+                    (&mut mean_pointer as *mut u64).cast(),
+                    (&mut voxel_count as *mut u64).cast(),
+                    (&mut heavy_pointer as *mut u64).cast(),
+                    (&mut heavy_count_pointer as *mut u64).cast(),
+                ],
+            )?,
+            None => self.launch_with(
+                Kernel::VoxelMean,
+                over(voxels),
+                &[
+                    (&mut features as *mut u64).cast(),
+                    (&mut counts_pointer as *mut u64).cast(),
+                    (&mut points as *mut VoxelPoints).cast(),
+                    (&mut mean_pointer as *mut u64).cast(),
+                    (&mut voxel_count as *mut u64).cast(),
+                    (&mut f as *mut u64).cast(),
+                    (&mut heavy_pointer as *mut u64).cast(),
+                    (&mut heavy_count_pointer as *mut u64).cast(),
+                ],
+            )?,
+        }
         // How many voxels are heavy is known only on the device: a fixed grid
         // walks the list, and blocks past its end return at once.
         let heavy_blocks =
@@ -265,8 +319,7 @@ impl CudaDevice {
                 (&mut features as *mut u64).cast(),
                 (&mut keys_pointer as *mut u64).cast(),
                 (&mut counts_pointer as *mut u64).cast(),
-                (&mut cursor_pointer as *mut u64).cast(),
-                (&mut order_pointer as *mut u64).cast(),
+                (&mut points as *mut VoxelPoints).cast(),
                 (&mut mean_pointer as *mut u64).cast(),
                 (&mut point_count as *mut u64).cast(),
                 (&mut f as *mut u64).cast(),
