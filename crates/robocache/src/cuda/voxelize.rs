@@ -267,10 +267,7 @@ impl CudaDevice {
             ],
         )?;
         let mut features = input.features.map_or(0, device_pointer);
-        let mut points = VoxelPoints {
-            starts: starts.device_pointer(),
-            order: order.device_pointer(),
-        };
+        let mut points = VoxelPoints { starts: starts.device_pointer(), order: order.device_pointer() };
         let (mut mean_pointer, mut f) = (mean.device_pointer(), feature_len as u64);
         let (mut heavy_pointer, mut heavy_count_pointer) = (heavy.device_pointer(), heavy_count.device_pointer());
         let grouped = match feature_len {
