@@ -9,9 +9,12 @@
 // or four targets of a row (the lanes place the targets together, then split
 // the channels, moving 16 bytes per lane per load and store wherever the rows
 // are aligned, 8 or 4 where they are not, single elements at unaligned group
-// edges), the same with slerp, and tiles (a block places 32 targets, then
-// moves their words). Placing a target: a window of 32 sample times at the
-// index an evenly spaced row predicts, else a 32-ary search (locate_many).
+// edges), the same with slerp, and tiles (resident blocks that place the next
+// tile of 32 targets, one thread per target, while they move the words of
+// the current one). A warp places a target with a window of 32 sample times
+// at the index an evenly spaced row predicts, else a 32-ary search
+// (locate_many); a thread with the two samples around that index, else a
+// galloping and binary search (locate_one).
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -495,17 +498,23 @@ __device__ void resample_rows(const T* __restrict__ data, T* __restrict__ out, u
 
 // ---- Tiles: a block places a tile of targets, then moves words ------------
 //
-// For calls without slerp on float data. A block of TILE_WARPS warps takes
-// `tile` (<= MAX_TILE, the host's choice) consecutive targets of one row.
-// Phase 1: each warp places four targets of a stream at a time
-// (locate_many) and lane 0 writes, per target, the rows and weight each
-// method needs into shared memory. Phase 2: all threads of the block move
-// the tile's words (16 bytes where the stream's rows and groups allow, else
-// single elements), each thread MOVE_UNROLL words with every load issued
-// before the first use, no search in their dependency chain. The arithmetic
-// is resample_at's. Outputs whose rows are not 16-byte aligned (a fusion of
-// odd widths, or of other dtypes) are first assembled in shared memory and
-// then written out in aligned 16-byte words (phase 3).
+// For calls without slerp on float data. Each block of TILE_WARPS warps is
+// resident for the whole call (the host launches as many as fit at once)
+// and takes tiles of `tile` (<= MAX_TILE, the host's choice) consecutive
+// targets of one row, every gridDim.x-th tile. Two buffers of placements
+// in shared memory make a pipeline: while the block moves tile i from one,
+// its first threads place tile i + 1 into the other, one thread per target
+// (locate_one: a guess from the row's first and last time and its two
+// neighbours, so evenly or nearly evenly sampled rows place in one round of
+// loads), then join the moving. Moving: every warp claims chunks of 32 *
+// MOVE_UNROLL words from a counter in shared memory until the tile's words
+// run out (16 bytes where the stream's rows and groups allow, else single
+// elements), with every load of a chunk issued before the first use, no
+// search in their dependency chain; so the placing threads take fewer
+// chunks rather than holding up the tile. The arithmetic is resample_at's.
+// Outputs whose rows are not 16-byte aligned (a fusion of odd widths, or of
+// other dtypes) are first assembled in shared memory and then written out
+// in aligned 16-byte words.
 
 #define TILE_WARPS 8
 #define MAX_TILE 32
@@ -520,39 +529,70 @@ struct Placed {
     int pad;
 };
 
-// Places up to TARGETS_PER_WARP targets from `first` of `row` (`active` of
-// them; the warp's 32 lanes must all call): the warp finds them together
-// (locate_many), then lane r finishes target r (its weights and nearest row)
-// and writes its Placed and valid flag. No array is indexed with a runtime
-// value, so nothing goes to local memory.
-__device__ __forceinline__ void place_targets(const Timeline& source, const Timeline& target, uint64_t row,
-                                              uint64_t n, uint64_t first, int active, int boundary, Placed* placed,
-                                              uint8_t* valid) {
-    constexpr int R = TARGETS_PER_WARP;
-    const int lane = (int)(threadIdx.x & 31);
-    double q[R];
-#pragma unroll
-    for (int r = 0; r < R; r++) q[r] = r < active ? time_at(target, row, first + r) : 0.0;
-    Position p[R];
-    locate_many<R>(source, row, n, q, active, p);
-    double mine = 0.0;
-    Position at = p[0];
-#pragma unroll
-    for (int r = 1; r < R; r++)
-        if (lane == r) mine = q[r], at = p[r];
-    if (lane == 0) mine = q[0];
-    if (lane >= active) return;
+// Where q falls among the first n samples of a row, found by one thread:
+// count = #{i < n : s_i <= q} (for sorted times; the reference's partition
+// point). The first probe is the pair of samples around the index an evenly
+// spaced row predicts; a miss gallops from there towards q (steps 1, 2,
+// 4, ...) and finishes with a binary search, so the probes stay within the
+// row and the range shrinks every step whatever the times are.
+__device__ __forceinline__ Position locate_one(const Timeline& t, uint64_t row, uint64_t n, double q) {
+    const double first = time_at(t, row, 0), last = time_at(t, row, n - 1);
+    Position p;
+    if (!(q >= first)) { p.region = -1; p.index = 0; return p; }  // below, or NaN
+    if (q >= last) { p.region = q > last ? 1 : 0; p.index = n - 1; return p; }
+    // Here n >= 2 and s_0 <= q < s_{n-1}: count lies in [lo, hi] = [1, n - 1],
+    // with s_{lo-1} <= q and s_hi > q.
+    uint64_t lo = 1, hi = n - 1;
+    // Only a guess: single precision and a fast division do.
+    float guess = __fdividef((float)(q - first), (float)(last - first)) * (float)(n - 1);
+    guess = guess > 0.0f ? guess : 0.0f;
+    uint64_t c = guess < (float)(n - 2) ? (uint64_t)guess + 1 : n - 1;  // in [1, n - 1]
+    const double below = time_at(t, row, c - 1), above = time_at(t, row, c);
+    bool up = false;
+    if (below <= q) {
+        lo = c;
+        if (above > q) hi = c;
+        else lo = c + 1, up = true;
+    } else {
+        hi = c - 1;
+    }
+    uint64_t step = 1;
+    while (lo < hi) {  // gallop: probe in [lo, hi - 1]
+        uint64_t probe = up ? lo + step - 1 : (hi - lo > step ? hi - step : lo);
+        if (probe >= hi) probe = hi - 1;
+        const bool le = time_at(t, row, probe) <= q;
+        if (le) lo = probe + 1;
+        else hi = probe;
+        if (le != up) break;  // passed q: it lies in [lo, hi]
+        step *= 2;
+    }
+    while (lo < hi) {
+        const uint64_t mid = lo + (hi - lo) / 2;
+        if (time_at(t, row, mid) <= q) lo = mid + 1;
+        else hi = mid;
+    }
+    p.region = 0;
+    p.index = lo - 1;
+    return p;
+}
+
+// Places target `target` of `row` (one thread): finds it (locate_one), then
+// writes the rows and weight each method needs, and its valid flag.
+__device__ __forceinline__ void place_one(const Timeline& source, const Timeline& targets, uint64_t row, uint64_t n,
+                                          uint64_t target, int boundary, Placed* placed, uint8_t* valid) {
+    const double q = time_at(targets, row, target);
+    const Position at = locate_one(source, row, n, q);
     const bool inside = at.region == 0;
     Segment interpolate;
-    if (inside && at.index + 1 < n) interpolate = between(source, row, at.index, mine);
+    if (inside && at.index + 1 < n) interpolate = between(source, row, at.index, q);
     else { interpolate.lower = interpolate.upper = at.index; interpolate.weight = 0.0; }
     Segment linear = interpolate;
     if (!inside && n >= 2 && boundary == BOUNDARY_EXTRAPOLATE)
-        linear = between(source, row, at.region < 0 ? 0 : n - 2, mine);
+        linear = between(source, row, at.region < 0 ? 0 : n - 2, q);
     uint64_t nearest = at.index;
     if (inside && at.index + 1 < n) {
         const double s0 = time_at(source, row, at.index), s1 = time_at(source, row, at.index + 1);
-        if (__dsub_rn(s1, mine) < __dsub_rn(mine, s0)) nearest = at.index + 1;
+        if (__dsub_rn(s1, q) < __dsub_rn(q, s0)) nearest = at.index + 1;
     }
     Placed out;
     out.previous = at.index;
@@ -562,8 +602,8 @@ __device__ __forceinline__ void place_targets(const Timeline& source, const Time
     out.weight = linear.weight;
     out.fill = !inside && boundary == BOUNDARY_FILL;
     out.pad = 0;
-    placed[lane] = out;
-    valid[lane] = inside ? 1 : 0;
+    *placed = out;
+    *valid = inside ? 1 : 0;
 }
 
 template <typename A, typename B> struct Same { static constexpr bool value = false; };
@@ -586,20 +626,31 @@ __device__ __forceinline__ bool word_aligned(const void* data, uint64_t channels
     return aligned;
 }
 
-// Phase 2 for one stream: channels [0, channels) of the tile's `count`
-// targets, moved in words W (uint4, or T itself), written as output element
-// j * width + offset + c of the tile: straight to `out` (dtypes equal and
-// every word aligned) or, STAGED, into the shared bytes `stage`.
+// The next chunk of a tile's words for the calling warp (all its lanes must
+// call): lane 0 claims 32 * U words from the shared counter.
+template <int U>
+__device__ __forceinline__ uint32_t claim_chunk(uint32_t* claimed) {
+    uint32_t chunk = 0;
+    if ((threadIdx.x & 31) == 0) chunk = atomicAdd(claimed, 32u * U);
+    return __shfl_sync(0xFFFFFFFFu, chunk, 0);
+}
+
+// Moving, for one stream: channels [0, channels) of the tile's `count`
+// targets, moved in words W (uint4, or T itself) by chunks claimed from
+// `claimed`, written as output element j * width + offset + c of the tile:
+// straight to `out` (dtypes equal and every word aligned) or, STAGED, into
+// the shared bytes `stage`. Every lane of the calling warps must call.
 template <typename T, typename W, typename O, bool STAGED, int U>
 __device__ __forceinline__ void move_stream(const T* __restrict__ x, uint64_t channels, const int* groups,
                                             int group_count, T fill, const Placed* placed, uint32_t count,
-                                            O* __restrict__ out, unsigned char* stage, uint64_t width,
-                                            uint64_t offset) {
+                                            uint32_t* claimed, O* __restrict__ out, unsigned char* stage,
+                                            uint64_t width, uint64_t offset) {
     constexpr int N = sizeof(W) / sizeof(T);
-    // 32-bit index arithmetic (the host keeps a tile's words below 2^32):
+    // 32-bit index arithmetic (the host keeps a tile's words below 2^31):
     // 64-bit division costs about a hundred instructions per word.
     const uint32_t words = (uint32_t)(channels / N), total = count * words;
-    for (uint32_t base = threadIdx.x; base < total; base += U * blockDim.x) {
+    const uint32_t lane = threadIdx.x & 31;
+    for (uint32_t chunk = claim_chunk<U>(claimed); chunk < total; chunk = claim_chunk<U>(claimed)) {
         W a[U], b[U];
         double w[U];
         uint32_t j[U], c[U];
@@ -607,7 +658,7 @@ __device__ __forceinline__ void move_stream(const T* __restrict__ x, uint64_t ch
         // Every load of the U words first...
 #pragma unroll
         for (int u = 0; u < U; u++) {
-            const uint32_t i = base + u * blockDim.x;
+            const uint32_t i = chunk + 32 * u + lane;
             a[u] = b[u] = W{};
             w[u] = 0.0;
             fills[u] = true;
@@ -634,7 +685,7 @@ __device__ __forceinline__ void move_stream(const T* __restrict__ x, uint64_t ch
         // ...then the arithmetic and the stores.
 #pragma unroll
         for (int u = 0; u < U; u++) {
-            const uint32_t i = base + u * blockDim.x;
+            const uint32_t i = chunk + 32 * u + lane;
             if (i >= total) break;
             T y[N];
             if (fills[u]) {
@@ -664,23 +715,24 @@ __device__ __forceinline__ void move_stream(const T* __restrict__ x, uint64_t ch
     }
 }
 
-// One stream's phase 2, in 16-byte words where it can.
+// One stream's moving, in 16-byte words where it can.
 template <typename T, typename O, bool STAGED, int U>
 __device__ __forceinline__ void move_stream_words(const void* data, uint64_t row_offset, uint64_t channels,
                                                   const int* groups, int group_count, uint64_t fill_bits,
-                                                  const Placed* placed, uint32_t count, O* out, unsigned char* stage,
-                                                  uint64_t width, uint64_t offset) {
+                                                  const Placed* placed, uint32_t count, uint32_t* claimed, O* out,
+                                                  unsigned char* stage, uint64_t width, uint64_t offset) {
     T fill;
     memcpy(&fill, &fill_bits, sizeof(T));
     const T* x = (const T*)data + row_offset;
     if (word_aligned<T>(data, channels, groups, group_count))
-        move_stream<T, uint4, O, STAGED, U>(x, channels, groups, group_count, fill, placed, count, out, stage, width,
-                                          offset);
+        move_stream<T, uint4, O, STAGED, U>(x, channels, groups, group_count, fill, placed, count, claimed, out, stage,
+                                            width, offset);
     else
-        move_stream<T, T, O, STAGED, U>(x, channels, groups, group_count, fill, placed, count, out, stage, width, offset);
+        move_stream<T, T, O, STAGED, U>(x, channels, groups, group_count, fill, placed, count, claimed, out, stage,
+                                        width, offset);
 }
 
-// Phase 3: the staged tile (`bytes` bytes, starting `skew` bytes into the
+// The staged tile (`bytes` bytes, starting `skew` bytes into the
 // shared buffer, the same offset from a 16-byte boundary as `out`) to
 // global memory in 16-byte words; the first and last words element by element.
 template <typename O>
@@ -698,29 +750,50 @@ __device__ __forceinline__ void write_stage(const unsigned char* stage_base, uin
     }
 }
 
+// The tile `tile_index` of a call of `size`-target tiles (`tiles_per_row` to a row).
+struct Tile {
+    uint64_t row, first, count;
+};
+
+__device__ __forceinline__ Tile tile_at(uint64_t tile_index, uint64_t size, uint64_t tiles_per_row, uint64_t targets) {
+    Tile t;
+    t.row = tile_index / tiles_per_row;
+    t.first = (tile_index % tiles_per_row) * size;
+    t.count = targets - t.first < size ? targets - t.first : size;
+    return t;
+}
+
+// Threads 0..count-1 place the tile's targets into `placed`.
+__device__ __forceinline__ void place_tile(const ResampleArgs& a, const Tile& t, Placed* placed, uint8_t* valid) {
+    if (threadIdx.x >= t.count) return;
+    const uint64_t n = row_length(a.lengths, a.length_type, t.row, a.samples);
+    const uint64_t target = t.first + threadIdx.x;
+    place_one(a.source, a.target, t.row, n, target, a.boundary, placed + threadIdx.x, valid + t.row * a.targets + target);
+}
+
 template <typename T>
 __device__ void resample_tiles(const T* __restrict__ data, T* __restrict__ out, uint8_t* __restrict__ valid,
                                int tile, const ResampleArgs& a) {
-    constexpr int R = TARGETS_PER_WARP;
-    __shared__ Placed placed[MAX_TILE];
+    __shared__ Placed placed[2][MAX_TILE];
+    __shared__ uint32_t claimed[2];
     const uint64_t size = tile < 1 ? 1 : (tile > MAX_TILE ? MAX_TILE : tile);
-    const uint64_t tiles_per_row = (a.targets + size - 1) / size;
-    const unsigned warp = threadIdx.x / 32;
-    for (uint64_t block = blockIdx.x; block < a.batch * tiles_per_row; block += gridDim.x) {
-        const uint64_t row = block / tiles_per_row, tile_first = (block % tiles_per_row) * size;
-        const uint64_t count = a.targets - tile_first < size ? a.targets - tile_first : size;
-        const uint64_t n = row_length(a.lengths, a.length_type, row, a.samples);
-        for (uint64_t group = warp; group * R < count; group += TILE_WARPS) {
-            const uint64_t first = tile_first + group * R;
-            const int active = (int)(count - group * R < R ? count - group * R : R);
-            place_targets(a.source, a.target, row, n, first, active, a.boundary, placed + group * R,
-                          valid + row * a.targets + first);
-        }
-        __syncthreads();
-        T* o = out + (row * a.targets + tile_first) * a.channels;
-        move_stream_words<T, T, false, MOVE_UNROLL>(data, row * a.samples * a.channels, a.channels, a.groups, a.group_count,
-                                       a.fill_bits, placed, (uint32_t)count, o, nullptr, a.channels, 0);
-        __syncthreads();  // the tile is reused by the next block-stride step
+    const uint64_t tiles_per_row = (a.targets + size - 1) / size, tiles = a.batch * tiles_per_row;
+    if (blockIdx.x >= tiles) return;
+    place_tile(a, tile_at(blockIdx.x, size, tiles_per_row, a.targets), placed[0], valid);
+    if (threadIdx.x == 0) claimed[0] = claimed[1] = 0;
+    __syncthreads();
+    int b = 0;
+    for (uint64_t index = blockIdx.x; index < tiles; index += gridDim.x, b ^= 1) {
+        // The next tile's placement first (its threads then claim fewer chunks).
+        if (index + gridDim.x < tiles)
+            place_tile(a, tile_at(index + gridDim.x, size, tiles_per_row, a.targets), placed[b ^ 1], valid);
+        const Tile t = tile_at(index, size, tiles_per_row, a.targets);
+        T* o = out + (t.row * a.targets + t.first) * a.channels;
+        move_stream_words<T, T, false, MOVE_UNROLL>(data, t.row * a.samples * a.channels, a.channels, a.groups,
+                                                    a.group_count, a.fill_bits, placed[b], (uint32_t)t.count,
+                                                    &claimed[b], o, nullptr, a.channels, 0);
+        __syncthreads();  // tile i is moved and tile i + 1 placed
+        if (threadIdx.x == 0) claimed[b] = 0;  // for tile i + 2, after the next barrier
     }
 }
 
@@ -900,52 +973,62 @@ extern "C" __global__ void __launch_bounds__(128, 6) fuse_no_slerp(void* out, ui
     fuse_rows<false>(out, valid, a);
 }
 
-// Tiled fusion (no slerp, float streams and output): a block takes `tile`
-// targets of one row, places them in every stream (phase 1), moves every
-// stream's words (phase 2) straight into the output when its rows and
+// Tiled fusion (no slerp, float streams and output), pipelined like
+// resample_tiles: each resident block takes every gridDim.x-th tile of `tile`
+// targets of one row; its first threads place the next tile in every stream
+// (one thread per stream and target) while the block moves every stream's
+// words of the current one, straight into the output when its rows and
 // offsets are 16-byte aligned and every dtype is the output's, else into a
-// shared copy of the tile's output rows that phase 3 writes out in aligned
-// words. Dynamic shared memory: Placed[stream_count][tile], then the stage
-// (tile * width elements and 16 bytes of skew) when staged.
+// shared copy of the tile's output rows, written out in aligned words after
+// a barrier. Dynamic shared memory: Placed[2][stream_count][tile], the
+// chunk counters uint32_t[2][stream_count] (padded to 16 bytes), then the
+// stage (tile * width elements and 16 bytes of skew) when staged.
 template <typename O>
 __device__ void fuse_tiles(void* out_data, uint8_t* valid, int tile, int staged, const FusionArgs& a) {
-    constexpr int R = TARGETS_PER_WARP;
     extern __shared__ uint4 shared_words[];
     const FusionStream* streams = a.stream_count <= FUSION_INLINE ? a.inline_streams : a.table;
     const uint64_t size = tile < 1 ? 1 : (tile > MAX_TILE ? MAX_TILE : tile);
+    const uint64_t per_buffer = a.stream_count * size;
     Placed* placed = (Placed*)shared_words;
-    unsigned char* stage_base = (unsigned char*)(placed + a.stream_count * size);  // 16-byte aligned
-    const uint64_t tiles_per_row = (a.targets + size - 1) / size;
-    const uint64_t groups_per_stream = (size + R - 1) / R;
-    const unsigned warp = threadIdx.x / 32;
-    for (uint64_t block = blockIdx.x; block < a.batch * tiles_per_row; block += gridDim.x) {
-        const uint64_t row = block / tiles_per_row, tile_first = (block % tiles_per_row) * size;
-        const uint64_t count = a.targets - tile_first < size ? a.targets - tile_first : size;
-        for (uint64_t item = warp; item < a.stream_count * groups_per_stream; item += TILE_WARPS) {
-            const uint64_t k = item / groups_per_stream, group = item % groups_per_stream;
-            if (group * R >= count) continue;
+    uint32_t* claimed = (uint32_t*)(placed + 2 * per_buffer);
+    unsigned char* stage_base = (unsigned char*)(claimed + (2 * a.stream_count + 3) / 4 * 4);  // 16-byte aligned
+    const uint64_t tiles_per_row = (a.targets + size - 1) / size, tiles = a.batch * tiles_per_row;
+    if (blockIdx.x >= tiles) return;
+    // Threads place (stream, target) pairs of a tile into a buffer.
+    const auto place = [&](uint64_t index, Placed* buffer) {
+        const Tile t = tile_at(index, size, tiles_per_row, a.targets);
+        for (uint64_t item = threadIdx.x; item < a.stream_count * t.count; item += blockDim.x) {
+            const uint64_t k = item / t.count, j = item % t.count;
             const FusionStream& s = streams[k];
-            const uint64_t first = tile_first + group * R;
-            const int active = (int)(count - group * R < R ? count - group * R : R);
-            const uint64_t n = row_length(s.lengths, s.length_type, row, s.samples);
-            place_targets(s.source, a.target, row, n, first, active, s.boundary, placed + k * size + group * R,
-                          valid + (k * a.batch + row) * a.targets + first);
+            const uint64_t n = row_length(s.lengths, s.length_type, t.row, s.samples);
+            place_one(s.source, a.target, t.row, n, t.first + j, s.boundary, buffer + k * size + j,
+                      valid + (k * a.batch + t.row) * a.targets + t.first + j);
         }
-        __syncthreads();
-        O* out = (O*)out_data + (row * a.targets + tile_first) * a.width;
+    };
+    place(blockIdx.x, placed);
+    for (uint64_t k = threadIdx.x; k < 2 * a.stream_count; k += blockDim.x) claimed[k] = 0;
+    __syncthreads();
+    int b = 0;
+    for (uint64_t index = blockIdx.x; index < tiles; index += gridDim.x, b ^= 1) {
+        if (index + gridDim.x < tiles) place(index + gridDim.x, placed + (b ^ 1) * per_buffer);
+        const Tile t = tile_at(index, size, tiles_per_row, a.targets);
+        O* out = (O*)out_data + (t.row * a.targets + t.first) * a.width;
         const uint64_t skew = staged ? (uintptr_t)out % 16 : 0;
         unsigned char* stage = stage_base + skew;
         for (uint64_t k = 0; k < a.stream_count; k++) {
             const FusionStream& s = streams[k];
-            const uint64_t row_offset = row * s.samples * s.channels;
-            const Placed* p = placed + k * size;
+            const uint64_t row_offset = t.row * s.samples * s.channels;
+            const Placed* p = placed + b * per_buffer + k * size;
+            uint32_t* counter = claimed + b * a.stream_count + k;
 #define MOVE(T)                                                                                                 \
     if (staged)                                                                                                 \
-        move_stream_words<T, O, true, FUSE_UNROLL>(s.data, row_offset, s.channels, s.groups, s.group_count, s.fill_bits, p, \
-                                      (uint32_t)count, out, stage, a.width, s.out_offset);                     \
+        move_stream_words<T, O, true, FUSE_UNROLL>(s.data, row_offset, s.channels, s.groups, s.group_count,     \
+                                                   s.fill_bits, p, (uint32_t)t.count, counter, out, stage,      \
+                                                   a.width, s.out_offset);                                      \
     else                                                                                                        \
-        move_stream_words<T, O, false, FUSE_UNROLL>(s.data, row_offset, s.channels, s.groups, s.group_count, s.fill_bits, p, \
-                                       (uint32_t)count, out, stage, a.width, s.out_offset);
+        move_stream_words<T, O, false, FUSE_UNROLL>(s.data, row_offset, s.channels, s.groups, s.group_count,    \
+                                                    s.fill_bits, p, (uint32_t)t.count, counter, out, stage,     \
+                                                    a.width, s.out_offset);
             switch (s.dtype) {
                 case DT_F16: MOVE(__half) break;
                 case DT_BF16: MOVE(__nv_bfloat16) break;
@@ -954,11 +1037,13 @@ __device__ void fuse_tiles(void* out_data, uint8_t* valid, int tile, int staged,
             }
 #undef MOVE
         }
-        __syncthreads();
+        __syncthreads();  // tile i moved (into the stage) and tile i + 1 placed
         if (staged) {
-            write_stage<O>(stage_base, skew, count * a.width * sizeof(O), out);
+            write_stage<O>(stage_base, skew, t.count * a.width * sizeof(O), out);
             __syncthreads();
         }
+        // This buffer's counters, for tile i + 2 (after the next barrier).
+        for (uint64_t k = threadIdx.x; k < a.stream_count; k += blockDim.x) claimed[b * a.stream_count + k] = 0;
     }
 }
 

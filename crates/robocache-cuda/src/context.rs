@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use cust::context::{Context, CurrentContext};
 use cust::device::{Device, DeviceAttribute};
 use cust::event::{Event as CustEvent, EventFlags, EventStatus};
+use cust::function::Function;
 use cust::memory::{AsyncCopyDestination, CopyDestination, DeviceBuffer, DeviceSlice, LockedBuffer};
 use cust::module::Module as CustModule;
 use cust::stream::{Stream, StreamFlags, StreamWaitEventFlags};
@@ -310,13 +311,19 @@ impl CudaContext {
             .map_err(|e| Error::Kernel { kernel: "(queued work)", message: crate::error::describe(e) })
     }
 
-    /// Queues `kernel` with `args` (pointers to each argument value).
-    ///
-    /// # Safety
-    ///
-    /// `args` must match the kernel's parameters in number, order and layout,
-    /// and every device pointer in them must be valid for what the kernel does.
-    pub unsafe fn launch(&self, kernel: Kernel, config: LaunchConfig, args: &[*mut c_void]) -> Result<()> {
+    /// How many blocks of `block` threads and `shared_bytes` of dynamic
+    /// shared memory of `kernel` fit on one multiprocessor at once (at least 1).
+    pub fn resident_blocks(&self, kernel: Kernel, block: u32, shared_bytes: u32) -> Result<u32> {
+        self.with_function(kernel, |function| {
+            function
+                .max_active_blocks_per_multiprocessor(block.into(), shared_bytes as usize)
+                .map(|blocks| blocks.max(1))
+                .map_err(driver("cuOccupancyMaxActiveBlocksPerMultiprocessor"))
+        })
+    }
+
+    /// Calls `f` with `kernel`'s function, loading its module on first use.
+    fn with_function<R>(&self, kernel: Kernel, f: impl FnOnce(&Function<'_>) -> Result<R>) -> Result<R> {
         self.make_current()?;
         let mut modules = self.inner.modules.lock().map_err(|_| Error::Driver {
             call: "module cache",
@@ -329,13 +336,25 @@ impl CudaContext {
             ),
         };
         let function = module.get_function(kernel.name()).map_err(driver("cuModuleGetFunction"))?;
-        // SAFETY: forwarded to the caller.
-        unsafe {
-            self.inner
-                .stream
-                .launch(&function, config.grid, config.block, config.shared_bytes, args)
-                .map_err(|e| Error::Kernel { kernel: kernel.name(), message: crate::error::describe(e) })
-        }
+        f(&function)
+    }
+
+    /// Queues `kernel` with `args` (pointers to each argument value).
+    ///
+    /// # Safety
+    ///
+    /// `args` must match the kernel's parameters in number, order and layout,
+    /// and every device pointer in them must be valid for what the kernel does.
+    pub unsafe fn launch(&self, kernel: Kernel, config: LaunchConfig, args: &[*mut c_void]) -> Result<()> {
+        self.with_function(kernel, |function| {
+            // SAFETY: forwarded to the caller.
+            unsafe {
+                self.inner
+                    .stream
+                    .launch(function, config.grid, config.block, config.shared_bytes, args)
+                    .map_err(|e| Error::Kernel { kernel: kernel.name(), message: crate::error::describe(e) })
+            }
+        })
     }
 
     /// An event recorded on the stream now.

@@ -481,10 +481,12 @@ macro_rules! backend_tests {
 }
 
 /// Batches large enough (over 12 000 targets) that the GPU gives each warp
-/// four targets: resample with mixed channel groups (linear, slerp,
-/// previous) over irregular per-row times, and a two-stream fusion.
+/// four targets, and (48 000 targets, 1 536 tiles) that each resident block
+/// of the tiled kernels takes several tiles: resample with mixed channel
+/// groups (linear, slerp, previous) over irregular per-row times, and
+/// two-stream fusions.
 fn large_batches_match_reference(device: &Device) {
-    let (batch, samples, targets, channels) = (64usize, 700usize, 250usize, 12usize);
+    let (batch, samples, targets, channels) = (192usize, 700usize, 250usize, 12usize);
     let times: Vec<f64> = (0..batch * samples)
         .map(|k| {
             1.7e9 + (k / samples) as f64 + ((k % samples) as f64 + 0.3 * ((k * 7919 % 101) as f64 / 101.0)) / 100.0

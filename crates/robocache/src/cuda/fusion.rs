@@ -10,7 +10,7 @@ use robocache_cuda::Kernel;
 use super::backend::{cuda_error, CudaDevice, DeviceStorage};
 use super::resample::{
     describe_stream, describe_targets, device_pointer, has_slerp, targets_per_warp, tile_launch, warp_launch, Timeline,
-    MAX_GROUPS, MAX_TILE, PLACED_BYTES,
+    MAX_GROUPS, MAX_TILE, MAX_TILE_CHANNELS, PLACED_BYTES,
 };
 use crate::ops::{Fused, FusionStreamInput, TargetTimes};
 use crate::{Device, Result, Tensor};
@@ -99,7 +99,7 @@ fn tiled_fusion(
         _ => return None,
     };
     let is_float = |d: DType| matches!(d, DType::F16 | DType::BF16 | DType::F32 | DType::F64);
-    if plans.iter().any(|p| !is_float(p.dtype) || has_slerp(&p.groups) || p.channels > u32::MAX as usize / MAX_TILE) {
+    if plans.iter().any(|p| !is_float(p.dtype) || has_slerp(&p.groups) || p.channels > MAX_TILE_CHANNELS) {
         return None;
     }
     let size = dtype.size_in_bytes();
@@ -109,7 +109,12 @@ fn tiled_fusion(
     let direct = plans.iter().all(|p| p.dtype == dtype)
         && (width * size).is_multiple_of(16)
         && offsets.iter().all(|o| (o * size).is_multiple_of(16));
-    let shared = |tile: usize| plans.len() * tile * PLACED_BYTES + if direct { 0 } else { tile * width * size + 16 };
+    // Two buffers of placements, two chunk counters a stream (in 16-byte
+    // words), and the stage.
+    let counters = (2 * plans.len() * 4).next_multiple_of(16);
+    let shared = |tile: usize| {
+        2 * plans.len() * tile * PLACED_BYTES + counters + if direct { 0 } else { tile * width * size + 16 }
+    };
     let fits = (0..=MAX_TILE.trailing_zeros()).rev().map(|k| 1usize << k).find(|&t| shared(t) <= SHARED_LIMIT)?;
     let tile = fits;
     Some(TiledFusion { kernel, tile, staged: !direct, shared_bytes: shared(tile) })
@@ -195,7 +200,8 @@ impl CudaDevice {
                 (&mut staged as *mut i32).cast(),
                 (&mut args as *mut FusionArgs).cast(),
             ];
-            let config = tile_launch(batch * target.len.div_ceil(tiled.tile), tiled.shared_bytes);
+            let tiles = batch * target.len.div_ceil(tiled.tile);
+            let config = tile_launch(self.resident_grid(tiled.kernel, tiles, tiled.shared_bytes)?, tiled.shared_bytes);
             // SAFETY: the parameters match `fuse_tiled_<dtype>(void*, uint8_t*,
             // int, int, FusionArgs)`; as below, and tiled_fusion checked the
             // dtypes, the absence of slerp, the alignment a direct write needs

@@ -206,6 +206,11 @@ pub(super) const MAX_TILE: usize = 32;
 /// Bytes of one placed target (`struct Placed` in kernels/resample.cu).
 pub(super) const PLACED_BYTES: usize = 48;
 
+/// The widest rows the tiled kernels take: they index a tile's words in 32
+/// bits, and their chunk counters run past the last word by up to a chunk
+/// per warp.
+pub(super) const MAX_TILE_CHANNELS: usize = (1 << 30) / MAX_TILE;
+
 /// The tiled kernel for a plan, when it applies: a float dtype, no slerp, and
 /// rows, groups and the data pointer aligned to 16-byte words.
 fn tiled_kernel(plan: &ResamplePlan, data_pointer: u64) -> Option<Kernel> {
@@ -217,8 +222,7 @@ fn tiled_kernel(plan: &ResamplePlan, data_pointer: u64) -> Option<Kernel> {
         _ => return None,
     };
     let per_word = 16 / plan.dtype.size_in_bytes();
-    // The kernel indexes a tile's words in 32 bits.
-    let fits = plan.channels / per_word <= u32::MAX as usize / MAX_TILE;
+    let fits = plan.channels <= MAX_TILE_CHANNELS;
     let aligned = fits
         && plan.channels.is_multiple_of(per_word)
         && data_pointer.is_multiple_of(16)
@@ -226,9 +230,12 @@ fn tiled_kernel(plan: &ResamplePlan, data_pointer: u64) -> Option<Kernel> {
     (aligned && !has_slerp(&plan.groups)).then_some(kernel)
 }
 
+/// Threads in a block of the tiled kernels (`TILE_WARPS` warps).
+const TILE_THREADS: u32 = 256;
+
 /// A launch of `blocks` blocks of 8 warps (the tiled kernels).
 pub(super) fn tile_launch(blocks: usize, shared_bytes: usize) -> LaunchConfig {
-    LaunchConfig { grid: blocks.clamp(1, 1 << 20) as u32, block: 256, shared_bytes: shared_bytes as u32 }
+    LaunchConfig { grid: blocks.clamp(1, 1 << 20) as u32, block: TILE_THREADS, shared_bytes: shared_bytes as u32 }
 }
 
 /// Whether any group slerps (needs the kernels with slerp).
@@ -245,6 +252,15 @@ pub(super) fn boundary_code(boundary: Boundary) -> i32 {
 }
 
 impl CudaDevice {
+    /// The grid of a tiled kernel for `tiles` tiles: as many blocks as are
+    /// resident on the device at once (each takes every grid-th tile, and
+    /// places its next tile while it moves the current one), at most one a tile.
+    pub(super) fn resident_grid(&self, kernel: Kernel, tiles: usize, shared_bytes: usize) -> Result<usize> {
+        let per_multiprocessor =
+            self.context.resident_blocks(kernel, TILE_THREADS, shared_bytes as u32).map_err(cuda_error)?;
+        Ok(tiles.min(per_multiprocessor as usize * self.context.multiprocessors() as usize).max(1))
+    }
+
     /// The kernel arguments of one stream's resample, with the host-side checks
     /// a uniform timeline needs and, unless trusted, the device-side data check.
     pub(super) fn resample_args(
@@ -310,7 +326,7 @@ impl CudaDevice {
         let mut out_pointer = out.device_pointer();
         let mut valid_pointer = valid.device_pointer();
         if let Some(kernel) = tiled_kernel(&plan, data_pointer) {
-            let blocks = plan.batch * plan.target_len.div_ceil(MAX_TILE);
+            let blocks = self.resident_grid(kernel, plan.batch * plan.target_len.div_ceil(MAX_TILE), 0)?;
             let mut tile = MAX_TILE as i32;
             let params: [*mut c_void; 5] = [
                 (&mut data_pointer as *mut u64).cast(),
