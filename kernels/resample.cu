@@ -210,6 +210,54 @@ __device__ __forceinline__ T lerp_with(T a, T b, double w, float w32) {
     }
 }
 
+// Two 2-byte floats packed in 32 bits, lerped in f32 as lerp_with does and
+// rounded back together (one conversion instruction for the pair).
+template <typename T> __device__ __forceinline__ unsigned lerp_pair(unsigned a, unsigned b, float w);
+template <> __device__ __forceinline__ unsigned lerp_pair<__nv_bfloat16>(unsigned a, unsigned b, float w) {
+    const float a0 = __uint_as_float(a << 16), a1 = __uint_as_float(a & 0xFFFF0000u);
+    const float b0 = __uint_as_float(b << 16), b1 = __uint_as_float(b & 0xFFFF0000u);
+    const __nv_bfloat162 y = __floats2bfloat162_rn(__fadd_rn(a0, __fmul_rn(w, __fsub_rn(b0, a0))),
+                                                   __fadd_rn(a1, __fmul_rn(w, __fsub_rn(b1, a1))));
+    unsigned bits;
+    memcpy(&bits, &y, 4);
+    return bits;
+}
+template <> __device__ __forceinline__ unsigned lerp_pair<__half>(unsigned a, unsigned b, float w) {
+    __half2 ha, hb;
+    memcpy(&ha, &a, 4);
+    memcpy(&hb, &b, 4);
+    const float2 fa = __half22float2(ha), fb = __half22float2(hb);
+    const __half2 y = __floats2half2_rn(__fadd_rn(fa.x, __fmul_rn(w, __fsub_rn(fb.x, fa.x))),
+                                        __fadd_rn(fa.y, __fmul_rn(w, __fsub_rn(fb.y, fa.y))));
+    unsigned bits;
+    memcpy(&bits, &y, 4);
+    return bits;
+}
+
+// The lerp of every element of two words (lerp_with's bits): 2-byte floats
+// in pairs, the others one by one.
+template <typename T, typename W>
+__device__ __forceinline__ W lerp_word(const W& a, const W& b, double w, float w32) {
+    constexpr int N = sizeof(W) / sizeof(T);
+    W out;
+    if constexpr ((sizeof(T) == 2) && (N % 2 == 0)) {
+        unsigned x0[N / 2], x1[N / 2], y[N / 2];
+        memcpy(x0, &a, sizeof(W));
+        memcpy(x1, &b, sizeof(W));
+#pragma unroll
+        for (int k = 0; k < N / 2; k++) y[k] = lerp_pair<T>(x0[k], x1[k], w32);
+        memcpy(&out, y, sizeof(W));
+    } else {
+        T x0[N], x1[N], y[N];
+        memcpy(x0, &a, sizeof(W));
+        memcpy(x1, &b, sizeof(W));
+#pragma unroll
+        for (int k = 0; k < N; k++) y[k] = lerp_with<T>(x0[k], x1[k], w, w32);
+        memcpy(&out, y, sizeof(W));
+    }
+    return out;
+}
+
 template <typename T>
 __device__ __forceinline__ T lerp(T a, T b, double w) {
     if (sizeof(typename Float<T>::Compute) == 8) {
@@ -521,12 +569,16 @@ __device__ void resample_rows(const T* __restrict__ data, T* __restrict__ out, u
 #define MOVE_UNROLL 4
 #define FUSE_UNROLL 2
 
+// Placed::flags
+#define PLACED_FILL 1  // outside the row with the fill boundary
+#define PLACED_COPY 2  // linear's weight is 0: it copies `lower`
+
 struct Placed {
     uint64_t previous, nearest;  // the rows previous and nearest copy
     uint64_t lower, upper;       // linear's rows (interpolation or extrapolation)
-    double weight;               // linear's weight; 0 copies `lower`
-    int fill;                    // outside the row with the fill boundary
-    int pad;
+    double weight;               // linear's weight (for f64 data)
+    float weight32;              // the same, rounded to f32 once (for the other float dtypes)
+    int flags;                   // PLACED_FILL, PLACED_COPY
 };
 
 // Where q falls among the first n samples of a row, found by one thread:
@@ -600,8 +652,8 @@ __device__ __forceinline__ void place_one(const Timeline& source, const Timeline
     out.lower = linear.lower;
     out.upper = linear.upper;
     out.weight = linear.weight;
-    out.fill = !inside && boundary == BOUNDARY_FILL;
-    out.pad = 0;
+    out.weight32 = __double2float_rn(linear.weight);
+    out.flags = (!inside && boundary == BOUNDARY_FILL ? PLACED_FILL : 0) | (linear.weight == 0.0 ? PLACED_COPY : 0);
     *placed = out;
     *valid = inside ? 1 : 0;
 }
@@ -646,39 +698,62 @@ __device__ __forceinline__ void move_stream(const T* __restrict__ x, uint64_t ch
                                             uint32_t* claimed, O* __restrict__ out, unsigned char* stage,
                                             uint64_t width, uint64_t offset) {
     constexpr int N = sizeof(W) / sizeof(T);
-    // 32-bit index arithmetic (the host keeps a tile's words below 2^31):
-    // 64-bit division costs about a hundred instructions per word.
+    constexpr bool F64 = sizeof(typename Float<T>::Compute) == 8;
+    // 32-bit index arithmetic (the host keeps a tile's words below 2^30).
     const uint32_t words = (uint32_t)(channels / N), total = count * words;
     const uint32_t lane = threadIdx.x & 31;
+    // Word i is target i / words: a division by a float reciprocal, off by
+    // at most one (the quotient is below MAX_TILE) and corrected, rather
+    // than the two dozen instructions of an integer division.
+    const float reciprocal = 1.0f / (float)words;
+    // The method of every word when the stream has one group.
+    const int method_of_all = group_count == 1 ? groups[2] : -1;
+    W fill_word;
+    {
+        T fills[N];
+#pragma unroll
+        for (int k = 0; k < N; k++) fills[k] = fill;
+        memcpy(&fill_word, fills, sizeof(W));
+    }
     for (uint32_t chunk = claim_chunk<U>(claimed); chunk < total; chunk = claim_chunk<U>(claimed)) {
         W a[U], b[U];
         double w[U];
+        float w32[U];
         uint32_t j[U], c[U];
-        bool fills[U];
+        int flags[U];
         // Every load of the U words first...
 #pragma unroll
         for (int u = 0; u < U; u++) {
             const uint32_t i = chunk + 32 * u + lane;
             a[u] = b[u] = W{};
             w[u] = 0.0;
-            fills[u] = true;
+            w32[u] = 0.0f;
+            flags[u] = PLACED_FILL;
             j[u] = c[u] = 0;
             if (i < total) {
-                j[u] = i / words;
-                c[u] = (i - j[u] * words) * N;
-                const Placed& p = placed[j[u]];
-                fills[u] = p.fill;
-                if (!p.fill) {
-                    int method = METHOD_LINEAR;
-                    for (int g = 0; g < group_count; g++)
-                        if (c[u] >= (uint32_t)groups[3 * g] && c[u] < (uint32_t)groups[3 * g + 1])
-                            method = groups[3 * g + 2];
+                uint32_t target = (uint32_t)((float)i * reciprocal);
+                int32_t rest = (int32_t)(i - target * words);
+                if (rest < 0) target--, rest += (int32_t)words;
+                else if (rest >= (int32_t)words) target++, rest -= (int32_t)words;
+                j[u] = target;
+                c[u] = (uint32_t)rest * N;
+                const Placed& p = placed[target];
+                flags[u] = p.flags;
+                if (!(flags[u] & PLACED_FILL)) {
+                    int method = method_of_all;
+                    if (method < 0) {
+                        method = METHOD_LINEAR;
+                        for (int g = 0; g < group_count; g++)
+                            if (c[u] >= (uint32_t)groups[3 * g] && c[u] < (uint32_t)groups[3 * g + 1])
+                                method = groups[3 * g + 2];
+                    }
                     uint64_t lower = p.lower, upper = p.upper;
-                    w[u] = p.weight;
-                    if (method == METHOD_PREVIOUS) lower = upper = p.previous, w[u] = 0.0;
-                    else if (method == METHOD_NEAREST) lower = upper = p.nearest, w[u] = 0.0;
+                    if constexpr (F64) w[u] = p.weight;
+                    else w32[u] = p.weight32;
+                    if (method == METHOD_PREVIOUS) lower = p.previous, flags[u] = PLACED_COPY;
+                    else if (method == METHOD_NEAREST) lower = p.nearest, flags[u] = PLACED_COPY;
                     a[u] = *(const W*)(x + lower * channels + c[u]);
-                    if (w[u] != 0.0) b[u] = *(const W*)(x + upper * channels + c[u]);
+                    if (!(flags[u] & PLACED_COPY)) b[u] = *(const W*)(x + upper * channels + c[u]);
                 }
             }
         }
@@ -687,29 +762,20 @@ __device__ __forceinline__ void move_stream(const T* __restrict__ x, uint64_t ch
         for (int u = 0; u < U; u++) {
             const uint32_t i = chunk + 32 * u + lane;
             if (i >= total) break;
-            T y[N];
-            if (fills[u]) {
-#pragma unroll
-                for (int k = 0; k < N; k++) y[k] = fill;
-            } else {
-                T x0[N], x1[N];
-                memcpy(x0, &a[u], sizeof(W));
-                memcpy(x1, &b[u], sizeof(W));
-                const float w32 = __double2float_rn(w[u]);
-#pragma unroll
-                for (int k = 0; k < N; k++) y[k] = w[u] == 0.0 ? x0[k] : lerp_with<T>(x0[k], x1[k], w[u], w32);
-            }
+            const W v = flags[u] & PLACED_FILL ? fill_word
+                        : flags[u] & PLACED_COPY ? a[u]
+                                                 : lerp_word<T, W>(a[u], b[u], w[u], w32[u]);
             const uint64_t e = (uint64_t)j[u] * width + offset + c[u];
-            if constexpr (STAGED) {
+            if constexpr (STAGED || !Same<T, O>::value) {
+                T y[N];
+                memcpy(y, &v, sizeof(W));
 #pragma unroll
-                for (int k = 0; k < N; k++) *(O*)(stage + (e + k) * sizeof(O)) = convert<T, O>(y[k]);
-            } else if constexpr (Same<T, O>::value) {
-                W v;
-                memcpy(&v, y, sizeof(W));
-                *(W*)(out + e) = v;
+                for (int k = 0; k < N; k++) {
+                    if constexpr (STAGED) *(O*)(stage + (e + k) * sizeof(O)) = convert<T, O>(y[k]);
+                    else out[e + k] = convert<T, O>(y[k]);
+                }
             } else {
-#pragma unroll
-                for (int k = 0; k < N; k++) out[e + k] = convert<T, O>(y[k]);
+                *(W*)(out + e) = v;
             }
         }
     }
