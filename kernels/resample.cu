@@ -1049,8 +1049,8 @@ extern "C" __global__ void __launch_bounds__(128, 6) fuse_no_slerp(void* out, ui
 // a barrier. Dynamic shared memory: Placed[2][stream_count][tile], the
 // chunk counters uint32_t[2][stream_count] (padded to 16 bytes), then the
 // stage (tile * width elements and 16 bytes of skew) when staged.
-template <typename O>
-__device__ void fuse_tiles(void* out_data, uint8_t* valid, int tile, int staged, const FusionArgs& a) {
+template <typename O, bool STAGED>
+__device__ void fuse_tiles(void* out_data, uint8_t* valid, int tile, const FusionArgs& a) {
     extern __shared__ uint4 shared_words[];
     const FusionStream* streams = a.stream_count <= FUSION_INLINE ? a.inline_streams : a.table;
     const uint64_t size = tile < 1 ? 1 : (tile > MAX_TILE ? MAX_TILE : tile);
@@ -1079,32 +1079,33 @@ __device__ void fuse_tiles(void* out_data, uint8_t* valid, int tile, int staged,
         if (index + gridDim.x < tiles) place(index + gridDim.x, placed + (b ^ 1) * per_buffer);
         const Tile t = tile_at(index, size, tiles_per_row, a.targets);
         O* out = (O*)out_data + (t.row * a.targets + t.first) * a.width;
-        const uint64_t skew = staged ? (uintptr_t)out % 16 : 0;
+        const uint64_t skew = STAGED ? (uintptr_t)out % 16 : 0;
         unsigned char* stage = stage_base + skew;
         for (uint64_t k = 0; k < a.stream_count; k++) {
             const FusionStream& s = streams[k];
             const uint64_t row_offset = t.row * s.samples * s.channels;
             const Placed* p = placed + b * per_buffer + k * size;
             uint32_t* counter = claimed + b * a.stream_count + k;
+            if constexpr (STAGED) {
 #define MOVE(T)                                                                                                 \
-    if (staged)                                                                                                 \
-        move_stream_words<T, O, true, FUSE_UNROLL>(s.data, row_offset, s.channels, s.groups, s.group_count,     \
-                                                   s.fill_bits, p, (uint32_t)t.count, counter, out, stage,      \
-                                                   a.width, s.out_offset);                                      \
-    else                                                                                                        \
-        move_stream_words<T, O, false, FUSE_UNROLL>(s.data, row_offset, s.channels, s.groups, s.group_count,    \
-                                                    s.fill_bits, p, (uint32_t)t.count, counter, out, stage,     \
-                                                    a.width, s.out_offset);
-            switch (s.dtype) {
-                case DT_F16: MOVE(__half) break;
-                case DT_BF16: MOVE(__nv_bfloat16) break;
-                case DT_F32: MOVE(float) break;
-                default: MOVE(double) break;  // the host launches tiles for float streams only
+    move_stream_words<T, O, true, FUSE_UNROLL>(s.data, row_offset, s.channels, s.groups, s.group_count,         \
+                                               s.fill_bits, p, (uint32_t)t.count, counter, out, stage, a.width, \
+                                               s.out_offset);
+                switch (s.dtype) {
+                    case DT_F16: MOVE(__half) break;
+                    case DT_BF16: MOVE(__nv_bfloat16) break;
+                    case DT_F32: MOVE(float) break;
+                    default: MOVE(double) break;  // the host launches tiles for float streams only
+                }
+            } else {  // every stream of the output dtype (the host checks)
+                move_stream_words<O, O, false, FUSE_UNROLL>(s.data, row_offset, s.channels, s.groups, s.group_count,
+                                                            s.fill_bits, p, (uint32_t)t.count, counter, out, nullptr,
+                                                            a.width, s.out_offset);
             }
 #undef MOVE
         }
         __syncthreads();  // tile i moved (into the stage) and tile i + 1 placed
-        if (staged) {
+        if constexpr (STAGED) {
             write_stage<O>(stage_base, skew, t.count * a.width * sizeof(O), out);
             __syncthreads();
         }
@@ -1113,17 +1114,28 @@ __device__ void fuse_tiles(void* out_data, uint8_t* valid, int tile, int staged,
     }
 }
 
-// Three blocks per SM: at four (64 registers) the fusion's two words in flight spill.
+// Straight into the output: four blocks per SM (64 registers), four words in flight.
 #define FUSE_TILED_KERNEL(NAME, O)                                                                        \
+    extern "C" __global__ void __launch_bounds__(TILE_WARPS * 32, 4)                                      \
+        NAME(void* out, uint8_t* valid, int tile, const __grid_constant__ FusionArgs a) {                \
+        fuse_tiles<O, false>(out, valid, tile, a);                                                        \
+    }
+// Through shared memory (every float dtype of stream): three blocks per SM,
+// since at four (64 registers) even two words in flight spill.
+#define FUSE_STAGED_KERNEL(NAME, O)                                                                       \
     extern "C" __global__ void __launch_bounds__(TILE_WARPS * 32, 3)                                      \
-        NAME(void* out, uint8_t* valid, int tile, int staged, const __grid_constant__ FusionArgs a) {    \
-        fuse_tiles<O>(out, valid, tile, staged, a);                                                       \
+        NAME(void* out, uint8_t* valid, int tile, const __grid_constant__ FusionArgs a) {                \
+        fuse_tiles<O, true>(out, valid, tile, a);                                                         \
     }
 
 FUSE_TILED_KERNEL(fuse_tiled_f16, __half)
 FUSE_TILED_KERNEL(fuse_tiled_bf16, __nv_bfloat16)
 FUSE_TILED_KERNEL(fuse_tiled_f32, float)
 FUSE_TILED_KERNEL(fuse_tiled_f64, double)
+FUSE_STAGED_KERNEL(fuse_staged_f16, __half)
+FUSE_STAGED_KERNEL(fuse_staged_bf16, __nv_bfloat16)
+FUSE_STAGED_KERNEL(fuse_staged_f32, float)
+FUSE_STAGED_KERNEL(fuse_staged_f64, double)
 
 // Checks the data a resample needs before launch (unless trusted), in the
 // order the CPU reference checks it: valid lengths in 1..=S (kind 1), finite

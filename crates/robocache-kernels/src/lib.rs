@@ -120,12 +120,19 @@ pub enum Kernel {
     Fuse,
     /// Fusion when no stream has a slerp group.
     FuseNoSlerp,
-    /// Tiled fusion (float streams and output, no slerp), by output dtype: a
-    /// block places a tile of targets in every stream, then moves words.
+    /// Tiled fusion (float streams of the output dtype, rows and offsets on
+    /// 16-byte words, no slerp), by output dtype: resident blocks place the
+    /// next tile of targets in every stream while they move the current one.
     FuseTiledF16,
     FuseTiledBF16,
     FuseTiledF32,
     FuseTiledF64,
+    /// Tiled fusion of any float streams (no slerp) through shared memory,
+    /// by output dtype.
+    FuseStagedF16,
+    FuseStagedBF16,
+    FuseStagedF32,
+    FuseStagedF64,
     /// Per point: voxel, dropped count, occupancy/count/max accumulation.
     VoxelScatter,
     /// Fills 32-bit words with a value.
@@ -161,7 +168,7 @@ pub enum Kernel {
 
 impl Kernel {
     /// Every kernel.
-    pub const ALL: [Kernel; 37] = [
+    pub const ALL: [Kernel; 41] = [
         Kernel::ResampleF16,
         Kernel::ResampleBF16,
         Kernel::ResampleF32,
@@ -185,6 +192,10 @@ impl Kernel {
         Kernel::FuseTiledBF16,
         Kernel::FuseTiledF32,
         Kernel::FuseTiledF64,
+        Kernel::FuseStagedF16,
+        Kernel::FuseStagedBF16,
+        Kernel::FuseStagedF32,
+        Kernel::FuseStagedF64,
         Kernel::VoxelScatter,
         Kernel::VoxelFill,
         Kernel::VoxelMaxDecode,
@@ -247,6 +258,10 @@ impl Kernel {
             Kernel::FuseTiledBF16 => "fuse_tiled_bf16",
             Kernel::FuseTiledF32 => "fuse_tiled_f32",
             Kernel::FuseTiledF64 => "fuse_tiled_f64",
+            Kernel::FuseStagedF16 => "fuse_staged_f16",
+            Kernel::FuseStagedBF16 => "fuse_staged_bf16",
+            Kernel::FuseStagedF32 => "fuse_staged_f32",
+            Kernel::FuseStagedF64 => "fuse_staged_f64",
             Kernel::VoxelScatter => "voxel_scatter",
             Kernel::VoxelFill => "voxel_fill",
             Kernel::VoxelMaxDecode => "voxel_max_decode",

@@ -71,14 +71,15 @@ const SHARED_LIMIT: usize = 48 << 10;
 struct TiledFusion {
     kernel: Kernel,
     tile: usize,
-    /// Whether the tile's output goes through shared memory (unaligned rows or mixed dtypes).
-    staged: bool,
     shared_bytes: usize,
 }
 
 /// The tiled fusion for these streams, when it applies: float streams and
 /// output, no slerp, rows a tile can index in 32 bits, and a tile's placements
-/// (and staged output) within the shared memory of a block.
+/// (and staged output) within the shared memory of a block. Straight into
+/// the output (`fuse_tiled_<dtype>`) when every word lands aligned: every
+/// stream of the output dtype, 16-byte rows and stream offsets; else
+/// through shared memory (`fuse_staged_<dtype>`).
 fn tiled_fusion(
     plans: &[ResamplePlan],
     offsets: &[usize],
@@ -91,33 +92,34 @@ fn tiled_fusion(
     if batch * targets < TILED_FUSION_TARGETS {
         return None;
     }
-    let kernel = match dtype {
-        DType::F16 => Kernel::FuseTiledF16,
-        DType::BF16 => Kernel::FuseTiledBF16,
-        DType::F32 => Kernel::FuseTiledF32,
-        DType::F64 => Kernel::FuseTiledF64,
-        _ => return None,
-    };
     let is_float = |d: DType| matches!(d, DType::F16 | DType::BF16 | DType::F32 | DType::F64);
     if plans.iter().any(|p| !is_float(p.dtype) || has_slerp(&p.groups) || p.channels > MAX_TILE_CHANNELS) {
         return None;
     }
     let size = dtype.size_in_bytes();
     let width = *offsets.last()?;
-    // Straight into the output when every word lands aligned: the output's
-    // dtype in every stream, 16-byte rows and stream offsets.
     let direct = plans.iter().all(|p| p.dtype == dtype)
         && (width * size).is_multiple_of(16)
         && offsets.iter().all(|o| (o * size).is_multiple_of(16));
+    let kernel = match (dtype, direct) {
+        (DType::F16, true) => Kernel::FuseTiledF16,
+        (DType::BF16, true) => Kernel::FuseTiledBF16,
+        (DType::F32, true) => Kernel::FuseTiledF32,
+        (DType::F64, true) => Kernel::FuseTiledF64,
+        (DType::F16, false) => Kernel::FuseStagedF16,
+        (DType::BF16, false) => Kernel::FuseStagedBF16,
+        (DType::F32, false) => Kernel::FuseStagedF32,
+        (DType::F64, false) => Kernel::FuseStagedF64,
+        _ => return None,
+    };
     // Two buffers of placements, two chunk counters a stream (in 16-byte
     // words), and the stage.
     let counters = (2 * plans.len() * 4).next_multiple_of(16);
     let shared = |tile: usize| {
         2 * plans.len() * tile * PLACED_BYTES + counters + if direct { 0 } else { tile * width * size + 16 }
     };
-    let fits = (0..=MAX_TILE.trailing_zeros()).rev().map(|k| 1usize << k).find(|&t| shared(t) <= SHARED_LIMIT)?;
-    let tile = fits;
-    Some(TiledFusion { kernel, tile, staged: !direct, shared_bytes: shared(tile) })
+    let tile = (0..=MAX_TILE.trailing_zeros()).rev().map(|k| 1usize << k).find(|&t| shared(t) <= SHARED_LIMIT)?;
+    Some(TiledFusion { kernel, tile, shared_bytes: shared(tile) })
 }
 
 impl CudaDevice {
@@ -192,20 +194,20 @@ impl CudaDevice {
         let mut out_pointer = out.device_pointer();
         let mut valid_pointer = valid.device_pointer();
         if let Some(tiled) = tiled_fusion(&plans, &offsets, dtype, batch, target.len) {
-            let (mut tile, mut staged) = (tiled.tile as i32, i32::from(tiled.staged));
-            let params: [*mut c_void; 5] = [
+            let mut tile = tiled.tile as i32;
+            let params: [*mut c_void; 4] = [
                 (&mut out_pointer as *mut u64).cast(),
                 (&mut valid_pointer as *mut u64).cast(),
                 (&mut tile as *mut i32).cast(),
-                (&mut staged as *mut i32).cast(),
                 (&mut args as *mut FusionArgs).cast(),
             ];
             let tiles = batch * target.len.div_ceil(tiled.tile);
             let config = tile_launch(self.resident_grid(tiled.kernel, tiles, tiled.shared_bytes)?, tiled.shared_bytes);
-            // SAFETY: the parameters match `fuse_tiled_<dtype>(void*, uint8_t*,
-            // int, int, FusionArgs)`; as below, and tiled_fusion checked the
-            // dtypes, the absence of slerp, the alignment a direct write needs
-            // and the shared memory the tile takes.
+            // SAFETY: the parameters match `fuse_tiled_<dtype>` and
+            // `fuse_staged_<dtype>(void*, uint8_t*, int, FusionArgs)`; as
+            // below, and tiled_fusion checked the dtypes, the absence of
+            // slerp, the alignment a direct write needs and the shared memory
+            // the tile takes.
             unsafe { self.context.launch(tiled.kernel, config, &params) }.map_err(cuda_error)?;
         } else {
             let params: [*mut c_void; 3] = [
