@@ -544,7 +544,7 @@ __device__ void resample_rows(const T* __restrict__ data, T* __restrict__ out, u
     }
 }
 
-// ---- Tiles: a block places a tile of targets, then moves words ------------
+// ---- Tiles: resident blocks place the next tile while they move one --------
 //
 // For calls without slerp on float data. Each block of TILE_WARPS warps is
 // resident for the whole call (the host launches as many as fit at once)

@@ -104,7 +104,8 @@ pub enum Kernel {
     ResampleF32NoSlerp,
     ResampleF64NoSlerp,
     /// Tiled resample (no slerp, rows and groups aligned to 16-byte words):
-    /// a block places a tile of targets, then moves its words.
+    /// resident blocks place the next tile of targets while they move the
+    /// words of the current one.
     ResampleTiledF16,
     ResampleTiledBF16,
     ResampleTiledF32,
