@@ -143,17 +143,6 @@ __device__ __forceinline__ Position locate(const Timeline& t, uint64_t row, uint
     return p[0];
 }
 
-// q[r] and p[r] for a runtime r, by selection: indexing the arrays with a
-// runtime value would put them in local memory (DRAM traffic).
-template <int R>
-__device__ __forceinline__ void pick(const double (&q)[R], const Position (&p)[R], int r, double& qr, Position& pr) {
-    qr = q[0];
-    pr = p[0];
-#pragma unroll
-    for (int k = 1; k < R; k++)
-        if (k == r) qr = q[k], pr = p[k];
-}
-
 struct Segment {
     uint64_t lower, upper;
     double weight;
