@@ -555,8 +555,12 @@ __device__ void resample_rows(const T* __restrict__ data, T* __restrict__ out, u
 
 #define TILE_WARPS 8
 #define MAX_TILE 32
-#define MOVE_UNROLL 4
-#define FUSE_UNROLL 2
+#define MOVE_UNROLL 2
+// Fusion moves one word a thread per claim straight into the output (no
+// spills at 64 registers, and a 64- or 128-channel stream's few words are
+// shared by every warp), two when staging (80 registers).
+#define FUSE_DIRECT_UNROLL 1
+#define FUSE_STAGED_UNROLL 2
 
 // Placed::flags
 #define PLACED_FILL 1  // outside the row with the fill boundary
@@ -1077,9 +1081,9 @@ __device__ void fuse_tiles(void* out_data, uint8_t* valid, int tile, const Fusio
             uint32_t* counter = claimed + b * a.stream_count + k;
             if constexpr (STAGED) {
 #define MOVE(T)                                                                                                 \
-    move_stream_words<T, O, true, FUSE_UNROLL>(s.data, row_offset, s.channels, s.groups, s.group_count,         \
-                                               s.fill_bits, p, (uint32_t)t.count, counter, out, stage, a.width, \
-                                               s.out_offset);
+    move_stream_words<T, O, true, FUSE_STAGED_UNROLL>(s.data, row_offset, s.channels, s.groups, s.group_count,  \
+                                                      s.fill_bits, p, (uint32_t)t.count, counter, out, stage,   \
+                                                      a.width, s.out_offset);
                 switch (s.dtype) {
                     case DT_F16: MOVE(__half) break;
                     case DT_BF16: MOVE(__nv_bfloat16) break;
@@ -1087,9 +1091,9 @@ __device__ void fuse_tiles(void* out_data, uint8_t* valid, int tile, const Fusio
                     default: MOVE(double) break;  // the host launches tiles for float streams only
                 }
             } else {  // every stream of the output dtype (the host checks)
-                move_stream_words<O, O, false, FUSE_UNROLL>(s.data, row_offset, s.channels, s.groups, s.group_count,
-                                                            s.fill_bits, p, (uint32_t)t.count, counter, out, nullptr,
-                                                            a.width, s.out_offset);
+                move_stream_words<O, O, false, FUSE_DIRECT_UNROLL>(s.data, row_offset, s.channels, s.groups,
+                                                                   s.group_count, s.fill_bits, p, (uint32_t)t.count,
+                                                                   counter, out, nullptr, a.width, s.out_offset);
             }
 #undef MOVE
         }
@@ -1103,7 +1107,8 @@ __device__ void fuse_tiles(void* out_data, uint8_t* valid, int tile, const Fusio
     }
 }
 
-// Straight into the output: four blocks per SM (64 registers), four words in flight.
+// Straight into the output: four blocks per SM (64 registers, no spills), one
+// word a thread per claim.
 #define FUSE_TILED_KERNEL(NAME, O)                                                                        \
     extern "C" __global__ void __launch_bounds__(TILE_WARPS * 32, 4)                                      \
         NAME(void* out, uint8_t* valid, int tile, const __grid_constant__ FusionArgs a) {                \

@@ -22,6 +22,27 @@ enum Mode { MODE_OCCUPANCY = 0, MODE_COUNT = 1, MODE_MEAN = 2, MODE_MAX = 3 };
 enum CloudType { CLOUDS_NONE = 0, CLOUDS_U32 = 1, CLOUDS_U64 = 2, CLOUDS_I32 = 3, CLOUDS_I64 = 4 };
 
 #define OUTSIDE 0xFFFFFFFFFFFFFFFFull
+#define OUTSIDE_32 0xFFFFFFFFu
+
+// The mean's per-point keys (each point's voxel, or OUTSIDE): 32-bit words
+// when every voxel and OUTSIDE fit in one (half the traffic of the
+// scatter's stores and the placement's loads), else 64-bit.
+struct PointKeys {
+    void* words;
+    int bytes;
+
+    __device__ __forceinline__ void store(uint64_t i, uint64_t key) const {
+        if (bytes == 4) ((uint32_t*)words)[i] = key == OUTSIDE ? OUTSIDE_32 : (uint32_t)key;
+        else ((uint64_t*)words)[i] = key;
+    }
+    __device__ __forceinline__ uint64_t load(uint64_t i) const {
+        if (bytes == 4) {
+            const uint32_t key = ((const uint32_t*)words)[i];
+            return key == OUTSIDE_32 ? OUTSIDE : key;
+        }
+        return ((const uint64_t*)words)[i];
+    }
+};
 
 struct VoxelArgs {
     float origin[3];
@@ -33,6 +54,7 @@ struct VoxelArgs {
     const void* cloud_index;
     int cloud_type;
     int mode;
+    int key_bytes;  // of the mean's per-point keys: 4 when the grid has fewer than 2^32 - 1 voxels, else 8
     uint64_t feature_len;
 };
 
@@ -78,14 +100,15 @@ __device__ __forceinline__ float decode_max(unsigned u) {
 // the mean also each point's key and slot (its rank among its voxel's points
 // in the order the atomics happened), and the scan's status words cleared.
 extern "C" __global__ void voxel_scatter(const float* __restrict__ points, const float* __restrict__ features,
-                                         void* grid, uint32_t* counts, uint64_t* keys, uint32_t* slots,
+                                         void* grid, uint32_t* counts, void* keys, uint32_t* slots,
                                          unsigned long long* scan_status, uint64_t scan_words,
                                          unsigned long long* dropped, VoxelArgs a) {
     const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+    const PointKeys point_keys{keys, a.key_bytes};
     for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < scan_words; i += stride) scan_status[i] = 0;
     for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < a.points; i += stride) {
         const uint64_t key = voxel_key(points, a, i);
-        if (a.mode == MODE_MEAN) keys[i] = key;
+        if (a.mode == MODE_MEAN) point_keys.store(i, key);
         if (key == OUTSIDE) {
             atomicAdd(dropped, 1ull);
             continue;
@@ -238,11 +261,11 @@ extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
 
 // Each point's index into its voxel's segment, at the slot its scatter
 // atomic returned (so the order inside a segment varies from run to run).
-extern "C" __global__ void voxel_place(const uint64_t* __restrict__ keys, const uint32_t* __restrict__ slots,
+extern "C" __global__ void voxel_place(PointKeys keys, const uint32_t* __restrict__ slots,
                                        const uint32_t* __restrict__ starts, uint32_t* order, uint64_t n) {
     const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
     for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const uint64_t key = keys[i];
+        const uint64_t key = keys.load(i);
         if (key != OUTSIDE) order[starts[key] + slots[i]] = (uint32_t)i;
     }
 }
@@ -464,7 +487,7 @@ VOXEL_MEAN_GROUPED(4)
 // waits for it): a bitonic sort of the segment in shared memory up to
 // SHARED_POINTS points, else a walk over all points in order collecting the
 // voxel's. Dynamic shared memory: SHARED_POINTS words.
-extern "C" __global__ void voxel_mean_heavy(const float* __restrict__ features, const uint64_t* __restrict__ keys,
+extern "C" __global__ void voxel_mean_heavy(const float* __restrict__ features, PointKeys keys,
                                             const uint32_t* __restrict__ counts, VoxelPoints voxel_points,
                                             float* mean, uint64_t points,
                                             uint64_t feature_len, const uint64_t* __restrict__ heavy,
@@ -510,7 +533,7 @@ extern "C" __global__ void voxel_mean_heavy(const float* __restrict__ features, 
                 double sum = 0.0;
                 for (uint64_t base = 0; base < points; base += blockDim.x) {
                     const uint64_t i = base + threadIdx.x;
-                    const bool mine = i < points && keys[i] == v;
+                    const bool mine = i < points && keys.load(i) == v;
                     const unsigned ballot = __ballot_sync(0xFFFFFFFFu, mine);
                     if (lane == 0) warp_counts[warp] = __popc(ballot);
                     __syncthreads();

@@ -25,6 +25,7 @@ struct VoxelArgs {
     cloud_index: u64,
     cloud_type: i32,
     mode: i32,
+    key_bytes: i32,
     feature_len: u64,
 }
 
@@ -48,12 +49,32 @@ struct VoxelPoints {
     order: u64,
 }
 
+/// Mirrors `struct PointKeys` in kernels/voxelize.cu: the mean's per-point
+/// voxel keys, `bytes` (4 or 8) each.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct PointKeys {
+    words: u64,
+    bytes: i32,
+}
+
+/// Bytes of a point's key for a grid of `voxels`: 4 while every voxel and
+/// the "outside" marker (all ones) fit in 32 bits.
+fn key_bytes(voxels: usize) -> i32 {
+    if voxels < u32::MAX as usize {
+        4
+    } else {
+        8
+    }
+}
+
 /// Scratch of the mean, written by the scatter and read by the later passes.
 struct MeanScratch {
     /// Zeroed counts per voxel (an output).
     counts: DeviceBytes,
-    /// Each point's voxel (or `u64::MAX` when it is dropped).
+    /// Each point's voxel (or all ones when it is dropped), `key_bytes` each.
     keys: DeviceBytes,
+    key_bytes: i32,
     /// Each point's rank among its voxel's points, as the atomics ran.
     slots: DeviceBytes,
     /// The scan's tile counter and one status word per tile, cleared by the
@@ -116,6 +137,7 @@ impl CudaDevice {
                 VoxelMode::Mean => 2,
                 VoxelMode::Max => 3,
             },
+            key_bytes: key_bytes(voxels),
             feature_len: feature_len as u64,
         };
         if cloud_type != 0 && n > 0 {
@@ -154,7 +176,8 @@ impl CudaDevice {
             let scan_tiles = (voxels + 1).div_ceil(SCAN_TILE);
             Some(MeanScratch {
                 counts: self.zeroed(4 * voxels)?,
-                keys: self.alloc(8 * n)?,
+                keys: self.alloc(args.key_bytes as usize * n)?,
+                key_bytes: args.key_bytes,
                 slots: self.alloc(4 * n)?,
                 scan_status: self.alloc(8 * (1 + scan_tiles))?,
                 scan_tiles,
@@ -253,13 +276,14 @@ impl CudaDevice {
                 (&mut voxel_count as *mut u64).cast(),
             ],
         )?;
-        let (mut keys_pointer, mut slots_pointer, mut order_pointer, mut point_count) =
-            (scratch.keys.device_pointer(), scratch.slots.device_pointer(), order.device_pointer(), n as u64);
+        let mut keys = PointKeys { words: scratch.keys.device_pointer(), bytes: scratch.key_bytes };
+        let (mut slots_pointer, mut order_pointer, mut point_count) =
+            (scratch.slots.device_pointer(), order.device_pointer(), n as u64);
         self.launch_with(
             Kernel::VoxelPlace,
             over(n),
             &[
-                (&mut keys_pointer as *mut u64).cast(),
+                (&mut keys as *mut PointKeys).cast(),
                 (&mut slots_pointer as *mut u64).cast(),
                 (&mut starts_pointer as *mut u64).cast(),
                 (&mut order_pointer as *mut u64).cast(),
@@ -314,7 +338,7 @@ impl CudaDevice {
             heavy_blocks,
             &[
                 (&mut features as *mut u64).cast(),
-                (&mut keys_pointer as *mut u64).cast(),
+                (&mut keys as *mut PointKeys).cast(),
                 (&mut counts_pointer as *mut u64).cast(),
                 (&mut points as *mut VoxelPoints).cast(),
                 (&mut mean_pointer as *mut u64).cast(),
