@@ -570,6 +570,27 @@ fn large_batches_match_reference(device: &Device) {
     let (got, want) = (fuse_odd(device), fuse_odd(&Device::cpu()));
     assert_eq!(got.1, want.1, "odd fusion valid masks");
     assert_close("large odd fusion", &got.0, &want.0, |_| false).unwrap();
+    // Seven bf16 channels (rows of 14 bytes, not 16-byte words), every
+    // boundary and a group of each copying method: on the GPU a one-stream
+    // fusion through shared memory.
+    for boundary in [robocache::Boundary::Clamp, robocache::Boundary::Extrapolate, robocache::Boundary::Fill(-1.5)] {
+        let spec = ResampleSpec::new(Method::Linear).with_boundary(boundary).with_channels(ChannelSpec::Groups(vec![
+            robocache::ChannelGroup { range: 0..3, method: Method::Linear },
+            robocache::ChannelGroup { range: 3..5, method: Method::Nearest },
+            robocache::ChannelGroup { range: 5..7, method: Method::Previous },
+        ]));
+        let joints = |device: &Device| {
+            let y = Tensor::from_slice(device, &narrow[..batch * samples * 7], &[batch, samples, 7]).unwrap();
+            let t = Tensor::from_slice(device, &times, &[batch, samples]).unwrap();
+            let q = Tensor::from_slice(device, &queries, &[batch, targets]).unwrap();
+            let out =
+                device.resample(&StreamInput::new(&y, TimeAxis::Tensor(&t)), &TargetTimes::Tensor(&q), &spec).unwrap();
+            (out.data.to_host().unwrap(), out.valid.to_vec::<bool>().unwrap())
+        };
+        let (got, want) = (joints(device), joints(&Device::cpu()));
+        assert_eq!(got.1, want.1, "seven-channel valid masks");
+        assert_close("large seven-channel resample", &got.0, &want.0, |i| i % 7 >= 3).unwrap();
+    }
 }
 
 /// Voxel means over voxels of every size class the GPU treats apart: empty,

@@ -9,8 +9,8 @@ use robocache_cuda::Kernel;
 
 use super::backend::{cuda_error, CudaDevice, DeviceStorage};
 use super::resample::{
-    describe_stream, describe_targets, device_pointer, has_slerp, targets_per_warp, tile_launch, warp_launch, Timeline,
-    MAX_GROUPS, MAX_TILE, MAX_TILE_CHANNELS, PLACED_BYTES,
+    describe_stream, describe_targets, device_pointer, has_slerp, targets_per_warp, tile_launch, warp_launch,
+    ResampleArgs, Timeline, MAX_GROUPS, MAX_TILE, MAX_TILE_CHANNELS, PLACED_BYTES,
 };
 use crate::ops::{Fused, FusionStreamInput, TargetTimes};
 use crate::{Device, Result, Tensor};
@@ -194,21 +194,7 @@ impl CudaDevice {
         let mut out_pointer = out.device_pointer();
         let mut valid_pointer = valid.device_pointer();
         if let Some(tiled) = tiled_fusion(&plans, &offsets, dtype, batch, target.len) {
-            let mut tile = tiled.tile as i32;
-            let params: [*mut c_void; 4] = [
-                (&mut out_pointer as *mut u64).cast(),
-                (&mut valid_pointer as *mut u64).cast(),
-                (&mut tile as *mut i32).cast(),
-                (&mut args as *mut FusionArgs).cast(),
-            ];
-            let tiles = batch * target.len.div_ceil(tiled.tile);
-            let config = tile_launch(self.resident_grid(tiled.kernel, tiles, tiled.shared_bytes)?, tiled.shared_bytes);
-            // SAFETY: the parameters match `fuse_tiled_<dtype>` and
-            // `fuse_staged_<dtype>(void*, uint8_t*, int, FusionArgs)`; as
-            // below, and tiled_fusion checked the dtypes, the absence of
-            // slerp, the alignment a direct write needs and the shared memory
-            // the tile takes.
-            unsafe { self.context.launch(tiled.kernel, config, &params) }.map_err(cuda_error)?;
+            self.launch_tiled_fusion(&tiled, &mut args, out_pointer, valid_pointer)?;
         } else {
             let params: [*mut c_void; 3] = [
                 (&mut out_pointer as *mut u64).cast(),
@@ -232,5 +218,83 @@ impl CudaDevice {
             ),
             offsets,
         })
+    }
+}
+
+impl CudaDevice {
+    /// Launches a tiled fusion (`fuse_tiled_<dtype>` or `fuse_staged_<dtype>`)
+    /// on as many blocks as are resident at once.
+    fn launch_tiled_fusion(
+        &self,
+        tiled: &TiledFusion,
+        args: &mut FusionArgs,
+        mut out_pointer: u64,
+        mut valid_pointer: u64,
+    ) -> Result<()> {
+        let mut tile = tiled.tile as i32;
+        let params: [*mut c_void; 4] = [
+            (&mut out_pointer as *mut u64).cast(),
+            (&mut valid_pointer as *mut u64).cast(),
+            (&mut tile as *mut i32).cast(),
+            (args as *mut FusionArgs).cast(),
+        ];
+        let tiles = args.batch as usize * (args.targets as usize).div_ceil(tiled.tile);
+        let config = tile_launch(self.resident_grid(tiled.kernel, tiles, tiled.shared_bytes)?, tiled.shared_bytes);
+        // SAFETY: the parameters match `fuse_tiled_<dtype>` and
+        // `fuse_staged_<dtype>(void*, uint8_t*, int, FusionArgs)`; every
+        // stream was planned like a resample, and tiled_fusion checked the
+        // dtypes, the absence of slerp, the alignment a direct write needs
+        // and the shared memory the tile takes.
+        unsafe { self.context.launch(tiled.kernel, config, &params) }.map_err(cuda_error)
+    }
+
+    /// A resample the tiled resample kernel cannot take because its rows are
+    /// not whole 16-byte words (seven bf16 joint angles, say), run as a
+    /// fusion of that one stream: the tiled fusion assembles a tile's rows in
+    /// shared memory and writes them out in aligned words, where the
+    /// alternative is a warp per targets. Returns whether it applied (float
+    /// data without slerp, from `TILED_FUSION_TARGETS` targets); `resample`
+    /// holds the call's arguments as the resample kernels take them.
+    pub(super) fn resample_as_fusion(
+        &self,
+        plan: &ResamplePlan,
+        resample: &ResampleArgs,
+        data_pointer: u64,
+        out_pointer: u64,
+        valid_pointer: u64,
+    ) -> Result<bool> {
+        let offsets = [0, plan.channels];
+        let Some(tiled) = tiled_fusion(std::slice::from_ref(plan), &offsets, plan.dtype, plan.batch, plan.target_len)
+        else {
+            return Ok(false);
+        };
+        let mut inline_streams = [bytemuck::Zeroable::zeroed(); FUSION_INLINE];
+        inline_streams[0] = FusionStream {
+            data: data_pointer,
+            samples: resample.samples,
+            channels: resample.channels,
+            out_offset: 0,
+            source: resample.source,
+            lengths: resample.lengths,
+            length_type: resample.length_type,
+            dtype: dtype_code(plan.dtype),
+            group_count: resample.group_count,
+            groups: resample.groups,
+            boundary: resample.boundary,
+            fill_bits: resample.fill_bits,
+        };
+        let mut args = FusionArgs {
+            batch: resample.batch,
+            targets: resample.targets,
+            width: resample.channels,
+            stream_count: 1,
+            target: resample.target,
+            out_dtype: dtype_code(plan.dtype),
+            targets_per_warp: resample.targets_per_warp,
+            table: 0,
+            inline_streams,
+        };
+        self.launch_tiled_fusion(&tiled, &mut args, out_pointer, valid_pointer)?;
+        Ok(true)
     }
 }
