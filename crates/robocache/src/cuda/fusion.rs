@@ -249,10 +249,12 @@ impl CudaDevice {
     }
 
     /// A resample the tiled resample kernel cannot take because its rows are
-    /// not whole 16-byte words (seven bf16 joint angles, say), run as a
-    /// fusion of that one stream: the tiled fusion assembles a tile's rows in
-    /// shared memory and writes them out in aligned words, where the
-    /// alternative is a warp per targets. Returns whether it applied (float
+    /// not whole 16-byte words (seven bf16 joint angles, say) or its data
+    /// does not start on one, run as a fusion of that one stream: the tiled
+    /// fusion moves such rows element by element and, when the output rows
+    /// are not aligned either, assembles a tile's rows in shared memory and
+    /// writes them out in aligned words, where the alternative is a warp per
+    /// targets. Returns whether it applied (float
     /// data without slerp, from `TILED_FUSION_TARGETS` targets); `resample`
     /// holds the call's arguments as the resample kernels take them.
     pub(super) fn resample_as_fusion(

@@ -339,9 +339,8 @@ impl CudaDevice {
             // uint8_t*, int, ResampleArgs)`; what the warp kernels need (below) holds, and the plan is aligned
             // to 16-byte words (tiled_kernel).
             unsafe { self.context.launch(kernel, tile_launch(blocks, 0), &params) }.map_err(cuda_error)?;
-        } else if self.resample_as_fusion(&plan, &args, data_pointer, out_pointer, valid_pointer)? {
-            // Rows that are not whole 16-byte words: tiles staged in shared memory.
-        } else {
+        } else if !self.resample_as_fusion(&plan, &args, data_pointer, out_pointer, valid_pointer)? {
+            // Neither kind of tile applies: a warp per targets.
             let params: [*mut c_void; 4] = [
                 (&mut data_pointer as *mut u64).cast(),
                 (&mut out_pointer as *mut u64).cast(),
