@@ -254,9 +254,9 @@ impl CudaDevice {
     /// fusion moves such rows element by element and, when the output rows
     /// are not aligned either, assembles a tile's rows in shared memory and
     /// writes them out in aligned words, where the alternative is a warp per
-    /// targets. Returns whether it applied (float
-    /// data without slerp, from `TILED_FUSION_TARGETS` targets); `resample`
-    /// holds the call's arguments as the resample kernels take them.
+    /// targets. Returns whether it applied (float data without slerp, from
+    /// `TILED_FUSION_TARGETS` targets); `resample` holds the call's arguments
+    /// as the resample kernels take them.
     pub(super) fn resample_as_fusion(
         &self,
         plan: &ResamplePlan,

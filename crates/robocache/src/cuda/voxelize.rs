@@ -58,6 +58,9 @@ struct PointKeys {
     bytes: i32,
 }
 
+// The kernel's parameter is `{void*, int}`: 16 bytes with its tail padding.
+const _: () = assert!(size_of::<PointKeys>() == 16);
+
 /// Bytes of a point's key for a grid of `voxels`: 4 while every voxel and
 /// the "outside" marker (all ones) fit in 32 bits.
 fn key_bytes(voxels: usize) -> i32 {
