@@ -4,15 +4,20 @@
 //   result does not depend on their order;
 // - max uses atomicMax on an order-preserving integer encoding of the float
 //   (NaN ignored, +0 above -0), also order-independent;
-// - mean reproduces the reference's order, so it equals the CPU bit for bit:
-//   counts by integer atomics whose return value is the point's slot in its
-//   voxel; a one-pass exclusive scan (decoupled look-back) of the counts into
-//   segment starts; each point's index placed at start + slot (so the order
-//   inside a segment varies from run to run); then per voxel the sum
-//   in f64 in ascending point order: one or two points need no sort (IEEE
-//   addition commutes); up to 16 are sorted by the voxel's thread, up to
-//   8192 by one block (bitonic sort in shared memory), and beyond that one
-//   block walks all points in order.
+// - mean reproduces the reference's order, so it equals the CPU bit for bit.
+//   Per voxel a 64-bit tally counts its points (low half) and sums their
+//   indices modulo 2^32 (high half), both by one atomic whose return value
+//   is the point's slot in its voxel (its rank in the order the atomics
+//   ran). The point of slot 0 stores nothing: it is the sum less the
+//   others. Slots 1 to SLOTS - 1 are stored in slot arrays indexed by
+//   voxel, the rest appended to an overflow list. Per voxel the means
+//   kernel then sums in f64 in ascending point order: one or two points
+//   need no sort (IEEE addition commutes), three or four are sorted by a
+//   network in registers. Heavier voxels get
+//   a segment for their overflow points (warp-aggregated atomics), the
+//   overflow is placed into the segments, and they are sorted by a warp (up
+//   to WARP_POINTS points, in registers), a block (up to SHARED_POINTS, a
+//   bitonic sort in shared memory) or walked by a block in point order.
 // The voxel of a point is floor((p - origin) / size) in f32 with IEEE
 // division, inside when 0 <= v < dim on every axis.
 
@@ -22,27 +27,7 @@ enum Mode { MODE_OCCUPANCY = 0, MODE_COUNT = 1, MODE_MEAN = 2, MODE_MAX = 3 };
 enum CloudType { CLOUDS_NONE = 0, CLOUDS_U32 = 1, CLOUDS_U64 = 2, CLOUDS_I32 = 3, CLOUDS_I64 = 4 };
 
 #define OUTSIDE 0xFFFFFFFFFFFFFFFFull
-#define OUTSIDE_32 0xFFFFFFFFu
-
-// The mean's per-point keys (each point's voxel, or OUTSIDE): 32-bit words
-// when every voxel and OUTSIDE fit in one (half the traffic of the
-// scatter's stores and the placement's loads), else 64-bit.
-struct PointKeys {
-    void* words;
-    int bytes;
-
-    __device__ __forceinline__ void store(uint64_t i, uint64_t key) const {
-        if (bytes == 4) ((uint32_t*)words)[i] = key == OUTSIDE ? OUTSIDE_32 : (uint32_t)key;
-        else ((uint64_t*)words)[i] = key;
-    }
-    __device__ __forceinline__ uint64_t load(uint64_t i) const {
-        if (bytes == 4) {
-            const uint32_t key = ((const uint32_t*)words)[i];
-            return key == OUTSIDE_32 ? OUTSIDE : key;
-        }
-        return ((const uint64_t*)words)[i];
-    }
-};
+#define FULL_MASK 0xFFFFFFFFu
 
 struct VoxelArgs {
     float origin[3];
@@ -54,7 +39,6 @@ struct VoxelArgs {
     const void* cloud_index;
     int cloud_type;
     int mode;
-    int key_bytes;  // of the mean's per-point keys: 4 when the grid has fewer than 2^32 - 1 voxels, else 8
     uint64_t feature_len;
 };
 
@@ -96,19 +80,74 @@ __device__ __forceinline__ float decode_max(unsigned u) {
     return __uint_as_float((u & 0x80000000u) ? (u ^ 0x80000000u) : ~u);
 }
 
+
+// ---- The mean's scratch -----------------------------------------------------
+
+#define SLOTS 4            // points of a voxel found without its overflow: the tally's and the slot arrays'
+#define WARP_POINTS 32     // heavier voxels up to this many points: a warp each
+#define SHARED_POINTS 8192 // up to this many: a block, sorting in shared memory
+
+// Point k of voxel v (in slot order), 1 <= k < SLOTS: SLOTS - 1 arrays of
+// `stride` words (the voxel count rounded up to 4, so each array starts on
+// a 16-byte word).
+struct SlotPoints {
+    uint32_t* words;
+    uint64_t stride;
+
+    __device__ __forceinline__ uint32_t get(uint64_t v, uint32_t k) const { return words[(k - 1) * stride + v]; }
+    __device__ __forceinline__ void set(uint64_t v, uint32_t k, uint32_t point) const {
+        words[(k - 1) * stride + v] = point;
+    }
+};
+
+// A voxel's tally: its point count and the sum of its points' indices
+// modulo 2^32 (a carry out of the count cannot happen: n < 2^32).
+__device__ __forceinline__ uint32_t tally_count(uint64_t tally) { return (uint32_t)tally; }
+__device__ __forceinline__ uint32_t tally_index_sum(uint64_t tally) { return (uint32_t)(tally >> 32); }
+
+// A point past its voxel's SLOTS, appended by the scatter.
+struct OverflowPoint {
+    uint64_t voxel;
+    uint32_t slot;
+    uint32_t point;
+};
+
+// A voxel of more than SLOTS points, listed by the means kernel: its points
+// past SLOTS are segments[segment .. segment + count - SLOTS).
+struct HeavyVoxel {
+    uint64_t voxel;
+    uint32_t count;
+    uint32_t segment;
+    uint32_t index_sum;  // of its tally
+    uint32_t unused;
+};
+
+// Indices into MeanLists::counters.
+#define OVERFLOW_POINTS 0 // entries of `overflow`
+#define WARP_VOXELS 1     // entries of `warp_voxels`
+#define BLOCK_VOXELS 2    // entries of `block_voxels`
+#define SEGMENT_WORDS 3   // words of `segments` handed out
+
+// The mean's lists, all sized for the worst case; `counters` is zero before
+// the scatter.
+struct MeanLists {
+    OverflowPoint* overflow;  // points of slot SLOTS and above (at most n)
+    uint32_t* counters;
+    HeavyVoxel* warp_voxels;   // SLOTS + 1 to WARP_POINTS points
+    HeavyVoxel* block_voxels;  // more than WARP_POINTS points
+    uint32_t* voxel_segments;  // per voxel: its segment (written for heavy voxels only)
+    uint32_t* segments;        // the overflow points, by voxel (at most n)
+};
+
 // Per point: its voxel, the dropped count, and the mode's accumulation. For
-// the mean also each point's key and slot (its rank among its voxel's points
-// in the order the atomics happened), and the scan's status words cleared.
+// the mean: the voxel's tally, and the point stored in its voxel's slot
+// array or appended to the overflow list by the slot the tally returned.
 extern "C" __global__ void voxel_scatter(const float* __restrict__ points, const float* __restrict__ features,
-                                         void* grid, uint32_t* counts, void* keys, uint32_t* slots,
-                                         unsigned long long* scan_status, uint64_t scan_words,
-                                         unsigned long long* dropped, VoxelArgs a) {
+                                         void* grid, uint32_t* counts, unsigned long long* tallies, SlotPoints slots,
+                                         MeanLists lists, unsigned long long* dropped, VoxelArgs a) {
     const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
-    const PointKeys point_keys{keys, a.key_bytes};
-    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < scan_words; i += stride) scan_status[i] = 0;
     for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < a.points; i += stride) {
         const uint64_t key = voxel_key(points, a, i);
-        if (a.mode == MODE_MEAN) point_keys.store(i, key);
         if (key == OUTSIDE) {
             atomicAdd(dropped, 1ull);
             continue;
@@ -116,7 +155,16 @@ extern "C" __global__ void voxel_scatter(const float* __restrict__ points, const
         switch (a.mode) {
             case MODE_OCCUPANCY: ((uint8_t*)grid)[key] = 1; break;
             case MODE_COUNT: atomicAdd(&counts[key], 1u); break;
-            case MODE_MEAN: slots[i] = atomicAdd(&counts[key], 1u); break;
+            case MODE_MEAN: {
+                // The means kernel reads the features in voxel order: fetch
+                // them into L2 now, in point order, while it is cheap.
+                asm volatile("prefetch.global.L2::evict_last [%0];" ::"l"(features + i * a.feature_len));
+                const uint32_t slot = tally_count(atomicAdd(&tallies[key], 1ull + ((unsigned long long)i << 32)));
+                if (slot == 0) {
+                } else if (slot < SLOTS) slots.set(key, slot, (uint32_t)i);
+                else lists.overflow[atomicAdd(&lists.counters[OVERFLOW_POINTS], 1u)] = {key, slot, (uint32_t)i};
+                break;
+            }
             default:
                 for (uint64_t f = 0; f < a.feature_len; f++) {
                     const float v = features[i * a.feature_len + f];
@@ -125,6 +173,7 @@ extern "C" __global__ void voxel_scatter(const float* __restrict__ points, const
         }
     }
 }
+
 
 // Fills n words with value (the max grid starts at the encoding of -inf).
 extern "C" __global__ void voxel_fill(unsigned* words, unsigned value, uint64_t n) {
@@ -140,19 +189,9 @@ extern "C" __global__ void voxel_max_decode(unsigned* words, uint64_t n) {
     }
 }
 
-// ---- Mean: scan, placement, per-voxel sums ----------------------------------
+// ---- Mean: per-voxel sums ---------------------------------------------------
 
-#define SCAN_THREADS 512
-#define SCAN_WARPS (SCAN_THREADS / 32)
-#define SCAN_VECTORS 8                        // 16-byte words per thread
-#define SCAN_WARP_ITEMS (32 * 4 * SCAN_VECTORS)  // consecutive counts per warp
-#define SCAN_TILE (SCAN_WARPS * SCAN_WARP_ITEMS)
-#define FULL_MASK 0xFFFFFFFFu
-
-// A tile's word in the scan's status array: the flag in the high half, the
-// value in the low half, published together by one 64-bit store.
-#define TILE_AGGREGATE (1ull << 32)
-#define TILE_INCLUSIVE (2ull << 32)
+#define GROUP 4  // voxels per thread of the means kernels for F = 1 to 4
 
 __device__ __forceinline__ uint32_t warp_inclusive_scan(uint32_t value, int lane) {
     for (int d = 1; d < 32; d <<= 1) {
@@ -167,142 +206,13 @@ __device__ __forceinline__ uint32_t warp_sum(uint32_t value) {
     return value;
 }
 
-// Exclusive scan of the counts into starts (voxels + 1 entries, the last the
-// number of points inside) in one pass, with
-// decoupled look-back: a block takes the next tile of SCAN_TILE counts (in
-// the order blocks start, so a block only waits on blocks already running);
-// each warp scans SCAN_WARP_ITEMS consecutive counts loaded and stored in
-// coalesced 16-byte words (SCAN_VECTORS rounds of 32 lanes); the block adds
-// its warps' totals and publishes the tile's; its first warp sums the
-// totals of the tiles before it, 32 at a time, back to the nearest tile
-// that has published its inclusive prefix. status: word 0 counts the tiles
-// taken, word 1 + t is tile t's; all zero before the launch (voxel_scatter
-// clears them).
-extern "C" __global__ void __launch_bounds__(SCAN_THREADS)
-    voxel_scan(const uint32_t* __restrict__ counts, uint32_t* starts, unsigned long long* status, uint64_t voxels) {
-    __shared__ uint32_t tile_shared, exclusive_shared;
-    __shared__ uint32_t warp_offsets[SCAN_WARPS];
-    if (threadIdx.x == 0) tile_shared = (uint32_t)atomicAdd(&status[0], 1ull);
-    __syncthreads();
-    const long long tile = tile_shared;
-    unsigned long long* tiles = status + 1;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const uint64_t warp_first = (uint64_t)tile * SCAN_TILE + (uint64_t)warp * SCAN_WARP_ITEMS;
-    uint4 items[SCAN_VECTORS];
-#pragma unroll
-    for (int k = 0; k < SCAN_VECTORS; k++) {
-        const uint64_t i = warp_first + (uint64_t)(k * 32 + lane) * 4;
-        uint4 q;
-        if (i + 4 <= voxels) {
-            q = *(const uint4*)(counts + i);
-        } else {
-            q.x = i < voxels ? counts[i] : 0;
-            q.y = i + 1 < voxels ? counts[i + 1] : 0;
-            q.z = i + 2 < voxels ? counts[i + 2] : 0;
-            q.w = i + 3 < voxels ? counts[i + 3] : 0;
-        }
-        items[k] = q;
-    }
-    // Exclusive prefixes inside the warp's run, word by word.
-    uint32_t carry = 0;
-#pragma unroll
-    for (int k = 0; k < SCAN_VECTORS; k++) {
-        const uint4 q = items[k];
-        const uint32_t sum = q.x + q.y + q.z + q.w;
-        const uint32_t inclusive = warp_inclusive_scan(sum, lane);
-        const uint32_t before = carry + inclusive - sum;
-        items[k] = make_uint4(before, before + q.x, before + q.x + q.y, before + q.x + q.y + q.z);
-        carry += __shfl_sync(FULL_MASK, inclusive, 31);
-    }
-    if (lane == 0) warp_offsets[warp] = carry;
-    __syncthreads();
-    if (warp == 0) {
-        const uint32_t total = lane < SCAN_WARPS ? warp_offsets[lane] : 0;
-        const uint32_t inclusive = warp_inclusive_scan(total, lane);
-        const uint32_t tile_total = __shfl_sync(FULL_MASK, inclusive, 31);
-        if (lane < SCAN_WARPS) warp_offsets[lane] = inclusive - total;
-        uint32_t exclusive = 0;
-        if (tile == 0) {
-            if (lane == 0) atomicExch(&tiles[0], TILE_INCLUSIVE | tile_total);
-        } else {
-            if (lane == 0) atomicExch(&tiles[tile], TILE_AGGREGATE | tile_total);
-            for (long long last = tile - 1;; last -= 32) {
-                const long long t = last - lane;
-                unsigned long long word;
-                do {
-                    word = t >= 0 ? *(volatile unsigned long long*)&tiles[t] : TILE_INCLUSIVE;
-                } while (__any_sync(FULL_MASK, (word >> 32) == 0));
-                const unsigned inclusive_tiles = __ballot_sync(FULL_MASK, (word >> 32) == 2);
-                // Up to and including the nearest inclusive prefix.
-                const int nearest = inclusive_tiles ? __ffs(inclusive_tiles) - 1 : 31;
-                exclusive += warp_sum(lane <= nearest ? (uint32_t)word : 0);
-                if (inclusive_tiles) break;
-            }
-            if (lane == 0) atomicExch(&tiles[tile], TILE_INCLUSIVE | (exclusive + tile_total));
-        }
-        if (lane == 0) exclusive_shared = exclusive;
-    }
-    __syncthreads();
-    const uint32_t offset = exclusive_shared + warp_offsets[warp];
-#pragma unroll
-    for (int k = 0; k < SCAN_VECTORS; k++) {
-        const uint64_t i = warp_first + (uint64_t)(k * 32 + lane) * 4;
-        const uint4 q = make_uint4(offset + items[k].x, offset + items[k].y, offset + items[k].z, offset + items[k].w);
-        if (i + 4 <= voxels + 1) {
-            *(uint4*)(starts + i) = q;
-        } else {
-            if (i <= voxels) starts[i] = q.x;
-            if (i + 1 <= voxels) starts[i + 1] = q.y;
-            if (i + 2 <= voxels) starts[i + 2] = q.z;
-            if (i + 3 <= voxels) starts[i + 3] = q.w;
-        }
-    }
-}
-
-// Each point's index into its voxel's segment, at the slot its scatter
-// atomic returned (so the order inside a segment varies from run to run).
-extern "C" __global__ void voxel_place(PointKeys keys, const uint32_t* __restrict__ slots,
-                                       const uint32_t* __restrict__ starts, uint32_t* order, uint64_t n) {
-    const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
-    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const uint64_t key = keys.load(i);
-        if (key != OUTSIDE) order[starts[key] + slots[i]] = (uint32_t)i;
-    }
-}
-
-#define LIGHT_POINTS 16
-#define SHARED_POINTS 8192
-#define GROUP 4
-
-// Where a voxel's points are: point k (in slot order) of voxel v.
-struct VoxelPoints {
-    const uint32_t* __restrict__ starts;
-    const uint32_t* __restrict__ order;
-
-    __device__ __forceinline__ uint32_t point(uint64_t v, uint32_t k) const { return order[starts[v] + k]; }
-};
-
-// The mean of voxel v from its points in ascending order (`sorted`, length
-// count), feature f: summed in f64 in that order, divided in f64.
+// The mean of `count` points in ascending order (`sorted`), feature f:
+// summed in f64 in that order, divided in f64.
 __device__ __forceinline__ float mean_of(const float* __restrict__ features, uint64_t feature_len, uint64_t f,
                                          const uint32_t* sorted, uint32_t count) {
     double sum = 0.0;
     for (uint32_t j = 0; j < count; j++) sum = __dadd_rn(sum, (double)features[(uint64_t)sorted[j] * feature_len + f]);
     return __double2float_rn(__ddiv_rn(sum, (double)count));
-}
-
-// The voxel's point indices in ascending order (insertion sort; count at
-// most LIGHT_POINTS).
-__device__ __forceinline__ void sort_points(const VoxelPoints& points, uint64_t v, uint32_t count, uint32_t* sorted) {
-    for (uint32_t j = 0; j < count; j++) {
-        const uint32_t value = points.point(v, j);
-        uint32_t k = j;
-        while (k > 0 && sorted[k - 1] > value) {
-            sorted[k] = sorted[k - 1];
-            k--;
-        }
-        sorted[k] = value;
-    }
 }
 
 // The mean of a voxel of one or two points: with two, (0 + a) + b equals
@@ -321,29 +231,94 @@ __device__ __forceinline__ void order_pair(uint32_t& a, uint32_t& b) {
     a = low;
 }
 
-// Per voxel, any F: zeros when empty; up to LIGHT_POINTS points sorted and
-// summed by the voxel's thread; heavier voxels are listed for
-// voxel_mean_heavy.
-extern "C" __global__ void voxel_mean(const float* __restrict__ features, const uint32_t* __restrict__ counts,
-                                      VoxelPoints points, float* mean, uint64_t voxels, uint64_t feature_len,
-                                      uint64_t* heavy, uint32_t* heavy_count) {
+// The points of a voxel of three or four, loaded together, the first found
+// from the tally's index sum, and sorted by a network (with three, the
+// fourth is all ones and stays last).
+__device__ __forceinline__ void sorted_slots(const SlotPoints& slots, uint64_t v, uint32_t count, uint32_t index_sum,
+                                             uint32_t (&p)[4]) {
+    p[1] = slots.get(v, 1);
+    p[2] = slots.get(v, 2);
+    p[3] = count == 4 ? slots.get(v, 3) : 0;
+    p[0] = index_sum - p[1] - p[2] - p[3];
+    if (count == 3) p[3] = 0xFFFFFFFFu;
+    order_pair(p[0], p[1]);
+    order_pair(p[2], p[3]);
+    order_pair(p[0], p[2]);
+    order_pair(p[1], p[3]);
+    order_pair(p[1], p[2]);
+}
+
+// Lists the lanes' voxels of more than SLOTS points (a lane without a voxel
+// passes count 0) and hands each a segment for its points past SLOTS. Every
+// lane of the warp calls it; one atomic per counter per warp, so a cloud of
+// many heavy voxels does not queue on three addresses.
+__device__ __forceinline__ void list_heavy(const MeanLists& lists, uint64_t v, uint32_t count, uint32_t index_sum,
+                                           int lane) {
+    const bool heavy = count > SLOTS;
+    const unsigned heavy_lanes = __ballot_sync(FULL_MASK, heavy);
+    if (heavy_lanes == 0) return;
+    const unsigned to_warps = __ballot_sync(FULL_MASK, heavy && count <= WARP_POINTS);
+    const unsigned to_blocks = heavy_lanes & ~to_warps;
+    const uint32_t extra = heavy ? count - SLOTS : 0;
+    const uint32_t inclusive = warp_inclusive_scan(extra, lane);
+    const uint32_t total = __shfl_sync(FULL_MASK, inclusive, 31);
+    uint32_t segments = 0, warp_first = 0, block_first = 0;
+    if (lane == 0) {
+        segments = atomicAdd(&lists.counters[SEGMENT_WORDS], total);
+        if (to_warps) warp_first = atomicAdd(&lists.counters[WARP_VOXELS], (uint32_t)__popc(to_warps));
+        if (to_blocks) block_first = atomicAdd(&lists.counters[BLOCK_VOXELS], (uint32_t)__popc(to_blocks));
+    }
+    segments = __shfl_sync(FULL_MASK, segments, 0);
+    warp_first = __shfl_sync(FULL_MASK, warp_first, 0);
+    block_first = __shfl_sync(FULL_MASK, block_first, 0);
+    if (heavy) {
+        const uint32_t segment = segments + inclusive - extra;
+        lists.voxel_segments[v] = segment;
+        const unsigned before = (1u << lane) - 1;
+        const HeavyVoxel entry = {v, count, segment, index_sum, 0};
+        if (count <= WARP_POINTS) lists.warp_voxels[warp_first + __popc(to_warps & before)] = entry;
+        else lists.block_voxels[block_first + __popc(to_blocks & before)] = entry;
+    }
+}
+
+// Per voxel, any F: its count from its tally, zeros when empty, the mean
+// of up to SLOTS points; heavier voxels are listed for voxel_mean_heavy.
+// The loop runs while any lane of the warp has a voxel (list_heavy takes
+// the warp).
+extern "C" __global__ void voxel_mean(const float* __restrict__ features,
+                                      const unsigned long long* __restrict__ tallies, uint32_t* counts,
+                                      SlotPoints slots, float* mean, uint64_t voxels, uint64_t feature_len,
+                                      MeanLists lists) {
     const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
-    for (uint64_t v = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; v < voxels; v += stride) {
-        const uint32_t count = counts[v];
+    const int lane = threadIdx.x & 31;
+    for (uint64_t v = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; v - lane < voxels; v += stride) {
+        const uint64_t tally = v < voxels ? tallies[v] : 0;
+        const uint32_t count = tally_count(tally), index_sum = tally_index_sum(tally);
         float* out = mean + v * feature_len;
-        if (count == 0) {
+        if (v >= voxels) {
+        } else if (count == 0) {
+            counts[v] = 0;
             for (uint64_t f = 0; f < feature_len; f++) out[f] = 0.0f;
         } else if (count <= 2) {
-            const float* a = features + (uint64_t)points.point(v, 0) * feature_len;
-            const float* b = features + (uint64_t)points.point(v, count - 1) * feature_len;
+            counts[v] = count;
+            const uint32_t second = count == 2 ? slots.get(v, 1) : 0, first = index_sum - second;
+            const float* a = features + (uint64_t)first * feature_len;
+            const float* b = features + (uint64_t)(count == 2 ? second : first) * feature_len;
             for (uint64_t f = 0; f < feature_len; f++) out[f] = mean_of_one_or_two(a[f], b[f], count);
-        } else if (count > LIGHT_POINTS) {
-            heavy[atomicAdd(heavy_count, 1u)] = v;
         } else {
-            uint32_t sorted[LIGHT_POINTS];
-            sort_points(points, v, count, sorted);
-            for (uint64_t f = 0; f < feature_len; f++) out[f] = mean_of(features, feature_len, f, sorted, count);
+            counts[v] = count;
+            if (count <= SLOTS) {
+                uint32_t p[4];
+                sorted_slots(slots, v, count, index_sum, p);
+                for (uint64_t f = 0; f < feature_len; f++) {
+                    double sum = 0.0;
+                    for (uint32_t k = 0; k < count; k++)
+                        sum = __dadd_rn(sum, (double)features[(uint64_t)p[k] * feature_len + f]);
+                    out[f] = __double2float_rn(__ddiv_rn(sum, (double)count));
+                }
+            }
         }
+        list_heavy(lists, v, count, index_sum, lane);
     }
 }
 
@@ -365,41 +340,84 @@ __device__ __forceinline__ void load_point(const float* __restrict__ features, u
     }
 }
 
-// Per GROUP consecutive voxels, F features known at compile time: the
-// group's starts in one 16-byte load (the counts are their differences), the
-// first two points of every voxel and their features loaded before any is
-// used, the GROUP * F means written as F
-// 16-byte stores. Voxels of one or two points (nearly all occupied voxels of
-// a sparse cloud) need nothing more; three or four are sorted by a network
-// in registers and up to LIGHT_POINTS by the thread, after the stores;
-// heavier voxels are listed for voxel_mean_heavy.
+// Per GROUP consecutive voxels, F features known at compile time, in three
+// dependent rounds of loads:
+// 1. the group's tallies and its slot-1 points in 16-byte loads (the slot
+//    loads whether or not the voxels have two points, so they need not
+//    wait for the tallies);
+// 2. the features of every voxel of one or two points (nearly all occupied
+//    voxels of a sparse cloud), and the slot-2 and -3 points of voxels of
+//    three or four;
+// 3. the features of the voxels of three or four, sorted by a network in
+//    registers.
+// Then the counts, and the warp's means through shared memory as whole
+// 512-byte runs (store_coalesced). Heavier voxels are listed for
+// voxel_mean_heavy. The loop runs while any lane of the warp has a group
+// (list_heavy and store_coalesced take the warp).
+#define MEAN_THREADS 256  // per block of the means kernels for F = 1 to 4
+
+// A 16-byte word's place in a warp's staging buffer: its index with the
+// low three bits XORed by the next three, so that both the stores of each
+// thread's consecutive words and the loads of consecutive words by
+// consecutive threads spread over the banks.
+__device__ __forceinline__ int staged(int word) { return word ^ ((word >> 3) & 7); }
+
+// Stores a warp's GROUP * F floats per lane, lane after lane, as 16-byte
+// words through shared memory (`staging`: 32 * F words), so that each
+// global store instruction writes 512 contiguous bytes rather than 16
+// bytes every 16 * F. Every lane of the warp calls it.
 template <int F>
-__device__ __forceinline__ void voxel_mean_grouped(const float* __restrict__ features, const VoxelPoints& points,
-                                                   float* mean, uint64_t voxels, uint64_t* heavy,
-                                                   uint32_t* heavy_count) {
+__device__ __forceinline__ void store_coalesced(float* warp_out, const float (&out)[GROUP * F], float4* staging,
+                                                int lane) {
+#pragma unroll
+    for (int q = 0; q < F; q++)
+        staging[staged(lane * F + q)] = make_float4(out[4 * q], out[4 * q + 1], out[4 * q + 2], out[4 * q + 3]);
+    __syncwarp();
+#pragma unroll
+    for (int q = 0; q < F; q++) __stcs((float4*)warp_out + q * 32 + lane, staging[staged(q * 32 + lane)]);
+    __syncwarp();
+}
+
+template <int F>
+__device__ __forceinline__ void voxel_mean_grouped(const float* __restrict__ features,
+                                                   const unsigned long long* __restrict__ tallies, uint32_t* counts,
+                                                   const SlotPoints& slots, float* mean, uint64_t voxels,
+                                                   const MeanLists& lists) {
+    __shared__ float4 staging[MEAN_THREADS / 32][32 * F];
     const uint64_t groups = (voxels + GROUP - 1) / GROUP;
     const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
-    for (uint64_t g = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; g < groups; g += stride) {
+    const int lane = threadIdx.x & 31;
+    for (uint64_t g = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; g - lane < groups; g += stride) {
         const uint64_t v0 = g * GROUP;
         const bool whole = v0 + GROUP <= voxels;
-        uint32_t start[GROUP + 1];
+        uint32_t count[GROUP], index_sum[GROUP], second[GROUP];
         if (whole) {
-            const uint4 q = *(const uint4*)(points.starts + v0);  // v0 is a multiple of 4
-            start[0] = q.x;
-            start[1] = q.y;
-            start[2] = q.z;
-            start[3] = q.w;
-            start[4] = points.starts[v0 + 4];  // starts has voxels + 1 entries
+            // v0 is a multiple of 4, and so is the slot arrays' stride.
+            const uint4 t01 = *(const uint4*)(tallies + v0);
+            const uint4 t23 = *(const uint4*)(tallies + v0 + 2);
+            const uint4 s = *(const uint4*)(slots.words + v0);  // slot 1
+            count[0] = t01.x, count[1] = t01.z, count[2] = t23.x, count[3] = t23.z;
+            index_sum[0] = t01.y, index_sum[1] = t01.w, index_sum[2] = t23.y, index_sum[3] = t23.w;
+            second[0] = s.x, second[1] = s.y, second[2] = s.z, second[3] = s.w;
         } else {
 #pragma unroll
-            for (int j = 0; j <= GROUP; j++) start[j] = v0 + j <= voxels ? points.starts[v0 + j] : start[j - 1];
+            for (int j = 0; j < GROUP; j++) {
+                // Zero past the end, and for a lane without a group.
+                const uint64_t tally = v0 + j < voxels ? tallies[v0 + j] : 0;
+                count[j] = tally_count(tally);
+                index_sum[j] = tally_index_sum(tally);
+                second[j] = count[j] >= 2 ? slots.get(v0 + j, 1) : 0;
+            }
         }
-        uint32_t count[GROUP], first[GROUP], second[GROUP];
+        // Points of the voxels of up to SLOTS points (0 where there is none).
+        uint32_t third[GROUP], fourth[GROUP], first[GROUP];
 #pragma unroll
         for (int j = 0; j < GROUP; j++) {
-            count[j] = start[j + 1] - start[j];
-            first[j] = count[j] >= 1 && count[j] <= 2 ? points.order[start[j]] : 0;
-            second[j] = count[j] == 2 ? points.order[start[j] + 1] : 0;
+            const bool sorted = count[j] > 2 && count[j] <= SLOTS;
+            second[j] = count[j] >= 2 ? second[j] : 0;
+            third[j] = sorted ? slots.get(v0 + j, 2) : 0;
+            fourth[j] = sorted && count[j] == 4 ? slots.get(v0 + j, 3) : 0;
+            first[j] = index_sum[j] - second[j] - third[j] - fourth[j];
         }
         float a[GROUP][F], b[GROUP][F];
 #pragma unroll
@@ -413,107 +431,129 @@ __device__ __forceinline__ void voxel_mean_grouped(const float* __restrict__ fea
 #pragma unroll
             for (int f = 0; f < F; f++)
                 out[j * F + f] = count[j] == 0 || count[j] > 2 ? 0.0f : mean_of_one_or_two(a[j][f], b[j][f], count[j]);
-        float* out_group = mean + v0 * F;
-        if (whole) {
 #pragma unroll
-            for (int q = 0; q < F; q++)  // GROUP * F floats: F 16-byte words
-                ((float4*)out_group)[q] = make_float4(out[4 * q], out[4 * q + 1], out[4 * q + 2], out[4 * q + 3]);
+        for (int j = 0; j < GROUP; j++) {
+            if (count[j] <= 2 || count[j] > SLOTS) continue;
+            // Three or four points: the fourth all ones with three, so it
+            // sorts last.
+            uint32_t p[4] = {first[j], second[j], third[j], count[j] == 4 ? fourth[j] : 0xFFFFFFFFu};
+            order_pair(p[0], p[1]);
+            order_pair(p[2], p[3]);
+            order_pair(p[0], p[2]);
+            order_pair(p[1], p[3]);
+            order_pair(p[1], p[2]);
+            float x[4][F];
+#pragma unroll
+            for (int k = 0; k < 4; k++) load_point<F>(features, p[k], k < count[j], x[k]);
+#pragma unroll
+            for (int f = 0; f < F; f++) {
+                double sum = 0.0;
+#pragma unroll
+                for (int k = 0; k < 4; k++)
+                    if (k < count[j]) sum = __dadd_rn(sum, (double)x[k][f]);
+                out[j * F + f] = __double2float_rn(__ddiv_rn(sum, (double)count[j]));
+            }
+        }
+        if (whole) {
+            *(uint4*)(counts + v0) = make_uint4(count[0], count[1], count[2], count[3]);
         } else {
+#pragma unroll
+            for (int j = 0; j < GROUP; j++)
+                if (v0 + j < voxels) counts[v0 + j] = count[j];
+        }
+        if (__all_sync(FULL_MASK, whole)) {
+            // The warp's GROUP * F * 32 floats are contiguous: stored as
+            // whole 16-byte words, one contiguous 512 bytes per instruction.
+            store_coalesced<F>(mean + (v0 - (uint64_t)lane * GROUP) * F, out, staging[threadIdx.x >> 5], lane);
+        } else {
+            float* out_group = mean + v0 * F;
 #pragma unroll
             for (int j = 0; j < GROUP; j++)
                 if (v0 + j < voxels)
 #pragma unroll
                     for (int f = 0; f < F; f++) out_group[j * F + f] = out[j * F + f];
         }
-        unsigned to_sort = 0;  // bit j: voxel j has 3 to LIGHT_POINTS points
 #pragma unroll
-        for (int j = 0; j < GROUP; j++) {
-            if (count[j] > LIGHT_POINTS) heavy[atomicAdd(heavy_count, 1u)] = v0 + j;
-            else if (count[j] > 2) to_sort |= 1u << j;
-        }
-        while (to_sort) {
-            const int j = __ffs(to_sort) - 1;
-            to_sort &= to_sort - 1;
-            // Selected rather than indexed by the runtime j, which would put
-            // the arrays in local memory for every group.
-            uint32_t voxel_start = start[0], voxel_count = count[0];
-#pragma unroll
-            for (int k = 1; k < GROUP; k++)
-                if (j == k) voxel_start = start[k], voxel_count = count[k];
-            const uint64_t v = v0 + j;
-            float* out_voxel = out_group + j * F;
-            if (voxel_count <= 4) {
-                // Three or four points: loaded together, sorted by a network
-                // in registers, their features loaded together.
-                const uint32_t* in_order = points.order + voxel_start;
-                uint32_t p[4] = {in_order[0], in_order[1], in_order[2], voxel_count == 4 ? in_order[3] : 0xFFFFFFFFu};
-                order_pair(p[0], p[1]);
-                order_pair(p[2], p[3]);
-                order_pair(p[0], p[2]);
-                order_pair(p[1], p[3]);
-                order_pair(p[1], p[2]);
-                float x[4][F];
-#pragma unroll
-                for (int k = 0; k < 4; k++) load_point<F>(features, p[k], k < voxel_count, x[k]);
-#pragma unroll
-                for (int f = 0; f < F; f++) {
-                    double sum = 0.0;
-#pragma unroll
-                    for (int k = 0; k < 4; k++)
-                        if (k < voxel_count) sum = __dadd_rn(sum, (double)x[k][f]);
-                    out_voxel[f] = __double2float_rn(__ddiv_rn(sum, (double)voxel_count));
-                }
-            } else {
-                uint32_t sorted[LIGHT_POINTS];
-                sort_points(points, v, voxel_count, sorted);
-                for (int f = 0; f < F; f++) out_voxel[f] = mean_of(features, F, f, sorted, voxel_count);
-            }
-        }
+        for (int j = 0; j < GROUP; j++) list_heavy(lists, v0 + j, count[j], index_sum[j], lane);
     }
 }
 
-#define VOXEL_MEAN_GROUPED(F)                                                                                         \
-    extern "C" __global__ void voxel_mean_f##F(const float* __restrict__ features, VoxelPoints points, float* mean, \
-                                               uint64_t voxels, uint64_t* heavy, uint32_t* heavy_count) {            \
-        voxel_mean_grouped<F>(features, points, mean, voxels, heavy, heavy_count);                                   \
+#define VOXEL_MEAN_GROUPED(F)                                                                                 \
+    extern "C" __global__ void __launch_bounds__(MEAN_THREADS)                                                \
+        voxel_mean_f##F(const float* __restrict__ features, const unsigned long long* __restrict__ tallies,   \
+                        uint32_t* counts, SlotPoints slots, float* mean, uint64_t voxels, MeanLists lists) { \
+        voxel_mean_grouped<F>(features, tallies, counts, slots, mean, voxels, lists);                         \
     }
 VOXEL_MEAN_GROUPED(1)
 VOXEL_MEAN_GROUPED(2)
 VOXEL_MEAN_GROUPED(3)
 VOXEL_MEAN_GROUPED(4)
 
-// Voxels with more than LIGHT_POINTS points, one block each (block-stride
-// over the list; the list's length is read on the device, so the host never
-// waits for it): a bitonic sort of the segment in shared memory up to
-// SHARED_POINTS points, else a walk over all points in order collecting the
-// voxel's. Dynamic shared memory: SHARED_POINTS words.
-extern "C" __global__ void voxel_mean_heavy(const float* __restrict__ features, PointKeys keys,
-                                            const uint32_t* __restrict__ counts, VoxelPoints voxel_points,
-                                            float* mean, uint64_t points,
-                                            uint64_t feature_len, const uint64_t* __restrict__ heavy,
-                                            const uint32_t* __restrict__ heavy_count) {
+// Each point past its voxel's SLOTS into the voxel's segment, at its slot
+// (so the order inside a segment varies from run to run). The entry count
+// is read on the device: a fixed grid walks the list.
+extern "C" __global__ void voxel_place_overflow(MeanLists lists) {
+    const uint64_t listed = lists.counters[OVERFLOW_POINTS];
+    const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < listed; i += stride) {
+        const OverflowPoint point = lists.overflow[i];
+        lists.segments[lists.voxel_segments[point.voxel] + (point.slot - SLOTS)] = point.point;
+    }
+}
+
+// Point k >= 1 of a heavy voxel in slot order: its slot arrays, then its
+// segment (point 0 is its index sum less the others).
+__device__ __forceinline__ uint32_t heavy_point(const SlotPoints& slots, const MeanLists& lists, const HeavyVoxel& voxel,
+                                                uint32_t k) {
+    return k < SLOTS ? slots.get(voxel.voxel, k) : lists.segments[voxel.segment + (k - SLOTS)];
+}
+
+// The listed heavy voxels (the list lengths are read on the device, so the
+// host never waits for them; a fixed grid walks the lists):
+// - more than WARP_POINTS points: a block each, a bitonic sort in shared
+//   memory up to SHARED_POINTS points, else a walk over all points in
+//   order collecting the voxel's (their voxel computed again);
+// - SLOTS + 1 to WARP_POINTS points: a warp each, a bitonic sort across
+//   its lanes in registers, each lane loading its point's features and the
+//   sum running in lane order through shuffles.
+// Dynamic shared memory: SHARED_POINTS words.
+extern "C" __global__ void voxel_mean_heavy(const float* __restrict__ features, SlotPoints slots, MeanLists lists,
+                                            float* mean, const float* __restrict__ points, VoxelArgs a) {
     extern __shared__ uint32_t sorted[];
     __shared__ uint32_t warp_counts[32];
-    const uint32_t listed = *heavy_count;
-    for (uint32_t h = blockIdx.x; h < listed; h += gridDim.x) {
-        const uint64_t v = heavy[h];
-        const uint32_t count = counts[v];
+    __shared__ uint32_t others_sum;
+    const uint64_t feature_len = a.feature_len;
+    const uint32_t block_listed = lists.counters[BLOCK_VOXELS];
+    for (uint32_t h = blockIdx.x; h < block_listed; h += gridDim.x) {
+        const HeavyVoxel voxel = lists.block_voxels[h];
+        const uint64_t v = voxel.voxel;
+        const uint32_t count = voxel.count;
         float* out = mean + v * feature_len;
         if (count <= SHARED_POINTS) {
             uint32_t size = 1;
             while (size < count) size <<= 1;
-            for (uint32_t i = threadIdx.x; i < size; i += blockDim.x) sorted[i] = i < count ? voxel_points.point(v, i) : 0xFFFFFFFFu;
+            if (threadIdx.x == 0) others_sum = 0;
+            __syncthreads();
+            uint32_t mine = 0;  // modulo 2^32, like the index sum
+            for (uint32_t i = threadIdx.x; i < size; i += blockDim.x) {
+                const uint32_t point = i >= 1 && i < count ? heavy_point(slots, lists, voxel, i) : 0xFFFFFFFFu;
+                if (i >= 1 && i < count) mine += point;
+                sorted[i] = point;
+            }
+            atomicAdd(&others_sum, mine);
+            __syncthreads();
+            if (threadIdx.x == 0) sorted[0] = voxel.index_sum - others_sum;
             __syncthreads();
             for (uint32_t k = 2; k <= size; k <<= 1) {
                 for (uint32_t j = k >> 1; j > 0; j >>= 1) {
                     for (uint32_t i = threadIdx.x; i < size; i += blockDim.x) {
                         const uint32_t partner = i ^ j;
                         if (partner > i) {
-                            const uint32_t a = sorted[i], b = sorted[partner];
+                            const uint32_t x = sorted[i], y = sorted[partner];
                             const bool ascending = (i & k) == 0;
-                            if ((a > b) == ascending) {
-                                sorted[i] = b;
-                                sorted[partner] = a;
+                            if ((x > y) == ascending) {
+                                sorted[i] = y;
+                                sorted[partner] = x;
                             }
                         }
                     }
@@ -531,10 +571,10 @@ extern "C" __global__ void voxel_mean_heavy(const float* __restrict__ features, 
             for (uint64_t f0 = 0; f0 < feature_len; f0 += blockDim.x) {
                 const uint64_t f = f0 + threadIdx.x;
                 double sum = 0.0;
-                for (uint64_t base = 0; base < points; base += blockDim.x) {
+                for (uint64_t base = 0; base < a.points; base += blockDim.x) {
                     const uint64_t i = base + threadIdx.x;
-                    const bool mine = i < points && keys.load(i) == v;
-                    const unsigned ballot = __ballot_sync(0xFFFFFFFFu, mine);
+                    const bool mine = i < a.points && voxel_key(points, a, i) == v;
+                    const unsigned ballot = __ballot_sync(FULL_MASK, mine);
                     if (lane == 0) warp_counts[warp] = __popc(ballot);
                     __syncthreads();
                     uint32_t before = 0, total = 0;
@@ -550,6 +590,41 @@ extern "C" __global__ void voxel_mean_heavy(const float* __restrict__ features, 
                     __syncthreads();
                 }
                 if (f < feature_len) out[f] = __double2float_rn(__ddiv_rn(sum, (double)count));
+            }
+        }
+    }
+    const int lane = threadIdx.x & 31;
+    const uint32_t warps = gridDim.x * (blockDim.x / 32);
+    const uint32_t warp_listed = lists.counters[WARP_VOXELS];
+    for (uint32_t h = blockIdx.x * (blockDim.x / 32) + (threadIdx.x >> 5); h < warp_listed; h += warps) {
+        const HeavyVoxel voxel = lists.warp_voxels[h];
+        const bool exists = (uint32_t)lane < voxel.count;
+        uint32_t p = lane >= 1 && exists ? heavy_point(slots, lists, voxel, lane) : 0;
+        const uint32_t others = warp_sum(p);
+        if (lane == 0) p = voxel.index_sum - others;
+        if (!exists) p = 0xFFFFFFFFu;
+#pragma unroll
+        for (int k = 2; k <= 32; k <<= 1) {
+#pragma unroll
+            for (int j = k >> 1; j > 0; j >>= 1) {
+                const uint32_t other = __shfl_xor_sync(FULL_MASK, p, j);
+                const bool ascending = (lane & k) == 0;
+                const bool lower = (lane & j) == 0;
+                p = lower == ascending ? min(p, other) : max(p, other);
+            }
+        }
+        float* out = mean + voxel.voxel * feature_len;
+        // Four features' loads in flight at a time.
+        for (uint64_t f0 = 0; f0 < feature_len; f0 += 4) {
+            float x[4];
+#pragma unroll
+            for (int q = 0; q < 4; q++)
+                x[q] = exists && f0 + q < feature_len ? features[(uint64_t)p * feature_len + f0 + q] : 0.0f;
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                double sum = 0.0;
+                for (uint32_t j = 0; j < voxel.count; j++) sum = __dadd_rn(sum, (double)__shfl_sync(FULL_MASK, x[q], j));
+                if (lane == 0 && f0 + q < feature_len) out[f0 + q] = __double2float_rn(__ddiv_rn(sum, (double)voxel.count));
             }
         }
     }

@@ -177,14 +177,25 @@ impl CudaContext {
 
     /// Fills `buffer` with `value` bytes, queued on the stream.
     pub fn fill(&self, buffer: &mut DeviceBytes, value: u8) -> Result<()> {
-        self.make_current()?;
         let len = buffer.len;
+        self.fill_range(buffer, 0, len, value)
+    }
+
+    /// Fills `len` bytes of `buffer` from `offset` with `value`, queued on
+    /// the stream.
+    pub fn fill_range(&self, buffer: &mut DeviceBytes, offset: usize, len: usize, value: u8) -> Result<()> {
+        if offset.checked_add(len).is_none_or(|end| end > buffer.len) {
+            return Err(Error::SizeMismatch { expected: offset.saturating_add(len), actual: buffer.len });
+        }
         if len == 0 {
             return Ok(());
         }
-        // SAFETY: the memset is queued on our stream, which orders it with the
-        // kernels that use the buffer.
-        unsafe { buffer.buffer.set_8_async(value, &self.inner.stream) }.map_err(driver("cuMemsetD8Async"))
+        self.make_current()?;
+        let mut range: DeviceSlice<u8> = buffer.buffer.index(offset..offset + len);
+        // SAFETY: the range is in bounds (checked above) and the memset is
+        // queued on our stream, which orders it with the kernels that use
+        // the buffer.
+        unsafe { range.set_8_async(value, &self.inner.stream) }.map_err(driver("cuMemsetD8Async"))
     }
 
     /// Waits for the stream, then copies `buffer` into `out` (same size).

@@ -45,6 +45,10 @@ fn synchronous_round_trip_and_ranges() {
     let mut sevens = [0u8; 64];
     context.download(&filled, &mut sevens).unwrap();
     assert_eq!(sevens, [7; 64]);
+    context.fill_range(&mut filled, 8, 16, 1).unwrap();
+    context.download(&filled, &mut sevens).unwrap();
+    assert_eq!((sevens[7], sevens[8], sevens[23], sevens[24]), (7, 1, 1, 7));
+    assert!(matches!(context.fill_range(&mut filled, 60, 8, 0), Err(Error::SizeMismatch { .. })));
 }
 
 #[test]

@@ -140,13 +140,8 @@ pub enum Kernel {
     VoxelFill,
     /// Decodes the order-preserving max encoding in place.
     VoxelMaxDecode,
-    /// Exclusive scan of the voxel counts into segment starts (one pass,
-    /// decoupled look-back).
-    VoxelScan,
-    /// Places point indices into their voxels' segments (start + slot).
-    VoxelPlace,
-    /// Mean per voxel in point order, any F (up to 16 points; lists heavier
-    /// voxels).
+    /// Mean per voxel in point order, any F (up to four points, from the
+    /// slot arrays; lists heavier voxels and hands out their segments).
     VoxelMean,
     /// [`Kernel::VoxelMean`] for F = 1, four voxels a thread.
     VoxelMeanF1,
@@ -157,7 +152,10 @@ pub enum Kernel {
     /// [`Kernel::VoxelMean`] for F = 4 (16-byte aligned features), four
     /// voxels a thread.
     VoxelMeanF4,
-    /// Mean of the listed heavier voxels, one block each.
+    /// Places the points past their voxel's slots into the voxel's segment.
+    VoxelPlaceOverflow,
+    /// Mean of the listed heavier voxels: a warp each up to 32 points, else
+    /// a block.
     VoxelMeanHeavy,
     /// First point with an out-of-range cloud index.
     VoxelCheckClouds,
@@ -169,7 +167,7 @@ pub enum Kernel {
 
 impl Kernel {
     /// Every kernel.
-    pub const ALL: [Kernel; 41] = [
+    pub const ALL: [Kernel; 40] = [
         Kernel::ResampleF16,
         Kernel::ResampleBF16,
         Kernel::ResampleF32,
@@ -200,13 +198,12 @@ impl Kernel {
         Kernel::VoxelScatter,
         Kernel::VoxelFill,
         Kernel::VoxelMaxDecode,
-        Kernel::VoxelScan,
-        Kernel::VoxelPlace,
         Kernel::VoxelMean,
         Kernel::VoxelMeanF1,
         Kernel::VoxelMeanF2,
         Kernel::VoxelMeanF3,
         Kernel::VoxelMeanF4,
+        Kernel::VoxelPlaceOverflow,
         Kernel::VoxelMeanHeavy,
         Kernel::VoxelCheckClouds,
         Kernel::AssembleWindows,
@@ -219,13 +216,12 @@ impl Kernel {
             Kernel::VoxelScatter
             | Kernel::VoxelFill
             | Kernel::VoxelMaxDecode
-            | Kernel::VoxelScan
-            | Kernel::VoxelPlace
             | Kernel::VoxelMean
             | Kernel::VoxelMeanF1
             | Kernel::VoxelMeanF2
             | Kernel::VoxelMeanF3
             | Kernel::VoxelMeanF4
+            | Kernel::VoxelPlaceOverflow
             | Kernel::VoxelMeanHeavy
             | Kernel::VoxelCheckClouds => Module::Voxelize,
             Kernel::EvictCaches => Module::Timing,
@@ -266,13 +262,12 @@ impl Kernel {
             Kernel::VoxelScatter => "voxel_scatter",
             Kernel::VoxelFill => "voxel_fill",
             Kernel::VoxelMaxDecode => "voxel_max_decode",
-            Kernel::VoxelScan => "voxel_scan",
-            Kernel::VoxelPlace => "voxel_place",
             Kernel::VoxelMean => "voxel_mean",
             Kernel::VoxelMeanF1 => "voxel_mean_f1",
             Kernel::VoxelMeanF2 => "voxel_mean_f2",
             Kernel::VoxelMeanF3 => "voxel_mean_f3",
             Kernel::VoxelMeanF4 => "voxel_mean_f4",
+            Kernel::VoxelPlaceOverflow => "voxel_place_overflow",
             Kernel::VoxelMeanHeavy => "voxel_mean_heavy",
             Kernel::VoxelCheckClouds => "voxel_check_clouds",
             Kernel::AssembleWindows => "assemble_windows",

@@ -593,9 +593,10 @@ fn large_batches_match_reference(device: &Device) {
     }
 }
 
-/// Voxel means over voxels of every size class the GPU treats apart: empty,
-/// up to 16 points, up to 8192 (sorted in shared memory), and more (walked
-/// in point order); equal to the
+/// Voxel means over voxels of every size class the GPU treats apart, on both
+/// sides of each bound: empty, one or two points (no sort), three or four
+/// (sorted in registers), up to 32 (a warp), up to 8192 (a block, sorted in
+/// shared memory), and more (walked in point order); equal to the
 /// reference bit for bit, which sums in ascending point order in f64 too.
 fn voxel_mean_of_crowded_voxels(device: &Device) {
     let grid = robocache::VoxelGrid { origin: [0.0; 3], voxel_size: [1.0; 3], dims: [20, 20, 20] };
@@ -611,7 +612,18 @@ fn voxel_mean_of_crowded_voxels(device: &Device) {
             k += 1;
         }
     }
-    for (v, count) in [([5, 5, 5], 17), ([6, 0, 1], 300), ([12, 3, 19], 8192), ([0, 0, 0], 16)] {
+    let crowds = [
+        ([5, 5, 5], 17),
+        ([6, 0, 1], 300),
+        ([12, 3, 19], 8192),
+        ([0, 0, 0], 16),
+        ([7, 7, 7], 32),
+        ([8, 8, 8], 33),
+        ([9, 9, 9], 5),
+        ([10, 10, 11], 4),
+        ([11, 11, 11], 3),
+    ];
+    for (v, count) in crowds {
         for _ in 0..count {
             push(v, k);
             k += 1;
@@ -640,16 +652,19 @@ fn voxel_mean_of_crowded_voxels(device: &Device) {
     assert_eq!(got.2, want.2, "dropped");
     assert_eq!(got.1, want.1, "counts");
     assert_eq!(want.1.iter().max(), Some(&9000));
+    for count in [3, 4, 5, 32, 33] {
+        assert!(want.1.contains(&count), "a voxel of {count} points");
+    }
     let bits = |v: &Vec<f32>| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     assert_eq!(bits(&got.0), bits(&want.0), "means, bit for bit");
 }
 
 /// Voxel means for every F the GPU has a kernel for (1 to 4, four voxels a
-/// thread) and one it has not (5), over a grid of 55 scan tiles (so the
-/// scan's look-back crosses windows of 32 tiles): spread points (one or two
-/// per voxel, no sort), clusters of 3 to 40 points (sorted by a network, a
-/// thread or a block) and dropped points; equal to the reference bit for bit, and the
-/// same on a second run.
+/// thread) and one it has not (5), over a grid of 884 736 voxels: spread
+/// points (one or two per voxel, no sort), 1500 clusters of 3 to 40 points
+/// (sorted by a network, a warp or a block; clusters straddle faces, so one
+/// warp often lists several heavy voxels at once) and dropped
+/// points; equal to the reference bit for bit, and the same on a second run.
 fn voxel_mean_for_every_feature_count(device: &Device) {
     let grid = robocache::VoxelGrid { origin: [-1.0; 3], voxel_size: [0.5, 0.25, 0.5], dims: [96, 96, 96] };
     let mut state = 0x9E37_79B9_7F4A_7C15u64;

@@ -25,70 +25,154 @@ struct VoxelArgs {
     cloud_index: u64,
     cloud_type: i32,
     mode: i32,
-    key_bytes: i32,
     feature_len: u64,
 }
 
-/// A grid-stride launch over `n` items.
+/// A grid-stride launch over `n` items, in blocks of 256 threads (the
+/// means kernels for F = 1 to 4 stage a warp's stores in shared memory
+/// sized for that: `MEAN_THREADS`).
 fn over(n: usize) -> LaunchConfig {
     LaunchConfig { grid: n.div_ceil(256).clamp(1, 1 << 16) as u32, block: 256, shared_bytes: 0 }
 }
 
-/// Counts per tile of the one-pass scan (`SCAN_TILE` in kernels/voxelize.cu).
-const SCAN_TILE: usize = 16384;
-
-/// Voxels per thread of the mean kernels for F = 1 to 4 (`GROUP`).
+/// Voxels per thread of the mean kernels for F = 1 to 4 (`GROUP` in
+/// kernels/voxelize.cu).
 const MEAN_GROUP: usize = 4;
 
-/// Mirrors `struct VoxelPoints` in kernels/voxelize.cu: where a voxel's
-/// points are.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-struct VoxelPoints {
-    starts: u64,
-    order: u64,
-}
+/// Points of a voxel found without its overflow (`SLOTS`): the first from
+/// its tally, the others from the slot arrays.
+const SLOTS: usize = 4;
 
-/// Mirrors `struct PointKeys` in kernels/voxelize.cu: the mean's per-point
-/// voxel keys, `bytes` (4 or 8) each.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-struct PointKeys {
-    words: u64,
-    bytes: i32,
-}
-
-// The kernel's parameter is `{void*, int}`: 16 bytes with its tail padding.
-const _: () = assert!(size_of::<PointKeys>() == 16);
-
-/// Bytes of a point's key for a grid of `voxels`: 4 while every voxel and
-/// the "outside" marker (all ones) fit in 32 bits.
-fn key_bytes(voxels: usize) -> i32 {
-    if voxels < u32::MAX as usize {
-        4
-    } else {
-        8
-    }
-}
-
-/// Scratch of the mean, written by the scatter and read by the later passes.
-struct MeanScratch {
-    /// Zeroed counts per voxel (an output).
-    counts: DeviceBytes,
-    /// Each point's voxel (or all ones when it is dropped), `key_bytes` each.
-    keys: DeviceBytes,
-    key_bytes: i32,
-    /// Each point's rank among its voxel's points, as the atomics ran.
-    slots: DeviceBytes,
-    /// The scan's tile counter and one status word per tile, cleared by the
-    /// scatter.
-    scan_status: DeviceBytes,
-    /// Tiles of the scan over `voxels + 1` starts.
-    scan_tiles: usize,
-}
+/// Heavier voxels up to this many points are a warp's (`WARP_POINTS`).
+const WARP_POINTS: usize = 32;
 
 /// Points of a voxel the heavy kernel sorts in shared memory (`SHARED_POINTS`).
 const SHARED_POINTS: u32 = 8192;
+
+/// Mirrors `struct SlotPoints` in kernels/voxelize.cu: point `1 <= k < SLOTS`
+/// of voxel `v` at `words[(k - 1) * stride + v]`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct SlotPoints {
+    words: u64,
+    stride: u64,
+}
+
+/// Mirrors `struct MeanLists` in kernels/voxelize.cu.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct MeanLists {
+    overflow: u64,
+    counters: u64,
+    warp_voxels: u64,
+    block_voxels: u64,
+    voxel_segments: u64,
+    segments: u64,
+}
+
+/// Bytes of the kernels' `OverflowPoint` (`{u64, u32, u32}`).
+const OVERFLOW_POINT_BYTES: usize = 16;
+
+/// Bytes of the kernels' `HeavyVoxel` (`{u64, u32, u32, u32, u32}`).
+const HEAVY_VOXEL_BYTES: usize = 24;
+
+/// Scratch of the mean, written by the scatter and read by the later passes
+/// (see kernels/voxelize.cu): one allocation of about 24 bytes per voxel and
+/// 20 per point, of which the tallies and counters are zeroed by one memset
+/// (each allocation and memset is a driver call the GPU may wait for).
+struct MeanScratch {
+    /// Counts per voxel (an output, written by the means kernel).
+    counts: DeviceBytes,
+    buffer: DeviceBytes,
+    /// Points 1 to `SLOTS - 1` of every voxel: `SLOTS - 1` arrays of
+    /// `slot_stride` words.
+    slot_stride: usize,
+    /// Byte offsets in `buffer`.
+    layout: MeanLayout,
+}
+
+/// Where each part of the mean's scratch starts, in bytes, each on a
+/// 256-byte boundary.
+#[derive(Clone, Copy, Debug)]
+struct MeanLayout {
+    /// Per voxel its count and index sum (`u64`), zeroed.
+    tallies: usize,
+    /// The lists' lengths and the segment words handed out (`u32 x 4`),
+    /// zeroed with the tallies.
+    counters: usize,
+    slots: usize,
+    /// The points past their voxel's slots, as the scatter met them.
+    overflow: usize,
+    /// Voxels of `SLOTS + 1` to `WARP_POINTS` points, and heavier ones.
+    warp_voxels: usize,
+    block_voxels: usize,
+    /// Per voxel its segment's start (written for heavy voxels only).
+    voxel_segments: usize,
+    /// The overflow points, placed by voxel.
+    segments: usize,
+    /// Bytes in all.
+    end: usize,
+}
+
+impl MeanLayout {
+    fn new(points: usize, voxels: usize, slot_stride: usize) -> Self {
+        // Every list at its worst case: a voxel of more than k points takes
+        // k + 1 of them.
+        let warp_voxels = voxels.min(points / (SLOTS + 1));
+        let block_voxels = voxels.min(points / (WARP_POINTS + 1));
+        let mut end = 0;
+        let mut part = |bytes: usize| {
+            let start = end;
+            end = (start + bytes).next_multiple_of(256);
+            start
+        };
+        MeanLayout {
+            tallies: part(8 * voxels),
+            counters: part(16),
+            slots: part(4 * (SLOTS - 1) * slot_stride),
+            overflow: part(OVERFLOW_POINT_BYTES * points),
+            warp_voxels: part(HEAVY_VOXEL_BYTES * warp_voxels),
+            block_voxels: part(HEAVY_VOXEL_BYTES * block_voxels),
+            voxel_segments: part(4 * voxels),
+            segments: part(4 * points),
+            end,
+        }
+    }
+}
+
+impl MeanScratch {
+    fn new(device: &CudaDevice, points: usize, voxels: usize) -> Result<Self> {
+        let slot_stride = voxels.next_multiple_of(4);
+        let layout = MeanLayout::new(points, voxels, slot_stride);
+        let counts = device.alloc(4 * voxels)?;
+        let mut buffer = device.alloc(layout.end)?;
+        device.context.fill_range(&mut buffer, 0, layout.counters + 16, 0).map_err(cuda_error)?;
+        Ok(MeanScratch { counts, buffer, slot_stride, layout })
+    }
+
+    fn at(&self, offset: usize) -> u64 {
+        self.buffer.device_pointer() + offset as u64
+    }
+
+    fn tallies(&self) -> u64 {
+        self.at(self.layout.tallies)
+    }
+
+    fn slot_points(&self) -> SlotPoints {
+        SlotPoints { words: self.at(self.layout.slots), stride: self.slot_stride as u64 }
+    }
+
+    fn lists(&self) -> MeanLists {
+        MeanLists {
+            overflow: self.at(self.layout.overflow),
+            counters: self.at(self.layout.counters),
+            warp_voxels: self.at(self.layout.warp_voxels),
+            block_voxels: self.at(self.layout.block_voxels),
+            voxel_segments: self.at(self.layout.voxel_segments),
+            segments: self.at(self.layout.segments),
+        }
+    }
+}
 
 impl CudaDevice {
     fn launch_with(&self, kernel: Kernel, config: LaunchConfig, params: &[*mut c_void]) -> Result<()> {
@@ -140,7 +224,6 @@ impl CudaDevice {
                 VoxelMode::Mean => 2,
                 VoxelMode::Max => 3,
             },
-            key_bytes: key_bytes(voxels),
             feature_len: feature_len as u64,
         };
         if cloud_type != 0 && n > 0 {
@@ -170,21 +253,13 @@ impl CudaDevice {
                 buffer
             }
         };
-        // The mean of an empty cloud is the zero grid: nothing to scan.
+        // The mean of an empty cloud is the zero grid: nothing to place.
         let mean_of_points = mode == VoxelMode::Mean && n > 0;
         let scratch = if mean_of_points {
             if n > u32::MAX as usize {
                 return Err(Error::Cuda(format!("mean on CUDA takes at most {} points, not {n}", u32::MAX)));
             }
-            let scan_tiles = (voxels + 1).div_ceil(SCAN_TILE);
-            Some(MeanScratch {
-                counts: self.zeroed(4 * voxels)?,
-                keys: self.alloc(args.key_bytes as usize * n)?,
-                key_bytes: args.key_bytes,
-                slots: self.alloc(4 * n)?,
-                scan_status: self.alloc(8 * (1 + scan_tiles))?,
-                scan_tiles,
-            })
+            Some(MeanScratch::new(self, n, voxels)?)
         } else {
             None
         };
@@ -195,13 +270,10 @@ impl CudaDevice {
             let mut points = device_pointer(input.points);
             let mut features = input.features.map_or(0, device_pointer);
             let mut grid_pointer = grid_buffer.device_pointer();
-            let pointer = |f: fn(&MeanScratch) -> &DeviceBytes| scratch.as_ref().map_or(0, |s| f(s).device_pointer());
-            let mut counts_pointer =
-                if mode == VoxelMode::Count { grid_buffer.device_pointer() } else { pointer(|s| &s.counts) };
-            let mut keys_pointer = pointer(|s| &s.keys);
-            let mut slots_pointer = pointer(|s| &s.slots);
-            let mut status_pointer = pointer(|s| &s.scan_status);
-            let mut status_words = scratch.as_ref().map_or(0, |s| 1 + s.scan_tiles as u64);
+            let mut counts_pointer = if mode == VoxelMode::Count { grid_buffer.device_pointer() } else { 0 };
+            let mut tallies = scratch.as_ref().map_or(0, MeanScratch::tallies);
+            let mut slots = scratch.as_ref().map_or(SlotPoints { words: 0, stride: 0 }, MeanScratch::slot_points);
+            let mut lists = scratch.as_ref().map_or(MeanLists::default(), MeanScratch::lists);
             let mut dropped_pointer = dropped.device_pointer();
             self.launch_with(
                 Kernel::VoxelScatter,
@@ -211,10 +283,9 @@ impl CudaDevice {
                     (&mut features as *mut u64).cast(),
                     (&mut grid_pointer as *mut u64).cast(),
                     (&mut counts_pointer as *mut u64).cast(),
-                    (&mut keys_pointer as *mut u64).cast(),
-                    (&mut slots_pointer as *mut u64).cast(),
-                    (&mut status_pointer as *mut u64).cast(),
-                    (&mut status_words as *mut u64).cast(),
+                    (&mut tallies as *mut u64).cast(),
+                    (&mut slots as *mut SlotPoints).cast(),
+                    (&mut lists as *mut MeanLists).cast(),
                     (&mut dropped_pointer as *mut u64).cast(),
                     (&mut args as *mut VoxelArgs).cast(),
                 ],
@@ -231,7 +302,7 @@ impl CudaDevice {
             }
             VoxelMode::Mean => {
                 if let Some(scratch) = &scratch {
-                    self.voxel_means(&grid_buffer, scratch, input, n, voxels, feature_len)?
+                    self.voxel_means(&grid_buffer, scratch, input, &mut args, voxels)?
                 }
             }
             VoxelMode::Occupancy | VoxelMode::Count => {}
@@ -251,52 +322,22 @@ impl CudaDevice {
         })
     }
 
-    /// Scan of the counts into segment starts, placement of the points into
-    /// their segments, and the per-voxel means (see kernels/voxelize.cu).
+    /// The per-voxel means, the placement of the overflow into segments and
+    /// the heavy voxels' means (see kernels/voxelize.cu).
     fn voxel_means(
         &self,
         mean: &DeviceBytes,
         scratch: &MeanScratch,
         input: &VoxelInput<'_>,
-        n: usize,
+        args: &mut VoxelArgs,
         voxels: usize,
-        feature_len: usize,
     ) -> Result<()> {
-        let starts = self.alloc(4 * (voxels + 1))?;
-        let order = self.alloc(4 * n)?;
-        let heavy = self.alloc(8 * voxels)?;
-        let heavy_count = self.zeroed(4)?;
-        let (mut counts_pointer, mut starts_pointer, mut voxel_count) =
-            (scratch.counts.device_pointer(), starts.device_pointer(), voxels as u64);
-        let mut status_pointer = scratch.scan_status.device_pointer();
-        self.launch_with(
-            Kernel::VoxelScan,
-            LaunchConfig { grid: scratch.scan_tiles as u32, block: 512, shared_bytes: 0 },
-            &[
-                (&mut counts_pointer as *mut u64).cast(),
-                (&mut starts_pointer as *mut u64).cast(),
-                (&mut status_pointer as *mut u64).cast(),
-                (&mut voxel_count as *mut u64).cast(),
-            ],
-        )?;
-        let mut keys = PointKeys { words: scratch.keys.device_pointer(), bytes: scratch.key_bytes };
-        let (mut slots_pointer, mut order_pointer, mut point_count) =
-            (scratch.slots.device_pointer(), order.device_pointer(), n as u64);
-        self.launch_with(
-            Kernel::VoxelPlace,
-            over(n),
-            &[
-                (&mut keys as *mut PointKeys).cast(),
-                (&mut slots_pointer as *mut u64).cast(),
-                (&mut starts_pointer as *mut u64).cast(),
-                (&mut order_pointer as *mut u64).cast(),
-                (&mut point_count as *mut u64).cast(),
-            ],
-        )?;
+        let feature_len = args.feature_len as usize;
         let mut features = input.features.map_or(0, device_pointer);
-        let mut points = VoxelPoints { starts: starts.device_pointer(), order: order.device_pointer() };
-        let (mut mean_pointer, mut f) = (mean.device_pointer(), feature_len as u64);
-        let (mut heavy_pointer, mut heavy_count_pointer) = (heavy.device_pointer(), heavy_count.device_pointer());
+        let (mut tallies, mut counts) = (scratch.tallies(), scratch.counts.device_pointer());
+        let mut slots = scratch.slot_points();
+        let mut lists = scratch.lists();
+        let (mut mean_pointer, mut voxel_count, mut f) = (mean.device_pointer(), voxels as u64, args.feature_len);
         let grouped = match feature_len {
             1 => Some(Kernel::VoxelMeanF1),
             2 => Some(Kernel::VoxelMeanF2),
@@ -310,11 +351,12 @@ impl CudaDevice {
                 over(voxels.div_ceil(MEAN_GROUP)),
                 &[
                     (&mut features as *mut u64).cast(),
-                    (&mut points as *mut VoxelPoints).cast(),
+                    (&mut tallies as *mut u64).cast(),
+                    (&mut counts as *mut u64).cast(),
+                    (&mut slots as *mut SlotPoints).cast(),
                     (&mut mean_pointer as *mut u64).cast(),
                     (&mut voxel_count as *mut u64).cast(),
-                    (&mut heavy_pointer as *mut u64).cast(),
-                    (&mut heavy_count_pointer as *mut u64).cast(),
+                    (&mut lists as *mut MeanLists).cast(),
                 ],
             )?,
             None => self.launch_with(
@@ -322,36 +364,39 @@ impl CudaDevice {
                 over(voxels),
                 &[
                     (&mut features as *mut u64).cast(),
-                    (&mut counts_pointer as *mut u64).cast(),
-                    (&mut points as *mut VoxelPoints).cast(),
+                    (&mut tallies as *mut u64).cast(),
+                    (&mut counts as *mut u64).cast(),
+                    (&mut slots as *mut SlotPoints).cast(),
                     (&mut mean_pointer as *mut u64).cast(),
                     (&mut voxel_count as *mut u64).cast(),
                     (&mut f as *mut u64).cast(),
-                    (&mut heavy_pointer as *mut u64).cast(),
-                    (&mut heavy_count_pointer as *mut u64).cast(),
+                    (&mut lists as *mut MeanLists).cast(),
                 ],
             )?,
         }
-        // How many voxels are heavy is known only on the device: a fixed grid
-        // walks the list, and blocks past its end return at once.
-        let heavy_blocks =
-            LaunchConfig { grid: 2 * self.context.multiprocessors(), block: 256, shared_bytes: 4 * SHARED_POINTS };
+        // How many points overflowed and how many voxels are heavy is known
+        // only on the device: fixed grids walk the lists, and threads past
+        // their ends return at once.
+        let multiprocessors = self.context.multiprocessors();
+        self.launch_with(
+            Kernel::VoxelPlaceOverflow,
+            LaunchConfig { grid: 2 * multiprocessors, block: 256, shared_bytes: 0 },
+            &[(&mut lists as *mut MeanLists).cast()],
+        )?;
+        let mut points = device_pointer(input.points);
         self.launch_with(
             Kernel::VoxelMeanHeavy,
-            heavy_blocks,
+            LaunchConfig { grid: 4 * multiprocessors, block: 256, shared_bytes: 4 * SHARED_POINTS },
             &[
                 (&mut features as *mut u64).cast(),
-                (&mut keys as *mut PointKeys).cast(),
-                (&mut counts_pointer as *mut u64).cast(),
-                (&mut points as *mut VoxelPoints).cast(),
+                (&mut slots as *mut SlotPoints).cast(),
+                (&mut lists as *mut MeanLists).cast(),
                 (&mut mean_pointer as *mut u64).cast(),
-                (&mut point_count as *mut u64).cast(),
-                (&mut f as *mut u64).cast(),
-                (&mut heavy_pointer as *mut u64).cast(),
-                (&mut heavy_count_pointer as *mut u64).cast(),
+                (&mut points as *mut u64).cast(),
+                (args as *mut VoxelArgs).cast(),
             ],
         )?;
-        // The scratch buffers drop here: freed in stream order, after the kernels.
+        // The scratch drops with the caller: freed in stream order, after the kernels.
         Ok(())
     }
 
