@@ -231,9 +231,19 @@ __device__ __forceinline__ void order_pair(uint32_t& a, uint32_t& b) {
     a = low;
 }
 
+// Four point indices in ascending order (a network of five
+// compare-exchanges in registers).
+__device__ __forceinline__ void sort_four(uint32_t (&p)[4]) {
+    order_pair(p[0], p[1]);
+    order_pair(p[2], p[3]);
+    order_pair(p[0], p[2]);
+    order_pair(p[1], p[3]);
+    order_pair(p[1], p[2]);
+}
+
 // The points of a voxel of three or four, loaded together, the first found
-// from the tally's index sum, and sorted by a network (with three, the
-// fourth is all ones and stays last).
+// from the tally's index sum, in ascending order (with three, the fourth is
+// all ones and stays last).
 __device__ __forceinline__ void sorted_slots(const SlotPoints& slots, uint64_t v, uint32_t count, uint32_t index_sum,
                                              uint32_t (&p)[4]) {
     p[1] = slots.get(v, 1);
@@ -241,11 +251,7 @@ __device__ __forceinline__ void sorted_slots(const SlotPoints& slots, uint64_t v
     p[3] = count == 4 ? slots.get(v, 3) : 0;
     p[0] = index_sum - p[1] - p[2] - p[3];
     if (count == 3) p[3] = 0xFFFFFFFFu;
-    order_pair(p[0], p[1]);
-    order_pair(p[2], p[3]);
-    order_pair(p[0], p[2]);
-    order_pair(p[1], p[3]);
-    order_pair(p[1], p[2]);
+    sort_four(p);
 }
 
 // Lists the lanes' voxels of more than SLOTS points (a lane without a voxel
@@ -295,27 +301,23 @@ extern "C" __global__ void voxel_mean(const float* __restrict__ features,
         const uint64_t tally = v < voxels ? tallies[v] : 0;
         const uint32_t count = tally_count(tally), index_sum = tally_index_sum(tally);
         float* out = mean + v * feature_len;
+        if (v < voxels) counts[v] = count;
         if (v >= voxels) {
         } else if (count == 0) {
-            counts[v] = 0;
             for (uint64_t f = 0; f < feature_len; f++) out[f] = 0.0f;
         } else if (count <= 2) {
-            counts[v] = count;
             const uint32_t second = count == 2 ? slots.get(v, 1) : 0, first = index_sum - second;
             const float* a = features + (uint64_t)first * feature_len;
             const float* b = features + (uint64_t)(count == 2 ? second : first) * feature_len;
             for (uint64_t f = 0; f < feature_len; f++) out[f] = mean_of_one_or_two(a[f], b[f], count);
-        } else {
-            counts[v] = count;
-            if (count <= SLOTS) {
-                uint32_t p[4];
-                sorted_slots(slots, v, count, index_sum, p);
-                for (uint64_t f = 0; f < feature_len; f++) {
-                    double sum = 0.0;
-                    for (uint32_t k = 0; k < count; k++)
-                        sum = __dadd_rn(sum, (double)features[(uint64_t)p[k] * feature_len + f]);
-                    out[f] = __double2float_rn(__ddiv_rn(sum, (double)count));
-                }
+        } else if (count <= SLOTS) {
+            uint32_t p[4];
+            sorted_slots(slots, v, count, index_sum, p);
+            for (uint64_t f = 0; f < feature_len; f++) {
+                double sum = 0.0;
+                for (uint32_t k = 0; k < count; k++)
+                    sum = __dadd_rn(sum, (double)features[(uint64_t)p[k] * feature_len + f]);
+                out[f] = __double2float_rn(__ddiv_rn(sum, (double)count));
             }
         }
         list_heavy(lists, v, count, index_sum, lane);
@@ -437,11 +439,7 @@ __device__ __forceinline__ void voxel_mean_grouped(const float* __restrict__ fea
             // Three or four points: the fourth all ones with three, so it
             // sorts last.
             uint32_t p[4] = {first[j], second[j], third[j], count[j] == 4 ? fourth[j] : 0xFFFFFFFFu};
-            order_pair(p[0], p[1]);
-            order_pair(p[2], p[3]);
-            order_pair(p[0], p[2]);
-            order_pair(p[1], p[3]);
-            order_pair(p[1], p[2]);
+            sort_four(p);
             float x[4][F];
 #pragma unroll
             for (int k = 0; k < 4; k++) load_point<F>(features, p[k], k < count[j], x[k]);
