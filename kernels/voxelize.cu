@@ -324,13 +324,67 @@ extern "C" __global__ void voxel_mean(const float* __restrict__ features,
     }
 }
 
+// Asynchronous copies of a point's features into shared memory
+// (`cp.async`): the loads of a group's points are in flight together
+// without holding registers, so more voxels fit on a multiprocessor.
+__device__ __forceinline__ void copy_async_16(void* shared, const void* global) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((unsigned)__cvta_generic_to_shared(shared)),
+                 "l"(global)
+                 : "memory");
+}
+
+__device__ __forceinline__ void copy_async_4(void* shared, const void* global) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"((unsigned)__cvta_generic_to_shared(shared)),
+                 "l"(global)
+                 : "memory");
+}
+
+// Waits for this thread's asynchronous copies; their data is then visible
+// to it (each lane reads only its own points).
+__device__ __forceinline__ void wait_copies() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+
+// A warp's points in shared memory: point k of every lane (k < 2 * GROUP),
+// feature after feature, lane after lane, so the lanes' accesses fall on
+// consecutive words (no bank conflicts).
+template <int F>
+struct WarpPoints {
+    float4* words;  // 2 * GROUP * F * 32 floats
+
+    // Copies `point`'s features into slot k of this lane, or zeros when it
+    // does not exist.
+    __device__ __forceinline__ void copy(const float* __restrict__ features, uint32_t point, bool exists, int k,
+                                         int lane) const {
+        if constexpr (F == 4) {
+            // The caller checked that features is 16-byte aligned.
+            float4* word = words + k * 32 + lane;
+            if (exists) copy_async_16(word, features + (uint64_t)point * 4);
+            else *word = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        } else {
+            float* floats = (float*)words + k * F * 32 + lane;
+#pragma unroll
+            for (int f = 0; f < F; f++) {
+                if (exists) copy_async_4(floats + f * 32, features + (uint64_t)point * F + f);
+                else floats[f * 32] = 0.0f;
+            }
+        }
+    }
+
+    __device__ __forceinline__ float get(int k, int f, int lane) const {
+        if constexpr (F == 4) {
+            const float4 q = words[k * 32 + lane];
+            return f == 0 ? q.x : f == 1 ? q.y : f == 2 ? q.z : q.w;
+        } else {
+            return ((const float*)words)[(k * F + f) * 32 + lane];
+        }
+    }
+};
+
 // A point's F features, or zeros when it does not exist (a predicated load:
-// the loads of a group's points are issued together).
+// the loads of a voxel's points are issued together).
 template <int F>
 __device__ __forceinline__ void load_point(const float* __restrict__ features, uint32_t point, bool exists,
                                            float (&x)[F]) {
     if constexpr (F == 4) {
-        // The caller checked that features is 16-byte aligned.
         const float4 q = exists ? *(const float4*)(features + (uint64_t)point * 4) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         x[0] = q.x;
         x[1] = q.y;
@@ -364,20 +418,29 @@ __device__ __forceinline__ void load_point(const float* __restrict__ features, u
 // consecutive threads spread over the banks.
 __device__ __forceinline__ int staged(int word) { return word ^ ((word >> 3) & 7); }
 
-// Stores a warp's GROUP * F floats per lane, lane after lane, as 16-byte
-// words through shared memory (`staging`: 32 * F words), so that each
-// global store instruction writes 512 contiguous bytes rather than 16
-// bytes every 16 * F. Every lane of the warp calls it.
+// Float `index` of a warp's GROUP * F * 32 means (lane after lane) into the
+// staging buffer (`staging`: 32 * F words).
+__device__ __forceinline__ float* staged_float(float4* staging, int index) {
+    return (float*)(staging + staged(index >> 2)) + (index & 3);
+}
+
+// Stores a warp's staged means as 16-byte words, each global store
+// instruction writing 512 contiguous bytes rather than 16 bytes every
+// 16 * F. Every lane of the warp calls it, after a __syncwarp.
 template <int F>
-__device__ __forceinline__ void store_coalesced(float* warp_out, const float (&out)[GROUP * F], float4* staging,
-                                                int lane) {
-#pragma unroll
-    for (int q = 0; q < F; q++)
-        staging[staged(lane * F + q)] = make_float4(out[4 * q], out[4 * q + 1], out[4 * q + 2], out[4 * q + 3]);
-    __syncwarp();
+__device__ __forceinline__ void store_staged(float* warp_out, const float4* staging, int lane) {
 #pragma unroll
     for (int q = 0; q < F; q++) __stcs((float4*)warp_out + q * 32 + lane, staging[staged(q * 32 + lane)]);
-    __syncwarp();
+}
+
+// Element j of a register array indexed by a value known only at run time
+// (a chain of selects, so the array stays in registers).
+__device__ __forceinline__ uint32_t pick(const uint32_t (&values)[GROUP], int j) {
+    uint32_t value = values[0];
+#pragma unroll
+    for (int k = 1; k < GROUP; k++)
+        if (j == k) value = values[k];
+    return value;
 }
 
 template <int F>
@@ -385,7 +448,9 @@ __device__ __forceinline__ void voxel_mean_grouped(const float* __restrict__ fea
                                                    const unsigned long long* __restrict__ tallies, uint32_t* counts,
                                                    const SlotPoints& slots, float* mean, uint64_t voxels,
                                                    const MeanLists& lists) {
-    __shared__ float4 staging[MEAN_THREADS / 32][32 * F];
+    // Per warp its points' features, then (aliased) its staged means.
+    __shared__ float4 shared_words[MEAN_THREADS / 32][2 * GROUP * F * 32 / 4];
+    const WarpPoints<F> warp_points = {shared_words[threadIdx.x >> 5]};
     const uint64_t groups = (voxels + GROUP - 1) / GROUP;
     const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
     const int lane = threadIdx.x & 31;
@@ -421,35 +486,52 @@ __device__ __forceinline__ void voxel_mean_grouped(const float* __restrict__ fea
             fourth[j] = sorted && count[j] == 4 ? slots.get(v0 + j, 3) : 0;
             first[j] = index_sum[j] - second[j] - third[j] - fourth[j];
         }
-        float a[GROUP][F], b[GROUP][F];
 #pragma unroll
         for (int j = 0; j < GROUP; j++) {
-            load_point<F>(features, first[j], count[j] >= 1 && count[j] <= 2, a[j]);
-            load_point<F>(features, second[j], count[j] == 2, b[j]);
+            warp_points.copy(features, first[j], count[j] >= 1 && count[j] <= 2, 2 * j, lane);
+            warp_points.copy(features, second[j], count[j] == 2, 2 * j + 1, lane);
         }
+        wait_copies();
+        // Means of voxels of one or two points (zeros for the others), then
+        // staged where the points were, once every lane has read its own.
         float out[GROUP * F];
 #pragma unroll
         for (int j = 0; j < GROUP; j++)
 #pragma unroll
             for (int f = 0; f < F; f++)
-                out[j * F + f] = count[j] == 0 || count[j] > 2 ? 0.0f : mean_of_one_or_two(a[j][f], b[j][f], count[j]);
+                out[j * F + f] = count[j] == 0 || count[j] > 2
+                                     ? 0.0f
+                                     : mean_of_one_or_two(warp_points.get(2 * j, f, lane),
+                                                          warp_points.get(2 * j + 1, f, lane), count[j]);
+        __syncwarp();
+        float4* staging = warp_points.words;
 #pragma unroll
-        for (int j = 0; j < GROUP; j++) {
-            if (count[j] <= 2 || count[j] > SLOTS) continue;
-            // Three or four points: the fourth all ones with three, so it
-            // sorts last.
-            uint32_t p[4] = {first[j], second[j], third[j], count[j] == 4 ? fourth[j] : 0xFFFFFFFFu};
+        for (int q = 0; q < F; q++)
+            staging[staged(lane * F + q)] = make_float4(out[4 * q], out[4 * q + 1], out[4 * q + 2], out[4 * q + 3]);
+        // Voxels of three or four points, one at a time: their points
+        // sorted by a network in registers, copied to the lane's slots
+        // GROUP to GROUP + 3 (past the staged means), summed in order.
+        unsigned sorted_voxels = 0;
+#pragma unroll
+        for (int j = 0; j < GROUP; j++)
+            if (count[j] > 2 && count[j] <= SLOTS) sorted_voxels |= 1u << j;
+        while (sorted_voxels != 0) {
+            const int j = __ffs(sorted_voxels) - 1;
+            sorted_voxels &= sorted_voxels - 1;
+            const uint32_t n = pick(count, j);
+            // With three, the fourth is all ones, so it sorts last.
+            uint32_t p[4] = {pick(first, j), pick(second, j), pick(third, j), n == 4 ? pick(fourth, j) : 0xFFFFFFFFu};
             sort_four(p);
-            float x[4][F];
 #pragma unroll
-            for (int k = 0; k < 4; k++) load_point<F>(features, p[k], k < count[j], x[k]);
+            for (int k = 0; k < 4; k++) warp_points.copy(features, p[k], k < n, GROUP + k, lane);
+            wait_copies();
 #pragma unroll
             for (int f = 0; f < F; f++) {
                 double sum = 0.0;
 #pragma unroll
                 for (int k = 0; k < 4; k++)
-                    if (k < count[j]) sum = __dadd_rn(sum, (double)x[k][f]);
-                out[j * F + f] = __double2float_rn(__ddiv_rn(sum, (double)count[j]));
+                    if (k < n) sum = __dadd_rn(sum, (double)warp_points.get(GROUP + k, f, lane));
+                *staged_float(staging, (lane * GROUP + j) * F + f) = __double2float_rn(__ddiv_rn(sum, (double)n));
             }
         }
         if (whole) {
@@ -459,18 +541,22 @@ __device__ __forceinline__ void voxel_mean_grouped(const float* __restrict__ fea
             for (int j = 0; j < GROUP; j++)
                 if (v0 + j < voxels) counts[v0 + j] = count[j];
         }
+        __syncwarp();
         if (__all_sync(FULL_MASK, whole)) {
-            // The warp's GROUP * F * 32 floats are contiguous: stored as
-            // whole 16-byte words, one contiguous 512 bytes per instruction.
-            store_coalesced<F>(mean + (v0 - (uint64_t)lane * GROUP) * F, out, staging[threadIdx.x >> 5], lane);
+            // The warp's GROUP * F * 32 floats are contiguous.
+            store_staged<F>(mean + (v0 - (uint64_t)lane * GROUP) * F, staging, lane);
         } else {
             float* out_group = mean + v0 * F;
 #pragma unroll
             for (int j = 0; j < GROUP; j++)
                 if (v0 + j < voxels)
 #pragma unroll
-                    for (int f = 0; f < F; f++) out_group[j * F + f] = out[j * F + f];
+                    for (int f = 0; f < F; f++)
+                        out_group[j * F + f] = *staged_float(staging, (lane * GROUP + j) * F + f);
         }
+        // Every lane is done with the staged means before the next group's
+        // points are copied over them.
+        __syncwarp();
 #pragma unroll
         for (int j = 0; j < GROUP; j++) list_heavy(lists, v0 + j, count[j], index_sum[j], lane);
     }
