@@ -400,16 +400,19 @@ __device__ __forceinline__ void load_point(const float* __restrict__ features, u
 // dependent rounds of loads:
 // 1. the group's tallies and its slot-1 points in 16-byte loads (the slot
 //    loads whether or not the voxels have two points, so they need not
-//    wait for the tallies);
+//    wait for the tallies), prefetched into L2 one group ahead;
 // 2. the features of every voxel of one or two points (nearly all occupied
-//    voxels of a sparse cloud), and the slot-2 and -3 points of voxels of
-//    three or four;
-// 3. the features of the voxels of three or four, sorted by a network in
-//    registers.
-// Then the counts, and the warp's means through shared memory as whole
-// 512-byte runs (store_coalesced). Heavier voxels are listed for
-// voxel_mean_heavy. The loop runs while any lane of the warp has a group
-// (list_heavy and store_coalesced take the warp).
+//    voxels of a sparse cloud), copied into shared memory (WarpPoints:
+//    asynchronous copies hold no registers, so four blocks fit on a
+//    multiprocessor), and the slot-2 and -3 points of voxels of three or
+//    four;
+// 3. the features of the voxels of three or four, one voxel at a time,
+//    sorted by a network in registers, through the same shared memory.
+// The means are staged in shared memory where the points were, then the
+// counts and the warp's means are stored, the means as whole 512-byte runs
+// (store_staged). Heavier voxels are listed for voxel_mean_heavy. The loop
+// runs while any lane of the warp has a group (list_heavy and the staging
+// take the warp).
 #define MEAN_THREADS 256  // per block of the means kernels for F = 1 to 4
 
 // A 16-byte word's place in a warp's staging buffer: its index with the
@@ -457,6 +460,12 @@ __device__ __forceinline__ void voxel_mean_grouped(const float* __restrict__ fea
     for (uint64_t g = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; g - lane < groups; g += stride) {
         const uint64_t v0 = g * GROUP;
         const bool whole = v0 + GROUP <= voxels;
+        if (g + stride < groups) {
+            // The next group's first round, into L2 while this one runs (the
+            // grid is as many blocks as fit at once, so threads walk several).
+            asm volatile("prefetch.global.L2 [%0];" ::"l"(tallies + (g + stride) * GROUP));
+            asm volatile("prefetch.global.L2 [%0];" ::"l"(slots.words + (g + stride) * GROUP));
+        }
         uint32_t count[GROUP], index_sum[GROUP], second[GROUP];
         if (whole) {
             // v0 is a multiple of 4, and so is the slot arrays' stride.

@@ -346,9 +346,19 @@ impl CudaDevice {
             _ => None,
         };
         match grouped {
+            // As many blocks as fit at once (or fewer for a small grid): each
+            // thread walks several groups, prefetching the next one's tallies.
             Some(kernel) => self.launch_with(
                 kernel,
-                over(voxels.div_ceil(MEAN_GROUP)),
+                LaunchConfig {
+                    grid: (voxels.div_ceil(MEAN_GROUP).div_ceil(256) as u32).clamp(
+                        1,
+                        self.context.resident_blocks(kernel, 256, 0).map_err(cuda_error)?
+                            * self.context.multiprocessors(),
+                    ),
+                    block: 256,
+                    shared_bytes: 0,
+                },
                 &[
                     (&mut features as *mut u64).cast(),
                     (&mut tallies as *mut u64).cast(),
