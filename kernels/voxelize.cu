@@ -127,6 +127,7 @@ struct HeavyVoxel {
 #define WARP_VOXELS 1     // entries of `warp_voxels`
 #define BLOCK_VOXELS 2    // entries of `block_voxels`
 #define SEGMENT_WORDS 3   // words of `segments` handed out
+#define DROPPED 4         // points outside the grid (a u64: words 4 and 5)
 
 // The mean's lists, all sized for the worst case; `counters` is zero before
 // the scatter.
@@ -611,7 +612,11 @@ __device__ __forceinline__ uint32_t heavy_point(const SlotPoints& slots, const M
 //   sum running in lane order through shuffles.
 // Dynamic shared memory: SHARED_POINTS words.
 extern "C" __global__ void voxel_mean_heavy(const float* __restrict__ features, SlotPoints slots, MeanLists lists,
-                                            float* mean, const float* __restrict__ points, VoxelArgs a) {
+                                            float* mean, const float* __restrict__ points, VoxelArgs a,
+                                            unsigned long long* dropped) {
+    // The scatter counted the dropped points with the lists (zeroed by the
+    // same memset); the output is a word of its own.
+    if (blockIdx.x == 0 && threadIdx.x == 0) *dropped = *(const unsigned long long*)(lists.counters + DROPPED);
     extern __shared__ uint32_t sorted[];
     __shared__ uint32_t warp_counts[32];
     __shared__ uint32_t others_sum;

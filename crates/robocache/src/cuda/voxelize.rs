@@ -3,6 +3,7 @@
 //! the device until the caller reads it.
 
 use std::ffi::c_void;
+use std::sync::Arc;
 
 use robocache_cpu::{plan_voxelize_shapes, DType, Error as Invalid, PointShapes, VoxelGrid, VoxelMode};
 use robocache_cuda::{DeviceBytes, Kernel, LaunchConfig};
@@ -70,6 +71,18 @@ struct MeanLists {
     segments: u64,
 }
 
+/// Words of `MeanLists::counters` (`COUNTERS` in kernels/voxelize.cu): the
+/// lists' lengths and the segment words handed out, then the dropped
+/// points (`u64`, words 4 and 5).
+const COUNTERS: usize = 6;
+
+/// Byte offset of the dropped points in `MeanLists::counters`.
+const DROPPED_COUNTER: usize = 16;
+
+/// Bytes before an occupancy or count grid in its allocation: the dropped
+/// count's (`u64`), rounded to keep the grid on a 256-byte boundary.
+const DROPPED_BYTES: usize = 256;
+
 /// Bytes of the kernels' `OverflowPoint` (`{u64, u32, u32}`).
 const OVERFLOW_POINT_BYTES: usize = 16;
 
@@ -97,8 +110,8 @@ struct MeanScratch {
 struct MeanLayout {
     /// Per voxel its count and index sum (`u64`), zeroed.
     tallies: usize,
-    /// The lists' lengths and the segment words handed out (`u32 x 4`),
-    /// zeroed with the tallies.
+    /// The lists' lengths, the segment words handed out and the dropped
+    /// points (`u32 x COUNTERS`), zeroed with the tallies.
     counters: usize,
     slots: usize,
     /// The points past their voxel's slots, as the scatter met them.
@@ -128,7 +141,7 @@ impl MeanLayout {
         };
         MeanLayout {
             tallies: part(8 * voxels),
-            counters: part(16),
+            counters: part(4 * COUNTERS),
             slots: part(4 * (SLOTS - 1) * slot_stride),
             overflow: part(OVERFLOW_POINT_BYTES * points),
             warp_voxels: part(HEAVY_VOXEL_BYTES * warp_voxels),
@@ -146,7 +159,7 @@ impl MeanScratch {
         let layout = MeanLayout::new(points, voxels, slot_stride);
         let counts = device.alloc(4 * voxels)?;
         let mut buffer = device.alloc(layout.end)?;
-        device.context.fill_range(&mut buffer, 0, layout.counters + 16, 0).map_err(cuda_error)?;
+        device.context.fill_range(&mut buffer, 0, layout.counters + 4 * COUNTERS, 0).map_err(cuda_error)?;
         Ok(MeanScratch { counts, buffer, slot_stride, layout })
     }
 
@@ -156,6 +169,11 @@ impl MeanScratch {
 
     fn tallies(&self) -> u64 {
         self.at(self.layout.tallies)
+    }
+
+    /// The scatter's count of dropped points (`u64`).
+    fn dropped(&self) -> u64 {
+        self.at(self.layout.counters + DROPPED_COUNTER)
     }
 
     fn slot_points(&self) -> SlotPoints {
@@ -231,12 +249,16 @@ impl CudaDevice {
         }
 
         let values = voxels * feature_len.max(1);
-        let grid_buffer = match mode {
-            VoxelMode::Occupancy => self.zeroed(voxels)?,
-            VoxelMode::Count => self.zeroed(4 * voxels)?,
+        // Occupancy and count zero the grid and the dropped count together:
+        // one allocation, one memset (the dropped count at its start).
+        let (grid_buffer, counted) = match mode {
+            VoxelMode::Occupancy | VoxelMode::Count => {
+                let bytes = if mode == VoxelMode::Count { 4 * voxels } else { voxels };
+                (None, Some(Arc::new(self.zeroed(DROPPED_BYTES + bytes)?)))
+            }
             // Every voxel's mean is written by the kernels, unless no point is.
-            VoxelMode::Mean if n > 0 => self.alloc(4 * values)?,
-            VoxelMode::Mean => self.zeroed(4 * values)?,
+            VoxelMode::Mean if n > 0 => (Some(self.alloc(4 * values)?), None),
+            VoxelMode::Mean => (Some(self.zeroed(4 * values)?), None),
             VoxelMode::Max => {
                 let buffer = self.alloc(4 * values)?;
                 // The encoding of -inf: empty voxels decode to -inf.
@@ -250,8 +272,18 @@ impl CudaDevice {
                         (&mut count as *mut u64).cast(),
                     ],
                 )?;
-                buffer
+                (Some(buffer), None)
             }
+        };
+        let (grid_storage, grid_pointer) = match (grid_buffer, &counted) {
+            (Some(buffer), _) => {
+                let pointer = buffer.device_pointer();
+                (DeviceStorage::new(buffer), pointer)
+            }
+            (None, Some(shared)) => {
+                (DeviceStorage::part(shared, DROPPED_BYTES), shared.device_pointer() + DROPPED_BYTES as u64)
+            }
+            (None, None) => unreachable!("occupancy and count allocate `counted`"),
         };
         // The mean of an empty cloud is the zero grid: nothing to place.
         let mean_of_points = mode == VoxelMode::Mean && n > 0;
@@ -264,17 +296,27 @@ impl CudaDevice {
             None
         };
         let empty_counts = if mode == VoxelMode::Mean && n == 0 { Some(self.zeroed(4 * voxels)?) } else { None };
-        let dropped = self.zeroed(8)?;
+        // The mean counts its dropped points among its scratch's counters (no
+        // memset of its own), and the heavy-voxel kernel copies the count out.
+        let (dropped, mut dropped_pointer) = match (&counted, &scratch) {
+            (Some(shared), _) => (DeviceStorage::part(shared, 0), shared.device_pointer()),
+            (None, Some(scratch)) => (DeviceStorage::new(self.alloc(8)?), scratch.dropped()),
+            (None, None) => {
+                let buffer = self.zeroed(8)?;
+                let pointer = buffer.device_pointer();
+                (DeviceStorage::new(buffer), pointer)
+            }
+        };
+        let dropped_out = dropped.device_pointer();
 
         if n > 0 {
             let mut points = device_pointer(input.points);
             let mut features = input.features.map_or(0, device_pointer);
-            let mut grid_pointer = grid_buffer.device_pointer();
-            let mut counts_pointer = if mode == VoxelMode::Count { grid_buffer.device_pointer() } else { 0 };
+            let mut grid_pointer = grid_pointer;
+            let mut counts_pointer = if mode == VoxelMode::Count { grid_pointer } else { 0 };
             let mut tallies = scratch.as_ref().map_or(0, MeanScratch::tallies);
             let mut slots = scratch.as_ref().map_or(SlotPoints { words: 0, stride: 0 }, MeanScratch::slot_points);
             let mut lists = scratch.as_ref().map_or(MeanLists::default(), MeanScratch::lists);
-            let mut dropped_pointer = dropped.device_pointer();
             self.launch_with(
                 Kernel::VoxelScatter,
                 over(n),
@@ -293,7 +335,7 @@ impl CudaDevice {
         }
         match mode {
             VoxelMode::Max => {
-                let (mut words, mut count) = (grid_buffer.device_pointer(), values as u64);
+                let (mut words, mut count) = (grid_pointer, values as u64);
                 self.launch_with(
                     Kernel::VoxelMaxDecode,
                     over(values),
@@ -302,7 +344,7 @@ impl CudaDevice {
             }
             VoxelMode::Mean => {
                 if let Some(scratch) = &scratch {
-                    self.voxel_means(&grid_buffer, scratch, input, &mut args, voxels)?
+                    self.voxel_means(grid_pointer, dropped_out, scratch, input, &mut args, voxels)?
                 }
             }
             VoxelMode::Occupancy | VoxelMode::Count => {}
@@ -316,9 +358,9 @@ impl CudaDevice {
             VoxelMode::Mean | VoxelMode::Max => (DType::F32, [grid_shape.as_slice(), &[feature_len]].concat()),
         };
         Ok(VoxelOutput {
-            grid: Tensor::on_device(device, DeviceStorage::new(grid_buffer), dtype, shape),
+            grid: Tensor::on_device(device, grid_storage, dtype, shape),
             counts: counts.map(|c| Tensor::on_device(device, DeviceStorage::new(c), DType::U32, grid_shape)),
-            dropped: Tensor::on_device(device, DeviceStorage::new(dropped), DType::U64, vec![1]),
+            dropped: Tensor::on_device(device, dropped, DType::U64, vec![1]),
         })
     }
 
@@ -326,7 +368,8 @@ impl CudaDevice {
     /// the heavy voxels' means (see kernels/voxelize.cu).
     fn voxel_means(
         &self,
-        mean: &DeviceBytes,
+        mean: u64,
+        dropped: u64,
         scratch: &MeanScratch,
         input: &VoxelInput<'_>,
         args: &mut VoxelArgs,
@@ -337,7 +380,7 @@ impl CudaDevice {
         let (mut tallies, mut counts) = (scratch.tallies(), scratch.counts.device_pointer());
         let mut slots = scratch.slot_points();
         let mut lists = scratch.lists();
-        let (mut mean_pointer, mut voxel_count, mut f) = (mean.device_pointer(), voxels as u64, args.feature_len);
+        let (mut mean_pointer, mut voxel_count, mut f) = (mean, voxels as u64, args.feature_len);
         let grouped = match feature_len {
             1 => Some(Kernel::VoxelMeanF1),
             2 => Some(Kernel::VoxelMeanF2),
@@ -393,7 +436,7 @@ impl CudaDevice {
             LaunchConfig { grid: 2 * multiprocessors, block: 256, shared_bytes: 0 },
             &[(&mut lists as *mut MeanLists).cast()],
         )?;
-        let mut points = device_pointer(input.points);
+        let (mut points, mut dropped_pointer) = (device_pointer(input.points), dropped);
         self.launch_with(
             Kernel::VoxelMeanHeavy,
             LaunchConfig { grid: 4 * multiprocessors, block: 256, shared_bytes: 4 * SHARED_POINTS },
@@ -404,6 +447,7 @@ impl CudaDevice {
                 (&mut mean_pointer as *mut u64).cast(),
                 (&mut points as *mut u64).cast(),
                 (args as *mut VoxelArgs).cast(),
+                (&mut dropped_pointer as *mut u64).cast(),
             ],
         )?;
         // The scratch drops with the caller: freed in stream order, after the kernels.
