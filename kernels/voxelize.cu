@@ -380,23 +380,6 @@ struct WarpPoints {
     }
 };
 
-// A point's F features, or zeros when it does not exist (a predicated load:
-// the loads of a voxel's points are issued together).
-template <int F>
-__device__ __forceinline__ void load_point(const float* __restrict__ features, uint32_t point, bool exists,
-                                           float (&x)[F]) {
-    if constexpr (F == 4) {
-        const float4 q = exists ? *(const float4*)(features + (uint64_t)point * 4) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        x[0] = q.x;
-        x[1] = q.y;
-        x[2] = q.z;
-        x[3] = q.w;
-    } else {
-#pragma unroll
-        for (int f = 0; f < F; f++) x[f] = exists ? features[(uint64_t)point * F + f] : 0.0f;
-    }
-}
-
 // Per GROUP consecutive voxels, F features known at compile time, in three
 // dependent rounds of loads:
 // 1. the group's tallies and its slot-1 points in 16-byte loads (the slot

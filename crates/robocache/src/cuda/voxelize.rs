@@ -36,6 +36,13 @@ fn over(n: usize) -> LaunchConfig {
     LaunchConfig { grid: n.div_ceil(256).clamp(1, 1 << 16) as u32, block: 256, shared_bytes: 0 }
 }
 
+/// An output that is an allocation of its own: its storage and device
+/// pointer (and no allocation shared with the dropped count).
+fn whole(buffer: DeviceBytes) -> (DeviceStorage, u64, Option<Arc<DeviceBytes>>) {
+    let pointer = buffer.device_pointer();
+    (DeviceStorage::new(buffer), pointer, None)
+}
+
 /// Voxels per thread of the mean kernels for F = 1 to 4 (`GROUP` in
 /// kernels/voxelize.cu).
 const MEAN_GROUP: usize = 4;
@@ -251,14 +258,16 @@ impl CudaDevice {
         let values = voxels * feature_len.max(1);
         // Occupancy and count zero the grid and the dropped count together:
         // one allocation, one memset (the dropped count at its start).
-        let (grid_buffer, counted) = match mode {
+        let (grid_storage, grid_pointer, counted) = match mode {
             VoxelMode::Occupancy | VoxelMode::Count => {
                 let bytes = if mode == VoxelMode::Count { 4 * voxels } else { voxels };
-                (None, Some(Arc::new(self.zeroed(DROPPED_BYTES + bytes)?)))
+                let shared = Arc::new(self.zeroed(DROPPED_BYTES + bytes)?);
+                let pointer = shared.device_pointer() + DROPPED_BYTES as u64;
+                (DeviceStorage::part(&shared, DROPPED_BYTES), pointer, Some(shared))
             }
             // Every voxel's mean is written by the kernels, unless no point is.
-            VoxelMode::Mean if n > 0 => (Some(self.alloc(4 * values)?), None),
-            VoxelMode::Mean => (Some(self.zeroed(4 * values)?), None),
+            VoxelMode::Mean if n > 0 => whole(self.alloc(4 * values)?),
+            VoxelMode::Mean => whole(self.zeroed(4 * values)?),
             VoxelMode::Max => {
                 let buffer = self.alloc(4 * values)?;
                 // The encoding of -inf: empty voxels decode to -inf.
@@ -272,18 +281,8 @@ impl CudaDevice {
                         (&mut count as *mut u64).cast(),
                     ],
                 )?;
-                (Some(buffer), None)
+                whole(buffer)
             }
-        };
-        let (grid_storage, grid_pointer) = match (grid_buffer, &counted) {
-            (Some(buffer), _) => {
-                let pointer = buffer.device_pointer();
-                (DeviceStorage::new(buffer), pointer)
-            }
-            (None, Some(shared)) => {
-                (DeviceStorage::part(shared, DROPPED_BYTES), shared.device_pointer() + DROPPED_BYTES as u64)
-            }
-            (None, None) => unreachable!("occupancy and count allocate `counted`"),
         };
         // The mean of an empty cloud is the zero grid: nothing to place.
         let mean_of_points = mode == VoxelMode::Mean && n > 0;
@@ -302,9 +301,8 @@ impl CudaDevice {
             (Some(shared), _) => (DeviceStorage::part(shared, 0), shared.device_pointer()),
             (None, Some(scratch)) => (DeviceStorage::new(self.alloc(8)?), scratch.dropped()),
             (None, None) => {
-                let buffer = self.zeroed(8)?;
-                let pointer = buffer.device_pointer();
-                (DeviceStorage::new(buffer), pointer)
+                let (storage, pointer, _) = whole(self.zeroed(8)?);
+                (storage, pointer)
             }
         };
         let dropped_out = dropped.device_pointer();
