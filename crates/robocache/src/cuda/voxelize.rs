@@ -29,9 +29,7 @@ struct VoxelArgs {
     feature_len: u64,
 }
 
-/// A grid-stride launch over `n` items, in blocks of 256 threads (the
-/// means kernels for F = 1 to 4 stage a warp's stores in shared memory
-/// sized for that: `MEAN_THREADS`).
+/// A grid-stride launch over `n` items, in blocks of 256 threads.
 fn over(n: usize) -> LaunchConfig {
     LaunchConfig { grid: n.div_ceil(256).clamp(1, 1 << 16) as u32, block: 256, shared_bytes: 0 }
 }
@@ -46,6 +44,10 @@ fn whole(buffer: DeviceBytes) -> (DeviceStorage, u64, Option<Arc<DeviceBytes>>) 
 /// Voxels per thread of the mean kernels for F = 1 to 4 (`GROUP` in
 /// kernels/voxelize.cu).
 const MEAN_GROUP: usize = 4;
+
+/// Threads per block of the means kernels for F = 1 to 4 (`MEAN_THREADS` in
+/// kernels/voxelize.cu, which sizes their shared memory by it).
+const MEAN_THREADS: u32 = 256;
 
 /// Points of a voxel found without its overflow (`SLOTS`): the first from
 /// its tally, the others from the slot arrays.
@@ -301,8 +303,9 @@ impl CudaDevice {
             (Some(shared), _) => (DeviceStorage::part(shared, 0), shared.device_pointer()),
             (None, Some(scratch)) => (DeviceStorage::new(self.alloc(8)?), scratch.dropped()),
             (None, None) => {
-                let (storage, pointer, _) = whole(self.zeroed(8)?);
-                (storage, pointer)
+                let buffer = self.zeroed(8)?;
+                let pointer = buffer.device_pointer();
+                (DeviceStorage::new(buffer), pointer)
             }
         };
         let dropped_out = dropped.device_pointer();
@@ -392,12 +395,12 @@ impl CudaDevice {
             Some(kernel) => self.launch_with(
                 kernel,
                 LaunchConfig {
-                    grid: (voxels.div_ceil(MEAN_GROUP).div_ceil(256) as u32).clamp(
+                    grid: (voxels.div_ceil(MEAN_GROUP).div_ceil(MEAN_THREADS as usize) as u32).clamp(
                         1,
-                        self.context.resident_blocks(kernel, 256, 0).map_err(cuda_error)?
+                        self.context.resident_blocks(kernel, MEAN_THREADS, 0).map_err(cuda_error)?
                             * self.context.multiprocessors(),
                     ),
-                    block: 256,
+                    block: MEAN_THREADS,
                     shared_bytes: 0,
                 },
                 &[
