@@ -42,6 +42,29 @@ struct VoxelArgs {
     uint64_t feature_len;
 };
 
+// L2 eviction policies (sm_80+): what a kernel reads once goes first, what
+// the next kernel needs stays longest.
+__device__ __forceinline__ uint64_t evict_first_policy() {
+    uint64_t policy;
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+    return policy;
+}
+
+__device__ __forceinline__ uint64_t evict_last_policy() {
+    uint64_t policy;
+    asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+    return policy;
+}
+
+// A float read once (the points' coordinates): first out of L2.
+__device__ __forceinline__ float load_once(const float* address) {
+    float value;
+    asm("ld.global.nc.L2::cache_hint.f32 %0, [%1], %2;"
+        : "=f"(value)
+        : "l"(address), "l"(evict_first_policy()));
+    return value;
+}
+
 // The cloud of point i as a signed 64-bit value (-1 for an unsigned value
 // that does not fit, which the check reports as out of range).
 __device__ __forceinline__ long long cloud_of(const VoxelArgs& a, uint64_t i) {
@@ -57,10 +80,14 @@ __device__ __forceinline__ long long cloud_of(const VoxelArgs& a, uint64_t i) {
     }
 }
 
-__device__ __forceinline__ uint64_t voxel_key(const float* __restrict__ points, const VoxelArgs& a, uint64_t i) {
+// The voxel of point i (OUTSIDE when dropped); `once` when the points are
+// read once, as in the scatter (first out of L2), not walked again and again.
+__device__ __forceinline__ uint64_t voxel_key(const float* __restrict__ points, const VoxelArgs& a, uint64_t i,
+                                              bool once) {
     uint64_t linear = 0;
     for (int axis = 0; axis < 3; axis++) {
-        const float v = floorf(__fdiv_rn(__fsub_rn(points[3 * i + axis], a.origin[axis]), a.size[axis]));
+        const float* p = points + 3 * i + axis;
+        const float v = floorf(__fdiv_rn(__fsub_rn(once ? load_once(p) : *p, a.origin[axis]), a.size[axis]));
         // In f64, exact for every integral f32; NaN fails both comparisons.
         if (!(v >= 0.0f && (double)v < (double)a.dims[axis])) return OUTSIDE;
         linear = linear * a.dims[axis] + (uint64_t)v;
@@ -148,7 +175,7 @@ extern "C" __global__ void voxel_scatter(const float* __restrict__ points, const
                                          MeanLists lists, unsigned long long* dropped, VoxelArgs a) {
     const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
     for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < a.points; i += stride) {
-        const uint64_t key = voxel_key(points, a, i);
+        const uint64_t key = voxel_key(points, a, i, true);
         if (key == OUTSIDE) {
             atomicAdd(dropped, 1ull);
             continue;
@@ -157,10 +184,13 @@ extern "C" __global__ void voxel_scatter(const float* __restrict__ points, const
             case MODE_OCCUPANCY: ((uint8_t*)grid)[key] = 1; break;
             case MODE_COUNT: atomicAdd(&counts[key], 1u); break;
             case MODE_MEAN: {
-                // The means kernel reads the features in voxel order: fetch
-                // them into L2 now, in point order, while it is cheap.
-                asm volatile("prefetch.global.L2::evict_last [%0];" ::"l"(features + i * a.feature_len));
-                const uint32_t slot = tally_count(atomicAdd(&tallies[key], 1ull + ((unsigned long long)i << 32)));
+                // The tallies stay in L2 for the means kernel (evict last).
+                unsigned long long tally;
+                asm volatile("atom.global.add.L2::cache_hint.u64 %0, [%1], %2, %3;"
+                             : "=l"(tally)
+                             : "l"(tallies + key), "l"(1ull + ((unsigned long long)i << 32)), "l"(evict_last_policy())
+                             : "memory");
+                const uint32_t slot = tally_count(tally);
                 if (slot == 0) {
                 } else if (slot < SLOTS) slots.set(key, slot, (uint32_t)i);
                 else lists.overflow[atomicAdd(&lists.counters[OVERFLOW_POINTS], 1u)] = {key, slot, (uint32_t)i};
@@ -176,10 +206,18 @@ extern "C" __global__ void voxel_scatter(const float* __restrict__ points, const
 }
 
 
-// Fills n words with value (the max grid starts at the encoding of -inf).
+// Fills n words (from a 16-byte boundary) with value, kept in L2 for the
+// atomics that follow (evict last): the max grid's encoding of -inf, the
+// mean's zero tallies and counters.
 extern "C" __global__ void voxel_fill(unsigned* words, unsigned value, uint64_t n) {
     const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
-    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) words[i] = value;
+    const uint64_t policy = evict_last_policy();
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n / 4; i += stride)
+        asm volatile("st.global.L2::cache_hint.v4.u32 [%0], {%1, %1, %1, %1}, %2;" ::"l"(words + 4 * i), "r"(value),
+                     "l"(policy)
+                     : "memory");
+    const uint64_t tail = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x + n / 4 * 4;
+    if (tail < n) words[tail] = value;
 }
 
 // Decodes the max grid in place.
@@ -485,6 +523,12 @@ __device__ __forceinline__ void voxel_mean_grouped(const float* __restrict__ fea
             warp_points.copy(features, second[j], count[j] == 2, 2 * j + 1, lane);
         }
         wait_copies();
+        // The warp's tallies are in registers: their L2 lines are dropped
+        // without a write-back (the next call clears them anew). A warp of
+        // whole groups covers 32 * GROUP tallies, 8 lines of 128 bytes.
+        if (__all_sync(FULL_MASK, whole) && lane < 8)
+            asm volatile("discard.global.L2 [%0], 128;" ::"l"(tallies + (v0 - (uint64_t)lane * GROUP) + lane * 16)
+                         : "memory");
         // Means of voxels of one or two points (zeros for the others), then
         // staged where the points were, once every lane has read its own.
         float out[GROUP * F];
@@ -654,7 +698,7 @@ extern "C" __global__ void voxel_mean_heavy(const float* __restrict__ features, 
                 double sum = 0.0;
                 for (uint64_t base = 0; base < a.points; base += blockDim.x) {
                     const uint64_t i = base + threadIdx.x;
-                    const bool mine = i < a.points && voxel_key(points, a, i) == v;
+                    const bool mine = i < a.points && voxel_key(points, a, i, false) == v;
                     const unsigned ballot = __ballot_sync(FULL_MASK, mine);
                     if (lane == 0) warp_counts[warp] = __popc(ballot);
                     __syncthreads();

@@ -100,8 +100,8 @@ const HEAVY_VOXEL_BYTES: usize = 24;
 
 /// Scratch of the mean, written by the scatter and read by the later passes
 /// (see kernels/voxelize.cu): one allocation of about 24 bytes per voxel and
-/// 20 per point, of which the tallies and counters are zeroed by one memset
-/// (each allocation and memset is a driver call the GPU may wait for).
+/// 20 per point, of which the tallies and counters are zeroed by one fill
+/// (each allocation and launch is a driver call the GPU may wait for).
 struct MeanScratch {
     /// Counts per voxel (an output, written by the means kernel).
     counts: DeviceBytes,
@@ -167,8 +167,10 @@ impl MeanScratch {
         let slot_stride = voxels.next_multiple_of(4);
         let layout = MeanLayout::new(points, voxels, slot_stride);
         let counts = device.alloc(4 * voxels)?;
-        let mut buffer = device.alloc(layout.end)?;
-        device.context.fill_range(&mut buffer, 0, layout.counters + 4 * COUNTERS, 0).map_err(cuda_error)?;
+        let buffer = device.alloc(layout.end)?;
+        // Zeroed by a kernel that keeps the tallies in L2 for the scatter's
+        // atomics (a memset's lines go out to memory and come back).
+        device.fill_words(buffer.device_pointer(), 0, (layout.counters + 4 * COUNTERS) / 4)?;
         Ok(MeanScratch { counts, buffer, slot_stride, layout })
     }
 
@@ -206,6 +208,17 @@ impl CudaDevice {
         // SAFETY: every caller below passes the parameters of `kernel` as
         // declared in kernels/voxelize.cu, with buffers sized by the plan.
         unsafe { self.context.launch(kernel, config, params) }.map_err(cuda_error)
+    }
+
+    /// Fills `count` 32-bit words from `words` (16-byte aligned) with
+    /// `value`, keeping them in L2 for the atomics that follow.
+    fn fill_words(&self, words: u64, value: u32, count: usize) -> Result<()> {
+        let (mut words, mut value, mut count_words) = (words, value, count as u64);
+        self.launch_with(
+            Kernel::VoxelFill,
+            over(count.div_ceil(4)),
+            &[(&mut words as *mut u64).cast(), (&mut value as *mut u32).cast(), (&mut count_words as *mut u64).cast()],
+        )
     }
 
     fn zeroed(&self, bytes: usize) -> Result<DeviceBytes> {
@@ -273,16 +286,7 @@ impl CudaDevice {
             VoxelMode::Max => {
                 let buffer = self.alloc(4 * values)?;
                 // The encoding of -inf: empty voxels decode to -inf.
-                let (mut words, mut value, mut count) = (buffer.device_pointer(), !0xFF80_0000u32, values as u64);
-                self.launch_with(
-                    Kernel::VoxelFill,
-                    over(values),
-                    &[
-                        (&mut words as *mut u64).cast(),
-                        (&mut value as *mut u32).cast(),
-                        (&mut count as *mut u64).cast(),
-                    ],
-                )?;
+                self.fill_words(buffer.device_pointer(), !0xFF80_0000u32, values)?;
                 whole(buffer)
             }
         };
