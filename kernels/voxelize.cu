@@ -18,6 +18,9 @@
 //   overflow is placed into the segments, and they are sorted by a warp (up
 //   to WARP_POINTS points, in registers), a block (up to SHARED_POINTS, a
 //   bitonic sort in shared memory) or walked by a block in point order.
+//   The tallies stay in L2 from their clearing (voxel_fill, evict last)
+//   through the scatter's atomics to the means kernel, which drops them
+//   from L2 without a write-back once read (docs/architecture.md).
 // The voxel of a point is floor((p - origin) / size) in f32 with IEEE
 // division, inside when 0 <= v < dim on every axis.
 
