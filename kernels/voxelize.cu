@@ -4,7 +4,9 @@
 //   result does not depend on their order;
 // - max uses atomicMax on an order-preserving integer encoding of the float
 //   (NaN ignored, +0 above -0), also order-independent;
-// - mean reproduces the reference's order, so it equals the CPU bit for bit.
+// - mean reproduces the reference's order, so it equals the CPU bit for bit,
+//   by one of two pipelines: the tallies (the default, described here) or
+//   the bucketed one (experimental, at the end of this file).
 //   Per voxel a 64-bit tally counts its points (low half) and sums their
 //   indices modulo 2^32 (high half), both by one atomic whose return value
 //   is the point's slot in its voxel (its rank in the order the atomics
@@ -757,6 +759,424 @@ extern "C" __global__ void voxel_mean_heavy(const float* __restrict__ features, 
         }
     }
 }
+
+// ---- Mean, bucketed (experimental, ROBOCACHE_VOXEL_MEAN=buckets) -----------
+//
+// A second pipeline for the same mean, chosen by ROBOCACHE_VOXEL_MEAN=buckets
+// until it has run on a GPU (docs/performance.md, v27): no per-voxel
+// tallies to clear, no atomic per point on a voxel's word in global memory.
+// The points are grouped by bucket (BUCKET_VOXELS consecutive voxels) in
+// three passes, then a block per bucket sorts its points by voxel in shared
+// memory and sums each voxel's:
+// 1. voxel_bucket_keys: per point its voxel (NO_VOXEL when dropped), and per
+//    bucket its number of points (a histogram per block in shared memory,
+//    added to the global one);
+// 2. voxel_bucket_scan: each bucket's first entry (an exclusive scan), and a
+//    cursor per bucket for the placement;
+// 3. voxel_bucket_place: each point, with its voxel's place in the bucket,
+//    into its bucket's entries (a block reserves one range per bucket for
+//    its chunk of points, with one atomic);
+// 4. voxel_bucket_mean(_fF): a block per bucket counts its voxels' points,
+//    scans the counts and places the points by voxel (a counting sort, in shared
+//    memory unless the bucket holds more than SHARED_ENTRIES points), then
+//    each voxel's mean: a thread's for up to THREAD_POINTS points (sorted
+//    by a network in registers), a warp's for up to WARP_POINTS (sorted
+//    across its lanes), the block's for heavier ones (sorted in place up to
+//    SHARED_POINTS, else walked in point order). Every voxel of the bucket
+//    is written, so the output needs no clearing.
+// The order of the points within a voxel after the placements varies from
+// run to run (atomics); the sort makes the sums' order the reference's.
+
+#define BUCKET_SHIFT 11
+#define BUCKET_VOXELS (1u << BUCKET_SHIFT)  // voxels per bucket: a block of the means kernel
+#define CHUNK_THREADS 256                   // per block of the key and placement kernels
+#define CHUNK_ITEMS 16                      // points per thread of the key and placement kernels
+#define HISTOGRAM_BINS 2048                 // buckets counted in shared memory per pass over a chunk
+#define SCAN_THREADS 1024
+#define BUCKET_THREADS 256  // per block of the bucketed means kernel
+#define SHARED_ENTRIES 4096  // a bucket's points sorted by voxel in shared memory up to this many
+#define THREAD_POINTS 4      // voxels of up to this many points: a thread each
+// Up to WARP_POINTS points (above): a warp each; up to SHARED_POINTS: the
+// block sorts them in place; else it walks all points.
+#define NO_VOXEL 0xFFFFFFFFu
+
+static_assert(SHARED_POINTS >= SHARED_ENTRIES, "a walked voxel's bucket is sorted in global memory");
+static_assert(BUCKET_VOXELS % BUCKET_THREADS == 0, "the means kernel's scan");
+
+// The bucketed mean's scratch (BucketPointers in crates/robocache/src/cuda/voxel_buckets.rs).
+struct BucketScratch {
+    uint32_t* keys;                // per point: its voxel, or NO_VOXEL
+    unsigned long long* dropped;   // points outside the grid (zeroed before the keys)
+    uint32_t* bucket_counts;       // per bucket: its points (zeroed before the keys)
+    uint32_t* bucket_starts;       // per bucket: its first entry; then the total
+    uint32_t* cursors;             // per bucket: its next free entry while placing
+    unsigned long long* entries;   // per point, by bucket: voxel in the bucket << 32 | point
+    uint32_t* sorted;              // per point, by bucket and voxel, for buckets past SHARED_ENTRIES
+    uint64_t buckets;
+};
+
+// The bucket of `voxel` as its place among the bins from `range`
+// (HISTOGRAM_BINS or more when outside them or dropped).
+__device__ __forceinline__ uint64_t bucket_bin(uint32_t voxel, uint64_t range) {
+    return voxel == NO_VOXEL ? HISTOGRAM_BINS : (uint64_t)(voxel >> BUCKET_SHIFT) - range;
+}
+
+// A chunk of CHUNK_THREADS * CHUNK_ITEMS consecutive points per block.
+__device__ __forceinline__ uint64_t chunk_point(int k) {
+    return (uint64_t)blockIdx.x * (CHUNK_THREADS * CHUNK_ITEMS) + (uint64_t)k * CHUNK_THREADS + threadIdx.x;
+}
+
+// Per point its voxel; per bucket its points; the dropped points. The
+// buckets are counted HISTOGRAM_BINS at a time in shared memory (one pass
+// for grids of up to HISTOGRAM_BINS * BUCKET_VOXELS voxels).
+extern "C" __global__ void __launch_bounds__(CHUNK_THREADS)
+    voxel_bucket_keys(const float* __restrict__ points, VoxelArgs a, BucketScratch s) {
+    __shared__ uint32_t histogram[HISTOGRAM_BINS];
+    __shared__ uint32_t block_dropped;
+    uint32_t voxel[CHUNK_ITEMS];
+    uint32_t outside = 0;
+#pragma unroll
+    for (int k = 0; k < CHUNK_ITEMS; k++) {
+        const uint64_t i = chunk_point(k);
+        voxel[k] = NO_VOXEL;
+        if (i < a.points) {
+            const uint64_t key = voxel_key(points, a, i, true);
+            // The host checked that every voxel is below NO_VOXEL.
+            if (key == OUTSIDE) outside++;
+            else voxel[k] = (uint32_t)key;
+            s.keys[i] = voxel[k];
+        }
+    }
+    if (threadIdx.x == 0) block_dropped = 0;
+    __syncthreads();
+    outside = warp_sum(outside);
+    if ((threadIdx.x & 31) == 0 && outside != 0) atomicAdd(&block_dropped, outside);
+    for (uint64_t range = 0; range < s.buckets; range += HISTOGRAM_BINS) {
+        for (uint32_t b = threadIdx.x; b < HISTOGRAM_BINS; b += CHUNK_THREADS) histogram[b] = 0;
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < CHUNK_ITEMS; k++) {
+            const uint64_t bin = bucket_bin(voxel[k], range);
+            if (bin < HISTOGRAM_BINS) atomicAdd(&histogram[bin], 1u);
+        }
+        __syncthreads();
+        for (uint32_t b = threadIdx.x; b < HISTOGRAM_BINS && range + b < s.buckets; b += CHUNK_THREADS)
+            if (histogram[b] != 0) atomicAdd(&s.bucket_counts[range + b], histogram[b]);
+        __syncthreads();
+    }
+    __syncthreads();
+    if (threadIdx.x == 0 && block_dropped != 0) atomicAdd(s.dropped, (unsigned long long)block_dropped);
+}
+
+// Each bucket's first entry (exclusive scan of the counts) and its cursor;
+// one block.
+extern "C" __global__ void __launch_bounds__(SCAN_THREADS) voxel_bucket_scan(BucketScratch s) {
+    __shared__ uint32_t warp_totals[SCAN_THREADS / 32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    uint32_t carry = 0;  // entries of the rounds before
+    for (uint64_t first = 0; first < s.buckets; first += SCAN_THREADS) {
+        const uint64_t b = first + threadIdx.x;
+        const uint32_t count = b < s.buckets ? s.bucket_counts[b] : 0;
+        const uint32_t inclusive = warp_inclusive_scan(count, lane);
+        if (lane == 31) warp_totals[warp] = inclusive;
+        __syncthreads();
+        uint32_t before = 0, total = 0;
+        for (int w = 0; w < SCAN_THREADS / 32; w++) {
+            const uint32_t t = warp_totals[w];
+            if (w < warp) before += t;
+            total += t;
+        }
+        if (b < s.buckets) s.bucket_starts[b] = s.cursors[b] = carry + before + inclusive - count;
+        carry += total;
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) s.bucket_starts[s.buckets] = carry;
+}
+
+// Each point of the block's chunk into its bucket's entries, with its
+// voxel's place in the bucket: a range per bucket reserved by one atomic
+// per block, a place in it per point from a shared-memory atomic.
+extern "C" __global__ void __launch_bounds__(CHUNK_THREADS) voxel_bucket_place(uint64_t points, BucketScratch s) {
+    __shared__ uint32_t histogram[HISTOGRAM_BINS];  // counts, then the reserved ranges' starts
+    uint32_t voxel[CHUNK_ITEMS], rank[CHUNK_ITEMS];
+#pragma unroll
+    for (int k = 0; k < CHUNK_ITEMS; k++) {
+        const uint64_t i = chunk_point(k);
+        voxel[k] = i < points ? s.keys[i] : NO_VOXEL;
+    }
+    for (uint64_t range = 0; range < s.buckets; range += HISTOGRAM_BINS) {
+        for (uint32_t b = threadIdx.x; b < HISTOGRAM_BINS; b += CHUNK_THREADS) histogram[b] = 0;
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < CHUNK_ITEMS; k++) {
+            const uint64_t bin = bucket_bin(voxel[k], range);
+            rank[k] = bin < HISTOGRAM_BINS ? atomicAdd(&histogram[bin], 1u) : 0;
+        }
+        __syncthreads();
+        for (uint32_t b = threadIdx.x; b < HISTOGRAM_BINS && range + b < s.buckets; b += CHUNK_THREADS) {
+            const uint32_t count = histogram[b];
+            if (count != 0) histogram[b] = atomicAdd(&s.cursors[range + b], count);
+        }
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < CHUNK_ITEMS; k++) {
+            const uint64_t bin = bucket_bin(voxel[k], range);
+            if (bin < HISTOGRAM_BINS)
+                s.entries[histogram[bin] + rank[k]] =
+                    (unsigned long long)(voxel[k] & (BUCKET_VOXELS - 1)) << 32 | (uint32_t)chunk_point(k);
+        }
+        __syncthreads();
+    }
+}
+
+// A mean from its f64 sum of n points, as the reference divides. For 1, 2
+// or 4 points the division is an exact scaling, so a multiplication gives
+// the same bits (and the empty voxel's 0).
+__device__ __forceinline__ float finish_mean(double sum, uint32_t n) {
+    if (n == 1 || n == 2 || n == 4 || n == 0) return __double2float_rn(__dmul_rn(sum, n == 4 ? 0.25 : n == 2 ? 0.5 : 1.0));
+    return __double2float_rn(__ddiv_rn(sum, (double)n));
+}
+
+// A voxel of up to THREAD_POINTS points (0 for an empty one) by one thread:
+// its points sorted in registers, their features loaded together, summed
+// in order. F = 0: feature_len known only at run time.
+template <int F>
+__device__ __forceinline__ void thread_mean(const float* __restrict__ features, uint64_t feature_len,
+                                            const uint32_t* segment, uint32_t n, float* out) {
+    uint32_t p[THREAD_POINTS];
+#pragma unroll
+    for (int k = 0; k < THREAD_POINTS; k++) p[k] = (uint32_t)k < n ? segment[k] : 0xFFFFFFFFu;
+    // Two points need no order: (0 + a) + b equals (0 + b) + a in IEEE
+    // arithmetic (0 + x is x but for -0, which gives +0 either way).
+    if (n > 2) sort_four(p);
+    if constexpr (F == 4) {
+        // The host checked that the features are 16-byte aligned.
+        float4 x[THREAD_POINTS];
+#pragma unroll
+        for (int k = 0; k < THREAD_POINTS; k++)
+            x[k] = (uint32_t)k < n ? __ldg((const float4*)features + p[k]) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        double sum[4] = {0.0, 0.0, 0.0, 0.0};
+#pragma unroll
+        for (int k = 0; k < THREAD_POINTS; k++)
+            if ((uint32_t)k < n) {
+                sum[0] = __dadd_rn(sum[0], (double)x[k].x);
+                sum[1] = __dadd_rn(sum[1], (double)x[k].y);
+                sum[2] = __dadd_rn(sum[2], (double)x[k].z);
+                sum[3] = __dadd_rn(sum[3], (double)x[k].w);
+            }
+        *(float4*)out = make_float4(finish_mean(sum[0], n), finish_mean(sum[1], n), finish_mean(sum[2], n),
+                                    finish_mean(sum[3], n));
+    } else if constexpr (F > 0) {
+        float x[THREAD_POINTS][F];
+#pragma unroll
+        for (int k = 0; k < THREAD_POINTS; k++)
+#pragma unroll
+            for (int f = 0; f < F; f++) x[k][f] = (uint32_t)k < n ? __ldg(features + (uint64_t)p[k] * F + f) : 0.0f;
+#pragma unroll
+        for (int f = 0; f < F; f++) {
+            double sum = 0.0;
+#pragma unroll
+            for (int k = 0; k < THREAD_POINTS; k++)
+                if ((uint32_t)k < n) sum = __dadd_rn(sum, (double)x[k][f]);
+            out[f] = finish_mean(sum, n);
+        }
+    } else {
+        for (uint64_t f = 0; f < feature_len; f++) {
+            double sum = 0.0;
+#pragma unroll
+            for (int k = 0; k < THREAD_POINTS; k++)
+                if ((uint32_t)k < n) sum = __dadd_rn(sum, (double)features[(uint64_t)p[k] * feature_len + f]);
+            out[f] = finish_mean(sum, n);
+        }
+    }
+}
+
+// A voxel of THREAD_POINTS + 1 to WARP_POINTS points by one warp: a bitonic
+// sort across its lanes in registers, each lane loading its point's
+// features, the sum running in lane order through shuffles.
+__device__ __forceinline__ void warp_mean(const float* __restrict__ features, uint64_t feature_len,
+                                          const uint32_t* segment, uint32_t n, float* out, int lane) {
+    const bool exists = (uint32_t)lane < n;
+    uint32_t p = exists ? segment[lane] : 0xFFFFFFFFu;
+#pragma unroll
+    for (int k = 2; k <= 32; k <<= 1) {
+#pragma unroll
+        for (int j = k >> 1; j > 0; j >>= 1) {
+            const uint32_t other = __shfl_xor_sync(FULL_MASK, p, j);
+            const bool ascending = (lane & k) == 0;
+            const bool lower = (lane & j) == 0;
+            p = lower == ascending ? min(p, other) : max(p, other);
+        }
+    }
+    // Four features' loads in flight at a time.
+    for (uint64_t f0 = 0; f0 < feature_len; f0 += 4) {
+        float x[4];
+#pragma unroll
+        for (int q = 0; q < 4; q++)
+            x[q] = exists && f0 + q < feature_len ? features[(uint64_t)p * feature_len + f0 + q] : 0.0f;
+#pragma unroll
+        for (int q = 0; q < 4; q++) {
+            double sum = 0.0;
+            for (uint32_t j = 0; j < n; j++) sum = __dadd_rn(sum, (double)__shfl_sync(FULL_MASK, x[q], j));
+            if (lane == 0 && f0 + q < feature_len) out[f0 + q] = finish_mean(sum, n);
+        }
+    }
+}
+
+// A voxel of more than WARP_POINTS points by the whole block (every thread
+// calls it). Up to SHARED_POINTS: its segment sorted in place by a bitonic
+// network whose every comparator puts the smaller at the lower index, so
+// places past n act as +inf and are never touched; then thread f sums
+// feature f in order. Heavier: a walk over all points in order, a chunk of
+// blockDim.x at a time, collecting the voxel's (their voxel computed again)
+// in `chunk` (blockDim.x words of shared memory) for thread f to add.
+__device__ __forceinline__ void block_mean(const float* __restrict__ features, uint64_t feature_len, uint32_t* segment, uint32_t n,
+                           float* out, const float* __restrict__ points, const VoxelArgs& a, uint64_t voxel,
+                           uint32_t* chunk, uint32_t* warp_counts) {
+    if (n <= SHARED_POINTS) {
+        uint32_t size = 1;
+        while (size < n) size <<= 1;
+        for (uint32_t k = 2; k <= size; k <<= 1) {
+            for (uint32_t j = k >> 1; j > 0; j >>= 1) {
+                for (uint32_t i = threadIdx.x; i < size / 2; i += blockDim.x) {
+                    const uint32_t low = (i & ~(j - 1)) * 2 + (i & (j - 1));
+                    // The merge's first step compares each place with its
+                    // mirror in the run of k; the others with the place j on.
+                    const uint32_t high = j == k >> 1 ? low ^ (k - 1) : low + j;
+                    if (high < n) {
+                        const uint32_t x = segment[low], y = segment[high];
+                        if (x > y) {
+                            segment[low] = y;
+                            segment[high] = x;
+                        }
+                    }
+                }
+                __syncthreads();
+            }
+        }
+        for (uint64_t f = threadIdx.x; f < feature_len; f += blockDim.x)
+            out[f] = mean_of(features, feature_len, f, segment, n);
+        __syncthreads();
+        return;
+    }
+    const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    for (uint64_t f0 = 0; f0 < feature_len; f0 += blockDim.x) {
+        const uint64_t f = f0 + threadIdx.x;
+        double sum = 0.0;
+        for (uint64_t base = 0; base < a.points; base += blockDim.x) {
+            const uint64_t i = base + threadIdx.x;
+            const bool mine = i < a.points && voxel_key(points, a, i, false) == voxel;
+            const unsigned ballot = __ballot_sync(FULL_MASK, mine);
+            if (lane == 0) warp_counts[warp] = __popc(ballot);
+            __syncthreads();
+            uint32_t before = 0, total = 0;
+            for (unsigned w = 0; w < blockDim.x / 32; w++) {
+                if (w < warp) before += warp_counts[w];
+                total += warp_counts[w];
+            }
+            if (mine) chunk[before + __popc(ballot & ((1u << lane) - 1))] = (uint32_t)i;
+            __syncthreads();
+            if (f < feature_len)
+                for (uint32_t j = 0; j < total; j++)
+                    sum = __dadd_rn(sum, (double)features[(uint64_t)chunk[j] * feature_len + f]);
+            __syncthreads();
+        }
+        if (f < feature_len) out[f] = finish_mean(sum, n);
+    }
+}
+
+// The means and counts of every voxel, a block per bucket (see above).
+template <int F>
+__device__ __forceinline__ void voxel_bucket_means(const float* __restrict__ features, uint64_t feature_len,
+                                                   const BucketScratch& s, uint32_t* counts, float* mean,
+                                                   uint64_t voxels, const float* __restrict__ points,
+                                                   const VoxelArgs& a, unsigned long long* dropped) {
+    constexpr uint32_t VOXELS_PER_THREAD = BUCKET_VOXELS / BUCKET_THREADS;
+    __shared__ uint32_t voxel_counts[BUCKET_VOXELS];
+    __shared__ uint32_t voxel_ends[BUCKET_VOXELS];  // each voxel's first place, then (placed) its end
+    __shared__ uint32_t shared_sorted[SHARED_ENTRIES];
+    __shared__ uint32_t crowded[2][BUCKET_VOXELS / 32];  // a bit per voxel: a warp's, the block's
+    __shared__ uint32_t warp_totals[BUCKET_THREADS / 32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const uint64_t len = F > 0 ? F : feature_len;
+    // The dropped count is an output of its own.
+    if (blockIdx.x == 0 && threadIdx.x == 0) *dropped = *s.dropped;
+    for (uint64_t bucket = blockIdx.x; bucket < s.buckets; bucket += gridDim.x) {
+        const uint64_t v0 = bucket << BUCKET_SHIFT;
+        const uint32_t begin = s.bucket_starts[bucket], entries = s.bucket_starts[bucket + 1] - begin;
+        uint32_t* sorted = entries <= SHARED_ENTRIES ? shared_sorted : s.sorted + begin;
+        for (uint32_t v = threadIdx.x; v < BUCKET_VOXELS; v += BUCKET_THREADS) voxel_counts[v] = 0;
+        for (uint32_t w = threadIdx.x; w < 2 * BUCKET_VOXELS / 32; w += BUCKET_THREADS) (&crowded[0][0])[w] = 0;
+        __syncthreads();
+        for (uint32_t j = threadIdx.x; j < entries; j += BUCKET_THREADS)
+            atomicAdd(&voxel_counts[(uint32_t)(__ldg(s.entries + begin + j) >> 32)], 1u);
+        __syncthreads();
+        // Each voxel's first place: thread t scans voxels t * VOXELS_PER_THREAD on.
+        uint32_t total = 0;
+#pragma unroll
+        for (uint32_t r = 0; r < VOXELS_PER_THREAD; r++) total += voxel_counts[threadIdx.x * VOXELS_PER_THREAD + r];
+        const uint32_t inclusive = warp_inclusive_scan(total, lane);
+        if (lane == 31) warp_totals[warp] = inclusive;
+        __syncthreads();
+        uint32_t start = inclusive - total;
+        for (int w = 0; w < warp; w++) start += warp_totals[w];
+#pragma unroll
+        for (uint32_t r = 0; r < VOXELS_PER_THREAD; r++) {
+            voxel_ends[threadIdx.x * VOXELS_PER_THREAD + r] = start;
+            start += voxel_counts[threadIdx.x * VOXELS_PER_THREAD + r];
+        }
+        __syncthreads();
+        for (uint32_t j = threadIdx.x; j < entries; j += BUCKET_THREADS) {
+            const unsigned long long entry = __ldg(s.entries + begin + j);
+            sorted[atomicAdd(&voxel_ends[(uint32_t)(entry >> 32)], 1u)] = (uint32_t)entry;
+        }
+        __syncthreads();
+        // Voxels of up to THREAD_POINTS points, consecutive voxels by
+        // consecutive threads; the heavier ones are marked.
+#pragma unroll 2
+        for (uint32_t r = 0; r < VOXELS_PER_THREAD; r++) {
+            const uint32_t v = r * BUCKET_THREADS + threadIdx.x;
+            if (v0 + v >= voxels) break;
+            const uint32_t n = voxel_counts[v];
+            counts[v0 + v] = n;
+            if (n <= THREAD_POINTS) thread_mean<F>(features, len, sorted + (voxel_ends[v] - n), n, mean + (v0 + v) * len);
+            else atomicOr(&crowded[n > WARP_POINTS][v >> 5], 1u << (v & 31));
+        }
+        __syncthreads();
+        // Voxels of up to WARP_POINTS points, the warps in turn.
+        uint32_t ordinal = 0;
+        for (uint32_t w = 0; w < BUCKET_VOXELS / 32; w++) {
+            for (uint32_t bits = crowded[0][w]; bits != 0; bits &= bits - 1) {
+                if (ordinal++ % (BUCKET_THREADS / 32) != (uint32_t)warp) continue;
+                const uint32_t v = w * 32 + __ffs(bits) - 1, n = voxel_counts[v];
+                warp_mean(features, len, sorted + (voxel_ends[v] - n), n, mean + (v0 + v) * len, lane);
+            }
+        }
+        // Heavier voxels, the block together (a walked voxel's bucket is
+        // sorted in global memory, so shared_sorted is free for its chunks).
+        for (uint32_t w = 0; w < BUCKET_VOXELS / 32; w++) {
+            for (uint32_t bits = crowded[1][w]; bits != 0; bits &= bits - 1) {
+                const uint32_t v = w * 32 + __ffs(bits) - 1, n = voxel_counts[v];
+                block_mean(features, len, sorted + (voxel_ends[v] - n), n, mean + (v0 + v) * len, points, a, v0 + v,
+                           shared_sorted, warp_totals);
+            }
+        }
+        __syncthreads();
+    }
+}
+
+#define VOXEL_BUCKET_MEAN(NAME, F)                                                                                   \
+    extern "C" __global__ void __launch_bounds__(BUCKET_THREADS)                                                \
+        NAME(const float* __restrict__ features, uint64_t feature_len, BucketScratch s, uint32_t* counts,       \
+             float* mean, uint64_t voxels, const float* __restrict__ points, VoxelArgs a,                     \
+             unsigned long long* dropped) {                                                                   \
+        voxel_bucket_means<F>(features, feature_len, s, counts, mean, voxels, points, a, dropped);            \
+    }
+VOXEL_BUCKET_MEAN(voxel_bucket_mean, 0)
+VOXEL_BUCKET_MEAN(voxel_bucket_mean_f1, 1)
+VOXEL_BUCKET_MEAN(voxel_bucket_mean_f2, 2)
+VOXEL_BUCKET_MEAN(voxel_bucket_mean_f3, 3)
+VOXEL_BUCKET_MEAN(voxel_bucket_mean_f4, 4)
 
 // The first point whose cloud index is out of range (atomic min of its index).
 extern "C" __global__ void voxel_check_clouds(VoxelArgs a, unsigned long long* first_bad) {

@@ -225,7 +225,7 @@ pub fn gpu_bundle() -> Result<()> {
     }
     let mut script = String::from(
         "#!/usr/bin/env bash\n# Runs the GPU checks of the bundle: `run.sh [PART...]` with parts tests, \
-         sanitize, cli, demo, loader, bench (default: all).\n\
+         sanitize, buckets, cli, demo, loader, bench (default: all).\n\
          set -uo pipefail\ncd \"$(dirname \"$0\")\"\nstatus=0\nOUT=${OUT:-.}\nPARTS=\" ${*:-all} \"\n\
          want() { [[ $PARTS == *\" all \"* || $PARTS == *\" $1 \"* ]]; }\n./robocache info || status=1\n",
     );
@@ -243,6 +243,17 @@ pub fn gpu_bundle() -> Result<()> {
             );
         }
     }
+    // The voxel mean's experimental bucketed pipeline (chosen by an
+    // environment variable): the same tests and sanitizers, then both
+    // pipelines timed in turn on the voxel workloads.
+    script.push_str("fi\nif want buckets; then\n");
+    script.push_str(concat!(
+        "echo \"== test-backends cuda::voxel, bucketed mean\"; ROBOCACHE_VOXEL_MEAN=buckets ./test-backends --test-threads 1 cuda::voxel 2>&1 | tee $OUT/test-backends-buckets.log || status=1\n",
+        "for tool in memcheck racecheck; do echo \"== $tool cuda::voxel, bucketed mean\"; ROBOCACHE_VOXEL_MEAN=buckets ROBOCACHE_TEST_CASES=16 ROBOCACHE_UNDER_SANITIZER=1 ROBOCACHE_SKIP_CONCURRENT=1 compute-sanitizer --tool $tool --error-exitcode 9 ./test-backends --test-threads 1 cuda::voxel > $OUT/$tool-buckets.log 2>&1 || { status=1; tail -30 $OUT/$tool-buckets.log; }; tail -3 $OUT/$tool-buckets.log; done\n",
+        "echo \"== voxelize: tallies vs buckets, in turn\"\n",
+        "for round in 1 2 3; do for pipeline in tallies buckets; do ROBOCACHE_VOXEL_MEAN=$pipeline ./robocache bench --backend cuda --no-sweep --filter voxelize --out bench-$pipeline-$round > /dev/null || status=1; ",
+        "python3 -c \"import json,sys; print(sys.argv[1], ' '.join(f\\\"{r['id']}={r['median_us']:.1f}\\\" for r in json.load(open(sys.argv[2]))['results']))\" $pipeline bench-$pipeline-$round/bench.json; done; done\n",
+    ));
     // The CLI on both backends, same inputs, byte-identical outputs expected
     // for previous/nearest and within one ulp for linear (compared by NumPy).
     script.push_str("fi\nif want cli; then\n");

@@ -157,6 +157,24 @@ pub enum Kernel {
     /// Mean of the listed heavier voxels: a warp each up to 32 points, else
     /// a block.
     VoxelMeanHeavy,
+    /// Bucketed mean (experimental), first pass: per point its voxel, per
+    /// bucket of voxels its points, the dropped count.
+    VoxelBucketKeys,
+    /// Bucketed mean: each bucket's first entry (a scan of the bucket counts).
+    VoxelBucketScan,
+    /// Bucketed mean: each point into its bucket's entries.
+    VoxelBucketPlace,
+    /// Bucketed mean: mean and count per voxel in point order, a block per
+    /// bucket, any F.
+    VoxelBucketMean,
+    /// [`Kernel::VoxelBucketMean`] for F = 1.
+    VoxelBucketMeanF1,
+    /// [`Kernel::VoxelBucketMean`] for F = 2.
+    VoxelBucketMeanF2,
+    /// [`Kernel::VoxelBucketMean`] for F = 3.
+    VoxelBucketMeanF3,
+    /// [`Kernel::VoxelBucketMean`] for F = 4 (16-byte aligned features).
+    VoxelBucketMeanF4,
     /// First point with an out-of-range cloud index.
     VoxelCheckClouds,
     /// The loader's GPU-resident batch assembly (windows of resident episodes).
@@ -167,7 +185,7 @@ pub enum Kernel {
 
 impl Kernel {
     /// Every kernel.
-    pub const ALL: [Kernel; 40] = [
+    pub const ALL: [Kernel; 48] = [
         Kernel::ResampleF16,
         Kernel::ResampleBF16,
         Kernel::ResampleF32,
@@ -205,6 +223,14 @@ impl Kernel {
         Kernel::VoxelMeanF4,
         Kernel::VoxelPlaceOverflow,
         Kernel::VoxelMeanHeavy,
+        Kernel::VoxelBucketKeys,
+        Kernel::VoxelBucketScan,
+        Kernel::VoxelBucketPlace,
+        Kernel::VoxelBucketMean,
+        Kernel::VoxelBucketMeanF1,
+        Kernel::VoxelBucketMeanF2,
+        Kernel::VoxelBucketMeanF3,
+        Kernel::VoxelBucketMeanF4,
         Kernel::VoxelCheckClouds,
         Kernel::AssembleWindows,
         Kernel::EvictCaches,
@@ -223,6 +249,14 @@ impl Kernel {
             | Kernel::VoxelMeanF4
             | Kernel::VoxelPlaceOverflow
             | Kernel::VoxelMeanHeavy
+            | Kernel::VoxelBucketKeys
+            | Kernel::VoxelBucketScan
+            | Kernel::VoxelBucketPlace
+            | Kernel::VoxelBucketMean
+            | Kernel::VoxelBucketMeanF1
+            | Kernel::VoxelBucketMeanF2
+            | Kernel::VoxelBucketMeanF3
+            | Kernel::VoxelBucketMeanF4
             | Kernel::VoxelCheckClouds => Module::Voxelize,
             Kernel::EvictCaches => Module::Timing,
             _ => Module::Resample,
@@ -269,6 +303,14 @@ impl Kernel {
             Kernel::VoxelMeanF4 => "voxel_mean_f4",
             Kernel::VoxelPlaceOverflow => "voxel_place_overflow",
             Kernel::VoxelMeanHeavy => "voxel_mean_heavy",
+            Kernel::VoxelBucketKeys => "voxel_bucket_keys",
+            Kernel::VoxelBucketScan => "voxel_bucket_scan",
+            Kernel::VoxelBucketPlace => "voxel_bucket_place",
+            Kernel::VoxelBucketMean => "voxel_bucket_mean",
+            Kernel::VoxelBucketMeanF1 => "voxel_bucket_mean_f1",
+            Kernel::VoxelBucketMeanF2 => "voxel_bucket_mean_f2",
+            Kernel::VoxelBucketMeanF3 => "voxel_bucket_mean_f3",
+            Kernel::VoxelBucketMeanF4 => "voxel_bucket_mean_f4",
             Kernel::VoxelCheckClouds => "voxel_check_clouds",
             Kernel::AssembleWindows => "assemble_windows",
             Kernel::EvictCaches => "evict_caches",

@@ -719,6 +719,54 @@ fn voxel_mean_for_every_feature_count(device: &Device) {
     }
 }
 
+/// Voxel means over a grid of 5 242 880 voxels (more buckets than the
+/// bucketed pipeline counts in shared memory at once, so its histograms take
+/// two passes): spread points, clusters of 3 to 60 points and points
+/// outside; equal to the reference bit for bit.
+fn voxel_mean_over_a_large_grid(device: &Device) {
+    let grid = robocache::VoxelGrid { origin: [0.0; 3], voxel_size: [1.0, 1.0, 0.5], dims: [256, 128, 160] };
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = move || {
+        // xorshift64*
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        (state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let extent = [256.0, 128.0, 80.0];
+    let mut positions = Vec::new();
+    for _ in 0..150_000 {
+        positions.extend((0..3).map(|axis| (next() * extent[axis]) as f32));
+    }
+    for _ in 0..300 {
+        let centre: Vec<f64> = (0..3).map(|axis| next() * extent[axis]).collect();
+        for _ in 0..3 + (next() * 58.0) as usize {
+            positions.extend(centre.iter().map(|&c| (c + (next() - 0.5) * 0.15) as f32));
+        }
+    }
+    positions.extend([-1.0, 0.0, 0.0, 0.0, 0.0, 80.5]);
+    let n = positions.len() / 3;
+    let features: Vec<f32> = (0..3 * n).map(|_| ((next() - 0.5) * 2e3) as f32).collect();
+    let run = |device: &Device| {
+        let points = Tensor::from_slice(device, &positions, &[n, 3]).unwrap();
+        let features = Tensor::from_slice(device, &features, &[n, 3]).unwrap();
+        let input = VoxelInput { points: &points, features: Some(&features), clouds: None };
+        let out = device.voxelize(&input, &grid, robocache::VoxelMode::Mean, 1 << 28).unwrap();
+        let dropped = out.dropped_count().unwrap();
+        (out.grid.to_vec::<f32>().unwrap(), out.counts.unwrap().to_vec::<u32>().unwrap(), dropped)
+    };
+    let (got, want) = (run(device), run(&Device::cpu()));
+    assert_eq!(got.2, want.2, "dropped");
+    assert!(want.2 >= 2, "the two points outside are dropped");
+    assert_eq!(got.1, want.1, "counts");
+    assert!(want.1.iter().any(|&c| c > WARP_SIZE), "a cluster above a warp's sort");
+    let bits = |v: &Vec<f32>| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&got.0), bits(&want.0), "means, bit for bit");
+}
+
+/// Points of a voxel a warp of the GPU's mean sorts in registers.
+const WARP_SIZE: u32 = 32;
+
 backend_tests!(
     cpu,
     Ok::<_, robocache::Error>(robocache::Device::cpu()),
@@ -728,6 +776,7 @@ backend_tests!(
         voxelize_matches_reference,
         voxel_mean_of_crowded_voxels,
         voxel_mean_for_every_feature_count,
+        voxel_mean_over_a_large_grid,
         large_batches_match_reference,
         concurrent_calls_agree,
         window_batches_match_reference,
@@ -745,6 +794,7 @@ backend_tests!(
         voxelize_matches_reference,
         voxel_mean_of_crowded_voxels,
         voxel_mean_for_every_feature_count,
+        voxel_mean_over_a_large_grid,
         large_batches_match_reference,
         concurrent_calls_agree,
         window_batches_match_reference,

@@ -10,23 +10,24 @@ use robocache_cuda::{DeviceBytes, Kernel, LaunchConfig};
 
 use super::backend::{cuda_error, CudaDevice, DeviceStorage};
 use super::resample::{device_pointer, index_type};
+use super::voxel_buckets::MeanPipeline;
 use crate::ops::{VoxelInput, VoxelOutput};
 use crate::{Device, Error, Result, Tensor};
 
 /// Mirrors `struct VoxelArgs` in kernels/voxelize.cu.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
-struct VoxelArgs {
+pub(super) struct VoxelArgs {
     origin: [f32; 3],
     size: [f32; 3],
     dims: [u64; 3],
-    points: u64,
+    pub(super) points: u64,
     per_cloud: u64,
     clouds: u64,
     cloud_index: u64,
     cloud_type: i32,
     mode: i32,
-    feature_len: u64,
+    pub(super) feature_len: u64,
 }
 
 /// A grid-stride launch over `n` items, in blocks of 256 threads.
@@ -204,7 +205,7 @@ impl MeanScratch {
 }
 
 impl CudaDevice {
-    fn launch_with(&self, kernel: Kernel, config: LaunchConfig, params: &[*mut c_void]) -> Result<()> {
+    pub(super) fn launch_with(&self, kernel: Kernel, config: LaunchConfig, params: &[*mut c_void]) -> Result<()> {
         // SAFETY: every caller below passes the parameters of `kernel` as
         // declared in kernels/voxelize.cu, with buffers sized by the plan.
         unsafe { self.context.launch(kernel, config, params) }.map_err(cuda_error)
@@ -212,7 +213,7 @@ impl CudaDevice {
 
     /// Fills `count` 32-bit words from `words` (16-byte aligned) with
     /// `value`, keeping them in L2 for the atomics that follow.
-    fn fill_words(&self, words: u64, value: u32, count: usize) -> Result<()> {
+    pub(super) fn fill_words(&self, words: u64, value: u32, count: usize) -> Result<()> {
         let (mut words, mut value, mut count_words) = (words, value, count as u64);
         self.launch_with(
             Kernel::VoxelFill,
@@ -268,6 +269,23 @@ impl CudaDevice {
         };
         if cloud_type != 0 && n > 0 {
             self.check_clouds(&mut args, input)?;
+        }
+        let grid_shape = vec![clouds, grid.dims[0], grid.dims[1], grid.dims[2]];
+        if mode == VoxelMode::Mean && n > 0 && MeanPipeline::from_environment()? == MeanPipeline::Buckets {
+            let mean = self.alloc(4 * voxels * feature_len)?;
+            let dropped = self.alloc(8)?;
+            let counts =
+                self.voxel_bucket_means(input, &mut args, voxels, mean.device_pointer(), dropped.device_pointer())?;
+            return Ok(VoxelOutput {
+                grid: Tensor::on_device(
+                    device,
+                    DeviceStorage::new(mean),
+                    DType::F32,
+                    [grid_shape.as_slice(), &[feature_len]].concat(),
+                ),
+                counts: Some(Tensor::on_device(device, DeviceStorage::new(counts), DType::U32, grid_shape)),
+                dropped: Tensor::on_device(device, DeviceStorage::new(dropped), DType::U64, vec![1]),
+            });
         }
 
         let values = voxels * feature_len.max(1);
@@ -356,7 +374,6 @@ impl CudaDevice {
         }
         let counts = scratch.map(|s| s.counts).or(empty_counts);
 
-        let grid_shape = vec![clouds, grid.dims[0], grid.dims[1], grid.dims[2]];
         let (dtype, shape) = match mode {
             VoxelMode::Occupancy => (DType::U8, grid_shape.clone()),
             VoxelMode::Count => (DType::U32, grid_shape.clone()),
