@@ -272,7 +272,7 @@ impl CudaDevice {
         }
         let grid_shape = vec![clouds, grid.dims[0], grid.dims[1], grid.dims[2]];
         if mode == VoxelMode::Mean && n > 0 && MeanPipeline::from_environment()? == MeanPipeline::Buckets {
-            let mean = self.alloc(4 * voxels * feature_len)?;
+            let mean = self.alloc(4 * voxels * feature_len.max(1))?;
             let dropped = self.alloc(8)?;
             let counts =
                 self.voxel_bucket_means(input, &mut args, voxels, mean.device_pointer(), dropped.device_pointer())?;
