@@ -10,9 +10,9 @@
 //! - `build-ptx [--check]`: `kernels/*.cu` to PTX for sm_80, sm_90 and sm_120
 //!   with nvcc 13.0 (from `CUDA_PATH`, else installed from PyPI into
 //!   `target/tools/cuda`); `--check` fails when the committed PTX is stale.
-//! - `stub-libcuda`: a `libcuda.so` whose every function returns
-//!   `CUDA_ERROR_STUB_LIBRARY`, so the `cuda` feature links and its tests run
-//!   on machines without a driver.
+//! - `driver-loader [--check]`: regenerates robocache-cuda's driver loader
+//!   (`crates/robocache-cuda/src/driver_loader.c`) from `cust_raw`'s list of
+//!   driver functions; `--check` fails when the committed one is stale.
 //! - `gpu-bundle`: the GPU test and benchmark binaries in one folder to carry
 //!   to a GPU machine (no Rust needed there).
 
@@ -62,8 +62,12 @@ enum Task {
         #[arg(long)]
         check: bool,
     },
-    /// Generate the stub libcuda under target/tools/libcuda-stub and print its path.
-    StubLibcuda,
+    /// Regenerate robocache-cuda's driver loader from cust_raw's bindings.
+    DriverLoader {
+        /// Fail if the committed loader differs from what the bindings produce.
+        #[arg(long)]
+        check: bool,
+    },
     /// Build the GPU test and benchmark binaries into target/gpu-bundle.
     GpuBundle,
 }
@@ -79,7 +83,7 @@ fn main() -> Result<()> {
         Task::Env => python_tools::PythonTools::ensure().map(|tools| print!("{}", tools.exports())),
         Task::BenchNumpy { repeats } => bench_numpy(repeats),
         Task::BuildPtx { check } => cuda_tools::build_ptx(check),
-        Task::StubLibcuda => cuda_tools::stub_libcuda().map(|dir| println!("{}", dir.display())),
+        Task::DriverLoader { check } => cuda_tools::driver_loader(check),
         Task::GpuBundle => cuda_tools::gpu_bundle(),
     }
 }

@@ -56,6 +56,11 @@ impl DType {
         matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
     }
 
+    /// The dtype called `name` ([`DType::name`]: `f32`, `bf16`, `bool`, ...).
+    pub fn from_name(name: &str) -> Option<DType> {
+        DType::ALL.into_iter().find(|d| d.name() == name)
+    }
+
     /// The name used in errors, the CLI and NumPy (`bf16` has no NumPy name).
     pub const fn name(self) -> &'static str {
         match self {
@@ -442,6 +447,34 @@ macro_rules! with_host_data {
 }
 
 impl<'a> HostSlice<'a> {
+    /// `len` elements of `dtype` at `data`, borrowed.
+    ///
+    /// # Safety
+    ///
+    /// `data` must be aligned to the element size and point to `len`
+    /// initialised elements of `dtype` (for bool, bytes that are 0 or 1)
+    /// that stay valid and unwritten for `'a`.
+    pub unsafe fn from_raw_parts(dtype: DType, data: *const u8, len: usize) -> HostSlice<'a> {
+        // SAFETY (every arm): forwarded to the caller.
+        unsafe {
+            match dtype {
+                DType::Bool => HostSlice::Bool(std::slice::from_raw_parts(data.cast(), len)),
+                DType::U8 => HostSlice::U8(std::slice::from_raw_parts(data, len)),
+                DType::U16 => HostSlice::U16(std::slice::from_raw_parts(data.cast(), len)),
+                DType::U32 => HostSlice::U32(std::slice::from_raw_parts(data.cast(), len)),
+                DType::U64 => HostSlice::U64(std::slice::from_raw_parts(data.cast(), len)),
+                DType::I8 => HostSlice::I8(std::slice::from_raw_parts(data.cast(), len)),
+                DType::I16 => HostSlice::I16(std::slice::from_raw_parts(data.cast(), len)),
+                DType::I32 => HostSlice::I32(std::slice::from_raw_parts(data.cast(), len)),
+                DType::I64 => HostSlice::I64(std::slice::from_raw_parts(data.cast(), len)),
+                DType::F16 => HostSlice::F16(std::slice::from_raw_parts(data.cast(), len)),
+                DType::BF16 => HostSlice::BF16(std::slice::from_raw_parts(data.cast(), len)),
+                DType::F32 => HostSlice::F32(std::slice::from_raw_parts(data.cast(), len)),
+                DType::F64 => HostSlice::F64(std::slice::from_raw_parts(data.cast(), len)),
+            }
+        }
+    }
+
     /// The dtype of the elements.
     pub fn dtype(&self) -> DType {
         crate::with_host_data!(HostSlice, self, |v: T| {

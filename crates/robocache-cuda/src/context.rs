@@ -55,8 +55,11 @@ impl fmt::Debug for CudaContext {
 }
 
 impl PartialEq for CudaContext {
+    /// The same context handle (its streams), not merely the same ordinal:
+    /// two handles of one GPU have their own streams, with no ordering
+    /// between them.
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.inner, &other.inner) || self.inner.ordinal == other.inner.ordinal
+        Arc::ptr_eq(&self.inner, &other.inner)
     }
 }
 
@@ -160,7 +163,12 @@ impl CudaContext {
                 other => driver("cuMemAllocAsync")(other),
             },
         )?;
-        Ok(DeviceBytes { buffer: std::mem::ManuallyDrop::new(buffer), len: bytes, context: self.clone() })
+        Ok(DeviceBytes {
+            buffer: std::mem::ManuallyDrop::new(buffer),
+            len: bytes,
+            context: self.clone(),
+            borrowed: false,
+        })
     }
 
     /// A device copy of `data`.
@@ -368,6 +376,58 @@ impl CudaContext {
         })
     }
 
+    /// Makes this context's stream wait, on the device, for the work queued
+    /// so far on `stream`, a raw `CUstream` of another library on the same
+    /// device (0 is the legacy default stream). The host does not wait.
+    pub fn wait_for_external_stream(&self, stream: u64) -> Result<()> {
+        self.order_streams(stream as cust::sys::CUstream, self.inner.stream.as_inner())
+    }
+
+    /// Makes `stream`, a raw `CUstream` of another library on the same
+    /// device, wait on the device for the work queued so far on this
+    /// context's stream. The host does not wait.
+    pub fn make_external_stream_wait(&self, stream: u64) -> Result<()> {
+        self.order_streams(self.inner.stream.as_inner(), stream as cust::sys::CUstream)
+    }
+
+    /// `waiter` waits for what `signaller` has queued: an event recorded on
+    /// one and waited for by the other, then released (the driver frees it
+    /// once it has completed).
+    fn order_streams(&self, signaller: cust::sys::CUstream, waiter: cust::sys::CUstream) -> Result<()> {
+        use cust::sys::{cuEventCreate, cuEventDestroy_v2, cuEventRecord, cuStreamWaitEvent, CUresult};
+        let check = |result: CUresult, call: &'static str| match result {
+            CUresult::CUDA_SUCCESS => Ok(()),
+            other => Err(Error::Driver { call, message: format!("{other:?}") }),
+        };
+        const DISABLE_TIMING: u32 = 2; // CU_EVENT_DISABLE_TIMING
+        self.make_current()?;
+        let mut event = std::ptr::null_mut();
+        // SAFETY: the event is created, recorded, waited for and destroyed
+        // here; both streams belong to this context's device (the caller's
+        // contract for a foreign handle, which the driver checks).
+        unsafe {
+            check(cuEventCreate(&mut event, DISABLE_TIMING), "cuEventCreate")?;
+            let ordered = check(cuEventRecord(event, signaller), "cuEventRecord")
+                .and_then(|()| check(cuStreamWaitEvent(waiter, event, 0), "cuStreamWaitEvent"));
+            let _ = cuEventDestroy_v2(event);
+            ordered
+        }
+    }
+
+    /// Device memory owned by someone else (another library's tensor) as
+    /// [`DeviceBytes`] that are never freed by robocache.
+    ///
+    /// # Safety
+    ///
+    /// `address..address + len` must be device memory of this context's
+    /// device, valid until every use of the returned bytes queued on the
+    /// stream has completed.
+    pub unsafe fn borrow(&self, address: u64, len: usize) -> DeviceBytes {
+        // SAFETY: forwarded to the caller; the buffer is never freed (see Drop).
+        let buffer = unsafe { DeviceBuffer::from_raw_parts(cust::memory::DevicePointer::from_raw(address), len) };
+        DeviceBytes { buffer: std::mem::ManuallyDrop::new(buffer), len, context: self.clone(), borrowed: true }
+    }
+
     /// An event recorded on the stream now.
     pub fn record_event(&self) -> Result<Event> {
         self.make_current()?;
@@ -384,10 +444,15 @@ pub struct DeviceBytes {
     buffer: std::mem::ManuallyDrop<DeviceBuffer<u8>>,
     len: usize,
     context: CudaContext,
+    /// Memory of another owner ([`CudaContext::borrow`]): never freed here.
+    borrowed: bool,
 }
 
 impl Drop for DeviceBytes {
     fn drop(&mut self) {
+        if self.borrowed {
+            return; // its owner frees it; the ManuallyDrop buffer is simply forgotten
+        }
         // SAFETY: `drop` runs once and nothing uses the buffer after it.
         let buffer = unsafe { std::mem::ManuallyDrop::take(&mut self.buffer) };
         if self.context.make_current().is_ok() {

@@ -3,7 +3,7 @@
 /// What can go wrong talking to the CUDA driver.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum Error {
-    /// No usable driver: the stub library, no driver installed, or a driver
+    /// No usable driver: libcuda.so.1 not found by the loader, or a driver
     /// that failed to initialise.
     #[error("the CUDA driver is not available ({0})")]
     DriverUnavailable(String),
@@ -39,14 +39,18 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// A driver error as text. cust's `Display` asks the driver for the message
 /// (`cuGetErrorString`), which fails without a driver and makes formatting
 /// panic; the variant name needs no driver.
+#[cfg(feature = "driver")]
 pub(crate) fn describe(e: cust::error::CudaError) -> String {
     match e {
-        cust::error::CudaError::UnknownError => "unknown error (the stub libcuda answers every call so)".into(),
+        cust::error::CudaError::UnknownError => {
+            "no driver: libcuda.so.1 could not be loaded, or lacks the function".into()
+        }
         other => format!("{other:?}"),
     }
 }
 
 /// Maps a failed driver call.
+#[cfg(feature = "driver")]
 pub(crate) fn driver(call: &'static str) -> impl FnOnce(cust::error::CudaError) -> Error {
     move |e| match e {
         cust::error::CudaError::NotInitialized | cust::error::CudaError::UnknownError => {

@@ -12,7 +12,8 @@
 //! `cargo xtask stub-libcuda`, against which every call fails with
 //! `Error::DriverUnavailable`. So the wrapper is behind this crate's `driver`
 //! feature (turned on by the facade's `cuda` feature); without it the crate
-//! only re-exports the kernel catalog.
+//! holds only its [`Error`] type (which the facade's errors wrap in every
+//! build) and re-exports the kernel catalog.
 //!
 //! With `driver`: `CudaContext::new(0)?` opens device 0; `context.upload(bytes)`
 //! and `context.download(&buffer, &mut out)` move data; `unsafe
@@ -27,11 +28,9 @@
 
 #[cfg(feature = "driver")]
 mod context;
-#[cfg(feature = "driver")]
 mod error;
 
 #[cfg(feature = "driver")]
 pub use context::{CudaContext, DeviceBytes, Event, LaunchConfig, PinnedBuffer};
-#[cfg(feature = "driver")]
 pub use error::{Error, Result};
 pub use robocache_kernels::{Arch, Kernel, Module};

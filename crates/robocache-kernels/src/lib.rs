@@ -90,232 +90,108 @@ impl Module {
     }
 }
 
-/// A kernel entry point.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Kernel {
-    ResampleF16,
-    ResampleBF16,
-    ResampleF32,
-    ResampleF64,
+/// Declares [`Kernel`], [`Kernel::ALL`], [`Kernel::module`] and [`Kernel::name`]
+/// from one list: each kernel once, with its module and its `extern "C"` name.
+macro_rules! kernels {
+    ($($(#[doc = $doc:literal])* $kernel:ident => $module:ident, $name:literal;)*) => {
+        /// A kernel entry point.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum Kernel {
+            $($(#[doc = $doc])* $kernel,)*
+        }
+
+        impl Kernel {
+            /// Every kernel, in declaration order.
+            pub const ALL: &'static [Kernel] = &[$(Kernel::$kernel),*];
+
+            /// The module that holds it.
+            pub const fn module(self) -> Module {
+                match self {
+                    $(Kernel::$kernel => Module::$module,)*
+                }
+            }
+
+            /// Its `extern "C"` name in the PTX.
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(Kernel::$kernel => $name,)*
+                }
+            }
+        }
+    };
+}
+
+kernels! {
+    ResampleF16 => Resample, "resample_f16";
+    ResampleBF16 => Resample, "resample_bf16";
+    ResampleF32 => Resample, "resample_f32";
+    ResampleF64 => Resample, "resample_f64";
     /// The same without slerp (fewer registers, more warps in flight): for
     /// specs of linear, nearest and previous groups only.
-    ResampleF16NoSlerp,
-    ResampleBF16NoSlerp,
-    ResampleF32NoSlerp,
-    ResampleF64NoSlerp,
+    ResampleF16NoSlerp => Resample, "resample_f16_no_slerp";
+    ResampleBF16NoSlerp => Resample, "resample_bf16_no_slerp";
+    ResampleF32NoSlerp => Resample, "resample_f32_no_slerp";
+    ResampleF64NoSlerp => Resample, "resample_f64_no_slerp";
     /// Tiled resample (no slerp, rows and groups aligned to 16-byte words):
     /// resident blocks place the next tile of targets while they move the
     /// words of the current one.
-    ResampleTiledF16,
-    ResampleTiledBF16,
-    ResampleTiledF32,
-    ResampleTiledF64,
+    ResampleTiledF16 => Resample, "resample_tiled_f16";
+    ResampleTiledBF16 => Resample, "resample_tiled_bf16";
+    ResampleTiledF32 => Resample, "resample_tiled_f32";
+    ResampleTiledF64 => Resample, "resample_tiled_f64";
     /// Nearest/previous on 1-byte elements (u8, i8, bool).
-    ResampleBits8,
-    ResampleBits16,
-    ResampleBits32,
-    ResampleBits64,
+    ResampleBits8 => Resample, "resample_bits8";
+    ResampleBits16 => Resample, "resample_bits16";
+    ResampleBits32 => Resample, "resample_bits32";
+    ResampleBits64 => Resample, "resample_bits64";
     /// Validates lengths and times before a resample.
-    ResampleCheck,
+    ResampleCheck => Resample, "resample_check";
     /// K streams of any dtypes onto one timeline, concatenated, in one launch.
-    Fuse,
+    Fuse => Resample, "fuse";
     /// Fusion when no stream has a slerp group.
-    FuseNoSlerp,
+    FuseNoSlerp => Resample, "fuse_no_slerp";
     /// Tiled fusion (float streams of the output dtype, rows and offsets on
     /// 16-byte words, no slerp), by output dtype: resident blocks place the
     /// next tile of targets in every stream while they move the current one.
-    FuseTiledF16,
-    FuseTiledBF16,
-    FuseTiledF32,
-    FuseTiledF64,
+    FuseTiledF16 => Resample, "fuse_tiled_f16";
+    FuseTiledBF16 => Resample, "fuse_tiled_bf16";
+    FuseTiledF32 => Resample, "fuse_tiled_f32";
+    FuseTiledF64 => Resample, "fuse_tiled_f64";
     /// Tiled fusion of any float streams (no slerp) through shared memory,
     /// by output dtype.
-    FuseStagedF16,
-    FuseStagedBF16,
-    FuseStagedF32,
-    FuseStagedF64,
+    FuseStagedF16 => Resample, "fuse_staged_f16";
+    FuseStagedBF16 => Resample, "fuse_staged_bf16";
+    FuseStagedF32 => Resample, "fuse_staged_f32";
+    FuseStagedF64 => Resample, "fuse_staged_f64";
     /// Per point: voxel, dropped count, occupancy/count/max accumulation.
-    VoxelScatter,
+    VoxelScatter => Voxelize, "voxel_scatter";
     /// Fills 32-bit words with a value.
-    VoxelFill,
+    VoxelFill => Voxelize, "voxel_fill";
     /// Decodes the order-preserving max encoding in place.
-    VoxelMaxDecode,
+    VoxelMaxDecode => Voxelize, "voxel_max_decode";
     /// Mean per voxel in point order, any F (up to four points, from the
     /// slot arrays; lists heavier voxels and hands out their segments).
-    VoxelMean,
+    VoxelMean => Voxelize, "voxel_mean";
     /// [`Kernel::VoxelMean`] for F = 1, four voxels a thread.
-    VoxelMeanF1,
+    VoxelMeanF1 => Voxelize, "voxel_mean_f1";
     /// [`Kernel::VoxelMean`] for F = 2, four voxels a thread.
-    VoxelMeanF2,
+    VoxelMeanF2 => Voxelize, "voxel_mean_f2";
     /// [`Kernel::VoxelMean`] for F = 3, four voxels a thread.
-    VoxelMeanF3,
+    VoxelMeanF3 => Voxelize, "voxel_mean_f3";
     /// [`Kernel::VoxelMean`] for F = 4 (16-byte aligned features), four
     /// voxels a thread.
-    VoxelMeanF4,
+    VoxelMeanF4 => Voxelize, "voxel_mean_f4";
     /// Places the points past their voxel's slots into the voxel's segment.
-    VoxelPlaceOverflow,
+    VoxelPlaceOverflow => Voxelize, "voxel_place_overflow";
     /// Mean of the listed heavier voxels: a warp each up to 32 points, else
     /// a block.
-    VoxelMeanHeavy,
-    /// Bucketed mean (experimental), first pass: per point its voxel, per
-    /// bucket of voxels its points, the dropped count.
-    VoxelBucketKeys,
-    /// Bucketed mean: each bucket's first entry (a scan of the bucket counts).
-    VoxelBucketScan,
-    /// Bucketed mean: each point into its bucket's entries.
-    VoxelBucketPlace,
-    /// Bucketed mean: mean and count per voxel in point order, a block per
-    /// bucket, any F.
-    VoxelBucketMean,
-    /// [`Kernel::VoxelBucketMean`] for F = 1.
-    VoxelBucketMeanF1,
-    /// [`Kernel::VoxelBucketMean`] for F = 2.
-    VoxelBucketMeanF2,
-    /// [`Kernel::VoxelBucketMean`] for F = 3.
-    VoxelBucketMeanF3,
-    /// [`Kernel::VoxelBucketMean`] for F = 4 (16-byte aligned features).
-    VoxelBucketMeanF4,
+    VoxelMeanHeavy => Voxelize, "voxel_mean_heavy";
     /// First point with an out-of-range cloud index.
-    VoxelCheckClouds,
+    VoxelCheckClouds => Voxelize, "voxel_check_clouds";
     /// The loader's GPU-resident batch assembly (windows of resident episodes).
-    AssembleWindows,
+    AssembleWindows => Resample, "assemble_windows";
     /// Reads a scratch buffer of twice the L2 size (benchmark harnesses).
-    EvictCaches,
-}
-
-impl Kernel {
-    /// Every kernel.
-    pub const ALL: [Kernel; 48] = [
-        Kernel::ResampleF16,
-        Kernel::ResampleBF16,
-        Kernel::ResampleF32,
-        Kernel::ResampleF64,
-        Kernel::ResampleF16NoSlerp,
-        Kernel::ResampleBF16NoSlerp,
-        Kernel::ResampleF32NoSlerp,
-        Kernel::ResampleF64NoSlerp,
-        Kernel::ResampleTiledF16,
-        Kernel::ResampleTiledBF16,
-        Kernel::ResampleTiledF32,
-        Kernel::ResampleTiledF64,
-        Kernel::ResampleBits8,
-        Kernel::ResampleBits16,
-        Kernel::ResampleBits32,
-        Kernel::ResampleBits64,
-        Kernel::ResampleCheck,
-        Kernel::Fuse,
-        Kernel::FuseNoSlerp,
-        Kernel::FuseTiledF16,
-        Kernel::FuseTiledBF16,
-        Kernel::FuseTiledF32,
-        Kernel::FuseTiledF64,
-        Kernel::FuseStagedF16,
-        Kernel::FuseStagedBF16,
-        Kernel::FuseStagedF32,
-        Kernel::FuseStagedF64,
-        Kernel::VoxelScatter,
-        Kernel::VoxelFill,
-        Kernel::VoxelMaxDecode,
-        Kernel::VoxelMean,
-        Kernel::VoxelMeanF1,
-        Kernel::VoxelMeanF2,
-        Kernel::VoxelMeanF3,
-        Kernel::VoxelMeanF4,
-        Kernel::VoxelPlaceOverflow,
-        Kernel::VoxelMeanHeavy,
-        Kernel::VoxelBucketKeys,
-        Kernel::VoxelBucketScan,
-        Kernel::VoxelBucketPlace,
-        Kernel::VoxelBucketMean,
-        Kernel::VoxelBucketMeanF1,
-        Kernel::VoxelBucketMeanF2,
-        Kernel::VoxelBucketMeanF3,
-        Kernel::VoxelBucketMeanF4,
-        Kernel::VoxelCheckClouds,
-        Kernel::AssembleWindows,
-        Kernel::EvictCaches,
-    ];
-
-    /// The module that holds it.
-    pub const fn module(self) -> Module {
-        match self {
-            Kernel::VoxelScatter
-            | Kernel::VoxelFill
-            | Kernel::VoxelMaxDecode
-            | Kernel::VoxelMean
-            | Kernel::VoxelMeanF1
-            | Kernel::VoxelMeanF2
-            | Kernel::VoxelMeanF3
-            | Kernel::VoxelMeanF4
-            | Kernel::VoxelPlaceOverflow
-            | Kernel::VoxelMeanHeavy
-            | Kernel::VoxelBucketKeys
-            | Kernel::VoxelBucketScan
-            | Kernel::VoxelBucketPlace
-            | Kernel::VoxelBucketMean
-            | Kernel::VoxelBucketMeanF1
-            | Kernel::VoxelBucketMeanF2
-            | Kernel::VoxelBucketMeanF3
-            | Kernel::VoxelBucketMeanF4
-            | Kernel::VoxelCheckClouds => Module::Voxelize,
-            Kernel::EvictCaches => Module::Timing,
-            _ => Module::Resample,
-        }
-    }
-
-    /// Its `extern "C"` name in the PTX.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Kernel::ResampleF16 => "resample_f16",
-            Kernel::ResampleBF16 => "resample_bf16",
-            Kernel::ResampleF32 => "resample_f32",
-            Kernel::ResampleF64 => "resample_f64",
-            Kernel::ResampleF16NoSlerp => "resample_f16_no_slerp",
-            Kernel::ResampleBF16NoSlerp => "resample_bf16_no_slerp",
-            Kernel::ResampleF32NoSlerp => "resample_f32_no_slerp",
-            Kernel::ResampleF64NoSlerp => "resample_f64_no_slerp",
-            Kernel::ResampleTiledF16 => "resample_tiled_f16",
-            Kernel::ResampleTiledBF16 => "resample_tiled_bf16",
-            Kernel::ResampleTiledF32 => "resample_tiled_f32",
-            Kernel::ResampleTiledF64 => "resample_tiled_f64",
-            Kernel::ResampleBits8 => "resample_bits8",
-            Kernel::ResampleBits16 => "resample_bits16",
-            Kernel::ResampleBits32 => "resample_bits32",
-            Kernel::ResampleBits64 => "resample_bits64",
-            Kernel::ResampleCheck => "resample_check",
-            Kernel::Fuse => "fuse",
-            Kernel::FuseNoSlerp => "fuse_no_slerp",
-            Kernel::FuseTiledF16 => "fuse_tiled_f16",
-            Kernel::FuseTiledBF16 => "fuse_tiled_bf16",
-            Kernel::FuseTiledF32 => "fuse_tiled_f32",
-            Kernel::FuseTiledF64 => "fuse_tiled_f64",
-            Kernel::FuseStagedF16 => "fuse_staged_f16",
-            Kernel::FuseStagedBF16 => "fuse_staged_bf16",
-            Kernel::FuseStagedF32 => "fuse_staged_f32",
-            Kernel::FuseStagedF64 => "fuse_staged_f64",
-            Kernel::VoxelScatter => "voxel_scatter",
-            Kernel::VoxelFill => "voxel_fill",
-            Kernel::VoxelMaxDecode => "voxel_max_decode",
-            Kernel::VoxelMean => "voxel_mean",
-            Kernel::VoxelMeanF1 => "voxel_mean_f1",
-            Kernel::VoxelMeanF2 => "voxel_mean_f2",
-            Kernel::VoxelMeanF3 => "voxel_mean_f3",
-            Kernel::VoxelMeanF4 => "voxel_mean_f4",
-            Kernel::VoxelPlaceOverflow => "voxel_place_overflow",
-            Kernel::VoxelMeanHeavy => "voxel_mean_heavy",
-            Kernel::VoxelBucketKeys => "voxel_bucket_keys",
-            Kernel::VoxelBucketScan => "voxel_bucket_scan",
-            Kernel::VoxelBucketPlace => "voxel_bucket_place",
-            Kernel::VoxelBucketMean => "voxel_bucket_mean",
-            Kernel::VoxelBucketMeanF1 => "voxel_bucket_mean_f1",
-            Kernel::VoxelBucketMeanF2 => "voxel_bucket_mean_f2",
-            Kernel::VoxelBucketMeanF3 => "voxel_bucket_mean_f3",
-            Kernel::VoxelBucketMeanF4 => "voxel_bucket_mean_f4",
-            Kernel::VoxelCheckClouds => "voxel_check_clouds",
-            Kernel::AssembleWindows => "assemble_windows",
-            Kernel::EvictCaches => "evict_caches",
-        }
-    }
+    EvictCaches => Timing, "evict_caches";
 }
 
 #[cfg(test)]
@@ -325,7 +201,7 @@ mod tests {
     #[test]
     fn every_kernel_is_in_every_arch_of_its_module() {
         for arch in Arch::ALL {
-            for kernel in Kernel::ALL {
+            for &kernel in Kernel::ALL {
                 let ptx = kernel.module().ptx(arch);
                 assert!(ptx.contains(&format!(".entry {}(", kernel.name())), "{} {}", arch.name(), kernel.name());
                 assert!(ptx.contains(&format!(".target {}", arch.name())));

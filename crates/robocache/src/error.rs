@@ -16,13 +16,33 @@ pub enum Error {
     #[error("CUDA device {ordinal} is not available: {reason}")]
     NoCudaDevice { ordinal: usize, reason: String },
 
-    /// A CUDA driver or kernel failure (out of memory, launch failure, fault).
-    #[error("CUDA: {0}")]
-    Cuda(String),
+    /// The device ran out of memory: retry with a smaller batch or grid.
+    #[error("CUDA: out of device memory allocating {bytes} bytes (retry with a smaller batch or grid)")]
+    OutOfMemory {
+        bytes: usize,
+        #[source]
+        source: robocache_cuda::Error,
+    },
 
-    /// The operation has no implementation on this backend yet.
-    #[error("{operation} is not implemented on the {backend} backend yet; use the CPU backend")]
-    Unsupported { operation: &'static str, backend: &'static str },
+    /// Any other CUDA driver or kernel failure (launch failure, fault), the
+    /// driver's error kept as the source.
+    #[error("CUDA: {0}")]
+    Cuda(#[source] robocache_cuda::Error),
+
+    /// The input is valid but beyond what this backend handles (the CUDA
+    /// voxel mean's point count, for one): says the limit.
+    #[error("{what}: {limit}")]
+    Limit { what: String, limit: String },
+
+    /// Memory handed in from outside (another library's array) cannot be
+    /// used as it is laid out.
+    #[error("{what}: {reason}")]
+    Layout { what: String, reason: String },
+
+    /// An internal invariant failed (a lock poisoned by a panic on another
+    /// thread, a buffer handed back twice): a robocache bug, please report it.
+    #[error("internal error: {0}")]
+    Internal(String),
 
     /// A tensor has the wrong number of dimensions.
     #[error("{what}: expected {expected}, got shape {shape:?}")]

@@ -18,7 +18,17 @@ pub struct Tensor {
 #[derive(Clone, Debug)]
 pub(crate) enum Storage {
     Host(HostVec),
+    /// Host memory of another owner ([`Tensor::from_external`]).
+    External(ExternalHost),
     Device(DeviceStorage),
+}
+
+/// Another owner's host memory: `len` elements of `dtype` at `address`.
+#[derive(Clone, Debug)]
+pub(crate) struct ExternalHost {
+    address: usize,
+    len: usize,
+    dtype: DType,
 }
 
 impl Tensor {
@@ -43,6 +53,53 @@ impl Tensor {
         match device {
             Device::Cpu => Ok(Tensor::host(device, data, shape.to_vec())),
             Device::Cuda(_) => Tensor::from_host(device, data.as_slice(), shape),
+        }
+    }
+
+    /// A tensor over memory that another library owns (a NumPy array, a
+    /// PyTorch tensor), without a copy: host memory on [`Device::Cpu`],
+    /// device memory of that device on [`Device::Cuda`]. robocache never
+    /// writes or frees it. The data must be contiguous, row-major, of
+    /// `dtype` and `shape`, and aligned to its element size (checked).
+    ///
+    /// # Safety
+    ///
+    /// `address` must point to `shape`'s product of elements of `dtype`
+    /// (for bool, bytes that are 0 or 1), on the device, that stay valid and
+    /// unwritten while the tensor or a clone of it lives and, on a GPU, until
+    /// the work queued with it on the device's stream has completed (order
+    /// the owner's stream after it with
+    /// [`Device::make_external_stream_wait`]).
+    pub unsafe fn from_external(device: &Device, address: u64, dtype: DType, shape: &[usize]) -> Result<Self> {
+        let len = shape
+            .iter()
+            .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+            .ok_or_else(|| robocache_cpu::Error::Overflow("Tensor::from_external".into()))?;
+        if address % dtype.size_in_bytes() as u64 != 0 {
+            return Err(Error::Layout {
+                what: "Tensor::from_external".into(),
+                reason: format!(
+                    "the {dtype} data at {address:#x} is not aligned to its {} bytes",
+                    dtype.size_in_bytes()
+                ),
+            });
+        }
+        let storage = match device {
+            Device::Cpu => Storage::External(ExternalHost { address: address as usize, len, dtype }),
+            // SAFETY: forwarded to the caller.
+            Device::Cuda(cuda) => Storage::Device(unsafe { cuda.borrow(address, len * dtype.size_in_bytes()) }?),
+        };
+        Ok(Tensor { device: device.clone(), shape: shape.to_vec(), dtype, storage })
+    }
+
+    /// The address of the data: host memory on the CPU, device memory on a
+    /// GPU (for consumers that read results in place, such as the Python
+    /// package's array interfaces).
+    pub fn data_address(&self) -> u64 {
+        match &self.storage {
+            Storage::Host(v) => v.as_slice().as_bytes().as_ptr() as u64,
+            Storage::External(e) => e.address as u64,
+            Storage::Device(d) => d.device_pointer(),
         }
     }
 
@@ -104,7 +161,7 @@ impl Tensor {
     /// reached it.
     pub fn device_pointer(&self) -> Option<u64> {
         match &self.storage {
-            Storage::Host(_) => None,
+            Storage::Host(_) | Storage::External(_) => None,
             Storage::Device(d) => Some(d.device_pointer()),
         }
     }
@@ -113,6 +170,7 @@ impl Tensor {
     pub fn to_host(&self) -> Result<HostVec> {
         match (&self.storage, &self.device) {
             (Storage::Host(v), _) => Ok(v.clone()),
+            (Storage::External(_), _) => Ok(self.host_slice().to_host_vec()),
             (Storage::Device(d), Device::Cuda(cuda)) => cuda.download(d, self.dtype, self.len()),
             (Storage::Device(_), Device::Cpu) => unreachable!("device storage belongs to a CUDA device"),
         }
@@ -123,6 +181,7 @@ impl Tensor {
     pub fn duplicate(&self) -> Result<Tensor> {
         let storage = match (&self.storage, &self.device) {
             (Storage::Host(v), _) => Storage::Host(v.clone()),
+            (Storage::External(_), _) => Storage::Host(self.host_slice().to_host_vec()),
             (Storage::Device(d), Device::Cuda(cuda)) => {
                 Storage::Device(cuda.duplicate(d, self.len() * self.dtype.size_in_bytes())?)
             }
@@ -153,6 +212,9 @@ impl Tensor {
     pub(crate) fn host_slice(&self) -> HostSlice<'_> {
         match &self.storage {
             Storage::Host(v) => v.as_slice(),
+            // SAFETY: `from_external`'s caller keeps `len` aligned elements
+            // of `dtype` valid and unwritten while the tensor lives.
+            Storage::External(e) => unsafe { HostSlice::from_raw_parts(e.dtype, e.address as *const u8, e.len) },
             Storage::Device(_) => unreachable!("the CPU backend checks that its tensors are on the CPU"),
         }
     }
@@ -161,7 +223,7 @@ impl Tensor {
     pub(crate) fn device_storage(&self) -> Option<&DeviceStorage> {
         match &self.storage {
             Storage::Device(d) => Some(d),
-            Storage::Host(_) => None,
+            Storage::Host(_) | Storage::External(_) => None,
         }
     }
 }

@@ -40,6 +40,13 @@ enum Point {
 }
 
 impl Mark {
+    fn device_name(&self) -> &'static str {
+        match self.point {
+            Point::Host(_) => "the CPU",
+            Point::Cuda(_) => "a CUDA device",
+        }
+    }
+
     /// The time between this mark and a later one of the same device: GPU
     /// time between the two events on CUDA (waiting for `later` to be
     /// reached), wall time on the CPU.
@@ -47,7 +54,11 @@ impl Mark {
         match (&self.point, &later.point) {
             (Point::Host(start), Point::Host(end)) => Ok(end.saturating_duration_since(*start)),
             (Point::Cuda(start), Point::Cuda(end)) => end.elapsed_since(start),
-            _ => Err(crate::Error::Cuda("marks of different devices".into())),
+            _ => Err(crate::Error::DeviceMismatch {
+                what: "Mark::elapsed_until's later mark".into(),
+                tensor_device: later.device_name().into(),
+                device: self.device_name().into(),
+            }),
         }
     }
 }

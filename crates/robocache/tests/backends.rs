@@ -453,6 +453,38 @@ fn loader_batches_match_reference(device: &Device) {
     }
 }
 
+/// Two handles of one device are one device: a tensor made through one and
+/// used through the other is ordered with its producer. On a GPU each
+/// `Device::cuda(0)` once had its own streams, so a result queued on one
+/// handle's stream could be read and freed on the other's before it was
+/// written: here a large resample is queued on one handle and its output
+/// consumed at once, without any synchronisation, by a resample on another.
+fn handles_of_one_device_share_its_stream(device: &Device) {
+    let other = match device {
+        Device::Cpu => Device::cpu(),
+        Device::Cuda(cuda) => Device::cuda(cuda.ordinal()).unwrap(),
+    };
+    assert_eq!(&other, device, "two handles of one device must compare equal");
+    if let (Device::Cuda(a), Device::Cuda(b)) = (device, &other) {
+        assert_eq!(a.stream_handle(), b.stream_handle(), "two handles of one GPU must share its stream");
+    }
+    let (batch, samples, channels) = (256usize, 2000usize, 32usize);
+    let data: Vec<f32> = (0..batch * samples * channels).map(|i| (i % 9973) as f32).collect();
+    let run = |first: &Device, second: &Device| {
+        let x = Tensor::from_slice(first, &data, &[batch, samples, channels]).unwrap();
+        let spec = ResampleSpec::new(Method::Linear);
+        let stream = StreamInput::new(&x, TimeAxis::Uniform { start: 0.0, hz: 100.0 });
+        let produced = first.resample(&stream, &TargetTimes::Uniform { start: 0.0, hz: 100.0, len: samples }, &spec);
+        let produced = produced.unwrap().data;
+        drop(x);
+        let stream = StreamInput::new(&produced, TimeAxis::Uniform { start: 0.0, hz: 100.0 });
+        let consumed = second.resample(&stream, &TargetTimes::Uniform { start: 0.005, hz: 50.0, len: 100 }, &spec);
+        drop(produced);
+        consumed.unwrap().data.to_vec::<f32>().unwrap()
+    };
+    assert_eq!(run(device, &other), run(&Device::cpu(), &Device::cpu()));
+}
+
 /// Instantiates operation test bodies for one backend; a backend that is not
 /// available skips with a message.
 macro_rules! backend_tests {
@@ -462,6 +494,11 @@ macro_rules! backend_tests {
                 match $device {
                     Ok(device) => Some(device),
                     Err(reason) => {
+                        // The GPU bundle's run.sh sets ROBOCACHE_REQUIRE_CUDA=1:
+                        // there a missing device is a failure, not a skip.
+                        if stringify!($backend) == "cuda" && std::env::var("ROBOCACHE_REQUIRE_CUDA").is_ok_and(|v| v == "1") {
+                            panic!("ROBOCACHE_REQUIRE_CUDA=1 but the cuda backend is not available: {reason}");
+                        }
                         eprintln!("skipping the {} backend: {reason}", stringify!($backend));
                         None
                     }
@@ -780,7 +817,8 @@ backend_tests!(
         large_batches_match_reference,
         concurrent_calls_agree,
         window_batches_match_reference,
-        loader_batches_match_reference
+        loader_batches_match_reference,
+        handles_of_one_device_share_its_stream
     ]
 );
 // The 2^31 case needs 4 GiB on the host and the device: CUDA only (the CPU
@@ -799,6 +837,7 @@ backend_tests!(
         concurrent_calls_agree,
         window_batches_match_reference,
         loader_batches_match_reference,
+        handles_of_one_device_share_its_stream,
         indexes_past_two_to_the_31
     ]
 );

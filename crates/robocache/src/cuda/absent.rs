@@ -43,6 +43,25 @@ impl CudaDevice {
         match self.never {}
     }
 
+    /// Makes robocache's stream wait for the work queued on `stream`.
+    pub fn wait_for_external_stream(&self, _stream: u64) -> crate::Result<()> {
+        match self.never {}
+    }
+
+    /// Makes `stream` wait for the work queued on robocache's stream.
+    pub fn make_external_stream_wait(&self, _stream: u64) -> crate::Result<()> {
+        match self.never {}
+    }
+
+    /// Another owner's device memory.
+    ///
+    /// # Safety
+    ///
+    /// As the CUDA backend's: valid until the work queued with it completes.
+    pub(crate) unsafe fn borrow(&self, _address: u64, _bytes: usize) -> crate::Result<DeviceStorage> {
+        match self.never {}
+    }
+
     pub(crate) fn upload(&self, _: robocache_cpu::HostSlice<'_>) -> crate::Result<DeviceStorage> {
         match self.never {}
     }

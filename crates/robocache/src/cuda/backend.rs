@@ -20,8 +20,9 @@ pub struct CudaDevice {
 }
 
 impl PartialEq for CudaDevice {
+    /// The same handle (there is one per ordinal: see [`CudaDevice::open`]).
     fn eq(&self, other: &Self) -> bool {
-        self.context == other.context
+        std::sync::Arc::ptr_eq(&self.staging, &other.staging)
     }
 }
 
@@ -56,19 +57,40 @@ impl DeviceStorage {
     }
 }
 
+/// A driver error as the facade's: out-of-memory as its own variant (a
+/// caller retries smaller), the rest kept whole as the source.
 pub(crate) fn cuda_error(error: robocache_cuda::Error) -> Error {
-    Error::Cuda(error.to_string())
+    match error {
+        robocache_cuda::Error::OutOfMemory { bytes } => Error::OutOfMemory { bytes, source: error },
+        other => Error::Cuda(other),
+    }
 }
 
 impl CudaDevice {
+    /// Device `ordinal`: one handle per ordinal in the process, made on
+    /// first use and cached, so every `Device::cuda(n)` shares one context,
+    /// one stream, one copy stream and one staging pool. Two handles with
+    /// their own streams would let a tensor made on one be used (and freed
+    /// in stream order) on the other without any ordering between them.
     pub(crate) fn open(ordinal: usize) -> Result<Self> {
-        CudaContext::new(ordinal)
+        static OPENED: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<usize, CudaDevice>>> =
+            std::sync::OnceLock::new();
+        let mut opened = OPENED
+            .get_or_init(Default::default)
+            .lock()
+            .map_err(|_| Error::Internal("device cache: poisoned by a panic on another thread".into()))?;
+        if let Some(device) = opened.get(&ordinal) {
+            return Ok(device.clone());
+        }
+        let device = CudaContext::new(ordinal)
             .map(|context| CudaDevice {
                 context,
                 scratch: Default::default(),
                 staging: std::sync::Arc::new(StagingPool::new(super::DEFAULT_STAGING_BYTES)),
             })
-            .map_err(|e| Error::NoCudaDevice { ordinal, reason: e.to_string() })
+            .map_err(|e| Error::NoCudaDevice { ordinal, reason: e.to_string() })?;
+        opened.insert(ordinal, device.clone());
+        Ok(device)
     }
 
     /// The device ordinal.
@@ -99,6 +121,31 @@ impl CudaDevice {
     /// Waits until the work queued on the device's stream is done.
     pub fn synchronize(&self) -> Result<()> {
         self.context.synchronize().map_err(cuda_error)
+    }
+
+    /// Makes robocache's stream wait (on the device, the host goes on) for
+    /// the work queued so far on `stream`, a raw `CUstream` of another
+    /// library on this device (0: the legacy default stream).
+    pub fn wait_for_external_stream(&self, stream: u64) -> Result<()> {
+        self.context.wait_for_external_stream(stream).map_err(cuda_error)
+    }
+
+    /// Makes `stream`, a raw `CUstream` of another library on this device,
+    /// wait (on the device) for the work queued so far on robocache's stream.
+    pub fn make_external_stream_wait(&self, stream: u64) -> Result<()> {
+        self.context.make_external_stream_wait(stream).map_err(cuda_error)
+    }
+
+    /// `bytes` bytes of another owner's device memory at `address`, never
+    /// freed by robocache.
+    ///
+    /// # Safety
+    ///
+    /// The memory must be on this device and stay valid until the work
+    /// queued with it on robocache's stream has completed.
+    pub(crate) unsafe fn borrow(&self, address: u64, bytes: usize) -> Result<DeviceStorage> {
+        // SAFETY: forwarded to the caller.
+        Ok(DeviceStorage::new(unsafe { self.context.borrow(address, bytes) }))
     }
 
     /// `len` bytes of page-locked memory from the staging pool, to assemble

@@ -16,8 +16,6 @@ mod staging;
 #[cfg(feature = "cuda")]
 mod timing;
 #[cfg(feature = "cuda")]
-mod voxel_buckets;
-#[cfg(feature = "cuda")]
 mod voxelize;
 
 #[cfg(not(feature = "cuda"))]

@@ -385,7 +385,7 @@ impl CudaDevice {
         let read_f64 = |tensor: &Tensor, index: u64| -> Result<f64> {
             let mut bytes = [0u8; 8];
             let storage =
-                tensor.device_storage().ok_or_else(|| Error::Cuda("time tensor is not on the device".into()))?;
+                tensor.device_storage().ok_or_else(|| Error::Internal("time tensor is not on the device".into()))?;
             self.context
                 .download_range(&storage.bytes, storage.offset + index as usize * 8, &mut bytes)
                 .map_err(cuda_error)?;
@@ -406,7 +406,7 @@ impl CudaDevice {
                 }
             }
             2 => {
-                let TargetTimes::Tensor(t) = targets else { return Err(Error::Cuda("bad check verdict".into())) };
+                let TargetTimes::Tensor(t) = targets else { return Err(Error::Internal("bad check verdict".into())) };
                 Invalid::NonFiniteTime {
                     what: format!("{what} target times"),
                     row: (position / args.targets) as usize,
@@ -415,7 +415,7 @@ impl CudaDevice {
                 }
             }
             _ => {
-                let TimeAxis::Tensor(t) = stream.times else { return Err(Error::Cuda("bad check verdict".into())) };
+                let TimeAxis::Tensor(t) = stream.times else { return Err(Error::Internal("bad check verdict".into())) };
                 let (row, index) = ((position / args.samples) as usize, (position % args.samples) as usize);
                 let value = read_f64(t, position)?;
                 if subtype == 0 {

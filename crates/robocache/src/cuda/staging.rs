@@ -38,8 +38,27 @@ pub(crate) struct StagingPool {
     returned: Condvar,
 }
 
+impl Drop for StagingPool {
+    /// Waits for every copy still reading a buffer before the page-locked
+    /// memory is freed: `cuMemFreeHost` under a copy in flight is not
+    /// defined by the driver's documentation, so nothing relies on it. (A
+    /// device's pool lives as long as the process in practice, since devices
+    /// are cached per ordinal, but a pool made and dropped in a test or a
+    /// later refactor must be safe too.)
+    fn drop(&mut self) {
+        let state = match self.state.get_mut() {
+            Ok(state) => state,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        for (_, event) in &state.copying {
+            // A failed wait means the context is gone, and its copies with it.
+            let _ = event.wait();
+        }
+    }
+}
+
 fn poisoned() -> Error {
-    Error::Cuda("staging pool: poisoned by a panic on another thread".into())
+    Error::Internal("staging pool: poisoned by a panic on another thread".into())
 }
 
 impl StagingPool {
@@ -70,7 +89,7 @@ impl StagingPool {
     /// the copy has completed.
     pub(crate) fn upload_lent(&self, context: &CudaContext, mut lent: StagingBuffer) -> Result<DeviceBytes> {
         let Some(buffer) = lent.buffer.take() else {
-            return Err(Error::Cuda("staging pool: a lent buffer was uploaded twice".into()));
+            return Err(Error::Internal("staging pool: a lent buffer was uploaded twice".into()));
         };
         let queued = context.alloc(lent.len).and_then(|mut dest| {
             // SAFETY: `buffer` stays in the pool's `copying` list, neither

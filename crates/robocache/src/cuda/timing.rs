@@ -29,7 +29,7 @@ impl CudaDevice {
     /// for the device's lifetime).
     pub(crate) fn evict_caches(&self) -> Result<()> {
         let scratch = {
-            let mut slot = self.scratch.lock().map_err(|_| crate::Error::Cuda("scratch lock poisoned".into()))?;
+            let mut slot = self.scratch.lock().map_err(|_| crate::Error::Internal("scratch lock poisoned".into()))?;
             match &*slot {
                 Some(scratch) => scratch.clone(),
                 None => {

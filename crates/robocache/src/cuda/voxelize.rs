@@ -10,7 +10,6 @@ use robocache_cuda::{DeviceBytes, Kernel, LaunchConfig};
 
 use super::backend::{cuda_error, CudaDevice, DeviceStorage};
 use super::resample::{device_pointer, index_type};
-use super::voxel_buckets::MeanPipeline;
 use crate::ops::{VoxelInput, VoxelOutput};
 use crate::{Device, Error, Result, Tensor};
 
@@ -205,21 +204,34 @@ impl MeanScratch {
 }
 
 impl CudaDevice {
-    pub(super) fn launch_with(&self, kernel: Kernel, config: LaunchConfig, params: &[*mut c_void]) -> Result<()> {
-        // SAFETY: every caller below passes the parameters of `kernel` as
-        // declared in kernels/voxelize.cu, with buffers sized by the plan.
+    /// Queues `kernel` on the device's stream.
+    ///
+    /// # Safety
+    ///
+    /// `params` must point to the kernel's parameters as declared in
+    /// kernels/voxelize.cu (number, order, layout), and every device pointer
+    /// among them must be valid for what the kernel reads and writes.
+    unsafe fn launch_with(&self, kernel: Kernel, config: LaunchConfig, params: &[*mut c_void]) -> Result<()> {
+        // SAFETY: forwarded to the caller.
         unsafe { self.context.launch(kernel, config, params) }.map_err(cuda_error)
     }
 
     /// Fills `count` 32-bit words from `words` (16-byte aligned) with
     /// `value`, keeping them in L2 for the atomics that follow.
-    pub(super) fn fill_words(&self, words: u64, value: u32, count: usize) -> Result<()> {
+    fn fill_words(&self, words: u64, value: u32, count: usize) -> Result<()> {
         let (mut words, mut value, mut count_words) = (words, value, count as u64);
-        self.launch_with(
-            Kernel::VoxelFill,
-            over(count.div_ceil(4)),
-            &[(&mut words as *mut u64).cast(), (&mut value as *mut u32).cast(), (&mut count_words as *mut u64).cast()],
-        )
+        // SAFETY: the words, value and count of `voxel_fill`; `words` holds `count` words (the caller's allocation).
+        unsafe {
+            self.launch_with(
+                Kernel::VoxelFill,
+                over(count.div_ceil(4)),
+                &[
+                    (&mut words as *mut u64).cast(),
+                    (&mut value as *mut u32).cast(),
+                    (&mut count_words as *mut u64).cast(),
+                ],
+            )
+        }
     }
 
     fn zeroed(&self, bytes: usize) -> Result<DeviceBytes> {
@@ -271,23 +283,6 @@ impl CudaDevice {
             self.check_clouds(&mut args, input)?;
         }
         let grid_shape = vec![clouds, grid.dims[0], grid.dims[1], grid.dims[2]];
-        if mode == VoxelMode::Mean && n > 0 && MeanPipeline::from_environment()? == MeanPipeline::Buckets {
-            let mean = self.alloc(4 * voxels * feature_len.max(1))?;
-            let dropped = self.alloc(8)?;
-            let counts =
-                self.voxel_bucket_means(input, &mut args, voxels, mean.device_pointer(), dropped.device_pointer())?;
-            return Ok(VoxelOutput {
-                grid: Tensor::on_device(
-                    device,
-                    DeviceStorage::new(mean),
-                    DType::F32,
-                    [grid_shape.as_slice(), &[feature_len]].concat(),
-                ),
-                counts: Some(Tensor::on_device(device, DeviceStorage::new(counts), DType::U32, grid_shape)),
-                dropped: Tensor::on_device(device, DeviceStorage::new(dropped), DType::U64, vec![1]),
-            });
-        }
-
         let values = voxels * feature_len.max(1);
         // Occupancy and count zero the grid and the dropped count together:
         // one allocation, one memset (the dropped count at its start).
@@ -312,7 +307,10 @@ impl CudaDevice {
         let mean_of_points = mode == VoxelMode::Mean && n > 0;
         let scratch = if mean_of_points {
             if n > u32::MAX as usize {
-                return Err(Error::Cuda(format!("mean on CUDA takes at most {} points, not {n}", u32::MAX)));
+                return Err(Error::Limit {
+                    what: "voxelize".into(),
+                    limit: format!("the mean on CUDA takes at most {} points, not {n}", u32::MAX),
+                });
             }
             Some(MeanScratch::new(self, n, voxels)?)
         } else {
@@ -340,30 +338,36 @@ impl CudaDevice {
             let mut tallies = scratch.as_ref().map_or(0, MeanScratch::tallies);
             let mut slots = scratch.as_ref().map_or(SlotPoints { words: 0, stride: 0 }, MeanScratch::slot_points);
             let mut lists = scratch.as_ref().map_or(MeanLists::default(), MeanScratch::lists);
-            self.launch_with(
-                Kernel::VoxelScatter,
-                over(n),
-                &[
-                    (&mut points as *mut u64).cast(),
-                    (&mut features as *mut u64).cast(),
-                    (&mut grid_pointer as *mut u64).cast(),
-                    (&mut counts_pointer as *mut u64).cast(),
-                    (&mut tallies as *mut u64).cast(),
-                    (&mut slots as *mut SlotPoints).cast(),
-                    (&mut lists as *mut MeanLists).cast(),
-                    (&mut dropped_pointer as *mut u64).cast(),
-                    (&mut args as *mut VoxelArgs).cast(),
-                ],
-            )?;
+            // SAFETY: `voxel_scatter`'s nine parameters in order; points and features were checked against the plan's shapes, the grid, counts, tallies, slots and lists are this call's allocations sized by the plan.
+            unsafe {
+                self.launch_with(
+                    Kernel::VoxelScatter,
+                    over(n),
+                    &[
+                        (&mut points as *mut u64).cast(),
+                        (&mut features as *mut u64).cast(),
+                        (&mut grid_pointer as *mut u64).cast(),
+                        (&mut counts_pointer as *mut u64).cast(),
+                        (&mut tallies as *mut u64).cast(),
+                        (&mut slots as *mut SlotPoints).cast(),
+                        (&mut lists as *mut MeanLists).cast(),
+                        (&mut dropped_pointer as *mut u64).cast(),
+                        (&mut args as *mut VoxelArgs).cast(),
+                    ],
+                )
+            }?;
         }
         match mode {
             VoxelMode::Max => {
                 let (mut words, mut count) = (grid_pointer, values as u64);
-                self.launch_with(
-                    Kernel::VoxelMaxDecode,
-                    over(values),
-                    &[(&mut words as *mut u64).cast(), (&mut count as *mut u64).cast()],
-                )?;
+                // SAFETY: `voxel_max_decode`'s words and count: the grid allocated above holds `values` words.
+                unsafe {
+                    self.launch_with(
+                        Kernel::VoxelMaxDecode,
+                        over(values),
+                        &[(&mut words as *mut u64).cast(), (&mut count as *mut u64).cast()],
+                    )
+                }?;
             }
             VoxelMode::Mean => {
                 if let Some(scratch) = &scratch {
@@ -413,65 +417,81 @@ impl CudaDevice {
         match grouped {
             // As many blocks as fit at once (or fewer for a small grid): each
             // thread walks several groups, prefetching the next one's tallies.
-            Some(kernel) => self.launch_with(
-                kernel,
-                LaunchConfig {
-                    grid: (voxels.div_ceil(MEAN_GROUP).div_ceil(MEAN_THREADS as usize) as u32).clamp(
-                        1,
-                        self.context.resident_blocks(kernel, MEAN_THREADS, 0).map_err(cuda_error)?
-                            * self.context.multiprocessors(),
-                    ),
-                    block: MEAN_THREADS,
-                    shared_bytes: 0,
-                },
-                &[
-                    (&mut features as *mut u64).cast(),
-                    (&mut tallies as *mut u64).cast(),
-                    (&mut counts as *mut u64).cast(),
-                    (&mut slots as *mut SlotPoints).cast(),
-                    (&mut mean_pointer as *mut u64).cast(),
-                    (&mut voxel_count as *mut u64).cast(),
-                    (&mut lists as *mut MeanLists).cast(),
-                ],
-            )?,
-            None => self.launch_with(
-                Kernel::VoxelMean,
-                over(voxels),
-                &[
-                    (&mut features as *mut u64).cast(),
-                    (&mut tallies as *mut u64).cast(),
-                    (&mut counts as *mut u64).cast(),
-                    (&mut slots as *mut SlotPoints).cast(),
-                    (&mut mean_pointer as *mut u64).cast(),
-                    (&mut voxel_count as *mut u64).cast(),
-                    (&mut f as *mut u64).cast(),
-                    (&mut lists as *mut MeanLists).cast(),
-                ],
-            )?,
+            Some(kernel) => {
+                // SAFETY: the grouped means kernels take `voxel_mean`'s parameters less the feature length; the scratch and the mean grid were sized by the plan for `voxels` voxels.
+                unsafe {
+                    self.launch_with(
+                        kernel,
+                        LaunchConfig {
+                            grid: (voxels.div_ceil(MEAN_GROUP).div_ceil(MEAN_THREADS as usize) as u32).clamp(
+                                1,
+                                self.context.resident_blocks(kernel, MEAN_THREADS, 0).map_err(cuda_error)?
+                                    * self.context.multiprocessors(),
+                            ),
+                            block: MEAN_THREADS,
+                            shared_bytes: 0,
+                        },
+                        &[
+                            (&mut features as *mut u64).cast(),
+                            (&mut tallies as *mut u64).cast(),
+                            (&mut counts as *mut u64).cast(),
+                            (&mut slots as *mut SlotPoints).cast(),
+                            (&mut mean_pointer as *mut u64).cast(),
+                            (&mut voxel_count as *mut u64).cast(),
+                            (&mut lists as *mut MeanLists).cast(),
+                        ],
+                    )
+                }
+            }?,
+            None => {
+                // SAFETY: `voxel_mean`'s eight parameters; the scratch and the mean grid were sized by the plan for `voxels` voxels of `feature_len` features.
+                unsafe {
+                    self.launch_with(
+                        Kernel::VoxelMean,
+                        over(voxels),
+                        &[
+                            (&mut features as *mut u64).cast(),
+                            (&mut tallies as *mut u64).cast(),
+                            (&mut counts as *mut u64).cast(),
+                            (&mut slots as *mut SlotPoints).cast(),
+                            (&mut mean_pointer as *mut u64).cast(),
+                            (&mut voxel_count as *mut u64).cast(),
+                            (&mut f as *mut u64).cast(),
+                            (&mut lists as *mut MeanLists).cast(),
+                        ],
+                    )
+                }
+            }?,
         }
         // How many points overflowed and how many voxels are heavy is known
         // only on the device: fixed grids walk the lists, and threads past
         // their ends return at once.
         let multiprocessors = self.context.multiprocessors();
-        self.launch_with(
-            Kernel::VoxelPlaceOverflow,
-            LaunchConfig { grid: 2 * multiprocessors, block: 256, shared_bytes: 0 },
-            &[(&mut lists as *mut MeanLists).cast()],
-        )?;
+        // SAFETY: `voxel_place_overflow` takes the scratch's lists, allocated with it.
+        unsafe {
+            self.launch_with(
+                Kernel::VoxelPlaceOverflow,
+                LaunchConfig { grid: 2 * multiprocessors, block: 256, shared_bytes: 0 },
+                &[(&mut lists as *mut MeanLists).cast()],
+            )
+        }?;
         let (mut points, mut dropped_pointer) = (device_pointer(input.points), dropped);
-        self.launch_with(
-            Kernel::VoxelMeanHeavy,
-            LaunchConfig { grid: 4 * multiprocessors, block: 256, shared_bytes: 4 * SHARED_POINTS },
-            &[
-                (&mut features as *mut u64).cast(),
-                (&mut slots as *mut SlotPoints).cast(),
-                (&mut lists as *mut MeanLists).cast(),
-                (&mut mean_pointer as *mut u64).cast(),
-                (&mut points as *mut u64).cast(),
-                (args as *mut VoxelArgs).cast(),
-                (&mut dropped_pointer as *mut u64).cast(),
-            ],
-        )?;
+        // SAFETY: `voxel_mean_heavy`'s seven parameters; its dynamic shared memory is the SHARED_POINTS words it declares.
+        unsafe {
+            self.launch_with(
+                Kernel::VoxelMeanHeavy,
+                LaunchConfig { grid: 4 * multiprocessors, block: 256, shared_bytes: 4 * SHARED_POINTS },
+                &[
+                    (&mut features as *mut u64).cast(),
+                    (&mut slots as *mut SlotPoints).cast(),
+                    (&mut lists as *mut MeanLists).cast(),
+                    (&mut mean_pointer as *mut u64).cast(),
+                    (&mut points as *mut u64).cast(),
+                    (args as *mut VoxelArgs).cast(),
+                    (&mut dropped_pointer as *mut u64).cast(),
+                ],
+            )
+        }?;
         // The scratch drops with the caller: freed in stream order, after the kernels.
         Ok(())
     }
@@ -480,11 +500,14 @@ impl CudaDevice {
     fn check_clouds(&self, args: &mut VoxelArgs, input: &VoxelInput<'_>) -> Result<()> {
         let status = self.context.upload(&u64::MAX.to_le_bytes()).map_err(cuda_error)?;
         let mut status_pointer = status.device_pointer();
-        self.launch_with(
-            Kernel::VoxelCheckClouds,
-            over(args.points as usize),
-            &[(args as *mut VoxelArgs).cast(), (&mut status_pointer as *mut u64).cast()],
-        )?;
+        // SAFETY: `voxel_check_clouds` reads the points' cloud indices (checked against the plan) and writes one word of `status`.
+        unsafe {
+            self.launch_with(
+                Kernel::VoxelCheckClouds,
+                over(args.points as usize),
+                &[(args as *mut VoxelArgs).cast(), (&mut status_pointer as *mut u64).cast()],
+            )
+        }?;
         let mut word = [0u8; 8];
         self.context.download(&status, &mut word).map_err(cuda_error)?;
         let point = u64::from_le_bytes(word);
