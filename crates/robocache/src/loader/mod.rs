@@ -294,11 +294,19 @@ impl Loader {
     /// The batches of epoch `epoch`, in its shuffled order. Worker threads
     /// assemble them ahead of the consumer (see [`LoaderConfig::prefetch`]).
     pub fn epoch(&self, epoch: u64) -> Epoch {
+        self.epoch_from(epoch, 0)
+    }
+
+    /// The batches of epoch `epoch` from batch `first_batch` on (to resume
+    /// an epoch where a checkpoint stopped: the order is the epoch's, the
+    /// first `first_batch` batches are skipped without being assembled).
+    pub fn epoch_from(&self, epoch: u64, first_batch: usize) -> Epoch {
         let order = self.sampler.epoch(epoch);
         let mut batches: Vec<Vec<usize>> = order.chunks(self.config.batch_size).map(<[usize]>::to_vec).collect();
         if self.config.drop_last && batches.last().is_some_and(|b| b.len() < self.config.batch_size) {
             batches.pop();
         }
+        batches.drain(..first_batch.min(batches.len()));
         let job = Arc::new(Job {
             device: self.device.clone(),
             dataset: self.dataset.clone(),

@@ -1,0 +1,212 @@
+//! Arrays across the boundary, without copies.
+//!
+//! In: Python describes a contiguous NumPy array or torch tensor as an
+//! [`ArrayDesc`] tuple `(address, shape, dtype, device)`; it becomes a
+//! [`Tensor`] over that memory ([`Tensor::from_external`]) for the length
+//! of one call. The Python caller holds the array for that long, and on a
+//! GPU the caller's stream is made to wait for robocache's work before the
+//! call returns, so the memory is neither freed nor reused under a kernel.
+//!
+//! Out: an [`Array`] owns a result [`Tensor`] and shows its memory through
+//! `__array_interface__` (host) or `__cuda_array_interface__` (GPU), which
+//! NumPy, CuPy and `torch.as_tensor` read in place; the consumer keeps the
+//! `Array` alive as the owner of the memory. Dropping it frees the device
+//! memory in stream order after the consumer's stream has reached that
+//! point, so work the caller queued on its stream with the data completes
+//! first.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+use robocache::{BackendRequest, DType, Device, Tensor};
+
+use crate::errors::{invalid, IntoPy};
+
+/// A parsed array descriptor.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ArrayDesc {
+    pub address: u64,
+    pub shape: Vec<usize>,
+    pub dtype: DType,
+    pub device: BackendRequest,
+}
+
+impl ArrayDesc {
+    /// A descriptor from its parts; the error names the bad part.
+    pub fn parse_parts(address: u64, shape: Vec<usize>, dtype: &str, device: &str) -> Result<Self, String> {
+        let dtype = DType::from_name(dtype).ok_or_else(|| {
+            format!(
+                "dtype {dtype} is not supported (bool, u8-u64, i8-i64, f16, bf16, f32, f64)"
+            )
+        })?;
+        let device = match device.parse()? {
+            BackendRequest::Auto => return Err("an array's device must be cpu or cuda:N".into()),
+            device => device,
+        };
+        Ok(ArrayDesc { address, shape, dtype, device })
+    }
+
+    /// A borrowed tensor over the described memory on `device`.
+    ///
+    /// # Safety
+    ///
+    /// The memory must stay valid and unwritten while the tensor and the
+    /// work queued with it live (the calling Python function holds the
+    /// array and orders the caller's stream after robocache's).
+    pub(crate) unsafe fn tensor(&self, what: &str, device: &Device) -> PyResult<Tensor> {
+        let on = match device {
+            Device::Cpu => BackendRequest::Cpu,
+            Device::Cuda(cuda) => BackendRequest::Cuda(cuda.ordinal()),
+        };
+        if on != self.device {
+            return Err(crate::errors::to_py(robocache::Error::DeviceMismatch {
+                what: what.to_owned(),
+                tensor_device: request_name(self.device),
+                device: request_name(on),
+            }));
+        }
+        // SAFETY: forwarded to the caller.
+        unsafe { Tensor::from_external(device, self.address, self.dtype, &self.shape) }.py_err()
+    }
+}
+
+fn request_name(request: BackendRequest) -> String {
+    match request {
+        BackendRequest::Cpu | BackendRequest::Auto => "cpu".into(),
+        BackendRequest::Cuda(n) => format!("cuda:{n}"),
+    }
+}
+
+impl<'py> FromPyObject<'_, 'py> for ArrayDesc {
+    type Error = PyErr;
+
+    fn extract(object: Borrowed<'_, 'py, PyAny>) -> PyResult<Self> {
+        let (address, shape, dtype, device): (u64, Vec<usize>, String, String) = object
+            .extract()
+            .map_err(|_| invalid("expected an array descriptor (address, shape, dtype, device)"))?;
+        ArrayDesc::parse_parts(address, shape, &dtype, &device).map_err(invalid)
+    }
+}
+
+/// The device an operation runs on: the first array's.
+pub(crate) fn device_of(desc: &ArrayDesc) -> PyResult<Device> {
+    Device::from_request(desc.device).py_err()
+}
+
+/// A result of robocache: its memory, shape and dtype, readable in place.
+#[derive(Debug)]
+#[pyclass(module = "robocache._native", frozen)]
+pub struct Array {
+    tensor: Tensor,
+    /// The caller's CUDA stream, which robocache's stream waits for before
+    /// the memory is freed.
+    consumer_stream: Option<u64>,
+}
+
+impl Array {
+    pub(crate) fn new(tensor: Tensor, consumer_stream: Option<u64>) -> Self {
+        Array { tensor, consumer_stream }
+    }
+}
+
+impl Drop for Array {
+    fn drop(&mut self) {
+        if let Some(stream) = self.consumer_stream {
+            // A failure leaves the free ordered on robocache's stream only;
+            // there is no one to report it to from a destructor.
+            let _ = self.tensor.device().wait_for_external_stream(stream);
+        }
+    }
+}
+
+/// NumPy's type string of `dtype` (bf16, which NumPy lacks, as the
+/// 2-byte integer the Python side views as `torch.bfloat16`).
+fn typestr(dtype: DType) -> &'static str {
+    match dtype {
+        DType::Bool => "|b1",
+        DType::U8 => "|u1",
+        DType::U16 => "<u2",
+        DType::U32 => "<u4",
+        DType::U64 => "<u8",
+        DType::I8 => "|i1",
+        DType::I16 | DType::BF16 => "<i2",
+        DType::I32 => "<i4",
+        DType::I64 => "<i8",
+        DType::F16 => "<f2",
+        DType::F32 => "<f4",
+        DType::F64 => "<f8",
+    }
+}
+
+#[pymethods]
+impl Array {
+    /// The shape, outermost dimension first.
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.tensor.shape())
+    }
+
+    /// The element type's name (`f32`, `bf16`, `bool`, ...).
+    #[getter]
+    fn dtype(&self) -> &'static str {
+        self.tensor.dtype().name()
+    }
+
+    /// `cpu` or `cuda:N`.
+    #[getter]
+    fn device(&self) -> String {
+        match self.tensor.device() {
+            Device::Cpu => "cpu".into(),
+            Device::Cuda(cuda) => format!("cuda:{}", cuda.ordinal()),
+        }
+    }
+
+    /// The data's address (host or device memory).
+    #[getter]
+    fn address(&self) -> u64 {
+        self.tensor.data_address()
+    }
+
+    /// NumPy's array interface (host results only).
+    #[getter]
+    fn __array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        if !matches!(self.tensor.device(), Device::Cpu) {
+            return Err(pyo3::exceptions::PyAttributeError::new_err(
+                "a CUDA result has no __array_interface__ (use __cuda_array_interface__)",
+            ));
+        }
+        self.interface(py, 3, None)
+    }
+
+    /// The CUDA array interface, version 3 (GPU results only). `stream` is
+    /// None: the producer already ordered the consumer's stream.
+    #[getter]
+    fn __cuda_array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        if matches!(self.tensor.device(), Device::Cpu) {
+            return Err(pyo3::exceptions::PyAttributeError::new_err(
+                "a host result has no __cuda_array_interface__ (use __array_interface__)",
+            ));
+        }
+        self.interface(py, 3, Some(py.None()))
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Array(shape={:?}, dtype={}, device={})", self.tensor.shape(), self.tensor.dtype(), self.device())
+    }
+}
+
+impl Array {
+    fn interface<'py>(&self, py: Python<'py>, version: u32, stream: Option<Py<PyAny>>) -> PyResult<Bound<'py, PyDict>> {
+        let dict = PyDict::new(py);
+        dict.set_item("shape", PyTuple::new(py, self.tensor.shape())?)?;
+        dict.set_item("typestr", typestr(self.tensor.dtype()))?;
+        // An empty array still needs a non-null pointer for some consumers.
+        let address = self.tensor.data_address().max(if self.tensor.is_empty() { 1 } else { 0 });
+        dict.set_item("data", (address, false))?;
+        dict.set_item("strides", py.None())?;
+        dict.set_item("version", version)?;
+        if let Some(stream) = stream {
+            dict.set_item("stream", stream)?;
+        }
+        Ok(dict)
+    }
+}

@@ -1,0 +1,224 @@
+//! The operations: descriptors in, facade call, [`Array`]s out.
+
+use pyo3::prelude::*;
+use robocache::{
+    ChannelSpec, DType, Device, FusionStreamInput, Method, ResampleSpec, StreamInput, TargetTimes, Tensor, TimeAxis,
+    VoxelGrid, VoxelInput, VoxelMode,
+};
+
+use crate::arrays::{device_of, Array, ArrayDesc};
+use crate::errors::{invalid, IntoPy};
+
+/// Source times: an `f64` array, or `("uniform", start, hz)`.
+#[derive(Debug, FromPyObject)]
+enum TimesArg {
+    Uniform(String, f64, f64),
+    Array(ArrayDesc),
+}
+
+/// Target times: an `f64` array, or `("uniform", start, hz, len)`.
+#[derive(Debug, FromPyObject)]
+enum TargetsArg {
+    Uniform(String, f64, f64, usize),
+    Array(ArrayDesc),
+}
+
+/// Borrowed tensors of one call, on its device.
+struct Borrowed {
+    device: Device,
+}
+
+impl Borrowed {
+    fn tensor(&self, what: &str, desc: &ArrayDesc) -> PyResult<Tensor> {
+        // SAFETY: the Python function that called in holds every array it
+        // described until it returns, and before it returns the caller's
+        // stream is ordered after the work queued with them (`finish`).
+        unsafe { desc.tensor(what, &self.device) }
+    }
+
+    fn times(&self, what: &str, times: &TimesArg) -> PyResult<Option<Tensor>> {
+        match times {
+            TimesArg::Array(desc) => Ok(Some(self.tensor(what, desc)?)),
+            TimesArg::Uniform(tag, ..) => uniform_tag(tag).map(|()| None),
+        }
+    }
+
+    fn targets(&self, targets: &TargetsArg) -> PyResult<Option<Tensor>> {
+        match targets {
+            TargetsArg::Array(desc) => Ok(Some(self.tensor("target times", desc)?)),
+            TargetsArg::Uniform(tag, ..) => uniform_tag(tag).map(|()| None),
+        }
+    }
+
+    /// Orders robocache's stream after the caller's before any work.
+    fn start(&self, stream: Option<u64>) -> PyResult<()> {
+        match stream {
+            Some(stream) => self.device.wait_for_external_stream(stream).py_err(),
+            None => Ok(()),
+        }
+    }
+
+    /// Orders the caller's stream after robocache's work, so results and
+    /// inputs are safe to use and free there without a host wait.
+    fn finish(&self, stream: Option<u64>) -> PyResult<()> {
+        match stream {
+            Some(stream) => self.device.make_external_stream_wait(stream).py_err(),
+            None => self.device.synchronize().py_err(),
+        }
+    }
+}
+
+fn uniform_tag(tag: &str) -> PyResult<()> {
+    if tag == "uniform" {
+        Ok(())
+    } else {
+        Err(invalid(format!("times must be an f64 array or ('uniform', start, hz[, len]), not a tuple tagged {tag:?}")))
+    }
+}
+
+fn time_axis<'a>(times: &TimesArg, tensor: &'a Option<Tensor>) -> TimeAxis<'a> {
+    match (times, tensor) {
+        (_, Some(t)) => TimeAxis::Tensor(t),
+        (TimesArg::Uniform(_, start, hz), None) => TimeAxis::Uniform { start: *start, hz: *hz },
+        (TimesArg::Array(_), None) => unreachable!("an array argument always has its tensor"),
+    }
+}
+
+fn target_times<'a>(targets: &TargetsArg, tensor: &'a Option<Tensor>) -> TargetTimes<'a> {
+    match (targets, tensor) {
+        (_, Some(t)) => TargetTimes::Tensor(t),
+        (TargetsArg::Uniform(_, start, hz, len), None) => TargetTimes::Uniform { start: *start, hz: *hz, len: *len },
+        (TargetsArg::Array(_), None) => unreachable!("an array argument always has its tensor"),
+    }
+}
+
+/// A resample spec from its text forms: `channels` as the CLI takes it
+/// (`linear`, or `0..3:linear,3..7:slerp-xyzw`), `boundary` as
+/// `clamp|extrapolate|fill:VALUE`.
+fn spec(channels: &str, boundary: &str) -> PyResult<ResampleSpec> {
+    let channels: ChannelSpec = channels.parse().map_err(|e: String| invalid(format!("channels {channels:?}: {e}")))?;
+    let boundary = boundary.parse().map_err(|e: String| invalid(format!("boundary {boundary:?}: {e}")))?;
+    Ok(ResampleSpec { channels, boundary, ..ResampleSpec::new(Method::Linear) })
+}
+
+/// `resample(data, times, targets, channels, boundary, lengths, trusted, stream) -> (out, valid)`.
+#[pyfunction]
+#[pyo3(signature = (data, times, targets, channels, boundary, lengths, trusted, stream))]
+#[allow(clippy::too_many_arguments)]
+fn resample(
+    py: Python<'_>,
+    data: ArrayDesc,
+    times: TimesArg,
+    targets: TargetsArg,
+    channels: &str,
+    boundary: &str,
+    lengths: Option<ArrayDesc>,
+    trusted: bool,
+    stream: Option<u64>,
+) -> PyResult<(Array, Array)> {
+    let call = Borrowed { device: device_of(&data)? };
+    let spec = ResampleSpec { trusted, ..spec(channels, boundary)? };
+    let data_tensor = call.tensor("data", &data)?;
+    let times_tensor = call.times("source times", &times)?;
+    let targets_tensor = call.targets(&targets)?;
+    let lengths_tensor = lengths.as_ref().map(|l| call.tensor("lengths", l)).transpose()?;
+    let out = py.detach(|| {
+        call.start(stream)?;
+        let mut input = StreamInput::new(&data_tensor, time_axis(&times, &times_tensor));
+        if let Some(l) = &lengths_tensor {
+            input = input.with_lengths(l);
+        }
+        let out = call.device.resample(&input, &target_times(&targets, &targets_tensor), &spec).py_err()?;
+        call.finish(stream)?;
+        Ok::<_, PyErr>(out)
+    })?;
+    Ok((Array::new(out.data, stream), Array::new(out.valid, stream)))
+}
+
+/// `fuse([(data, times, lengths, channels, boundary)], targets, dtype, stream) -> (out, valid, offsets)`.
+#[pyfunction]
+#[pyo3(signature = (streams, targets, dtype, stream))]
+fn fuse(
+    py: Python<'_>,
+    streams: Vec<(ArrayDesc, TimesArg, Option<ArrayDesc>, String, String)>,
+    targets: TargetsArg,
+    dtype: &str,
+    stream: Option<u64>,
+) -> PyResult<(Array, Array, Vec<usize>)> {
+    let first = streams.first().ok_or_else(|| invalid("fuse needs at least one stream"))?;
+    let call = Borrowed { device: device_of(&first.0)? };
+    let dtype = DType::from_name(dtype).ok_or_else(|| invalid(format!("fuse: unknown output dtype {dtype:?}")))?;
+    let mut tensors = Vec::with_capacity(streams.len());
+    for (k, (data, times, lengths, channels, boundary)) in streams.iter().enumerate() {
+        tensors.push((
+            call.tensor(&format!("stream {k} data"), data)?,
+            call.times(&format!("stream {k} source times"), times)?,
+            lengths.as_ref().map(|l| call.tensor(&format!("stream {k} lengths"), l)).transpose()?,
+            spec(channels, boundary)?,
+        ));
+    }
+    let targets_tensor = call.targets(&targets)?;
+    let out = py.detach(|| {
+        call.start(stream)?;
+        let inputs: Vec<FusionStreamInput<'_>> = tensors
+            .iter()
+            .zip(&streams)
+            .map(|((data, times, lengths, spec), (_, time_arg, ..))| {
+                let mut input = StreamInput::new(data, time_axis(time_arg, times));
+                if let Some(l) = lengths {
+                    input = input.with_lengths(l);
+                }
+                FusionStreamInput { stream: input, spec: spec.clone() }
+            })
+            .collect();
+        let out = call.device.fuse(&inputs, &target_times(&targets, &targets_tensor), dtype).py_err()?;
+        call.finish(stream)?;
+        Ok::<_, PyErr>(out)
+    })?;
+    Ok((Array::new(out.data, stream), Array::new(out.valid, stream), out.offsets))
+}
+
+/// `voxelize(points, features, clouds, num_clouds, origin, voxel_size, dims, mode, budget_bytes, stream)
+/// -> (grid, counts | None, dropped)`.
+#[pyfunction]
+#[pyo3(signature = (points, features, clouds, num_clouds, origin, voxel_size, dims, mode, budget_bytes, stream))]
+#[allow(clippy::too_many_arguments)]
+fn voxelize(
+    py: Python<'_>,
+    points: ArrayDesc,
+    features: Option<ArrayDesc>,
+    clouds: Option<ArrayDesc>,
+    num_clouds: usize,
+    origin: [f32; 3],
+    voxel_size: [f32; 3],
+    dims: [usize; 3],
+    mode: &str,
+    budget_bytes: u64,
+    stream: Option<u64>,
+) -> PyResult<(Array, Option<Array>, Array)> {
+    let call = Borrowed { device: device_of(&points)? };
+    let mode: VoxelMode = mode.parse().map_err(|e: String| invalid(format!("mode {mode:?}: {e}")))?;
+    let points_tensor = call.tensor("points", &points)?;
+    let features_tensor = features.as_ref().map(|f| call.tensor("features", f)).transpose()?;
+    let clouds_tensor = clouds.as_ref().map(|c| call.tensor("cloud index", c)).transpose()?;
+    let grid = VoxelGrid { origin, voxel_size, dims };
+    let out = py.detach(|| {
+        call.start(stream)?;
+        let input = VoxelInput {
+            points: &points_tensor,
+            features: features_tensor.as_ref(),
+            clouds: clouds_tensor.as_ref().map(|c| (c, num_clouds)),
+        };
+        let out = call.device.voxelize(&input, &grid, mode, budget_bytes).py_err()?;
+        call.finish(stream)?;
+        Ok::<_, PyErr>(out)
+    })?;
+    Ok((Array::new(out.grid, stream), out.counts.map(|c| Array::new(c, stream)), Array::new(out.dropped, stream)))
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(resample, m)?)?;
+    m.add_function(wrap_pyfunction!(fuse, m)?)?;
+    m.add_function(wrap_pyfunction!(voxelize, m)?)?;
+    Ok(())
+}
