@@ -1,8 +1,11 @@
 //! Project automation, run as `cargo xtask <command>` (rust-analyzer's xtask pattern).
 //!
 //! - `test [ARGS]`: the workspace's tests (`cargo test --workspace ARGS`)
-//!   with the Python tools (CMake, h5py, robomimic) installed from PyPI into
-//!   `target/tools/python`. The README's test command.
+//!   with the Python tools (CMake, h5py, robomimic, maturin, pytest, torch)
+//!   installed from PyPI into `target/tools/python`, then the Python
+//!   package built into that environment (`maturin develop`) and its pytest
+//!   suite. The README's test command.
+//! - `wheel`: the Python package's wheel (release) into `target/wheels`.
 //! - `run [ARGS]`: the `robocache` binary (release) with the same tools.
 //! - `env`: the tools as shell exports, for `eval "$(cargo xtask env)"`.
 //! - `bench-numpy`: the CPU backend against NumPy on the same workloads, in one
@@ -70,11 +73,17 @@ enum Task {
     },
     /// Build the GPU test and benchmark binaries into target/gpu-bundle.
     GpuBundle,
+    /// Build the Python package's wheel (release) into target/wheels.
+    Wheel,
 }
 
 fn main() -> Result<()> {
     match Cli::parse().command {
-        Task::Test { args } => cargo(&["test", "--workspace"], &args),
+        Task::Test { args } => {
+            cargo(&["test", "--workspace", "--exclude", "robocache-python"], &args)?;
+            python_tests()
+        }
+        Task::Wheel => wheel(&root().join("target/wheels")).map(|path| println!("{}", path.display())),
         Task::Run { args } => {
             let mut all = vec!["--".to_owned()];
             all.extend(args);
@@ -108,6 +117,40 @@ fn cargo(args: &[&str], extra: &[String]) -> Result<()> {
     command.current_dir(root()).args(args).args(extra);
     tools.apply(&mut command);
     run(&mut command)
+}
+
+/// The Python package built into the tools' environment (`maturin
+/// develop`, dev profile) and its pytest suite.
+fn python_tests() -> Result<()> {
+    let tools = python_tools::PythonTools::ensure()?;
+    let mut develop = Command::new(tools.bin.join("maturin"));
+    develop
+        .current_dir(root())
+        .args(["develop", "--quiet", "-m", "crates/robocache-python/Cargo.toml"])
+        .env("VIRTUAL_ENV", root().join("target/tools/python"));
+    tools.apply(&mut develop);
+    run(&mut develop)?;
+    let mut pytest = Command::new(tools.bin.join("python"));
+    pytest.current_dir(root()).args(["-m", "pytest", "-q", "crates/robocache-python/tests"]);
+    tools.apply(&mut pytest);
+    run(&mut pytest)
+}
+
+/// The Python package's wheel (release, abi3) in `out`; returns its path.
+pub(crate) fn wheel(out: &Path) -> Result<PathBuf> {
+    let tools = python_tools::PythonTools::ensure()?;
+    let _ = std::fs::remove_dir_all(out);
+    let mut build = Command::new(tools.bin.join("maturin"));
+    build
+        .current_dir(root())
+        .args(["build", "--release", "--quiet", "-m", "crates/robocache-python/Cargo.toml", "-o"])
+        .arg(out);
+    tools.apply(&mut build);
+    run(&mut build)?;
+    std::fs::read_dir(out)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|e| e == "whl"))
+        .with_context(|| format!("maturin wrote no wheel into {}", out.display()))
 }
 
 fn bench_numpy(repeats: usize) -> Result<()> {

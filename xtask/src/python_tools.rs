@@ -14,7 +14,19 @@ use anyhow::Result;
 use crate::{root, run};
 
 /// What `target/tools/python` holds; a change re-runs pip.
-const PACKAGES: [&str; 5] = ["cmake>=3.26,<5", "numpy>=1.26", "h5py>=3.10", "tqdm", "termcolor"];
+const PACKAGES: [&str; 8] = [
+    "cmake>=3.26,<5",
+    "numpy>=1.26",
+    "h5py>=3.10",
+    "tqdm",
+    "termcolor",
+    // The Python package: its build backend, its tests, and PyTorch (its
+    // tensors in and out are what the tests exchange; a CPU machine runs
+    // torch's CUDA build without a driver).
+    "maturin>=1.7,<2",
+    "pytest>=7",
+    "torch>=2.4",
+];
 const ROBOMIMIC: &str = "robomimic==0.3.0";
 
 /// The virtual environment with the tools, created or updated when stale.

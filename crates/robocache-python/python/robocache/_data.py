@@ -1,0 +1,197 @@
+"""Datasets and the loader from Python: :func:`open` and :class:`Loader`."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
+
+import numpy as np
+
+from . import _arrays
+from ._errors import InvalidInputError
+from ._native import Dataset as _NativeDataset
+from ._native import Loader as _NativeLoader
+
+
+class Dataset:
+    """A RoboMimic, CALVIN or RT-X file, read as episodes of streams.
+
+    ``info`` is the episode model (what ``robocache inspect --json``
+    prints): ``format``, ``rate_hz``, ``episodes`` (each with its ``name``,
+    ``length``, ``streams`` with shapes, dtypes, kinds and rates).
+    """
+
+    def __init__(self, path: Union[str, os.PathLike], *, format: Optional[str] = None, split: Optional[str] = None,
+                 rate_hz: Optional[float] = None, cache_bytes: int = 0):
+        self.path = os.fspath(path)
+        self._native = _NativeDataset(self.path, format, split, rate_hz, cache_bytes)
+        self.info: Dict[str, Any] = json.loads(self._native.info_json())
+
+    @property
+    def format(self) -> str:
+        return self._native.format
+
+    @property
+    def episodes(self) -> List[Dict[str, Any]]:
+        return self.info["episodes"]
+
+    @property
+    def streams(self) -> List[str]:
+        """The stream names of the first episode."""
+        episodes = self.episodes
+        return [s["name"] for s in episodes[0]["streams"]] if episodes else []
+
+    def __len__(self) -> int:
+        return len(self.episodes)
+
+    def __repr__(self) -> str:
+        return f"robocache.Dataset({self.path!r}, format={self.format!r}, episodes={len(self)})"
+
+
+def open(path: Union[str, os.PathLike], **options) -> Dataset:  # noqa: A001
+    """Opens a dataset file; ``options``: ``format`` (``robomimic``,
+    ``calvin``, ``rtx``; detected when absent), ``split`` (robomimic's
+    ``mask/<split>``), ``rate_hz``, ``cache_bytes``."""
+    return Dataset(path, **options)
+
+
+def _default_device() -> str:
+    """The local rank's GPU when CUDA answers, else the CPU."""
+    from . import cuda_available
+
+    if cuda_available():
+        return f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
+    return "cpu"
+
+
+def _env_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise InvalidInputError(f"environment variable {name}={value!r} is not an integer") from None
+
+
+class Loader:
+    """Batches of aligned windows of a dataset on a device, for a training loop.
+
+    Each batch is a dict: ``batch[stream]`` ``[B, T, ...]`` on the device,
+    ``batch[f"{stream}_is_pad"]`` ``[B, T]`` (True where the step is
+    padding: outside the stream, as LeRobot names it), ``episode_index``,
+    ``sample_index`` and ``anchor`` (seconds on the episode's clock, or the
+    anchor step for step windows). Torch tensors when torch is imported,
+    NumPy arrays otherwise (CPU device only).
+
+    ``windows``: ``{"hz": 50, "history": 2, "horizon": 16}`` (policy-clock
+    time windows) or ``{"seq_length": 16, "frame_stack": 2}`` (robomimic
+    step windows; ``pad_seq_length``/``pad_frame_stack`` default True).
+    Sharding defaults to ``RANK``/``WORLD_SIZE`` (torchrun); ``device``
+    defaults to ``cuda:$LOCAL_RANK`` when a GPU answers.
+    """
+
+    def __init__(self, dataset: Union[Dataset, str, os.PathLike], streams: Sequence[str], *, windows: Dict[str, Any],
+                 batch_size: int, device: Optional[str] = None, seed: int = 0, shuffle: bool = True,
+                 drop_last: bool = False, workers: int = 2, prefetch: int = 4,
+                 normalization: Optional[str] = None, mode: str = "auto",
+                 rank: Optional[int] = None, world_size: Optional[int] = None):
+        if not isinstance(dataset, Dataset):
+            dataset = Dataset(dataset)
+        if not shuffle:
+            raise InvalidInputError("shuffle=False is not supported yet: batches follow the seeded permutation")
+        self.dataset = dataset
+        self.streams = list(streams)
+        self.batch_size = int(batch_size)
+        self.device = device or _default_device()
+        if rank is None and world_size is None:
+            rank, world_size = _env_int("RANK", 0), _env_int("WORLD_SIZE", 1)
+        elif rank is None or world_size is None:
+            raise InvalidInputError("pass both rank= and world_size=, or neither (then RANK/WORLD_SIZE)")
+        self.rank, self.world_size = int(rank), int(world_size)
+        if "hz" in windows:
+            spec = ("times", float(windows["hz"]), int(windows.get("history", 0)), int(windows["horizon"]))
+        elif "seq_length" in windows:
+            spec = ("steps", int(windows["seq_length"]), int(windows.get("frame_stack", 1)),
+                    bool(windows.get("pad_seq_length", True)), bool(windows.get("pad_frame_stack", True)))
+        else:
+            raise InvalidInputError("windows needs hz/history/horizon (time windows) or seq_length/frame_stack")
+        self._native = _NativeLoader(dataset._native, self.streams, spec, self.batch_size, self.device, int(seed),
+                                     self.rank, self.world_size, bool(drop_last), int(workers), int(prefetch),
+                                     normalization, mode)
+        self._epoch = 0
+        self._next_batch = 0
+        if self.device.startswith("cuda") and _arrays._torch() is None:
+            raise InvalidInputError("a CUDA loader needs torch imported to hold its batches")
+
+    def __len__(self) -> int:
+        """Batches per epoch on this rank."""
+        return self._native.batches_per_epoch()
+
+    @property
+    def samples_per_epoch(self) -> int:
+        return self._native.samples_per_epoch()
+
+    def set_epoch(self, epoch: int) -> None:
+        """The epoch the next iteration yields (its shuffle); as ``DistributedSampler.set_epoch``."""
+        self._epoch = int(epoch)
+        self._next_batch = 0
+
+    def state_dict(self) -> Dict[str, int]:
+        """Where the loader is: resume with :meth:`load_state_dict` on a loader made the same way."""
+        return {"epoch": self._epoch, "next_batch": self._next_batch, "rank": self.rank,
+                "world_size": self.world_size}
+
+    def load_state_dict(self, state: Dict[str, int]) -> None:
+        if (state.get("rank"), state.get("world_size")) != (self.rank, self.world_size):
+            raise InvalidInputError(
+                f"the state was saved by rank {state.get('rank')} of {state.get('world_size')}, "
+                f"this loader is rank {self.rank} of {self.world_size}"
+            )
+        self._epoch, self._next_batch = int(state["epoch"]), int(state["next_batch"])
+
+    def __iter__(self) -> Iterator[Dict[str, Any]]:
+        epoch = self._native.epoch(self._epoch, self._next_batch)
+        like_torch = _arrays._torch() is not None
+        stream_of = lambda: _arrays.current_stream(self.device)  # noqa: E731
+        while True:
+            parts = epoch.next_batch(stream_of())
+            if parts is None:
+                break
+            streams, samples, episodes, anchors = parts
+            batch: Dict[str, Any] = {}
+            for name, data, valid in streams:
+                batch[name] = _arrays.output(data, like_torch)
+                mask = _arrays.output(valid, like_torch)
+                batch[f"{name}_is_pad"] = ~mask if like_torch else np.logical_not(mask)
+            batch["sample_index"] = self._index(samples, like_torch)
+            batch["episode_index"] = self._index(episodes, like_torch)
+            batch["anchor"] = self._values(anchors, like_torch)
+            self._next_batch += 1
+            yield batch
+        self._epoch += 1
+        self._next_batch = 0
+
+    def _index(self, values, like_torch: bool):
+        array = np.asarray(values, dtype=np.int64)
+        if like_torch:
+            import torch
+
+            return torch.from_numpy(array).to(self.device, non_blocking=True)
+        return array
+
+    def _values(self, values, like_torch: bool):
+        array = np.asarray(values, dtype=np.float64)
+        if like_torch:
+            import torch
+
+            return torch.from_numpy(array).to(self.device, non_blocking=True)
+        return array
+
+    def telemetry(self) -> Dict[str, Any]:
+        """Batches, waits, stall fraction, throughput, GPU utilization."""
+        return json.loads(self._native.telemetry_json())
+
+    def reset_telemetry(self) -> None:
+        self._native.reset_telemetry()

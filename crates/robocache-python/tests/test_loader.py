@@ -1,0 +1,112 @@
+"""The Loader from Python: batches as dicts of tensors, exactly-once across
+simulated ranks, set_epoch, state_dict resume, datasets as Python objects."""
+
+import numpy as np
+import pytest
+
+import robocache
+
+torch = pytest.importorskip("torch")
+
+STREAMS = ["actions", "obs/joint_pos", "obs/gripper"]
+WINDOWS = {"hz": 50.0, "history": 2, "horizon": 8}
+
+
+def make(path, **kwargs):
+    options = dict(windows=WINDOWS, batch_size=16, device="cpu", seed=3)
+    options.update(kwargs)
+    return robocache.Loader(path, STREAMS, **options)
+
+
+def test_open_gives_the_episode_model(robomimic_file):
+    dataset = robocache.open(robomimic_file)
+    assert dataset.format == "robomimic" and len(dataset) == 12
+    assert dataset.info["rate_hz"] == 20.0
+    assert {"actions", "obs/joint_pos", "obs/gripper"} <= set(dataset.streams)
+    assert dataset.episodes[0]["name"] == "demo_0"
+    with pytest.raises(robocache.DatasetError):
+        robocache.open(robomimic_file + ".missing")
+
+
+def test_batches_are_dicts_of_tensors(robomimic_file):
+    loader = make(robomimic_file)
+    batch = next(iter(loader))
+    assert batch["obs/joint_pos"].shape == (16, 10, 7) and batch["obs/joint_pos"].dtype == torch.float32
+    assert batch["obs/joint_pos_is_pad"].shape == (16, 10) and batch["obs/joint_pos_is_pad"].dtype == torch.bool
+    assert batch["episode_index"].shape == (16,) and batch["sample_index"].dtype == torch.int64
+    assert batch["anchor"].dtype == torch.float64
+    # The first history step of a window anchored at an episode's start is padding.
+    starts = batch["anchor"] == 0
+    if bool(starts.any()):
+        assert bool(batch["actions_is_pad"][starts, 0].all())
+    assert len(loader) == -(-loader.samples_per_epoch // 16)
+    telemetry = loader.telemetry()
+    assert telemetry["batches"] >= 1
+
+
+def test_exactly_once_across_ranks_and_epochs_differ(robomimic_file):
+    seen = []
+    for rank in range(3):
+        loader = make(robomimic_file, rank=rank, world_size=3)
+        seen += [int(i) for batch in loader for i in batch["sample_index"]]
+    total = make(robomimic_file).samples_per_epoch
+    assert sorted(seen) == list(range(total))
+    loader = make(robomimic_file)
+    loader.set_epoch(0)
+    first = torch.cat([b["sample_index"] for b in loader])
+    loader.set_epoch(1)
+    second = torch.cat([b["sample_index"] for b in loader])
+    assert sorted(first.tolist()) == sorted(second.tolist()) and not torch.equal(first, second)
+
+
+def test_state_dict_resumes_where_it_stopped(robomimic_file):
+    loader = make(robomimic_file)
+    loader.set_epoch(4)
+    full = [b["sample_index"].clone() for b in loader]
+    loader.set_epoch(4)
+    it = iter(loader)
+    for _ in range(3):
+        next(it)
+    state = loader.state_dict()
+    assert state["epoch"] == 4 and state["next_batch"] == 3
+    resumed = make(robomimic_file)
+    resumed.load_state_dict(state)
+    rest = [b["sample_index"] for b in resumed]
+    assert len(rest) == len(full) - 3 and all(torch.equal(a, b) for a, b in zip(rest, full[3:]))
+    with pytest.raises(robocache.InvalidInputError, match="rank"):
+        make(robomimic_file, rank=1, world_size=2).load_state_dict(state)
+
+
+def test_step_windows_and_sharding_from_the_environment(robomimic_file, monkeypatch):
+    loader = make(robomimic_file, windows={"seq_length": 4, "frame_stack": 2})
+    batch = next(iter(loader))
+    assert batch["actions"].shape == (16, 5, 7)
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    half = make(robomimic_file)
+    assert (half.rank, half.world_size) == (1, 2)
+    monkeypatch.setenv("RANK", "x")
+    with pytest.raises(robocache.InvalidInputError, match="RANK"):
+        make(robomimic_file)
+
+
+def test_loader_errors(robomimic_file):
+    with pytest.raises(robocache.DatasetError, match="no_such_stream"):
+        robocache.Loader(robomimic_file, ["no_such_stream"], windows=WINDOWS, batch_size=4, device="cpu")
+    with pytest.raises(ValueError):
+        robocache.Loader(robomimic_file, STREAMS, windows=WINDOWS, batch_size=0, device="cpu")
+    with pytest.raises(robocache.InvalidInputError, match="windows"):
+        robocache.Loader(robomimic_file, STREAMS, windows={"fps": 3}, batch_size=4, device="cpu")
+    if not robocache.cuda_available():
+        with pytest.raises(robocache.CudaUnavailableError):
+            robocache.Loader(robomimic_file, STREAMS, windows=WINDOWS, batch_size=4, device="cuda:0")
+
+
+def test_cuda_loader_equals_cpu(robomimic_file, cuda):
+    cpu = make(robomimic_file)
+    gpu = make(robomimic_file, device=cuda)
+    for a, b in zip(cpu, gpu):
+        assert b["obs/joint_pos"].device.type == "cuda"
+        for name in STREAMS:
+            assert torch.equal(a[name], b[name].cpu()), name
+            assert torch.equal(a[f"{name}_is_pad"], b[f"{name}_is_pad"].cpu()), name
