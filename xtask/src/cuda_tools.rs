@@ -294,7 +294,7 @@ pub fn gpu_bundle() -> Result<()> {
     }
     let mut script = String::from(
         "#!/usr/bin/env bash\n# Runs the GPU checks of the bundle: `run.sh [PART...]` with parts tests, \
-         sanitize, cli, demo, loader, bench (default: all).\n\
+         sanitize, python, cli, demo, loader, bench (default: all).\n\
          set -uo pipefail\ncd \"$(dirname \"$0\")\"\nstatus=0\nOUT=${OUT:-.}\nPARTS=\" ${*:-all} \"\n\
          # On the GPU machine a CUDA test that finds no device fails instead of skipping.\n\
          export ROBOCACHE_REQUIRE_CUDA=1\n\
@@ -355,6 +355,20 @@ pub fn gpu_bundle() -> Result<()> {
         "./robocache bench loader --keep bench-loader.hdf5 --json $OUT/bench-loader.json || status=1\n",
         "PYTHONPATH=pydeps python3 robomimic_loader.py bench-loader.hdf5 --robocache-json $OUT/bench-loader.json --json $OUT/robomimic-loader.json || status=1\n",
     ));
+    // The Python package: its wheel, its tests, pytest as wheels (the GPU
+    // machine has no network), run against torch's CUDA tensors there.
+    script.push_str(concat!(
+        "fi\nif want python; then\n",
+        "echo \"== python package\"\n",
+        "python3 -m pip install --quiet --no-index --no-deps --find-links wheels --target pydeps-python python/*.whl pytest pluggy iniconfig packaging h5py || status=1\n",
+        "[ -f bench-loader.hdf5 ] || ./robocache bench loader --keep bench-loader.hdf5 --batches 5 > /dev/null || status=1\n",
+        "PYTHONPATH=pydeps-python python3 -m pytest -q -p no:cacheprovider python/tests 2>&1 | tee $OUT/pytest.log || status=1\n",
+        "echo \"== memcheck python GPU tests\"\n",
+        "PYTHONPATH=pydeps-python compute-sanitizer --tool memcheck --error-exitcode 9 --target-processes all python3 -m pytest -q -p no:cacheprovider python/tests/test_cuda.py python/tests/test_loader.py -k cuda > $OUT/memcheck-python.log 2>&1 || { status=1; tail -30 $OUT/memcheck-python.log; }; tail -3 $OUT/memcheck-python.log\n",
+        "echo \"== python per-call time vs torch\"\n",
+        "PYTHONPATH=pydeps-python python3 python_call_overhead.py --json $OUT/python-calls.json || status=1\n",
+        "PYTHONPATH=pydeps-python python3 python_loader.py bench-loader.hdf5 --rust-json $OUT/bench-loader.json --json $OUT/python-loader.json || status=1\n",
+    ));
     // The harness with the PyTorch baseline in the same run (SPEC §7).
     script.push_str(concat!(
         "fi\nif want bench; then\n",
@@ -364,6 +378,17 @@ pub fn gpu_bundle() -> Result<()> {
     ));
     script.push_str("exit $status\n");
     std::fs::copy(root().join("benches/robomimic_loader.py"), bundle.join("robomimic_loader.py"))?;
+    std::fs::copy(root().join("benches/python_call_overhead.py"), bundle.join("python_call_overhead.py"))?;
+    std::fs::copy(root().join("benches/python_loader.py"), bundle.join("python_loader.py"))?;
+    let python = bundle.join("python");
+    crate::wheel(&python)?;
+    std::fs::create_dir_all(python.join("tests"))?;
+    for test in std::fs::read_dir(root().join("crates/robocache-python/tests"))? {
+        let test = test?.path();
+        if test.extension().is_some_and(|e| e == "py") {
+            std::fs::copy(&test, python.join("tests").join(test.file_name().unwrap_or_default()))?;
+        }
+    }
     std::fs::copy(root().join("benches/torch_baseline.py"), bundle.join("torch_baseline.py"))?;
     bundle_wheels(&tools, &bundle.join("wheels"))?;
     let script_path = bundle.join("run.sh");
@@ -383,6 +408,7 @@ fn bundle_wheels(tools: &crate::python_tools::PythonTools, wheels: &Path) -> Res
         pip
     };
     run(pip().args(["wheel", "--no-deps", "robomimic==0.3.0", "tqdm", "termcolor", "-w"]).arg(wheels))?;
+    run(pip().args(["download", "--no-deps", "pytest", "pluggy", "iniconfig", "packaging", "-d"]).arg(wheels))?;
     // The lent GPU machines run Python 3.12; one h5py wheel keeps the bundle
     // under the 64 MiB that travels with a device call.
     run(pip()

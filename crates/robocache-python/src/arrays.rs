@@ -33,11 +33,8 @@ pub struct ArrayDesc {
 impl ArrayDesc {
     /// A descriptor from its parts; the error names the bad part.
     pub fn parse_parts(address: u64, shape: Vec<usize>, dtype: &str, device: &str) -> Result<Self, String> {
-        let dtype = DType::from_name(dtype).ok_or_else(|| {
-            format!(
-                "dtype {dtype} is not supported (bool, u8-u64, i8-i64, f16, bf16, f32, f64)"
-            )
-        })?;
+        let dtype = DType::from_name(dtype)
+            .ok_or_else(|| format!("dtype {dtype} is not supported (bool, u8-u64, i8-i64, f16, bf16, f32, f64)"))?;
         let device = match device.parse()? {
             BackendRequest::Auto => return Err("an array's device must be cpu or cuda:N".into()),
             device => device,
@@ -80,9 +77,8 @@ impl<'py> FromPyObject<'_, 'py> for ArrayDesc {
     type Error = PyErr;
 
     fn extract(object: Borrowed<'_, 'py, PyAny>) -> PyResult<Self> {
-        let (address, shape, dtype, device): (u64, Vec<usize>, String, String) = object
-            .extract()
-            .map_err(|_| invalid("expected an array descriptor (address, shape, dtype, device)"))?;
+        let (address, shape, dtype, device): (u64, Vec<usize>, String, String) =
+            object.extract().map_err(|_| invalid("expected an array descriptor (address, shape, dtype, device)"))?;
         ArrayDesc::parse_parts(address, shape, &dtype, &device).map_err(invalid)
     }
 }

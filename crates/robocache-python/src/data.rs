@@ -30,9 +30,8 @@ impl Dataset {
         rate_hz: Option<f64>,
         cache_bytes: usize,
     ) -> PyResult<Self> {
-        let format = format
-            .map(|f| f.parse().map_err(|e: String| invalid(format!("format {f:?}: {e}"))))
-            .transpose()?;
+        let format =
+            format.map(|f| f.parse().map_err(|e: String| invalid(format!("format {f:?}: {e}")))).transpose()?;
         let options = OpenOptions { format, rate_hz, split, cache_bytes, ..OpenOptions::default() };
         let dataset = py.detach(|| RustDataset::open_with(&path, &options)).map_err(robocache::Error::from).py_err()?;
         Ok(Dataset { inner: Arc::new(dataset) })
@@ -98,7 +97,8 @@ impl Loader {
         normalization: Option<&str>,
         mode: &str,
     ) -> PyResult<Self> {
-        let device = Device::from_request(device.parse().map_err(|e: String| invalid(format!("device: {e}")))?).py_err()?;
+        let device =
+            Device::from_request(device.parse().map_err(|e: String| invalid(format!("device: {e}")))?).py_err()?;
         let names: Vec<&str> = streams.iter().map(String::as_str).collect();
         let shard = Shard::new(rank, world_size).map_err(robocache::Error::from).py_err()?;
         let mode = match mode {

@@ -75,7 +75,7 @@ impl Tensor {
             .iter()
             .try_fold(1usize, |acc, &d| acc.checked_mul(d))
             .ok_or_else(|| robocache_cpu::Error::Overflow("Tensor::from_external".into()))?;
-        if address % dtype.size_in_bytes() as u64 != 0 {
+        if !address.is_multiple_of(dtype.size_in_bytes() as u64) {
             return Err(Error::Layout {
                 what: "Tensor::from_external".into(),
                 reason: format!(
