@@ -756,9 +756,8 @@ fn voxel_mean_for_every_feature_count(device: &Device) {
     }
 }
 
-/// Voxel means over a grid of 5 242 880 voxels (more buckets than the
-/// bucketed pipeline counts in shared memory at once, so its histograms take
-/// two passes): spread points, clusters of 3 to 60 points and points
+/// Voxel means over a grid of 5 242 880 voxels (tallies and slot arrays of
+/// 20 MB and more, past the 16 MB the benchmark's grid needs): spread points, clusters of 3 to 60 points and points
 /// outside; equal to the reference bit for bit.
 fn voxel_mean_over_a_large_grid(device: &Device) {
     let grid = robocache::VoxelGrid { origin: [0.0; 3], voxel_size: [1.0, 1.0, 0.5], dims: [256, 128, 160] };
