@@ -10,8 +10,8 @@ fn main() {
         let target = std::env::var("TARGET").unwrap_or_default();
         if !(target.starts_with("x86_64") && target.contains("linux")) {
             println!(
-                "cargo:warning=robocache-cuda's driver loader is written for x86-64 Linux; on {target} \
-                 the build links libcuda directly (set CUDA_LIBRARY_PATH to a folder whose lib64 holds it)"
+                "cargo:warning=robocache-cuda's driver loader is written for x86-64 Linux only; on {target} \
+                 the `driver` feature has no driver functions to link"
             );
             return;
         }

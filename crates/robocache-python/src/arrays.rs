@@ -170,7 +170,7 @@ impl Array {
                 "a CUDA result has no __array_interface__ (use __cuda_array_interface__)",
             ));
         }
-        self.interface(py, 3, None)
+        self.interface(py, None)
     }
 
     /// The CUDA array interface, version 3 (GPU results only). `stream` is
@@ -182,7 +182,7 @@ impl Array {
                 "a host result has no __cuda_array_interface__ (use __array_interface__)",
             ));
         }
-        self.interface(py, 3, Some(py.None()))
+        self.interface(py, Some(py.None()))
     }
 
     fn __repr__(&self) -> String {
@@ -191,7 +191,7 @@ impl Array {
 }
 
 impl Array {
-    fn interface<'py>(&self, py: Python<'py>, version: u32, stream: Option<Py<PyAny>>) -> PyResult<Bound<'py, PyDict>> {
+    fn interface<'py>(&self, py: Python<'py>, stream: Option<Py<PyAny>>) -> PyResult<Bound<'py, PyDict>> {
         let dict = PyDict::new(py);
         dict.set_item("shape", PyTuple::new(py, self.tensor.shape())?)?;
         dict.set_item("typestr", typestr(self.tensor.dtype()))?;
@@ -199,7 +199,7 @@ impl Array {
         let address = self.tensor.data_address().max(if self.tensor.is_empty() { 1 } else { 0 });
         dict.set_item("data", (address, false))?;
         dict.set_item("strides", py.None())?;
-        dict.set_item("version", version)?;
+        dict.set_item("version", 3)?;
         if let Some(stream) = stream {
             dict.set_item("stream", stream)?;
         }

@@ -23,12 +23,12 @@ enum TargetsArg {
     Array(ArrayDesc),
 }
 
-/// Borrowed tensors of one call, on its device.
-struct Borrowed {
+/// One call: its device, the borrowed tensors it makes, the ordering with the caller's stream.
+struct Call {
     device: Device,
 }
 
-impl Borrowed {
+impl Call {
     fn tensor(&self, what: &str, desc: &ArrayDesc) -> PyResult<Tensor> {
         // SAFETY: the Python function that called in holds every array it
         // described until it returns, and before it returns the caller's
@@ -116,7 +116,7 @@ fn resample(
     trusted: bool,
     stream: Option<u64>,
 ) -> PyResult<(Array, Array)> {
-    let call = Borrowed { device: device_of(&data)? };
+    let call = Call { device: device_of(&data)? };
     let spec = ResampleSpec { trusted, ..spec(channels, boundary)? };
     let data_tensor = call.tensor("data", &data)?;
     let times_tensor = call.times("source times", &times)?;
@@ -146,7 +146,7 @@ fn fuse(
     stream: Option<u64>,
 ) -> PyResult<(Array, Array, Vec<usize>)> {
     let first = streams.first().ok_or_else(|| invalid("fuse needs at least one stream"))?;
-    let call = Borrowed { device: device_of(&first.0)? };
+    let call = Call { device: device_of(&first.0)? };
     let dtype = DType::from_name(dtype).ok_or_else(|| invalid(format!("fuse: unknown output dtype {dtype:?}")))?;
     let mut tensors = Vec::with_capacity(streams.len());
     for (k, (data, times, lengths, channels, boundary)) in streams.iter().enumerate() {
@@ -196,7 +196,7 @@ fn voxelize(
     budget_bytes: u64,
     stream: Option<u64>,
 ) -> PyResult<(Array, Option<Array>, Array)> {
-    let call = Borrowed { device: device_of(&points)? };
+    let call = Call { device: device_of(&points)? };
     let mode: VoxelMode = mode.parse().map_err(|e: String| invalid(format!("mode {mode:?}: {e}")))?;
     let points_tensor = call.tensor("points", &points)?;
     let features_tensor = features.as_ref().map(|f| call.tensor("features", f)).transpose()?;

@@ -15,7 +15,7 @@ device. CUDA work is ordered with torch's current stream: no
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Optional, Sequence, Union
 
 import numpy as np
 
@@ -31,9 +31,13 @@ from ._errors import (
     InvalidInputError,
     OutOfMemoryError,
 )
+from ._data import Dataset, Loader, open  # noqa: A004
 from ._native import __version__
 from ._native import cuda_available as _cuda_available
+from ._native import fuse as _native_fuse
 from ._native import info as _info
+from ._native import resample as _native_resample
+from ._native import voxelize as _native_voxelize
 
 __all__ = [
     "Error", "InvalidInputError", "DTypeError", "DeviceMismatchError", "CudaUnavailableError", "CudaError",
@@ -295,8 +299,3 @@ def self_test(verbose: bool = False) -> bool:
             print("robocache self-test: cuda ok")  # noqa: T201
     return True
 
-
-from ._native import fuse as _native_fuse  # noqa: E402
-from ._native import resample as _native_resample  # noqa: E402
-from ._native import voxelize as _native_voxelize  # noqa: E402
-from ._data import Dataset, Loader, open  # noqa: E402,A004

@@ -132,5 +132,4 @@ def output(array, like_torch: bool):
         if cupy is None:
             raise InvalidInputError("a CUDA result needs torch or CuPy to hold it")
         return cupy.asarray(array)
-    out = np.asarray(array)
-    return out
+    return np.asarray(array)

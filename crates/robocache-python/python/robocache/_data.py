@@ -105,6 +105,8 @@ class Loader:
         self.streams = list(streams)
         self.batch_size = int(batch_size)
         self.device = device or _default_device()
+        if self.device.startswith("cuda") and _arrays._torch() is None:
+            raise InvalidInputError("a CUDA loader needs torch imported to hold its batches")
         if rank is None and world_size is None:
             rank, world_size = _env_int("RANK", 0), _env_int("WORLD_SIZE", 1)
         elif rank is None or world_size is None:
@@ -122,8 +124,6 @@ class Loader:
                                      normalization, mode)
         self._epoch = 0
         self._next_batch = 0
-        if self.device.startswith("cuda") and _arrays._torch() is None:
-            raise InvalidInputError("a CUDA loader needs torch imported to hold its batches")
 
     def __len__(self) -> int:
         """Batches per epoch on this rank."""
@@ -165,24 +165,17 @@ class Loader:
                 batch[name] = _arrays.output(data, like_torch)
                 mask = _arrays.output(valid, like_torch)
                 batch[f"{name}_is_pad"] = ~mask if like_torch else np.logical_not(mask)
-            batch["sample_index"] = self._index(samples, like_torch)
-            batch["episode_index"] = self._index(episodes, like_torch)
-            batch["anchor"] = self._values(anchors, like_torch)
+            batch["sample_index"] = self._column(samples, np.int64, like_torch)
+            batch["episode_index"] = self._column(episodes, np.int64, like_torch)
+            batch["anchor"] = self._column(anchors, np.float64, like_torch)
             self._next_batch += 1
             yield batch
         self._epoch += 1
         self._next_batch = 0
 
-    def _index(self, values, like_torch: bool):
-        array = np.asarray(values, dtype=np.int64)
-        if like_torch:
-            import torch
-
-            return torch.from_numpy(array).to(self.device, non_blocking=True)
-        return array
-
-    def _values(self, values, like_torch: bool):
-        array = np.asarray(values, dtype=np.float64)
+    def _column(self, values, dtype, like_torch: bool):
+        """Per-row values of a batch as an array of ``dtype`` (on the loader's device for torch)."""
+        array = np.asarray(values, dtype=dtype)
         if like_torch:
             import torch
 
