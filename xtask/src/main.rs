@@ -143,7 +143,7 @@ pub(crate) fn wheel(out: &Path) -> Result<PathBuf> {
     let mut build = Command::new(tools.bin.join("maturin"));
     build
         .current_dir(root())
-        .args(["build", "--release", "--quiet", "-m", "crates/robocache-python/Cargo.toml", "-o"])
+        .args(["build", "--release", "--strip", "--quiet", "-m", "crates/robocache-python/Cargo.toml", "-o"])
         .arg(out);
     tools.apply(&mut build);
     run(&mut build)?;
