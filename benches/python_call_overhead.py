@@ -62,6 +62,7 @@ def workloads(device):
         q = (torch.arange(t, dtype=torch.float64) / 50.0).to(device)
         out[f"resample {b}x{s}->{t} D=32"] = (
             lambda x=x, times=times, q=q: robocache.resample(x, times, q),
+            lambda x=x, times=times, q=q: robocache.resample(x, times, q, trusted=True),
             lambda x=x, times=times, q=q: torch_resample(x, times, q),
         )
     for b in (4, 32, 256):
@@ -69,6 +70,7 @@ def workloads(device):
         q = (torch.arange(250, dtype=torch.float64) / 50.0).to(device)
         out[f"fusion B={b} (3 streams, 250 targets)"] = (
             lambda streams=streams, q=q: robocache.fuse(streams, q),
+            lambda streams=streams, q=q: robocache.fuse([(x, t, "linear") for x, t in streams], q, trusted=True),
             lambda streams=streams, q=q: torch_fuse(streams, q),
         )
     return out
@@ -81,19 +83,21 @@ def main():
     args = parser.parse_args()
     device = "cuda:0"
     rows = []
-    for name, (ours, eager) in workloads(device).items():
-        a, b = ours(), eager()
-        assert torch.allclose(a[0], b[0], atol=1e-5), name  # same results before timing
-        row = {"workload": name, "robocache_us": per_call_us(ours), "eager_us": per_call_us(eager)}
+    for name, (ours, trusted, eager) in workloads(device).items():
+        a, b, c = ours(), eager(), trusted()
+        assert torch.allclose(a[0], b[0], atol=1e-5) and torch.equal(a[0], c[0]), name  # same results first
+        row = {"workload": name, "robocache_us": per_call_us(ours), "trusted_us": per_call_us(trusted),
+               "eager_us": per_call_us(eager)}
         if not args.no_compile:
             compiled = torch.compile(eager, dynamic=False)
             row["compile_us"] = per_call_us(compiled)
         rows.append(row)
-    print(f"{'workload':42} {'robocache':>10} {'eager':>10} {'compile':>10} {'vs eager':>9} {'vs compile':>10}")
+    print(f"{'workload (µs per call)':42} {'checked':>8} {'trusted':>8} {'eager':>8} {'compile':>8} "
+          f"{'compile/checked':>15} {'compile/trusted':>15}")
     for r in rows:
         c = r.get("compile_us", float("nan"))
-        print(f"{r['workload']:42} {r['robocache_us']:10.1f} {r['eager_us']:10.1f} {c:10.1f} "
-              f"{r['eager_us'] / r['robocache_us']:8.1f}x {c / r['robocache_us']:9.1f}x")
+        print(f"{r['workload']:42} {r['robocache_us']:8.1f} {r['trusted_us']:8.1f} {r['eager_us']:8.1f} {c:8.1f} "
+              f"{c / r['robocache_us']:14.1f}x {c / r['trusted_us']:14.1f}x")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "rows": rows}, f, indent=2)

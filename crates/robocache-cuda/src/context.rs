@@ -23,12 +23,42 @@ struct Inner {
     compute_capability: (u32, u32),
     arch: Arch,
     multiprocessors: u32,
-    // Field order is drop order: modules and the stream before the context.
+    // Field order is drop order: functions, modules and the stream before the context.
+    /// Each launched kernel's function handle, looked up once (a launch
+    /// then costs no name lookup in the driver).
+    functions: Mutex<HashMap<Kernel, RawFunction>>,
+    /// `resident_blocks` answers, per kernel, block size and shared bytes.
+    occupancy: Mutex<HashMap<(Kernel, u32, u32), u32>>,
+    /// The event that orders this context's stream with another library's
+    /// (`order_streams`), reused: a wait is on the record made just before
+    /// it, under the lock, and later records do not change queued waits.
+    ordering_event: Mutex<Option<RawEvent>>,
+    /// Page-locked host words that `read_words` copies into (made on first
+    /// use, grown when a read needs more).
+    host_words: Mutex<Option<LockedBuffer<u64>>>,
     modules: Mutex<HashMap<Module, CustModule>>,
     stream: Stream,
     /// Host-to-device copies of staged data, overlapping the stream's kernels.
     copy_stream: Stream,
     context: Context,
+}
+
+/// A function of a module loaded in `Inner::modules`, valid while it is.
+#[derive(Clone, Copy)]
+struct RawFunction(cust::sys::CUfunction);
+
+/// An event created by `order_streams`, destroyed with the context.
+struct RawEvent(cust::sys::CUevent);
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Ok(Some(event)) = self.ordering_event.get_mut().map(Option::take) {
+            if CurrentContext::set_current(&self.context).is_ok() {
+                // SAFETY: the event was created in this context and is used by no one now.
+                let _ = unsafe { cust::sys::cuEventDestroy_v2(event.0) };
+            }
+        }
+    }
 }
 
 // SAFETY: the CUDA driver API is thread-safe; every call through this type
@@ -98,6 +128,10 @@ impl CudaContext {
                 compute_capability,
                 arch,
                 multiprocessors,
+                functions: Mutex::new(HashMap::new()),
+                occupancy: Mutex::new(HashMap::new()),
+                ordering_event: Mutex::new(None),
+                host_words: Mutex::new(None),
                 modules: Mutex::new(HashMap::new()),
                 stream,
                 copy_stream,
@@ -224,6 +258,43 @@ impl CudaContext {
         slice.copy_to(out).map_err(driver("cuMemcpyDtoH"))
     }
 
+    /// The first `out.len()` 64-bit words of `buffer` (little-endian) once
+    /// the work queued so far is done: one asynchronous copy into page-locked
+    /// memory and one wait for the stream (a pageable copy would add the
+    /// driver's staging).
+    pub fn read_words(&self, buffer: &DeviceBytes, out: &mut [u64]) -> Result<()> {
+        let bytes = out.len() * 8;
+        if buffer.len < bytes {
+            return Err(Error::SizeMismatch { expected: bytes, actual: buffer.len });
+        }
+        if out.is_empty() {
+            return Ok(());
+        }
+        self.make_current()?;
+        let mut slot = lock(&self.inner.host_words, "host words")?;
+        if slot.as_ref().is_none_or(|words| words.len() < out.len()) {
+            *slot = None; // the smaller buffer goes before the larger one is made
+            *slot = Some(LockedBuffer::new(&0u64, out.len().max(16)).map_err(driver("cuMemAllocHost"))?);
+        }
+        let Some(words) = slot.as_mut() else { unreachable!("the host words were just made") };
+        // SAFETY: `bytes` page-locked bytes, held under the lock until the
+        // stream has been waited for below; the source range is in bounds.
+        unsafe {
+            check(
+                cust::sys::cuMemcpyDtoHAsync_v2(
+                    words.as_mut_ptr().cast(),
+                    buffer.device_pointer(),
+                    bytes,
+                    self.inner.stream.as_inner(),
+                ),
+                "cuMemcpyDtoHAsync",
+            )?;
+        }
+        self.synchronize()?;
+        out.copy_from_slice(&words[..out.len()]);
+        Ok(())
+    }
+
     /// Queues a copy of `len` bytes of `source` from `offset` to the start of
     /// `dest` (`cuMemcpyDtoDAsync` on the stream; does not wait).
     pub fn copy_range(&self, source: &DeviceBytes, offset: usize, dest: &DeviceBytes, len: usize) -> Result<()> {
@@ -333,29 +404,45 @@ impl CudaContext {
     /// How many blocks of `block` threads and `shared_bytes` of dynamic
     /// shared memory of `kernel` fit on one multiprocessor at once (at least 1).
     pub fn resident_blocks(&self, kernel: Kernel, block: u32, shared_bytes: u32) -> Result<u32> {
-        self.with_function(kernel, |function| {
-            function
-                .max_active_blocks_per_multiprocessor(block.into(), shared_bytes as usize)
-                .map(|blocks| blocks.max(1))
-                .map_err(driver("cuOccupancyMaxActiveBlocksPerMultiprocessor"))
-        })
+        let key = (kernel, block, shared_bytes);
+        if let Some(&blocks) = lock(&self.inner.occupancy, "occupancy cache")?.get(&key) {
+            return Ok(blocks);
+        }
+        let function = self.function(kernel)?;
+        let mut blocks = 0i32;
+        // SAFETY: `function` is a loaded kernel of this context (current).
+        let result = unsafe {
+            cust::sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                &mut blocks,
+                function.0,
+                block as i32,
+                shared_bytes as usize,
+            )
+        };
+        check(result, "cuOccupancyMaxActiveBlocksPerMultiprocessor")?;
+        let blocks = (blocks.max(1)) as u32;
+        lock(&self.inner.occupancy, "occupancy cache")?.insert(key, blocks);
+        Ok(blocks)
     }
 
-    /// Calls `f` with `kernel`'s function, loading its module on first use.
-    fn with_function<R>(&self, kernel: Kernel, f: impl FnOnce(&Function<'_>) -> Result<R>) -> Result<R> {
+    /// `kernel`'s function, its module loaded on first use; makes the
+    /// context current.
+    fn function(&self, kernel: Kernel) -> Result<RawFunction> {
         self.make_current()?;
-        let mut modules = self.inner.modules.lock().map_err(|_| Error::Driver {
-            call: "module cache",
-            message: "poisoned by a panic on another thread".into(),
-        })?;
+        if let Some(&function) = lock(&self.inner.functions, "function cache")?.get(&kernel) {
+            return Ok(function);
+        }
+        let mut modules = lock(&self.inner.modules, "module cache")?;
         let module = match modules.entry(kernel.module()) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::hash_map::Entry::Vacant(e) => e.insert(
                 CustModule::from_ptx(kernel.module().ptx(self.inner.arch), &[]).map_err(driver("cuModuleLoadData"))?,
             ),
         };
-        let function = module.get_function(kernel.name()).map_err(driver("cuModuleGetFunction"))?;
-        f(&function)
+        let function: Function<'_> = module.get_function(kernel.name()).map_err(driver("cuModuleGetFunction"))?;
+        let function = RawFunction(function.to_raw());
+        lock(&self.inner.functions, "function cache")?.insert(kernel, function);
+        Ok(function)
     }
 
     /// Queues `kernel` with `args` (pointers to each argument value).
@@ -365,15 +452,28 @@ impl CudaContext {
     /// `args` must match the kernel's parameters in number, order and layout,
     /// and every device pointer in them must be valid for what the kernel does.
     pub unsafe fn launch(&self, kernel: Kernel, config: LaunchConfig, args: &[*mut c_void]) -> Result<()> {
-        self.with_function(kernel, |function| {
-            // SAFETY: forwarded to the caller.
-            unsafe {
-                self.inner
-                    .stream
-                    .launch(function, config.grid, config.block, config.shared_bytes, args)
-                    .map_err(|e| Error::Kernel { kernel: kernel.name(), message: crate::error::describe(e) })
-            }
-        })
+        let function = self.function(kernel)?;
+        // SAFETY: the function is loaded in this (current) context; the
+        // arguments are the caller's contract.
+        let result = unsafe {
+            cust::sys::cuLaunchKernel(
+                function.0,
+                config.grid,
+                1,
+                1,
+                config.block,
+                1,
+                1,
+                config.shared_bytes,
+                self.inner.stream.as_inner(),
+                args.as_ptr() as *mut *mut c_void,
+                std::ptr::null_mut(),
+            )
+        };
+        match result {
+            cust::sys::CUresult::CUDA_SUCCESS => Ok(()),
+            other => Err(Error::Kernel { kernel: kernel.name(), message: format!("{other:?}") }),
+        }
     }
 
     /// Makes this context's stream wait, on the device, for the work queued
@@ -390,27 +490,30 @@ impl CudaContext {
         self.order_streams(self.inner.stream.as_inner(), stream as cust::sys::CUstream)
     }
 
-    /// `waiter` waits for what `signaller` has queued: an event recorded on
-    /// one and waited for by the other, then released (the driver frees it
-    /// once it has completed).
+    /// `waiter` waits for what `signaller` has queued: the context's
+    /// ordering event recorded on one and waited for by the other, under its
+    /// lock (created on first use, reused after: a queued wait is on the
+    /// record made before it, whatever is recorded later).
     fn order_streams(&self, signaller: cust::sys::CUstream, waiter: cust::sys::CUstream) -> Result<()> {
-        use cust::sys::{cuEventCreate, cuEventDestroy_v2, cuEventRecord, cuStreamWaitEvent, CUresult};
-        let check = |result: CUresult, call: &'static str| match result {
-            CUresult::CUDA_SUCCESS => Ok(()),
-            other => Err(Error::Driver { call, message: format!("{other:?}") }),
-        };
+        use cust::sys::{cuEventCreate, cuEventRecord, cuStreamWaitEvent};
         const DISABLE_TIMING: u32 = 2; // CU_EVENT_DISABLE_TIMING
         self.make_current()?;
-        let mut event = std::ptr::null_mut();
-        // SAFETY: the event is created, recorded, waited for and destroyed
-        // here; both streams belong to this context's device (the caller's
-        // contract for a foreign handle, which the driver checks).
+        let mut slot = lock(&self.inner.ordering_event, "ordering event")?;
+        let event = match &*slot {
+            Some(event) => event.0,
+            None => {
+                let mut event = std::ptr::null_mut();
+                // SAFETY: creates an event in the current context.
+                check(unsafe { cuEventCreate(&mut event, DISABLE_TIMING) }, "cuEventCreate")?;
+                slot.insert(RawEvent(event)).0
+            }
+        };
+        // SAFETY: the event belongs to this context; both streams belong to
+        // its device (the caller's contract for a foreign handle, which the
+        // driver checks).
         unsafe {
-            check(cuEventCreate(&mut event, DISABLE_TIMING), "cuEventCreate")?;
-            let ordered = check(cuEventRecord(event, signaller), "cuEventRecord")
-                .and_then(|()| check(cuStreamWaitEvent(waiter, event, 0), "cuStreamWaitEvent"));
-            let _ = cuEventDestroy_v2(event);
-            ordered
+            check(cuEventRecord(event, signaller), "cuEventRecord")?;
+            check(cuStreamWaitEvent(waiter, event, 0), "cuStreamWaitEvent")
         }
     }
 
@@ -581,5 +684,18 @@ impl PinnedBuffer {
     /// The bytes, to fill before an upload.
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
         &mut self.buffer[..self.len]
+    }
+}
+
+/// `mutex`'s guard; a lock poisoned by a panic elsewhere is an error naming `what`.
+fn lock<'a, T>(mutex: &'a Mutex<T>, what: &'static str) -> Result<std::sync::MutexGuard<'a, T>> {
+    mutex.lock().map_err(|_| Error::Driver { call: what, message: "poisoned by a panic on another thread".into() })
+}
+
+/// A raw driver result as this crate's error, naming the call.
+fn check(result: cust::sys::CUresult, call: &'static str) -> Result<()> {
+    match result {
+        cust::sys::CUresult::CUDA_SUCCESS => Ok(()),
+        other => Err(Error::Driver { call, message: format!("{other:?}") }),
     }
 }

@@ -15,6 +15,8 @@
 //! point, so work the caller queued on its stream with the data completes
 //! first.
 
+use std::sync::{Arc, Mutex};
+
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use robocache::{BackendRequest, DType, Device, Tensor};
@@ -88,29 +90,63 @@ pub(crate) fn device_of(desc: &ArrayDesc) -> PyResult<Device> {
     Device::from_request(desc.device).py_err()
 }
 
-/// A result of robocache: its memory, shape and dtype, readable in place.
+/// A result tensor and the CUDA streams of its consumers: robocache's
+/// stream waits for each of them before the memory is freed (stream-ordered,
+/// so work a consumer queued with the data completes first).
 #[derive(Debug)]
-#[pyclass(module = "robocache._native", frozen)]
-pub struct Array {
+pub(crate) struct Owned {
     tensor: Tensor,
-    /// The caller's CUDA stream, which robocache's stream waits for before
-    /// the memory is freed.
-    consumer_stream: Option<u64>,
+    consumers: Mutex<Vec<u64>>,
 }
 
-impl Array {
-    pub(crate) fn new(tensor: Tensor, consumer_stream: Option<u64>) -> Self {
-        Array { tensor, consumer_stream }
+impl Owned {
+    pub(crate) fn tensor(&self) -> &Tensor {
+        &self.tensor
+    }
+
+    /// Makes `stream` (a consumer's, not yet ordered) wait for robocache's
+    /// work so far, and remembers it for the free.
+    fn add_consumer(&self, stream: u64) -> PyResult<()> {
+        let mut consumers = self.consumers.lock().map_err(|_| invalid("a result's stream list is poisoned"))?;
+        if !consumers.contains(&stream) {
+            self.tensor.device().make_external_stream_wait(stream).py_err()?;
+            consumers.push(stream);
+        }
+        Ok(())
     }
 }
 
-impl Drop for Array {
+impl Drop for Owned {
     fn drop(&mut self) {
-        if let Some(stream) = self.consumer_stream {
-            // A failure leaves the free ordered on robocache's stream only;
-            // there is no one to report it to from a destructor.
-            let _ = self.tensor.device().wait_for_external_stream(stream);
+        let Owned { tensor, consumers } = self;
+        if let Ok(consumers) = consumers.get_mut() {
+            for &stream in consumers.iter() {
+                // A failure leaves the free ordered on robocache's stream only;
+                // there is no one to report it to from a destructor.
+                let _ = tensor.device().wait_for_external_stream(stream);
+            }
         }
+    }
+}
+
+/// A result of robocache: its memory, shape and dtype, readable in place
+/// (DLPack, `__array_interface__`, `__cuda_array_interface__`). The memory
+/// lives while the `Array` or any tensor made from it does.
+#[derive(Debug)]
+#[pyclass(module = "robocache._native", frozen)]
+pub struct Array {
+    owned: Arc<Owned>,
+}
+
+impl Array {
+    /// A result whose producer already made `consumer_stream` (the caller's
+    /// CUDA stream) wait for it.
+    pub(crate) fn new(tensor: Tensor, consumer_stream: Option<u64>) -> Self {
+        Array { owned: Arc::new(Owned { tensor, consumers: Mutex::new(consumer_stream.into_iter().collect()) }) }
+    }
+
+    fn tensor(&self) -> &Tensor {
+        &self.owned.tensor
     }
 }
 
@@ -138,19 +174,19 @@ impl Array {
     /// The shape, outermost dimension first.
     #[getter]
     fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        PyTuple::new(py, self.tensor.shape())
+        PyTuple::new(py, self.tensor().shape())
     }
 
     /// The element type's name (`f32`, `bf16`, `bool`, ...).
     #[getter]
     fn dtype(&self) -> &'static str {
-        self.tensor.dtype().name()
+        self.tensor().dtype().name()
     }
 
     /// `cpu` or `cuda:N`.
     #[getter]
     fn device(&self) -> String {
-        match self.tensor.device() {
+        match self.tensor().device() {
             Device::Cpu => "cpu".into(),
             Device::Cuda(cuda) => format!("cuda:{}", cuda.ordinal()),
         }
@@ -159,13 +195,13 @@ impl Array {
     /// The data's address (host or device memory).
     #[getter]
     fn address(&self) -> u64 {
-        self.tensor.data_address()
+        self.tensor().data_address()
     }
 
     /// NumPy's array interface (host results only).
     #[getter]
     fn __array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        if !matches!(self.tensor.device(), Device::Cpu) {
+        if !matches!(self.tensor().device(), Device::Cpu) {
             return Err(pyo3::exceptions::PyAttributeError::new_err(
                 "a CUDA result has no __array_interface__ (use __cuda_array_interface__)",
             ));
@@ -177,7 +213,7 @@ impl Array {
     /// None: the producer already ordered the consumer's stream.
     #[getter]
     fn __cuda_array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        if matches!(self.tensor.device(), Device::Cpu) {
+        if matches!(self.tensor().device(), Device::Cpu) {
             return Err(pyo3::exceptions::PyAttributeError::new_err(
                 "a host result has no __cuda_array_interface__ (use __array_interface__)",
             ));
@@ -185,18 +221,62 @@ impl Array {
         self.interface(py, Some(py.None()))
     }
 
+    /// A `dltensor` capsule over the memory (for `torch.from_dlpack`),
+    /// for a consumer on the stream the call was ordered with.
+    fn to_dlpack(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        crate::dlpack::capsule(py, &self.owned)
+    }
+
+    /// The DLPack protocol. `stream`: the consumer's CUDA stream (1 the
+    /// legacy default stream, 2 per-thread default, -1 no ordering), made
+    /// to wait for robocache's work on the device; `copy=True` is refused
+    /// (robocache hands out its memory, never a copy).
+    #[pyo3(signature = (*, stream=None, max_version=None, dl_device=None, copy=None))]
+    fn __dlpack__(
+        &self,
+        py: Python<'_>,
+        stream: Option<i64>,
+        max_version: Option<(u32, u32)>,
+        dl_device: Option<(i32, i32)>,
+        copy: Option<bool>,
+    ) -> PyResult<Py<PyAny>> {
+        let _ = max_version; // the unversioned capsule, which every consumer reads
+        if copy == Some(true) {
+            return Err(pyo3::exceptions::PyBufferError::new_err(
+                "robocache results are shared, not copied (copy=True)",
+            ));
+        }
+        let here = crate::dlpack::device_of(self.tensor().device());
+        if dl_device.is_some_and(|d| d != here) {
+            return Err(pyo3::exceptions::PyBufferError::new_err(format!(
+                "the result is on DLPack device {here:?}, not {dl_device:?}"
+            )));
+        }
+        if let (Device::Cuda(_), Some(stream)) = (self.tensor().device(), stream) {
+            if stream != -1 {
+                self.owned.add_consumer(stream as u64)?;
+            }
+        }
+        crate::dlpack::capsule(py, &self.owned)
+    }
+
+    /// `(device_type, device_id)`: `(1, 0)` host, `(2, N)` CUDA device N.
+    fn __dlpack_device__(&self) -> (i32, i32) {
+        crate::dlpack::device_of(self.tensor().device())
+    }
+
     fn __repr__(&self) -> String {
-        format!("Array(shape={:?}, dtype={}, device={})", self.tensor.shape(), self.tensor.dtype(), self.device())
+        format!("Array(shape={:?}, dtype={}, device={})", self.tensor().shape(), self.tensor().dtype(), self.device())
     }
 }
 
 impl Array {
     fn interface<'py>(&self, py: Python<'py>, stream: Option<Py<PyAny>>) -> PyResult<Bound<'py, PyDict>> {
         let dict = PyDict::new(py);
-        dict.set_item("shape", PyTuple::new(py, self.tensor.shape())?)?;
-        dict.set_item("typestr", typestr(self.tensor.dtype()))?;
+        dict.set_item("shape", PyTuple::new(py, self.tensor().shape())?)?;
+        dict.set_item("typestr", typestr(self.tensor().dtype()))?;
         // An empty array still needs a non-null pointer for some consumers.
-        let address = self.tensor.data_address().max(if self.tensor.is_empty() { 1 } else { 0 });
+        let address = self.tensor().data_address().max(if self.tensor().is_empty() { 1 } else { 0 });
         dict.set_item("data", (address, false))?;
         dict.set_item("strides", py.None())?;
         dict.set_item("version", 3)?;

@@ -54,6 +54,7 @@ impl Dataset {
 #[pyclass(module = "robocache._native", frozen)]
 pub struct Loader {
     inner: Arc<RustLoader>,
+    device: Device,
 }
 
 /// Windows: `("times", hz, history, horizon)` or
@@ -79,7 +80,7 @@ fn window_spec(windows: WindowsArg) -> PyResult<WindowSpec> {
 #[pymethods]
 impl Loader {
     #[new]
-    #[pyo3(signature = (dataset, streams, windows, batch_size, device, seed, rank, world_size, drop_last, workers, prefetch, normalization, mode))]
+    #[pyo3(signature = (dataset, streams, windows, batch_size, device, seed, shuffle, rank, world_size, drop_last, workers, prefetch, normalization, mode))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -89,6 +90,7 @@ impl Loader {
         batch_size: usize,
         device: &str,
         seed: u64,
+        shuffle: bool,
         rank: usize,
         world_size: usize,
         drop_last: bool,
@@ -125,6 +127,7 @@ impl Loader {
         };
         let config = LoaderConfig {
             seed,
+            shuffle,
             shard,
             drop_last,
             workers,
@@ -135,7 +138,7 @@ impl Loader {
         };
         let dataset = dataset.inner.clone();
         let loader = py.detach(|| RustLoader::new(&device, dataset, config)).py_err()?;
-        Ok(Loader { inner: Arc::new(loader) })
+        Ok(Loader { inner: Arc::new(loader), device })
     }
 
     /// Batches this shard yields per epoch.
@@ -155,7 +158,7 @@ impl Loader {
 
     /// The batches of `epoch` from `first_batch` on.
     fn epoch(&self, epoch: u64, first_batch: usize) -> Epoch {
-        Epoch { inner: Mutex::new(self.inner.epoch_from(epoch, first_batch)) }
+        Epoch { inner: Mutex::new(self.inner.epoch_from(epoch, first_batch)), device: self.device.clone() }
     }
 
     /// What the loader delivered (waits, stall, throughput, GPU use) as JSON.
@@ -169,15 +172,17 @@ impl Loader {
     }
 }
 
-/// One batch: per stream `(name, data, valid)`, then the sample ids,
-/// episode ids and anchors of its rows.
-type BatchParts = (Vec<(String, Array, Array)>, Vec<usize>, Vec<usize>, Vec<f64>);
+/// One batch: per stream `(name, data, valid)`, then the per-row columns
+/// as one `i64 [3, B]` array on the loader's device: sample ids, episode
+/// ids, and the anchors' `f64` bits (one upload; Python views row 2 as f64).
+type BatchParts = (Vec<(String, Array, Array)>, Array);
 
 /// The batches of one epoch, assembled ahead by the loader's threads.
 #[derive(Debug)]
 #[pyclass(module = "robocache._native", frozen)]
 pub struct Epoch {
     inner: Mutex<robocache::loader::Epoch>,
+    device: Device,
 }
 
 #[pymethods]
@@ -191,12 +196,28 @@ impl Epoch {
         });
         let Some(batch) = next.py_err()? else { return Ok(None) };
         let batch = batch.py_err()?;
+        let rows = batch.samples.len();
+        let columns: Vec<i64> = (batch.samples.iter().map(|&s| s as i64))
+            .chain(batch.episodes.iter().map(|&e| e as i64))
+            .chain(batch.anchors.iter().map(|a| a.to_bits() as i64))
+            .collect();
+        let columns = py
+            .detach(|| {
+                let columns = robocache::Tensor::from_slice(&self.device, &columns, &[3, rows])?;
+                // The batch's streams are ready (the loader waits for them);
+                // the columns' upload is ordered before the consumer's stream.
+                if let Some(stream) = stream {
+                    self.device.make_external_stream_wait(stream)?;
+                }
+                Ok::<_, robocache::Error>(columns)
+            })
+            .py_err()?;
         let streams = batch
             .streams
             .into_iter()
             .map(|s| (s.name, Array::new(s.data, stream), Array::new(s.valid, stream)))
             .collect();
-        Ok(Some((streams, batch.samples, batch.episodes, batch.anchors)))
+        Ok(Some((streams, Array::new(columns, stream))))
     }
 }
 

@@ -23,6 +23,7 @@
 
 pub mod arrays;
 mod data;
+mod dlpack;
 mod errors;
 mod ops;
 

@@ -135,14 +135,15 @@ fn resample(
     Ok((Array::new(out.data, stream), Array::new(out.valid, stream)))
 }
 
-/// `fuse([(data, times, lengths, channels, boundary)], targets, dtype, stream) -> (out, valid, offsets)`.
+/// `fuse([(data, times, lengths, channels, boundary)], targets, dtype, trusted, stream) -> (out, valid, offsets)`.
 #[pyfunction]
-#[pyo3(signature = (streams, targets, dtype, stream))]
+#[pyo3(signature = (streams, targets, dtype, trusted, stream))]
 fn fuse(
     py: Python<'_>,
     streams: Vec<(ArrayDesc, TimesArg, Option<ArrayDesc>, String, String)>,
     targets: TargetsArg,
     dtype: &str,
+    trusted: bool,
     stream: Option<u64>,
 ) -> PyResult<(Array, Array, Vec<usize>)> {
     let first = streams.first().ok_or_else(|| invalid("fuse needs at least one stream"))?;
@@ -154,7 +155,7 @@ fn fuse(
             call.tensor(&format!("stream {k} data"), data)?,
             call.times(&format!("stream {k} source times"), times)?,
             lengths.as_ref().map(|l| call.tensor(&format!("stream {k} lengths"), l)).transpose()?,
-            spec(channels, boundary)?,
+            ResampleSpec { trusted, ..spec(channels, boundary)? },
         ));
     }
     let targets_tensor = call.targets(&targets)?;

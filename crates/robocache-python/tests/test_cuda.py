@@ -54,3 +54,20 @@ def test_ordered_with_torchs_current_stream(cuda, stream):
             del out, source
         host = result.cpu()
     assert np.array_equal(host.numpy(), want)
+
+
+def test_checks_name_the_failing_stream_on_cuda_as_on_cpu(cuda):
+    data, times, targets = inputs(batch=4, samples=100)
+    bad = times.copy()
+    bad[2, 40] = bad[2, 39]  # not increasing: row 2, index 40
+    messages = []
+    for device in ("cpu", cuda):
+        as_tensor = lambda a: torch.from_numpy(a).to(device)  # noqa: E731
+        with pytest.raises(robocache.InvalidInputError) as error:
+            robocache.fuse([(as_tensor(data), as_tensor(times)), (as_tensor(data), as_tensor(bad))],
+                           as_tensor(targets))
+        messages.append(str(error.value))
+        out, _ = robocache.fuse([(as_tensor(data), as_tensor(times)), (as_tensor(data), as_tensor(bad))],
+                                as_tensor(targets), trusted=True)  # no check, no out-of-bounds read
+        assert out.shape == (4, 500, 32)
+    assert messages[0] == messages[1] and "stream 1" in messages[0] and "row 2" in messages[0], messages

@@ -102,11 +102,35 @@ def test_loader_errors(robomimic_file):
             robocache.Loader(robomimic_file, STREAMS, windows=WINDOWS, batch_size=4, device="cuda:0")
 
 
+def test_without_shuffle_batches_come_in_order(robomimic_file):
+    loader = make(robomimic_file, shuffle=False, rank=1, world_size=2)
+    order = [int(i) for batch in loader for i in batch["sample_index"]]
+    total = make(robomimic_file).samples_per_epoch
+    assert order == list(range(1, total, 2))
+    loader.set_epoch(5)
+    assert [int(i) for batch in loader for i in batch["sample_index"]] == order
+
+
+def test_batches_freed_while_the_loader_runs(robomimic_file):
+    """Batches dropped as soon as they arrive (their memory reused by the
+    next ones) and batches kept hold the same values as one clean epoch."""
+    want = {int(b["sample_index"][0]): b["actions"].clone() for b in make(robomimic_file)}
+    kept = {}
+    for i, batch in enumerate(make(robomimic_file, prefetch=8, workers=3)):
+        if i % 2:
+            kept[int(batch["sample_index"][0])] = batch["actions"]
+        del batch
+    for key, actions in kept.items():
+        assert torch.equal(actions, want[key])
+
+
 def test_cuda_loader_equals_cpu(robomimic_file, cuda):
     cpu = make(robomimic_file)
     gpu = make(robomimic_file, device=cuda)
     for a, b in zip(cpu, gpu):
-        assert b["obs/joint_pos"].device.type == "cuda"
+        assert b["obs/joint_pos"].device.type == "cuda" and b["sample_index"].device.type == "cuda"
+        assert torch.equal(a["sample_index"], b["sample_index"].cpu())
+        assert torch.equal(a["anchor"], b["anchor"].cpu())
         for name in STREAMS:
             assert torch.equal(a[name], b[name].cpu()), name
             assert torch.equal(a[f"{name}_is_pad"], b[f"{name}_is_pad"].cpu()), name

@@ -88,6 +88,35 @@ def test_zero_copy_across_the_boundary():
     assert np.array_equal(as_numpy, as_torch.numpy())
 
 
+def test_results_through_dlpack_keep_their_memory():
+    data = np.random.default_rng(3).standard_normal((3, 40, 2)).astype(np.float32)
+    out, valid = _native.resample(_arrays.describe(data, "x"), ("uniform", 0.0, 10.0), ("uniform", 0.0, 20.0, 60),
+                                  "linear", "clamp", None, False, None)
+    assert out.__dlpack_device__() == (1, 0)
+    by_protocol = torch.from_dlpack(out)  # __dlpack__ / __dlpack_device__
+    by_capsule = torch.from_dlpack(out.to_dlpack())
+    by_numpy = np.from_dlpack(out)
+    assert by_protocol.data_ptr() == by_capsule.data_ptr() == out.address == by_numpy.ctypes.data
+    mask = torch.from_dlpack(valid)
+    assert mask.dtype == torch.bool and mask.shape == (3, 60)
+    want = by_numpy.copy()
+    del out, valid
+    import gc
+
+    gc.collect()
+    scratch = [np.full((3, 60, 2), 7.0, np.float32) for _ in range(8)]  # reuse of freed memory would show
+    assert np.array_equal(by_protocol.numpy(), want) and np.array_equal(by_capsule.numpy(), want)
+    assert len(scratch) == 8
+    with pytest.raises(BufferError):
+        torch.utils.dlpack.from_dlpack(_native.resample(_arrays.describe(data, "x"), ("uniform", 0.0, 10.0),
+                                                        ("uniform", 0.0, 20.0, 6), "linear", "clamp", None, False,
+                                                        None)[0].__dlpack__(copy=True))
+    # A capsule no consumer took is released by its destructor.
+    unused = _native.resample(_arrays.describe(data, "x"), ("uniform", 0.0, 10.0), ("uniform", 0.0, 20.0, 6),
+                              "linear", "clamp", None, False, None)[0].to_dlpack()
+    del unused
+
+
 def test_fuse_equals_resample_per_stream_and_casts():
     rng = np.random.default_rng(3)
     joints = rng.standard_normal((3, 100, 7)).astype(np.float32)
@@ -220,3 +249,25 @@ def test_errors_raise_robocache_exceptions(case):
             with pytest.raises(robocache.CudaUnavailableError):
                 _native.resample((data.ctypes.data, (2, 10, 3), "f32", "cuda:0"), ("uniform", 0.0, 1.0),
                                  ("uniform", 0.0, 1.0, 4), "linear", "clamp", None, False, 0)
+
+
+def test_native_stubs_name_what_the_module_has():
+    """The .pyi stubs and the extension module list the same names (a stub
+    for something removed, or a new function without a stub, fails)."""
+    import ast
+    import pathlib
+
+    stubs = ast.parse((pathlib.Path(_native.__file__).parent / "_native.pyi").read_text())
+    declared = {}
+    for node in stubs.body:
+        if isinstance(node, ast.FunctionDef):
+            declared[node.name] = None
+        elif isinstance(node, ast.ClassDef):
+            declared[node.name] = {n.name for n in node.body if isinstance(n, ast.FunctionDef)} - {"__init__"}
+    runtime = {n for n in dir(_native) if not n.startswith("_") and n not in ("ArrayDesc",)}
+    assert set(declared) == runtime, set(declared) ^ runtime
+    for cls, methods in declared.items():
+        if methods is not None:
+            public = {n for n in dir(getattr(_native, cls)) if not n.startswith("_")}
+            public |= {n for n in methods if n.startswith("__") and hasattr(getattr(_native, cls), n)}
+            assert methods == public, (cls, methods ^ public)

@@ -48,6 +48,31 @@ fn every_window_once_per_epoch_across_ranks_and_devices() {
 }
 
 #[test]
+fn without_shuffle_an_epoch_is_in_order_and_the_same_every_epoch() {
+    let dir = tempfile::tempdir().unwrap();
+    let dataset = dataset(&dir);
+    let windows = WindowSpec::Times(TimeWindowSpec { hz: 30.0, history: 1, horizon: 8 });
+    let in_order = |rank, world| {
+        let config = LoaderConfig {
+            shuffle: false,
+            shard: Shard::new(rank, world).unwrap(),
+            ..LoaderConfig::new(&["actions"], windows, 7)
+        };
+        let loader = Loader::new(&Device::Cpu, dataset.clone(), config).unwrap();
+        let epoch = |e| loader.epoch(e).flat_map(|b| b.unwrap().samples).collect::<Vec<_>>();
+        let first = epoch(0);
+        assert_eq!(first, epoch(3), "the same order every epoch");
+        (first, loader.windows())
+    };
+    let (all, total) = in_order(0, 1);
+    assert_eq!(all, (0..total).collect::<Vec<_>>());
+    let (rank_1, _) = in_order(1, 2);
+    assert_eq!(rank_1, (1..total).step_by(2).collect::<Vec<_>>(), "sharded as the shuffled order is");
+    let shuffled = Loader::new(&Device::Cpu, dataset.clone(), LoaderConfig::new(&["actions"], windows, 7)).unwrap();
+    assert_ne!(shuffled.epoch(0).flat_map(|b| b.unwrap().samples).collect::<Vec<_>>(), all);
+}
+
+#[test]
 fn normalization_statistics_round_trip_and_apply() {
     let dir = tempfile::tempdir().unwrap();
     let dataset = dataset(&dir);

@@ -111,6 +111,11 @@ def resample(data, times, targets, *, method: Optional[str] = None, channels=Non
     ``slerp-xyzw``, ``slerp-wxyz`` for every channel, or ``channels``
     per group. ``boundary``: ``clamp``, ``extrapolate`` or a fill value.
     ``lengths``: valid samples per row ``[B]`` (integers).
+    ``trusted``: skip the check that source times are finite and strictly
+    increasing, target times finite and lengths in ``1..=S`` (on a GPU the
+    check's verdict is read back: one wait for the device per call). A
+    trusted call never reads out of bounds; on bad times its values are
+    unspecified.
 
     Returns ``(out [B, T, D], valid [B, T] bool)``, as the caller's kind on
     its device (``[T, D]`` and ``[T]`` for 2-D data).
@@ -137,14 +142,15 @@ def resample(data, times, targets, *, method: Optional[str] = None, channels=Non
     return out, valid
 
 
-def fuse(streams: Sequence, targets, *, dtype: str = "f32"):
+def fuse(streams: Sequence, targets, *, dtype: str = "f32", trusted: bool = False):
     """Aligns several streams onto one timeline and concatenates them along
     the channels, in one launch on a GPU.
 
     Each stream is ``(data, times)``, ``(data, times, method_or_channels)``
     or a dict with ``data``, ``times`` and optionally ``method``,
     ``channels``, ``boundary``, ``lengths``. ``dtype``: the output's
-    (``f32``, ``bf16``, ``f16``, ``f64``).
+    (``f32``, ``bf16``, ``f16``, ``f64``). ``trusted``: as for
+    :func:`resample`, for every stream.
 
     Returns ``(out [B, T, ΣD], valids [K, B, T])``.
     """
@@ -169,7 +175,7 @@ def fuse(streams: Sequence, targets, *, dtype: str = "f32"):
     if not parts:
         raise InvalidInputError("fuse needs at least one stream")
     stream = _arrays.current_stream(_device_of(parts[0][0]))
-    out, valid, _offsets = _native_fuse(parts, _targets(targets, keep), _dtype_name(dtype), stream)
+    out, valid, _offsets = _native_fuse(parts, _targets(targets, keep), _dtype_name(dtype), bool(trusted), stream)
     return _arrays.output(out, like_torch), _arrays.output(valid, like_torch)
 
 

@@ -4,9 +4,9 @@ In: a NumPy array or torch tensor becomes a descriptor ``(address, shape,
 dtype, device)``; it must be C-contiguous (a non-contiguous array is an
 error that says how to fix it: robocache never reads past an array's
 memory, as a view's strides would require). Out: a native ``Array`` becomes
-the caller's kind, a torch tensor (``torch.as_tensor`` over
-``__cuda_array_interface__`` or ``torch.from_numpy``) or a NumPy array,
-sharing robocache's memory, which lives as long as the result does.
+the caller's kind, a torch tensor (through a DLPack capsule) or a NumPy
+array (``__array_interface__``), sharing robocache's memory, which lives
+as long as the result does.
 """
 
 from __future__ import annotations
@@ -32,8 +32,6 @@ _NUMPY_DTYPES = {
     np.dtype(np.float32): "f32",
     np.dtype(np.float64): "f64",
 }
-_TO_NUMPY = {name: dtype for dtype, name in _NUMPY_DTYPES.items()}
-_TO_NUMPY["bf16"] = np.dtype(np.int16)  # viewed as torch.bfloat16 by torch callers
 
 
 def _torch():
@@ -41,22 +39,33 @@ def _torch():
     return sys.modules.get("torch")
 
 
+_TORCH_DTYPES: dict = {}
+
+
 def _torch_dtypes(torch) -> dict:
-    return {
-        torch.bool: "bool",
-        torch.uint8: "u8",
-        getattr(torch, "uint16", None): "u16",
-        getattr(torch, "uint32", None): "u32",
-        getattr(torch, "uint64", None): "u64",
-        torch.int8: "i8",
-        torch.int16: "i16",
-        torch.int32: "i32",
-        torch.int64: "i64",
-        torch.float16: "f16",
-        torch.bfloat16: "bf16",
-        torch.float32: "f32",
-        torch.float64: "f64",
-    }
+    """torch's dtypes by robocache's names (built once)."""
+    if not _TORCH_DTYPES:
+        names = {
+            torch.bool: "bool",
+            torch.uint8: "u8",
+            getattr(torch, "uint16", None): "u16",
+            getattr(torch, "uint32", None): "u32",
+            getattr(torch, "uint64", None): "u64",
+            torch.int8: "i8",
+            torch.int16: "i16",
+            torch.int32: "i32",
+            torch.int64: "i64",
+            torch.float16: "f16",
+            torch.bfloat16: "bf16",
+            torch.float32: "f32",
+            torch.float64: "f64",
+        }
+        names.pop(None, None)
+        _TORCH_DTYPES.update(names)
+    return _TORCH_DTYPES
+
+
+_CUDA_NAMES = [f"cuda:{i}" for i in range(64)]
 
 
 def is_torch(x: Any) -> bool:
@@ -79,9 +88,10 @@ def describe(x: Any, what: str, keep: Optional[list] = None) -> Tuple[int, Tuple
                 f"{what}: the tensor of shape {tuple(x.shape)} and strides {tuple(x.stride())} is not contiguous "
                 "(an expanded or sliced view); pass x.contiguous()"
             )
-        if x.device.type == "cuda":
-            device = f"cuda:{x.device.index if x.device.index is not None else torch.cuda.current_device()}"
-        elif x.device.type == "cpu":
+        if x.is_cuda:
+            index = x.get_device()
+            device = _CUDA_NAMES[index] if index < len(_CUDA_NAMES) else f"cuda:{index}"
+        elif x.is_cpu:
             device = "cpu"
         else:
             raise InvalidInputError(f"{what}: tensors on {x.device} are not supported (cpu or cuda)")
@@ -112,21 +122,19 @@ def current_stream(device: str) -> Optional[int]:
     torch = _torch()
     if torch is None:
         return 0  # the legacy default stream, as CuPy's default
-    return torch.cuda.current_stream(int(device.split(":")[1])).cuda_stream
+    index = int(device[5:])
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:  # the raw handle without building a Stream object (as Triton reads it)
+        return raw(index)
+    return torch.cuda.current_stream(index).cuda_stream
 
 
 def output(array, like_torch: bool):
-    """A native ``Array`` as a torch tensor (``like_torch``) or a NumPy array, sharing its memory."""
-    dtype = array.dtype
+    """A native ``Array`` as a torch tensor (``like_torch``, through a
+    DLPack capsule: the call already ordered torch's current stream after
+    robocache's work) or a NumPy / CuPy array, sharing its memory."""
     if like_torch:
-        torch = _torch()
-        if array.device.startswith("cuda"):
-            tensor = torch.as_tensor(array, device=array.device)
-        else:
-            tensor = torch.from_numpy(np.asarray(array))
-        if dtype == "bf16":
-            tensor = tensor.view(torch.bfloat16)
-        return tensor
+        return _torch().utils.dlpack.from_dlpack(array.to_dlpack())
     if array.device.startswith("cuda"):
         cupy = sys.modules.get("cupy")
         if cupy is None:

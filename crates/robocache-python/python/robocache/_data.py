@@ -99,8 +99,6 @@ class Loader:
                  rank: Optional[int] = None, world_size: Optional[int] = None):
         if not isinstance(dataset, Dataset):
             dataset = Dataset(dataset)
-        if not shuffle:
-            raise InvalidInputError("shuffle=False is not supported yet: batches follow the seeded permutation")
         self.dataset = dataset
         self.streams = list(streams)
         self.batch_size = int(batch_size)
@@ -120,7 +118,7 @@ class Loader:
         else:
             raise InvalidInputError("windows needs hz/history/horizon (time windows) or seq_length/frame_stack")
         self._native = _NativeLoader(dataset._native, self.streams, spec, self.batch_size, self.device, int(seed),
-                                     self.rank, self.world_size, bool(drop_last), int(workers), int(prefetch),
+                                     bool(shuffle), self.rank, self.world_size, bool(drop_last), int(workers), int(prefetch),
                                      normalization, mode)
         self._epoch = 0
         self._next_batch = 0
@@ -159,28 +157,20 @@ class Loader:
             parts = epoch.next_batch(stream_of())
             if parts is None:
                 break
-            streams, samples, episodes, anchors = parts
+            streams, columns = parts
             batch: Dict[str, Any] = {}
             for name, data, valid in streams:
                 batch[name] = _arrays.output(data, like_torch)
                 mask = _arrays.output(valid, like_torch)
                 batch[f"{name}_is_pad"] = ~mask if like_torch else np.logical_not(mask)
-            batch["sample_index"] = self._column(samples, np.int64, like_torch)
-            batch["episode_index"] = self._column(episodes, np.int64, like_torch)
-            batch["anchor"] = self._column(anchors, np.float64, like_torch)
+            columns = _arrays.output(columns, like_torch)
+            batch["sample_index"] = columns[0]
+            batch["episode_index"] = columns[1]
+            batch["anchor"] = columns[2].view(_arrays._torch().float64 if like_torch else np.float64)
             self._next_batch += 1
             yield batch
         self._epoch += 1
         self._next_batch = 0
-
-    def _column(self, values, dtype, like_torch: bool):
-        """Per-row values of a batch as an array of ``dtype`` (on the loader's device for torch)."""
-        array = np.asarray(values, dtype=dtype)
-        if like_torch:
-            import torch
-
-            return torch.from_numpy(array).to(self.device, non_blocking=True)
-        return array
 
     def telemetry(self) -> Dict[str, Any]:
         """Batches, waits, stall fraction, throughput, GPU utilization."""

@@ -148,6 +148,15 @@ impl CudaDevice {
         Ok(DeviceStorage::new(unsafe { self.context.borrow(address, bytes) }))
     }
 
+    /// `count` device words holding `u64::MAX`, where check kernels leave
+    /// their verdicts (the smallest failing position, by `atomicMin`); read
+    /// them with `read_words`. Queued: no host wait.
+    pub(super) fn status_words(&self, count: usize) -> Result<DeviceBytes> {
+        let mut words = self.context.alloc(8 * count).map_err(cuda_error)?;
+        self.context.fill(&mut words, 0xFF).map_err(cuda_error)?;
+        Ok(words)
+    }
+
     /// `len` bytes of page-locked memory from the staging pool, to assemble
     /// an upload in (see `staging`).
     pub(crate) fn lend_staging(&self, len: usize) -> Result<StagingBuffer> {

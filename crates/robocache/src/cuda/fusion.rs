@@ -9,7 +9,7 @@ use robocache_cuda::Kernel;
 
 use super::backend::{cuda_error, CudaDevice, DeviceStorage};
 use super::resample::{
-    describe_stream, describe_targets, device_pointer, has_slerp, targets_per_warp, tile_launch, warp_launch,
+    describe_stream, describe_targets, device_pointer, has_slerp, targets_per_warp, tile_launch, warp_launch, Checked,
     ResampleArgs, Timeline, MAX_GROUPS, MAX_TILE, MAX_TILE_CHANNELS, PLACED_BYTES,
 };
 use crate::ops::{Fused, FusionStreamInput, TargetTimes};
@@ -150,9 +150,13 @@ impl CudaDevice {
             .collect();
         let (plans, offsets) = plan_fusion_shapes(&shapes, target.shape, target.len, dtype)?;
         let mut table = Vec::with_capacity(streams.len());
+        let mut checked = Vec::new();
         for (k, ((input, d), plan)) in streams.iter().zip(&described).zip(&plans).enumerate() {
             let what = format!("stream {k}");
-            let args = self.resample_args(&what, plan, d, &target, &input.stream, targets, &input.spec)?;
+            let args = self.resample_args(&what, plan, d, &target, &input.spec)?;
+            if !input.spec.trusted {
+                checked.push(Checked { what, args, stream: &input.stream });
+            }
             table.push(FusionStream {
                 data: device_pointer(input.stream.data),
                 samples: args.samples,
@@ -168,6 +172,7 @@ impl CudaDevice {
                 fill_bits: args.fill_bits,
             });
         }
+        self.check_streams(&mut checked, targets)?;
         let batch = plans[0].batch;
         let width = *offsets.last().unwrap_or(&0);
         let rows = batch * target.len;

@@ -262,21 +262,20 @@ impl CudaDevice {
     }
 
     /// The kernel arguments of one stream's resample, with the host-side checks
-    /// a uniform timeline needs and, unless trusted, the device-side data check.
+    /// a uniform timeline needs; unless trusted, the device-side data check
+    /// follows (`check_streams`).
     pub(super) fn resample_args(
         &self,
         what: &str,
         plan: &ResamplePlan,
         described: &DeviceStream,
         targets: &DeviceTargets,
-        stream: &StreamInput<'_>,
-        target_input: &TargetTimes<'_>,
         spec: &ResampleSpec,
     ) -> Result<ResampleArgs> {
         if let (TimeShape::Uniform { start, hz }, false) = (described.source_shape, spec.trusted) {
             robocache_cpu::check_uniform_increasing(&format!("{what} source times"), start, hz, plan.source_len)?;
         }
-        let mut args = ResampleArgs {
+        let args = ResampleArgs {
             batch: plan.batch as u64,
             samples: plan.source_len as u64,
             targets: plan.target_len as u64,
@@ -291,9 +290,6 @@ impl CudaDevice {
             targets_per_warp: targets_per_warp(plan.batch * plan.target_len) as i32,
             fill_bits: fill_bits(what, plan.dtype, spec.boundary)?.unwrap_or(0),
         };
-        if !spec.trusted {
-            self.check(what, &mut args, stream, target_input)?;
-        }
         Ok(args)
     }
 
@@ -318,7 +314,10 @@ impl CudaDevice {
             target.len,
             spec,
         )?;
-        let mut args = self.resample_args(what, &plan, &described, &target, stream, targets, spec)?;
+        let mut args = self.resample_args(what, &plan, &described, &target, spec)?;
+        if !spec.trusted {
+            self.check_streams(&mut [Checked { what: what.into(), args, stream }], targets)?;
+        }
         let rows = plan.batch * plan.target_len;
         let out = self.alloc(rows * plan.channels * plan.dtype.size_in_bytes())?;
         let valid = self.alloc(rows)?;
@@ -361,26 +360,53 @@ impl CudaDevice {
         })
     }
 
-    /// Runs `resample_check` and turns its verdict into the CPU reference's errors.
-    pub(super) fn check(
-        &self,
-        what: &str,
-        args: &mut ResampleArgs,
-        stream: &StreamInput<'_>,
-        targets: &TargetTimes<'_>,
-    ) -> Result<()> {
-        let status = self.context.upload(&u64::MAX.to_le_bytes()).map_err(cuda_error)?;
-        let mut status_pointer = status.device_pointer();
-        let params: [*mut c_void; 2] = [(args as *mut ResampleArgs).cast(), (&mut status_pointer as *mut u64).cast()];
-        let config = LaunchConfig { grid: 256, block: 256, shared_bytes: 0 };
-        // SAFETY: parameters match `resample_check(ResampleArgs, unsigned long long*)`.
-        unsafe { self.context.launch(Kernel::ResampleCheck, config, &params) }.map_err(cuda_error)?;
-        let mut word = [0u8; 8];
-        self.context.download(&status, &mut word).map_err(cuda_error)?;
-        let verdict = u64::from_le_bytes(word);
-        if verdict == u64::MAX {
+    /// Runs `resample_check` for each stream (its own status word), reads
+    /// every verdict after one wait, and turns the first failure, in stream
+    /// order, into the CPU reference's error.
+    pub(super) fn check_streams(&self, checked: &mut [Checked<'_, '_>], targets: &TargetTimes<'_>) -> Result<()> {
+        if checked.is_empty() {
             return Ok(());
         }
+        let status = self.status_words(checked.len())?;
+        for (k, c) in checked.iter_mut().enumerate() {
+            let mut status_pointer = status.device_pointer() + 8 * k as u64;
+            let params: [*mut c_void; 2] =
+                [(&mut c.args as *mut ResampleArgs).cast(), (&mut status_pointer as *mut u64).cast()];
+            let config = LaunchConfig { grid: 256, block: 256, shared_bytes: 0 };
+            // SAFETY: parameters match `resample_check(ResampleArgs, unsigned long long*)`,
+            // and word k of `status` is in bounds.
+            unsafe { self.context.launch(Kernel::ResampleCheck, config, &params) }.map_err(cuda_error)?;
+        }
+        let mut verdicts = vec![0u64; checked.len()];
+        self.context.read_words(&status, &mut verdicts).map_err(cuda_error)?;
+        match checked.iter().zip(verdicts).find(|(_, verdict)| *verdict != u64::MAX) {
+            None => Ok(()),
+            Some((c, verdict)) => Err(self.check_failure(&c.what, &c.args, c.stream, targets, verdict)),
+        }
+    }
+
+    /// The error of a failed check's `verdict`: kind, position, subtype.
+    fn check_failure(
+        &self,
+        what: &str,
+        args: &ResampleArgs,
+        stream: &StreamInput<'_>,
+        targets: &TargetTimes<'_>,
+        verdict: u64,
+    ) -> Error {
+        match self.describe_failure(what, args, stream, targets, verdict) {
+            Ok(error) | Err(error) => error,
+        }
+    }
+
+    fn describe_failure(
+        &self,
+        what: &str,
+        args: &ResampleArgs,
+        stream: &StreamInput<'_>,
+        targets: &TargetTimes<'_>,
+        verdict: u64,
+    ) -> Result<Error> {
         let (kind, position, subtype) = (verdict >> 60, (verdict & ((1 << 60) - 1)) >> 1, verdict & 1);
         let read_f64 = |tensor: &Tensor, index: u64| -> Result<f64> {
             let mut bytes = [0u8; 8];
@@ -391,7 +417,7 @@ impl CudaDevice {
                 .map_err(cuda_error)?;
             Ok(f64::from_le_bytes(bytes))
         };
-        Err(match kind {
+        Ok(match kind {
             1 => {
                 let row = position as usize;
                 let length = match stream.lengths {
@@ -433,6 +459,13 @@ impl CudaDevice {
         }
         .into())
     }
+}
+
+/// One stream's arguments, awaiting its device-side check.
+pub(super) struct Checked<'s, 'a> {
+    pub what: String,
+    pub args: ResampleArgs,
+    pub stream: &'s StreamInput<'a>,
 }
 
 /// Consecutive targets of one row a warp computes: one while there are few

@@ -498,7 +498,7 @@ impl CudaDevice {
 
     /// Rejects an out-of-range cloud index, naming the first such point.
     fn check_clouds(&self, args: &mut VoxelArgs, input: &VoxelInput<'_>) -> Result<()> {
-        let status = self.context.upload(&u64::MAX.to_le_bytes()).map_err(cuda_error)?;
+        let status = self.status_words(1)?;
         let mut status_pointer = status.device_pointer();
         // SAFETY: `voxel_check_clouds` reads the points' cloud indices (checked against the plan) and writes one word of `status`.
         unsafe {
@@ -508,9 +508,9 @@ impl CudaDevice {
                 &[(args as *mut VoxelArgs).cast(), (&mut status_pointer as *mut u64).cast()],
             )
         }?;
-        let mut word = [0u8; 8];
-        self.context.download(&status, &mut word).map_err(cuda_error)?;
-        let point = u64::from_le_bytes(word);
+        let mut point = [0u64];
+        self.context.read_words(&status, &mut point).map_err(cuda_error)?;
+        let [point] = point;
         if point == u64::MAX {
             return Ok(());
         }

@@ -87,6 +87,9 @@ pub struct LoaderConfig {
     pub batch_size: usize,
     /// Seed of the per-epoch shuffles.
     pub seed: u64,
+    /// Shuffle each epoch (seeded by `seed` and the epoch); off: samples in
+    /// order (evaluation), sharded the same way.
+    pub shuffle: bool,
     /// This process's shard (`Shard::from_env()` for torchrun / SLURM).
     pub shard: Shard,
     /// Drop the last batch of an epoch when it is short.
@@ -109,7 +112,7 @@ pub struct LoaderConfig {
 }
 
 impl LoaderConfig {
-    /// `streams` cut by `windows` in batches of `batch_size`; seed 0, the
+    /// `streams` cut by `windows` in batches of `batch_size`; shuffled with seed 0, the
     /// whole data set, last batch kept, 4 batches of prefetch over 2
     /// workers, [`LoaderMode::Auto`], 256 MiB of staging, batches ready when
     /// delivered.
@@ -119,6 +122,7 @@ impl LoaderConfig {
             windows,
             batch_size,
             seed: 0,
+            shuffle: true,
             shard: Shard::default(),
             drop_last: false,
             prefetch: 4,
@@ -291,7 +295,7 @@ impl Loader {
         self.resident.as_ref().map_or(0, |r| r.size_in_bytes())
     }
 
-    /// The batches of epoch `epoch`, in its shuffled order. Worker threads
+    /// The batches of epoch `epoch`, in its shuffled order (in order without `shuffle`). Worker threads
     /// assemble them ahead of the consumer (see [`LoaderConfig::prefetch`]).
     pub fn epoch(&self, epoch: u64) -> Epoch {
         self.epoch_from(epoch, 0)
@@ -301,7 +305,7 @@ impl Loader {
     /// an epoch where a checkpoint stopped: the order is the epoch's, the
     /// first `first_batch` batches are skipped without being assembled).
     pub fn epoch_from(&self, epoch: u64, first_batch: usize) -> Epoch {
-        let order = self.sampler.epoch(epoch);
+        let order = if self.config.shuffle { self.sampler.epoch(epoch) } else { self.sampler.sequential() };
         let mut batches: Vec<Vec<usize>> = order.chunks(self.config.batch_size).map(<[usize]>::to_vec).collect();
         if self.config.drop_last && batches.last().is_some_and(|b| b.len() < self.config.batch_size) {
             batches.pop();

@@ -1,0 +1,113 @@
+"""Type stubs of the extension module ``robocache._native`` (the Rust
+binding crate). Users call the ``robocache`` package, which wraps these."""
+
+from typing import Any, List, Optional, Sequence, Tuple, Union
+
+__version__: str
+
+# (address, shape, dtype name, "cpu" | "cuda:N")
+ArrayDesc = Tuple[int, Tuple[int, ...], str, str]
+# An f64 array, or ("uniform", start, hz)
+TimesArg = Union[ArrayDesc, Tuple[str, float, float]]
+# An f64 array, or ("uniform", start, hz, count)
+TargetsArg = Union[ArrayDesc, Tuple[str, float, float, int]]
+
+def cuda_available() -> bool: ...
+def info() -> str: ...
+
+class Array:
+    """A result: robocache's memory, readable in place."""
+
+    @property
+    def shape(self) -> Tuple[int, ...]: ...
+    @property
+    def dtype(self) -> str: ...
+    @property
+    def device(self) -> str: ...
+    @property
+    def address(self) -> int: ...
+    @property
+    def __array_interface__(self) -> dict: ...
+    @property
+    def __cuda_array_interface__(self) -> dict: ...
+    def to_dlpack(self) -> Any: ...
+    def __dlpack__(
+        self,
+        *,
+        stream: Optional[int] = None,
+        max_version: Optional[Tuple[int, int]] = None,
+        dl_device: Optional[Tuple[int, int]] = None,
+        copy: Optional[bool] = None,
+    ) -> Any: ...
+    def __dlpack_device__(self) -> Tuple[int, int]: ...
+
+def resample(
+    data: ArrayDesc,
+    times: TimesArg,
+    targets: TargetsArg,
+    channels: str,
+    boundary: str,
+    lengths: Optional[ArrayDesc],
+    trusted: bool,
+    stream: Optional[int],
+) -> Tuple[Array, Array]: ...
+def fuse(
+    streams: Sequence[Tuple[ArrayDesc, TimesArg, Optional[ArrayDesc], str, str]],
+    targets: TargetsArg,
+    dtype: str,
+    trusted: bool,
+    stream: Optional[int],
+) -> Tuple[Array, Array, List[int]]: ...
+def voxelize(
+    points: ArrayDesc,
+    features: Optional[ArrayDesc],
+    clouds: Optional[ArrayDesc],
+    num_clouds: int,
+    origin: Tuple[float, float, float],
+    voxel_size: Tuple[float, float, float],
+    dims: Tuple[int, int, int],
+    mode: str,
+    budget_bytes: int,
+    stream: Optional[int],
+) -> Tuple[Array, Optional[Array], Array]: ...
+
+class Dataset:
+    def __init__(
+        self,
+        path: str,
+        format: Optional[str] = None,
+        split: Optional[str] = None,
+        rate_hz: Optional[float] = None,
+        cache_bytes: int = 0,
+    ) -> None: ...
+    @property
+    def format(self) -> str: ...
+    def info_json(self) -> str: ...
+
+class Epoch:
+    def next_batch(self, stream: Optional[int]) -> Optional[Tuple[List[Tuple[str, Array, Array]], Array]]: ...
+
+class Loader:
+    def __init__(
+        self,
+        dataset: Dataset,
+        streams: List[str],
+        windows: Tuple[Any, ...],
+        batch_size: int,
+        device: str,
+        seed: int,
+        shuffle: bool,
+        rank: int,
+        world_size: int,
+        drop_last: bool,
+        workers: int,
+        prefetch: int,
+        normalization: Optional[str],
+        mode: str,
+    ) -> None: ...
+    def batches_per_epoch(self) -> int: ...
+    def samples_per_epoch(self) -> int: ...
+    def windows(self) -> int: ...
+    def epoch(self, epoch: int, first_batch: int) -> Epoch: ...
+    def telemetry_json(self) -> str: ...
+    def reset_telemetry(self) -> None: ...
