@@ -90,26 +90,31 @@ pub(crate) fn device_of(desc: &ArrayDesc) -> PyResult<Device> {
     Device::from_request(desc.device).py_err()
 }
 
-/// A result tensor and the CUDA streams of its consumers: robocache's
-/// stream waits for each of them before the memory is freed (stream-ordered,
-/// so work a consumer queued with the data completes first).
+/// Result tensors freed together and the CUDA streams of their consumers:
+/// robocache's stream waits for each of them before the memory is freed
+/// (stream-ordered, so work a consumer queued with the data completes
+/// first). An operation's results are one each (freed independently); a
+/// loader batch's are one group (its parts share memory, and one wait
+/// orders the whole batch's free).
 #[derive(Debug)]
 pub(crate) struct Owned {
-    tensor: Tensor,
+    tensors: Vec<Tensor>,
     consumers: Mutex<Vec<u64>>,
 }
 
 impl Owned {
-    pub(crate) fn tensor(&self) -> &Tensor {
-        &self.tensor
+    /// Tensors whose producer already made `consumer_stream` (the caller's
+    /// CUDA stream) wait for them.
+    pub(crate) fn new(tensors: Vec<Tensor>, consumer_stream: Option<u64>) -> Arc<Self> {
+        Arc::new(Owned { tensors, consumers: Mutex::new(consumer_stream.into_iter().collect()) })
     }
 
     /// Makes `stream` (a consumer's, not yet ordered) wait for robocache's
     /// work so far, and remembers it for the free.
-    fn add_consumer(&self, stream: u64) -> PyResult<()> {
+    fn add_consumer(&self, device: &Device, stream: u64) -> PyResult<()> {
         let mut consumers = self.consumers.lock().map_err(|_| invalid("a result's stream list is poisoned"))?;
         if !consumers.contains(&stream) {
-            self.tensor.device().make_external_stream_wait(stream).py_err()?;
+            device.make_external_stream_wait(stream).py_err()?;
             consumers.push(stream);
         }
         Ok(())
@@ -118,35 +123,48 @@ impl Owned {
 
 impl Drop for Owned {
     fn drop(&mut self) {
-        let Owned { tensor, consumers } = self;
-        if let Ok(consumers) = consumers.get_mut() {
-            for &stream in consumers.iter() {
-                // A failure leaves the free ordered on robocache's stream only;
-                // there is no one to report it to from a destructor.
-                let _ = tensor.device().wait_for_external_stream(stream);
-            }
+        let Owned { tensors, consumers } = self;
+        let (Some(first), Ok(consumers)) = (tensors.first(), consumers.get_mut()) else { return };
+        for &stream in consumers.iter() {
+            // A failure leaves the free ordered on robocache's stream only;
+            // there is no one to report it to from a destructor.
+            let _ = first.device().wait_for_external_stream(stream);
         }
+        // The tensors drop after this: their memory is freed behind the waits.
     }
 }
 
 /// A result of robocache: its memory, shape and dtype, readable in place
 /// (DLPack, `__array_interface__`, `__cuda_array_interface__`). The memory
-/// lives while the `Array` or any tensor made from it does.
+/// lives while the `Array`, any tensor made from it, or (in a loader batch)
+/// another part of its batch does.
 #[derive(Debug)]
 #[pyclass(module = "robocache._native", frozen)]
 pub struct Array {
     owned: Arc<Owned>,
+    index: usize,
 }
 
 impl Array {
     /// A result whose producer already made `consumer_stream` (the caller's
     /// CUDA stream) wait for it.
     pub(crate) fn new(tensor: Tensor, consumer_stream: Option<u64>) -> Self {
-        Array { owned: Arc::new(Owned { tensor, consumers: Mutex::new(consumer_stream.into_iter().collect()) }) }
+        Array { owned: Owned::new(vec![tensor], consumer_stream), index: 0 }
     }
 
-    fn tensor(&self) -> &Tensor {
-        &self.owned.tensor
+    /// Each tensor of a group freed together.
+    pub(crate) fn group(tensors: Vec<Tensor>, consumer_stream: Option<u64>) -> Vec<Self> {
+        let owned = Owned::new(tensors, consumer_stream);
+        (0..owned.tensors.len()).map(|index| Array { owned: owned.clone(), index }).collect()
+    }
+
+    pub(crate) fn tensor(&self) -> &Tensor {
+        &self.owned.tensors[self.index]
+    }
+
+    /// What keeps the memory alive.
+    pub(crate) fn owner(&self) -> &Arc<Owned> {
+        &self.owned
     }
 }
 
@@ -224,7 +242,7 @@ impl Array {
     /// A `dltensor` capsule over the memory (for `torch.from_dlpack`),
     /// for a consumer on the stream the call was ordered with.
     fn to_dlpack(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        crate::dlpack::capsule(py, &self.owned)
+        crate::dlpack::capsule(py, self)
     }
 
     /// The DLPack protocol. `stream`: the consumer's CUDA stream (1 the
@@ -254,10 +272,10 @@ impl Array {
         }
         if let (Device::Cuda(_), Some(stream)) = (self.tensor().device(), stream) {
             if stream != -1 {
-                self.owned.add_consumer(stream as u64)?;
+                self.owned.add_consumer(self.tensor().device(), stream as u64)?;
             }
         }
-        crate::dlpack::capsule(py, &self.owned)
+        crate::dlpack::capsule(py, self)
     }
 
     /// `(device_type, device_id)`: `(1, 0)` host, `(2, N)` CUDA device N.

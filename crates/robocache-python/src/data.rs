@@ -212,12 +212,21 @@ impl Epoch {
                 Ok::<_, robocache::Error>(columns)
             })
             .py_err()?;
-        let streams = batch
-            .streams
-            .into_iter()
-            .map(|s| (s.name, Array::new(s.data, stream), Array::new(s.valid, stream)))
-            .collect();
-        Ok(Some((streams, Array::new(columns, stream))))
+        // One group: the batch's parts share memory, and one wait for the
+        // consumer's stream orders its free.
+        let names: Vec<String> = batch.streams.iter().map(|s| s.name.clone()).collect();
+        let tensors = batch.streams.into_iter().flat_map(|s| [s.data, s.valid]).chain([columns]).collect();
+        let mut arrays = Array::group(tensors, stream);
+        let columns = arrays.pop();
+        let mut parts = arrays.into_iter();
+        let streams: Option<Vec<_>> =
+            names.into_iter().map(|name| Some((name, parts.next()?, parts.next()?))).collect();
+        match (streams, columns) {
+            (Some(streams), Some(columns)) => Ok(Some((streams, columns))),
+            _ => {
+                Err(crate::errors::to_py(robocache::Error::Internal("a batch's parts do not match its streams".into())))
+            }
+        }
     }
 }
 

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use robocache::{DType, Device};
 
-use crate::arrays::Owned;
+use crate::arrays::{Array, Owned};
 
 /// `DLDevice`.
 #[repr(C)]
@@ -96,9 +96,9 @@ fn data_type(dtype: DType) -> DlDataType {
     DlDataType { code, bits, lanes: 1 }
 }
 
-/// A `dltensor` capsule over `owner`'s result, keeping it alive.
-pub(crate) fn capsule(py: Python<'_>, owner: &Arc<Owned>) -> PyResult<Py<PyAny>> {
-    let tensor = owner.tensor();
+/// A `dltensor` capsule over `array`'s memory, keeping it alive.
+pub(crate) fn capsule(py: Python<'_>, array: &Array) -> PyResult<Py<PyAny>> {
+    let tensor = array.tensor();
     let (device_type, device_id) = device_of(tensor.device());
     let mut managed = Box::new(Managed {
         managed: DlManagedTensor {
@@ -115,7 +115,7 @@ pub(crate) fn capsule(py: Python<'_>, owner: &Arc<Owned>) -> PyResult<Py<PyAny>>
             deleter: Some(delete_managed),
         },
         shape: tensor.shape().iter().map(|&d| d as i64).collect(),
-        _owner: owner.clone(),
+        _owner: array.owner().clone(),
     });
     managed.managed.dl_tensor.shape = managed.shape.as_mut_ptr();
     let raw = Box::into_raw(managed);

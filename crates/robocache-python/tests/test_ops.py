@@ -178,8 +178,13 @@ def test_seed_functions():
     assert robocache.self_test() is True
 
 
-def test_groot_loop_as_written():
-    """The seeds' GR00T integration loop, with a small stand-in model and data."""
+@pytest.mark.parametrize("on", ["cpu", "cuda"])
+def test_groot_loop_as_written(on, request):
+    """The seeds' GR00T integration loop, with a small stand-in model and
+    data; on "cuda" the seed's own lines (`.cuda()` target times, the model
+    on the GPU, batches of CUDA tensors)."""
+    if on == "cuda":
+        request.getfixturevalue("cuda")
     class Stand(torch.nn.Module):
         def __init__(self):
             super().__init__()
@@ -189,12 +194,12 @@ def test_groot_loop_as_written():
             language = language[:, None].expand(-1, vision.shape[1], -1)
             return self.head(torch.cat([vision, proprio, language], -1)).mean(1)
 
-    dataloader = [{
+    dataloader = [{key: value.to(on) for key, value in {
         "vision": torch.randn(2, 150, 512), "vision_times": torch.linspace(0, 5, 150).repeat(2, 1),
         "proprio": torch.randn(2, 500, 14), "proprio_times": torch.linspace(0, 5, 500).repeat(2, 1),
         "language": torch.randn(2, 768), "actions": torch.randn(2, 7),
-    }]
-    model, criterion = Stand(), torch.nn.MSELoss()
+    }.items()}]
+    model, criterion = Stand().to(on), torch.nn.MSELoss()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     for batch in dataloader:
         vision = batch['vision']
@@ -202,14 +207,14 @@ def test_groot_loop_as_written():
         proprio = batch['proprio']
         proprio_times = batch['proprio_times']
         language = batch['language']
-        target_times = torch.linspace(0, 5, 250)
+        target_times = torch.linspace(0, 5, 250).cuda() if on == "cuda" else torch.linspace(0, 5, 250)  # 50Hz policy
         vision_aligned = robocache.resample_trajectories(vision, vision_times, target_times)
         proprio_aligned = robocache.resample_trajectories(proprio, proprio_times, target_times)
         actions_pred = model(vision_aligned, proprio_aligned, language)
         loss = criterion(actions_pred, batch['actions'])
         loss.backward()
         optimizer.step()
-    assert vision_aligned.shape == (2, 250, 512) and torch.isfinite(loss)
+    assert vision_aligned.shape == (2, 250, 512) and vision_aligned.device.type == on and torch.isfinite(loss)
 
 
 @pytest.mark.parametrize("case", ["dtype", "noncontiguous", "expanded", "shapes", "times", "list", "spec", "device"])

@@ -487,6 +487,75 @@ fn handles_of_one_device_share_its_stream(device: &Device) {
 
 /// Instantiates operation test bodies for one backend; a backend that is not
 /// available skips with a message.
+/// Bad source times, target times or lengths in any stream of a fusion
+/// (and in a resample) fail with the CPU reference's error, naming the same
+/// stream, row and index; every stream's check runs before one wait on a GPU,
+/// and the first failing stream is reported.
+fn bad_inputs_fail_as_the_reference_does(device: &Device) {
+    let reference = Device::cpu();
+    let (batch, samples, channels, len) = (3, 40, 2, 25);
+    let good_times: Vec<f64> = (0..batch * samples).map(|i| 1.7e9 + (i % samples) as f64 * 0.01).collect();
+    let data = vec![0.5f32; batch * samples * channels];
+    let targets: Vec<f64> = (0..len).map(|i| 1.7e9 + i as f64 * 0.015).collect();
+    // (stream, what is broken, row, index)
+    let cases = [
+        (0, "repeat", 0, 1),
+        (1, "repeat", 2, 39),
+        (2, "nan", 1, 17),
+        (1, "length", 2, 0),
+        (2, "target", 0, 24),
+        (1, "inf", 2, 0),
+    ];
+    for (broken, kind, row, index) in cases {
+        let run = |device: &Device| -> Result<(), String> {
+            let mut tensors = Vec::new();
+            for k in 0..3 {
+                let mut times = good_times.clone();
+                let mut lengths = vec![samples as i64; batch];
+                if k == broken {
+                    let at = row * samples + index;
+                    match kind {
+                        "repeat" if index > 0 => times[at] = times[at - 1],
+                        "repeat" => times[at] = times[at + 1],
+                        "nan" => times[at] = f64::NAN,
+                        "inf" => times[at] = f64::INFINITY,
+                        "length" => lengths[row] = samples as i64 + 1,
+                        _ => {}
+                    }
+                }
+                tensors.push((
+                    Tensor::from_slice(device, &data, &[batch, samples, channels]).unwrap(),
+                    Tensor::from_slice(device, &times, &[batch, samples]).unwrap(),
+                    Tensor::from_slice(device, &lengths, &[batch]).unwrap(),
+                ));
+            }
+            let mut q = targets.clone();
+            if kind == "target" {
+                q[index] = f64::NAN;
+            }
+            let q = Tensor::from_slice(device, &q, &[len]).unwrap();
+            let inputs: Vec<FusionStreamInput<'_>> = tensors
+                .iter()
+                .map(|(data, times, lengths)| FusionStreamInput {
+                    stream: StreamInput::new(data, TimeAxis::Tensor(times)).with_lengths(lengths),
+                    spec: ResampleSpec::new(Method::Linear),
+                })
+                .collect();
+            let fused =
+                device.fuse(&inputs, &TargetTimes::Tensor(&q), DType::F32).map(|_| ()).map_err(|e| e.to_string());
+            let alone = device
+                .resample(&inputs[broken].stream, &TargetTimes::Tensor(&q), &ResampleSpec::new(Method::Linear))
+                .map(|_| ())
+                .map_err(|e| e.to_string());
+            assert!(alone.is_err(), "{kind} in stream {broken}: resample accepted it");
+            fused.and(alone)
+        };
+        let (got, want) = (run(device), run(&reference));
+        assert!(want.is_err(), "{kind} in stream {broken}: the reference accepted it");
+        assert_eq!(got, want, "{kind} in stream {broken}, row {row}, index {index}");
+    }
+}
+
 macro_rules! backend_tests {
     ($backend:ident, $device:expr, [$($operation:ident),*]) => {
         mod $backend {
@@ -817,7 +886,8 @@ backend_tests!(
         concurrent_calls_agree,
         window_batches_match_reference,
         loader_batches_match_reference,
-        handles_of_one_device_share_its_stream
+        handles_of_one_device_share_its_stream,
+        bad_inputs_fail_as_the_reference_does
     ]
 );
 // The 2^31 case needs 4 GiB on the host and the device: CUDA only (the CPU
@@ -837,6 +907,7 @@ backend_tests!(
         window_batches_match_reference,
         loader_batches_match_reference,
         handles_of_one_device_share_its_stream,
+        bad_inputs_fail_as_the_reference_does,
         indexes_past_two_to_the_31
     ]
 );
