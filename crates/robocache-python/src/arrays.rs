@@ -7,13 +7,13 @@
 //! GPU the caller's stream is made to wait for robocache's work before the
 //! call returns, so the memory is neither freed nor reused under a kernel.
 //!
-//! Out: an [`Array`] owns a result [`Tensor`] and shows its memory through
-//! `__array_interface__` (host) or `__cuda_array_interface__` (GPU), which
-//! NumPy, CuPy and `torch.as_tensor` read in place; the consumer keeps the
-//! `Array` alive as the owner of the memory. Dropping it frees the device
-//! memory in stream order after the consumer's stream has reached that
-//! point, so work the caller queued on its stream with the data completes
-//! first.
+//! Out: an [`Array`] holds a result [`Tensor`] and shows its memory as a
+//! DLPack capsule (`to_dlpack`, `__dlpack__`; see the `dlpack` module),
+//! `__array_interface__` (host) or `__cuda_array_interface__` (GPU), all
+//! read in place; the consumer keeps the memory's owner alive. The last
+//! owner gone frees the device memory in stream order after the
+//! consumer's stream has reached that point, so work the caller queued on
+//! its stream with the data completes first.
 
 use std::sync::{Arc, Mutex};
 

@@ -1,8 +1,9 @@
 //! The `robocache._native` extension module: the thin layer between Python
 //! and the [`robocache`] facade. It turns array descriptors into borrowed
 //! [`robocache::Tensor`]s (no copy), calls the facade, wraps results as
-//! [`arrays::Array`] objects that NumPy and PyTorch read in place through
-//! `__array_interface__` / `__cuda_array_interface__`, orders CUDA work
+//! [`arrays::Array`] objects that PyTorch reads in place through DLPack
+//! capsules and NumPy through `__array_interface__` (CuPy and others also
+//! through `__dlpack__` / `__cuda_array_interface__`), orders CUDA work
 //! with the caller's stream, and maps errors to the `robocache` exception
 //! classes. No operation is computed here; the Python package
 //! (`python/robocache`) gives it its API.
