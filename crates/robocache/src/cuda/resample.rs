@@ -381,24 +381,15 @@ impl CudaDevice {
         self.context.read_words(&status, &mut verdicts).map_err(cuda_error)?;
         match checked.iter().zip(verdicts).find(|(_, verdict)| *verdict != u64::MAX) {
             None => Ok(()),
-            Some((c, verdict)) => Err(self.check_failure(&c.what, &c.args, c.stream, targets, verdict)),
+            // Reading the failing value back can fail too; either error is reported.
+            Some((c, verdict)) => match self.describe_failure(&c.what, &c.args, c.stream, targets, verdict) {
+                Ok(error) | Err(error) => Err(error),
+            },
         }
     }
 
-    /// The error of a failed check's `verdict`: kind, position, subtype.
-    fn check_failure(
-        &self,
-        what: &str,
-        args: &ResampleArgs,
-        stream: &StreamInput<'_>,
-        targets: &TargetTimes<'_>,
-        verdict: u64,
-    ) -> Error {
-        match self.describe_failure(what, args, stream, targets, verdict) {
-            Ok(error) | Err(error) => error,
-        }
-    }
-
+    /// The error of a failed check's `verdict` (kind, position, subtype), in
+    /// the CPU reference's words.
     fn describe_failure(
         &self,
         what: &str,
