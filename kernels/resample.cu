@@ -20,19 +20,11 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
-enum TimesMode { TIMES_SHARED = 0, TIMES_PER_ROW = 1, TIMES_UNIFORM = 2 };
-enum Method { METHOD_LINEAR = 0, METHOD_NEAREST = 1, METHOD_PREVIOUS = 2, METHOD_SLERP = 3 };
-enum BoundaryRule { BOUNDARY_CLAMP = 0, BOUNDARY_EXTRAPOLATE = 1, BOUNDARY_FILL = 2 };
-enum LengthType { LENGTHS_NONE = 0, LENGTHS_U32 = 1, LENGTHS_U64 = 2, LENGTHS_I32 = 3, LENGTHS_I64 = 4 };
-
-// A timeline: explicit f64 times (shared [L] or per row [B, L]) or uniform.
-struct Timeline {
-    const double* times;
-    int mode;
-    double start;
-    double hz;
-    uint64_t len;  // L
-};
+// The codes, constants and argument structs shared with Rust (generated
+// from crates/robocache-kernels/src/abi.rs): TimesMode, Method,
+// BoundaryRule, IndexType, DTypeCode, Timeline, ResampleArgs, FusionStream,
+// FusionArgs, ResidentEpisode, ResidentStream, AssembleArgs.
+#include "abi.h"
 
 __device__ __forceinline__ double time_at(const Timeline& t, uint64_t row, uint64_t i) {
     if (t.mode == TIMES_UNIFORM) return __dadd_rn(t.start, __ddiv_rn((double)i, t.hz));
@@ -45,14 +37,14 @@ __device__ __forceinline__ double time_at(const Timeline& t, uint64_t row, uint6
 __device__ __forceinline__ uint64_t row_length(const void* lengths, int type, uint64_t row, uint64_t samples) {
     long long n;
     switch (type) {
-        case LENGTHS_U32: n = (long long)((const uint32_t*)lengths)[row]; break;
-        case LENGTHS_U64: {
+        case INDEX_U32: n = (long long)((const uint32_t*)lengths)[row]; break;
+        case INDEX_U64: {
             uint64_t v = ((const uint64_t*)lengths)[row];
             n = v > samples ? (long long)samples : (long long)v;
             break;
         }
-        case LENGTHS_I32: n = ((const int32_t*)lengths)[row]; break;
-        case LENGTHS_I64: n = ((const int64_t*)lengths)[row]; break;
+        case INDEX_I32: n = ((const int32_t*)lengths)[row]; break;
+        case INDEX_I64: n = ((const int64_t*)lengths)[row]; break;
         default: return samples;
     }
     if (n < 1) return 1;
@@ -322,19 +314,6 @@ __device__ void slerp(double* a, double* b, double t, double* out) {
     normalize4(out);
 }
 
-// Arguments shared by every instantiation.
-struct ResampleArgs {
-    uint64_t batch, samples, targets, channels;
-    Timeline source, target;
-    const void* lengths;
-    int length_type;
-    int group_count;
-    int groups[3 * 32];  // [group_count][3]: start, end, method (at most 32 groups)
-    int boundary;
-    int targets_per_warp;  // 1..=TARGETS_PER_WARP, chosen by the host
-    uint64_t fill_bits;  // the fill value, in the output dtype's bits
-};
-
 // Where a row's values go. DirectRow stores T into a T row (vectorizable);
 // the fusion's ConvertRow rounds into another output dtype element by element.
 template <typename T>
@@ -553,8 +532,6 @@ __device__ void resample_rows(const T* __restrict__ data, T* __restrict__ out, u
 // other dtypes) are first assembled in shared memory and then written out
 // in aligned 16-byte words.
 
-#define TILE_WARPS 8
-#define MAX_TILE 32
 #define MOVE_UNROLL 2
 // Fusion moves one word a thread per claim straight into the output (no
 // spills at 64 registers, and a 64- or 128-channel stream's few words are
@@ -897,38 +874,6 @@ LEAN_KERNEL(resample_bits64, uint64_t, false)
 
 // ---- Fusion: K streams onto one timeline in one launch ----------------------
 
-// dtype codes, in the order of robocache's DType.
-enum DTypeCode {
-    DT_BOOL = 0, DT_U8, DT_U16, DT_U32, DT_U64, DT_I8, DT_I16, DT_I32, DT_I64, DT_F16, DT_BF16, DT_F32, DT_F64
-};
-
-// One stream of a fusion (a table of these lives in device memory).
-struct FusionStream {
-    const void* data;  // [B, S, D] of `dtype`
-    uint64_t samples, channels, out_offset;
-    Timeline source;
-    const void* lengths;
-    int length_type;
-    int dtype;
-    int group_count;
-    int groups[3 * 32];
-    int boundary;
-    uint64_t fill_bits;  // in the stream's dtype
-};
-
-// Up to FUSION_INLINE streams travel in the launch's parameters (no copy to
-// the device before the kernel); more go in a table in device memory.
-#define FUSION_INLINE 16
-
-struct FusionArgs {
-    uint64_t batch, targets, width, stream_count;
-    Timeline target;
-    int out_dtype;
-    int targets_per_warp;       // 1..=TARGETS_PER_WARP, chosen by the host
-    const FusionStream* table;  // stream_count > FUSION_INLINE
-    FusionStream inline_streams[FUSION_INLINE];
-};
-
 template <typename T> __device__ __forceinline__ double as_f64(T v) { return (double)v; }
 template <> __device__ __forceinline__ double as_f64(__half v) { return (double)__half2float(v); }
 template <> __device__ __forceinline__ double as_f64(__nv_bfloat16 v) { return (double)__bfloat162float(v); }
@@ -1141,16 +1086,16 @@ FUSE_STAGED_KERNEL(fuse_staged_f64, double)
 extern "C" __global__ void resample_check(ResampleArgs a, unsigned long long* status) {
     const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
     const uint64_t first = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    for (uint64_t row = first; row < a.batch && a.length_type != LENGTHS_NONE; row += stride) {
+    for (uint64_t row = first; row < a.batch && a.length_type != INDEX_NONE; row += stride) {
         long long n;
         switch (a.length_type) {
-            case LENGTHS_U32: n = ((const uint32_t*)a.lengths)[row]; break;
-            case LENGTHS_U64: {
+            case INDEX_U32: n = ((const uint32_t*)a.lengths)[row]; break;
+            case INDEX_U64: {
                 uint64_t v = ((const uint64_t*)a.lengths)[row];
                 n = v > a.samples ? -1 : (long long)v;
                 break;
             }
-            case LENGTHS_I32: n = ((const int32_t*)a.lengths)[row]; break;
+            case INDEX_I32: n = ((const int32_t*)a.lengths)[row]; break;
             default: n = ((const int64_t*)a.lengths)[row]; break;
         }
         if (n < 1 || (unsigned long long)n > a.samples) atomicMin(status, (1ull << 60) | (row << 1));
@@ -1189,42 +1134,6 @@ extern "C" __global__ void resample_check(ResampleArgs a, unsigned long long* st
 // exactly as `resample` does (same search, weights and rounding, clamp
 // boundary), step windows gather rows anchor + k - history with the edges
 // repeated. valid is false outside the episode.
-
-struct ResidentEpisode {
-    uint64_t row_offset;   // first row of the episode in the stream's data
-    uint64_t rows;         // rows of the episode (>= 1)
-    uint64_t time_offset;  // first time of the episode in the stream's times (explicit timelines)
-    double start;          // uniform timelines: row i at start + i / hz
-    double hz;
-    int uniform;
-    int pad;
-};
-
-struct ResidentStream {
-    const float* data;                  // [rows_total, channels]
-    const double* times;                // [rows_total] explicit times, or null
-    const ResidentEpisode* episodes;    // [episode_count]
-    float* out;                         // [batch, targets, channels]
-    uint8_t* valid;                     // [batch, targets]
-    uint64_t channels;
-    int group_count;
-    int groups[3 * 32];
-    int pad;
-};
-
-struct AssembleArgs {
-    uint64_t batch;
-    uint64_t targets;
-    uint64_t episode_count;
-    const uint32_t* sample_episode;  // [batch]
-    const double* sample_anchor;     // [batch]: seconds (time windows) or the anchor step (step windows)
-    double hz;                       // time windows: the policy rate
-    long long history;               // targets before the anchor (step windows: frame_stack - 1)
-    int step_windows;
-    int pad;
-    uint64_t stream_count;
-    const ResidentStream* streams;   // [stream_count]
-};
 
 extern "C" __global__ void assemble_windows(AssembleArgs a) {
     const uint64_t warps_per_block = blockDim.x / 32;

@@ -26,24 +26,13 @@
 
 #include <stdint.h>
 
-enum Mode { MODE_OCCUPANCY = 0, MODE_COUNT = 1, MODE_MEAN = 2, MODE_MAX = 3 };
-enum CloudType { CLOUDS_NONE = 0, CLOUDS_U32 = 1, CLOUDS_U64 = 2, CLOUDS_I32 = 3, CLOUDS_I64 = 4 };
+// The codes and argument structs shared with Rust (generated from
+// crates/robocache-kernels/src/abi.rs): VoxelMode, IndexType, VoxelArgs,
+// SlotPoints, MeanLists.
+#include "abi.h"
 
 #define OUTSIDE 0xFFFFFFFFFFFFFFFFull
 #define FULL_MASK 0xFFFFFFFFu
-
-struct VoxelArgs {
-    float origin[3];
-    float size[3];
-    uint64_t dims[3];
-    uint64_t points;
-    uint64_t per_cloud;  // X * Y * Z
-    uint64_t clouds;
-    const void* cloud_index;
-    int cloud_type;
-    int mode;
-    uint64_t feature_len;
-};
 
 // L2 eviction policies (sm_80+): what a kernel reads once goes first, what
 // the next kernel needs stays longest.
@@ -72,13 +61,13 @@ __device__ __forceinline__ float load_once(const float* address) {
 // that does not fit, which the check reports as out of range).
 __device__ __forceinline__ long long cloud_of(const VoxelArgs& a, uint64_t i) {
     switch (a.cloud_type) {
-        case CLOUDS_U32: return ((const uint32_t*)a.cloud_index)[i];
-        case CLOUDS_U64: {
+        case INDEX_U32: return ((const uint32_t*)a.cloud_index)[i];
+        case INDEX_U64: {
             uint64_t v = ((const uint64_t*)a.cloud_index)[i];
             return v > 0x7FFFFFFFFFFFFFFFull ? -1 : (long long)v;
         }
-        case CLOUDS_I32: return ((const int32_t*)a.cloud_index)[i];
-        case CLOUDS_I64: return ((const int64_t*)a.cloud_index)[i];
+        case INDEX_I32: return ((const int32_t*)a.cloud_index)[i];
+        case INDEX_I64: return ((const int64_t*)a.cloud_index)[i];
         default: return 0;
     }
 }
@@ -119,16 +108,13 @@ __device__ __forceinline__ float decode_max(unsigned u) {
 
 // Point k of voxel v (in slot order), 1 <= k < SLOTS: SLOTS - 1 arrays of
 // `stride` words (the voxel count rounded up to 4, so each array starts on
-// a 16-byte word).
-struct SlotPoints {
-    uint32_t* words;
-    uint64_t stride;
-
-    __device__ __forceinline__ uint32_t get(uint64_t v, uint32_t k) const { return words[(k - 1) * stride + v]; }
-    __device__ __forceinline__ void set(uint64_t v, uint32_t k, uint32_t point) const {
-        words[(k - 1) * stride + v] = point;
-    }
-};
+// a 16-byte word (struct SlotPoints).
+__device__ __forceinline__ uint32_t slot_point(const SlotPoints& slots, uint64_t v, uint32_t k) {
+    return slots.words[(k - 1) * slots.stride + v];
+}
+__device__ __forceinline__ void set_slot_point(const SlotPoints& slots, uint64_t v, uint32_t k, uint32_t point) {
+    slots.words[(k - 1) * slots.stride + v] = point;
+}
 
 // A voxel's tally: its point count and the sum of its points' indices
 // modulo 2^32 (a carry out of the count cannot happen: n < 2^32).
@@ -159,16 +145,8 @@ struct HeavyVoxel {
 #define SEGMENT_WORDS 3   // words of `segments` handed out
 #define DROPPED 4         // points outside the grid (a u64: words 4 and 5)
 
-// The mean's lists, all sized for the worst case; `counters` is zero before
-// the scatter.
-struct MeanLists {
-    OverflowPoint* overflow;  // points of slot SLOTS and above (at most n)
-    uint32_t* counters;
-    HeavyVoxel* warp_voxels;   // SLOTS + 1 to WARP_POINTS points
-    HeavyVoxel* block_voxels;  // more than WARP_POINTS points
-    uint32_t* voxel_segments;  // per voxel: its segment (written for heavy voxels only)
-    uint32_t* segments;        // the overflow points, by voxel (at most n)
-};
+// The mean's lists (struct MeanLists) are all sized for the worst case;
+// `counters` is zero before the scatter.
 
 // Per point: its voxel, the dropped count, and the mode's accumulation. For
 // the mean: the voxel's tally, and the point stored in its voxel's slot
@@ -195,7 +173,7 @@ extern "C" __global__ void voxel_scatter(const float* __restrict__ points, const
                              : "memory");
                 const uint32_t slot = tally_count(tally);
                 if (slot == 0) {
-                } else if (slot < SLOTS) slots.set(key, slot, (uint32_t)i);
+                } else if (slot < SLOTS) set_slot_point(slots, key, slot, (uint32_t)i);
                 else lists.overflow[atomicAdd(&lists.counters[OVERFLOW_POINTS], 1u)] = {key, slot, (uint32_t)i};
                 break;
             }
@@ -288,9 +266,9 @@ __device__ __forceinline__ void sort_four(uint32_t (&p)[4]) {
 // all ones and stays last).
 __device__ __forceinline__ void sorted_slots(const SlotPoints& slots, uint64_t v, uint32_t count, uint32_t index_sum,
                                              uint32_t (&p)[4]) {
-    p[1] = slots.get(v, 1);
-    p[2] = slots.get(v, 2);
-    p[3] = count == 4 ? slots.get(v, 3) : 0;
+    p[1] = slot_point(slots, v, 1);
+    p[2] = slot_point(slots, v, 2);
+    p[3] = count == 4 ? slot_point(slots, v, 3) : 0;
     p[0] = index_sum - p[1] - p[2] - p[3];
     if (count == 3) p[3] = 0xFFFFFFFFu;
     sort_four(p);
@@ -348,7 +326,7 @@ extern "C" __global__ void voxel_mean(const float* __restrict__ features,
         } else if (count == 0) {
             for (uint64_t f = 0; f < feature_len; f++) out[f] = 0.0f;
         } else if (count <= 2) {
-            const uint32_t second = count == 2 ? slots.get(v, 1) : 0, first = index_sum - second;
+            const uint32_t second = count == 2 ? slot_point(slots, v, 1) : 0, first = index_sum - second;
             const float* a = features + (uint64_t)first * feature_len;
             const float* b = features + (uint64_t)(count == 2 ? second : first) * feature_len;
             for (uint64_t f = 0; f < feature_len; f++) out[f] = mean_of_one_or_two(a[f], b[f], count);
@@ -507,7 +485,7 @@ __device__ __forceinline__ void voxel_mean_grouped(const float* __restrict__ fea
                 const uint64_t tally = v0 + j < voxels ? tallies[v0 + j] : 0;
                 count[j] = tally_count(tally);
                 index_sum[j] = tally_index_sum(tally);
-                second[j] = count[j] >= 2 ? slots.get(v0 + j, 1) : 0;
+                second[j] = count[j] >= 2 ? slot_point(slots, v0 + j, 1) : 0;
             }
         }
         // Points of the voxels of up to SLOTS points (0 where there is none).
@@ -516,8 +494,8 @@ __device__ __forceinline__ void voxel_mean_grouped(const float* __restrict__ fea
         for (int j = 0; j < GROUP; j++) {
             const bool sorted = count[j] > 2 && count[j] <= SLOTS;
             second[j] = count[j] >= 2 ? second[j] : 0;
-            third[j] = sorted ? slots.get(v0 + j, 2) : 0;
-            fourth[j] = sorted && count[j] == 4 ? slots.get(v0 + j, 3) : 0;
+            third[j] = sorted ? slot_point(slots, v0 + j, 2) : 0;
+            fourth[j] = sorted && count[j] == 4 ? slot_point(slots, v0 + j, 3) : 0;
             first[j] = index_sum[j] - second[j] - third[j] - fourth[j];
         }
 #pragma unroll
@@ -629,7 +607,7 @@ extern "C" __global__ void voxel_place_overflow(MeanLists lists) {
 // segment (point 0 is its index sum less the others).
 __device__ __forceinline__ uint32_t heavy_point(const SlotPoints& slots, const MeanLists& lists, const HeavyVoxel& voxel,
                                                 uint32_t k) {
-    return k < SLOTS ? slots.get(voxel.voxel, k) : lists.segments[voxel.segment + (k - SLOTS)];
+    return k < SLOTS ? slot_point(slots, voxel.voxel, k) : lists.segments[voxel.segment + (k - SLOTS)];
 }
 
 // The listed heavy voxels (the list lengths are read on the device, so the

@@ -58,6 +58,7 @@ fn ptx_path(source: &Path, arch: u32) -> PathBuf {
 /// Compiles every kernel source for every arch; with `check`, compares with
 /// the committed PTX instead of writing it.
 pub fn build_ptx(check: bool) -> Result<()> {
+    abi_header(check)?;
     let toolkit = toolkit()?;
     let nvcc = toolkit.join("bin/nvcc");
     let scratch = root().join("target/ptx");
@@ -95,6 +96,21 @@ pub fn build_ptx(check: bool) -> Result<()> {
     }
     if check {
         eprintln!("PTX is up to date");
+    }
+    Ok(())
+}
+
+/// Writes (or with `check`, compares) `kernels/abi.h`, the kernels' side of
+/// the declarations in `robocache_kernels::abi`.
+fn abi_header(check: bool) -> Result<()> {
+    let path = root().join("kernels/abi.h");
+    let header = robocache_kernels::abi::c_header();
+    if check {
+        if std::fs::read_to_string(&path).ok().as_deref() != Some(header.as_str()) {
+            bail!("stale {} (run `cargo xtask build-ptx` and commit)", path.display());
+        }
+    } else {
+        std::fs::write(&path, header)?;
     }
     Ok(())
 }

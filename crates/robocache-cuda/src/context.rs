@@ -13,7 +13,7 @@ use cust::memory::{AsyncCopyDestination, CopyDestination, DeviceBuffer, DeviceSl
 use cust::module::Module as CustModule;
 use cust::stream::{Stream, StreamFlags, StreamWaitEventFlags};
 use cust::CudaFlags;
-use robocache_kernels::{Arch, Kernel, Module};
+use robocache_kernels::{Arch, Entry, Kernel, Module, Params};
 
 use crate::error::{driver, Error, Result};
 
@@ -445,17 +445,21 @@ impl CudaContext {
         Ok(function)
     }
 
-    /// Queues `kernel` with `args` (pointers to each argument value).
+    /// Queues `entry` with `params`, its parameters in the kernel's order
+    /// and types (checked against the PTX by robocache-kernels' tests).
     ///
     /// # Safety
     ///
-    /// `args` must match the kernel's parameters in number, order and layout,
-    /// and every device pointer in them must be valid for what the kernel does.
-    pub unsafe fn launch(&self, kernel: Kernel, config: LaunchConfig, args: &[*mut c_void]) -> Result<()> {
+    /// Every device pointer in `params` must be valid for what the kernel
+    /// does with it until the launch completes (in stream order).
+    pub unsafe fn launch<P: Params>(&self, entry: Entry<P>, config: LaunchConfig, mut params: P) -> Result<()> {
+        let kernel = entry.kernel();
         let function = self.function(kernel)?;
         // SAFETY: the function is loaded in this (current) context; the
-        // arguments are the caller's contract.
-        let result = unsafe {
+        // pointers are to `params`, which matches the kernel's parameter list
+        // (the `Entry`'s type) and lives through the call; the device
+        // pointers in it are the caller's contract.
+        let result = params.with_pointers(|pointers| unsafe {
             cust::sys::cuLaunchKernel(
                 function.0,
                 config.grid,
@@ -466,10 +470,10 @@ impl CudaContext {
                 1,
                 config.shared_bytes,
                 self.inner.stream.as_inner(),
-                args.as_ptr() as *mut *mut c_void,
+                pointers.as_ptr() as *mut *mut c_void,
                 std::ptr::null_mut(),
             )
-        };
+        });
         match result {
             cust::sys::CUresult::CUDA_SUCCESS => Ok(()),
             other => Err(Error::Kernel { kernel: kernel.name(), message: format!("{other:?}") }),

@@ -17,7 +17,8 @@
 //!
 //! With `driver`: `CudaContext::new(0)?` opens device 0; `context.upload(bytes)`
 //! and `context.download(&buffer, &mut out)` move data; `unsafe
-//! context.launch(Kernel::ResampleF32, config, &args)` queues a kernel.
+//! context.launch(entry::ResampleF32, config, (data, out, valid, args))` queues a
+//! kernel with its typed parameters.
 //! Always available, the catalog's arch choice:
 //!
 //! ```
@@ -33,4 +34,7 @@ mod error;
 #[cfg(feature = "driver")]
 pub use context::{CudaContext, DeviceBytes, Event, LaunchConfig, PinnedBuffer};
 pub use error::{Error, Result};
-pub use robocache_kernels::{Arch, Kernel, Module};
+pub use robocache_kernels::{
+    abi, entry, Arch, Entry, FuseParams, FuseTiledParams, Kernel, Module, Params, ResampleParams, ResampleTiledParams,
+    VoxelMeanGroupedParams,
+};

@@ -10,14 +10,26 @@
 //! machine code once per context.
 //!
 //! ```
-//! use robocache_kernels::{Arch, Kernel, Module};
+//! use robocache_kernels::{abi, entry, Arch, Entry, Kernel, Module};
 //!
 //! let arch = Arch::for_compute_capability(9, 0).unwrap(); // H100
 //! assert_eq!(arch, Arch::Sm90);
 //! assert_eq!(Kernel::ResampleF32.module(), Module::Resample);
 //! assert!(Module::Resample.ptx(arch).contains(".entry resample_f32("));
 //! assert!(Arch::for_compute_capability(7, 5).is_none()); // too old
+//!
+//! // Each kernel's parameters are typed: `entry::ResampleF32` takes
+//! // `(data, out, valid, args)`, checked against the PTX by a test.
+//! let entry: Entry<(u64, u64, u64, abi::ResampleArgs)> = entry::ResampleF32;
+//! assert_eq!(entry.kernel().parameters()[3].size, size_of::<abi::ResampleArgs>());
 //! ```
+
+pub mod abi;
+
+use std::ffi::c_void;
+use std::marker::PhantomData;
+
+use abi::{AssembleArgs, FusionArgs, MeanLists, ResampleArgs, SlotPoints, VoxelArgs};
 
 /// A PTX target architecture.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -90,10 +102,109 @@ impl Module {
     }
 }
 
-/// Declares [`Kernel`], [`Kernel::ALL`], [`Kernel::module`] and [`Kernel::name`]
-/// from one list: each kernel once, with its module and its `extern "C"` name.
+/// A value a kernel takes as a parameter, passed by copying its bytes.
+///
+/// # Safety
+///
+/// The type's layout is the one of the kernel parameter it stands for
+/// (`repr(C)` structs of [`abi`], integers, floats; device pointers as `u64`).
+pub unsafe trait Param: Copy + 'static {}
+
+// SAFETY: plain integers and floats, as the PTX's `.u32`, `.u64`, `.s32`, `.f64`.
+unsafe impl Param for u32 {}
+// SAFETY: as above.
+unsafe impl Param for u64 {}
+// SAFETY: as above.
+unsafe impl Param for i32 {}
+// SAFETY: as above.
+unsafe impl Param for f64 {}
+
+/// The size and alignment of one kernel parameter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ParamLayout {
+    pub size: usize,
+    pub align: usize,
+}
+
+impl ParamLayout {
+    /// The layout of `T`.
+    pub const fn of<T>() -> Self {
+        ParamLayout { size: size_of::<T>(), align: align_of::<T>() }
+    }
+}
+
+/// A kernel's parameter list: a tuple of [`Param`]s in the kernel's order.
+pub trait Params: Copy {
+    /// Each parameter's layout.
+    const LAYOUT: &'static [ParamLayout];
+
+    /// Calls `f` with a pointer to each parameter (what `cuLaunchKernel`
+    /// takes).
+    fn with_pointers<R>(&mut self, f: impl FnOnce(&[*mut c_void]) -> R) -> R;
+}
+
+macro_rules! tuple_params {
+    ($($t:ident $i:tt),+) => {
+        impl<$($t: Param),+> Params for ($($t,)+) {
+            const LAYOUT: &'static [ParamLayout] = &[$(ParamLayout::of::<$t>()),+];
+
+            fn with_pointers<R>(&mut self, f: impl FnOnce(&[*mut c_void]) -> R) -> R {
+                f(&[$((&mut self.$i as *mut $t).cast()),+])
+            }
+        }
+    };
+}
+
+tuple_params!(A 0);
+tuple_params!(A 0, B 1);
+tuple_params!(A 0, B 1, C 2);
+tuple_params!(A 0, B 1, C 2, D 3);
+tuple_params!(A 0, B 1, C 2, D 3, E 4);
+tuple_params!(A 0, B 1, C 2, D 3, E 4, F 5);
+tuple_params!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
+tuple_params!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
+tuple_params!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
+
+/// A kernel with the types of its parameters: launching it takes exactly
+/// these ([`entry`] has one for every kernel).
+pub struct Entry<P> {
+    kernel: Kernel,
+    params: PhantomData<fn(P)>,
+}
+
+impl<P> Clone for Entry<P> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<P> Copy for Entry<P> {}
+
+impl<P> std::fmt::Debug for Entry<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Entry({})", self.kernel.name())
+    }
+}
+
+impl<P: Params> Entry<P> {
+    const fn new(kernel: Kernel) -> Self {
+        Entry { kernel, params: PhantomData }
+    }
+}
+
+impl<P> Entry<P> {
+    /// The kernel.
+    pub const fn kernel(self) -> Kernel {
+        self.kernel
+    }
+}
+
+/// Declares [`Kernel`], [`Kernel::ALL`], [`Kernel::module`], [`Kernel::name`],
+/// [`Kernel::parameters`] and the typed [`entry`] of each kernel from one
+/// list: each kernel once, with its module, its `extern "C"` name and its
+/// parameter types.
 macro_rules! kernels {
-    ($($(#[doc = $doc:literal])* $kernel:ident => $module:ident, $name:literal;)*) => {
+    ($($(#[doc = $doc:literal])* $kernel:ident => $module:ident, $name:literal, $params:ty;)*) => {
         /// A kernel entry point.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         pub enum Kernel {
@@ -117,81 +228,110 @@ macro_rules! kernels {
                     $(Kernel::$kernel => $name,)*
                 }
             }
+
+            /// The layout of each of its parameters, as its [`entry`] declares them.
+            pub const fn parameters(self) -> &'static [ParamLayout] {
+                match self {
+                    $(Kernel::$kernel => <$params as Params>::LAYOUT,)*
+                }
+            }
+        }
+
+        /// Every kernel with its parameter types (device pointers are `u64`).
+        #[allow(non_upper_case_globals)]
+        pub mod entry {
+            use super::*;
+
+            $($(#[doc = $doc])* pub const $kernel: Entry<$params> = Entry::new(Kernel::$kernel);)*
         }
     };
 }
 
+/// `(data, out, valid, args)`.
+pub type ResampleParams = (u64, u64, u64, ResampleArgs);
+/// `(data, out, valid, tile, args)`.
+pub type ResampleTiledParams = (u64, u64, u64, i32, ResampleArgs);
+/// `(out, valid, args)`.
+pub type FuseParams = (u64, u64, FusionArgs);
+/// `(out, valid, tile, args)`.
+pub type FuseTiledParams = (u64, u64, i32, FusionArgs);
+/// `(features, tallies, counts, slots, mean, voxels, lists)`.
+pub type VoxelMeanGroupedParams = (u64, u64, u64, SlotPoints, u64, u64, MeanLists);
+
 kernels! {
-    ResampleF16 => Resample, "resample_f16";
-    ResampleBF16 => Resample, "resample_bf16";
-    ResampleF32 => Resample, "resample_f32";
-    ResampleF64 => Resample, "resample_f64";
+    ResampleF16 => Resample, "resample_f16", ResampleParams;
+    ResampleBF16 => Resample, "resample_bf16", ResampleParams;
+    ResampleF32 => Resample, "resample_f32", ResampleParams;
+    ResampleF64 => Resample, "resample_f64", ResampleParams;
     /// The same without slerp (fewer registers, more warps in flight): for
     /// specs of linear, nearest and previous groups only.
-    ResampleF16NoSlerp => Resample, "resample_f16_no_slerp";
-    ResampleBF16NoSlerp => Resample, "resample_bf16_no_slerp";
-    ResampleF32NoSlerp => Resample, "resample_f32_no_slerp";
-    ResampleF64NoSlerp => Resample, "resample_f64_no_slerp";
+    ResampleF16NoSlerp => Resample, "resample_f16_no_slerp", ResampleParams;
+    ResampleBF16NoSlerp => Resample, "resample_bf16_no_slerp", ResampleParams;
+    ResampleF32NoSlerp => Resample, "resample_f32_no_slerp", ResampleParams;
+    ResampleF64NoSlerp => Resample, "resample_f64_no_slerp", ResampleParams;
     /// Tiled resample (no slerp, rows and groups aligned to 16-byte words):
     /// resident blocks place the next tile of targets while they move the
     /// words of the current one.
-    ResampleTiledF16 => Resample, "resample_tiled_f16";
-    ResampleTiledBF16 => Resample, "resample_tiled_bf16";
-    ResampleTiledF32 => Resample, "resample_tiled_f32";
-    ResampleTiledF64 => Resample, "resample_tiled_f64";
+    ResampleTiledF16 => Resample, "resample_tiled_f16", ResampleTiledParams;
+    ResampleTiledBF16 => Resample, "resample_tiled_bf16", ResampleTiledParams;
+    ResampleTiledF32 => Resample, "resample_tiled_f32", ResampleTiledParams;
+    ResampleTiledF64 => Resample, "resample_tiled_f64", ResampleTiledParams;
     /// Nearest/previous on 1-byte elements (u8, i8, bool).
-    ResampleBits8 => Resample, "resample_bits8";
-    ResampleBits16 => Resample, "resample_bits16";
-    ResampleBits32 => Resample, "resample_bits32";
-    ResampleBits64 => Resample, "resample_bits64";
-    /// Validates lengths and times before a resample.
-    ResampleCheck => Resample, "resample_check";
+    ResampleBits8 => Resample, "resample_bits8", ResampleParams;
+    ResampleBits16 => Resample, "resample_bits16", ResampleParams;
+    ResampleBits32 => Resample, "resample_bits32", ResampleParams;
+    ResampleBits64 => Resample, "resample_bits64", ResampleParams;
+    /// Validates lengths and times before a resample: `(args, status)`.
+    ResampleCheck => Resample, "resample_check", (ResampleArgs, u64);
     /// K streams of any dtypes onto one timeline, concatenated, in one launch.
-    Fuse => Resample, "fuse";
+    Fuse => Resample, "fuse", FuseParams;
     /// Fusion when no stream has a slerp group.
-    FuseNoSlerp => Resample, "fuse_no_slerp";
+    FuseNoSlerp => Resample, "fuse_no_slerp", FuseParams;
     /// Tiled fusion (float streams of the output dtype, rows and offsets on
     /// 16-byte words, no slerp), by output dtype: resident blocks place the
     /// next tile of targets in every stream while they move the current one.
-    FuseTiledF16 => Resample, "fuse_tiled_f16";
-    FuseTiledBF16 => Resample, "fuse_tiled_bf16";
-    FuseTiledF32 => Resample, "fuse_tiled_f32";
-    FuseTiledF64 => Resample, "fuse_tiled_f64";
+    FuseTiledF16 => Resample, "fuse_tiled_f16", FuseTiledParams;
+    FuseTiledBF16 => Resample, "fuse_tiled_bf16", FuseTiledParams;
+    FuseTiledF32 => Resample, "fuse_tiled_f32", FuseTiledParams;
+    FuseTiledF64 => Resample, "fuse_tiled_f64", FuseTiledParams;
     /// Tiled fusion of any float streams (no slerp) through shared memory,
     /// by output dtype.
-    FuseStagedF16 => Resample, "fuse_staged_f16";
-    FuseStagedBF16 => Resample, "fuse_staged_bf16";
-    FuseStagedF32 => Resample, "fuse_staged_f32";
-    FuseStagedF64 => Resample, "fuse_staged_f64";
-    /// Per point: voxel, dropped count, occupancy/count/max accumulation.
-    VoxelScatter => Voxelize, "voxel_scatter";
-    /// Fills 32-bit words with a value.
-    VoxelFill => Voxelize, "voxel_fill";
-    /// Decodes the order-preserving max encoding in place.
-    VoxelMaxDecode => Voxelize, "voxel_max_decode";
+    FuseStagedF16 => Resample, "fuse_staged_f16", FuseTiledParams;
+    FuseStagedBF16 => Resample, "fuse_staged_bf16", FuseTiledParams;
+    FuseStagedF32 => Resample, "fuse_staged_f32", FuseTiledParams;
+    FuseStagedF64 => Resample, "fuse_staged_f64", FuseTiledParams;
+    /// Per point: voxel, dropped count, occupancy/count/max accumulation:
+    /// `(points, features, grid, counts, tallies, slots, lists, dropped, args)`.
+    VoxelScatter => Voxelize, "voxel_scatter", (u64, u64, u64, u64, u64, SlotPoints, MeanLists, u64, VoxelArgs);
+    /// Fills 32-bit words with a value: `(words, value, n)`.
+    VoxelFill => Voxelize, "voxel_fill", (u64, u32, u64);
+    /// Decodes the order-preserving max encoding in place: `(words, n)`.
+    VoxelMaxDecode => Voxelize, "voxel_max_decode", (u64, u64);
     /// Mean per voxel in point order, any F (up to four points, from the
-    /// slot arrays; lists heavier voxels and hands out their segments).
-    VoxelMean => Voxelize, "voxel_mean";
+    /// slot arrays; lists heavier voxels and hands out their segments):
+    /// `(features, tallies, counts, slots, mean, voxels, feature_len, lists)`.
+    VoxelMean => Voxelize, "voxel_mean", (u64, u64, u64, SlotPoints, u64, u64, u64, MeanLists);
     /// [`Kernel::VoxelMean`] for F = 1, four voxels a thread.
-    VoxelMeanF1 => Voxelize, "voxel_mean_f1";
+    VoxelMeanF1 => Voxelize, "voxel_mean_f1", VoxelMeanGroupedParams;
     /// [`Kernel::VoxelMean`] for F = 2, four voxels a thread.
-    VoxelMeanF2 => Voxelize, "voxel_mean_f2";
+    VoxelMeanF2 => Voxelize, "voxel_mean_f2", VoxelMeanGroupedParams;
     /// [`Kernel::VoxelMean`] for F = 3, four voxels a thread.
-    VoxelMeanF3 => Voxelize, "voxel_mean_f3";
+    VoxelMeanF3 => Voxelize, "voxel_mean_f3", VoxelMeanGroupedParams;
     /// [`Kernel::VoxelMean`] for F = 4 (16-byte aligned features), four
     /// voxels a thread.
-    VoxelMeanF4 => Voxelize, "voxel_mean_f4";
+    VoxelMeanF4 => Voxelize, "voxel_mean_f4", VoxelMeanGroupedParams;
     /// Places the points past their voxel's slots into the voxel's segment.
-    VoxelPlaceOverflow => Voxelize, "voxel_place_overflow";
+    VoxelPlaceOverflow => Voxelize, "voxel_place_overflow", (MeanLists,);
     /// Mean of the listed heavier voxels: a warp each up to 32 points, else
-    /// a block.
-    VoxelMeanHeavy => Voxelize, "voxel_mean_heavy";
-    /// First point with an out-of-range cloud index.
-    VoxelCheckClouds => Voxelize, "voxel_check_clouds";
+    /// a block: `(features, slots, lists, mean, points, args, dropped)`.
+    VoxelMeanHeavy => Voxelize, "voxel_mean_heavy", (u64, SlotPoints, MeanLists, u64, u64, VoxelArgs, u64);
+    /// First point with an out-of-range cloud index: `(args, first_bad)`.
+    VoxelCheckClouds => Voxelize, "voxel_check_clouds", (VoxelArgs, u64);
     /// The loader's GPU-resident batch assembly (windows of resident episodes).
-    AssembleWindows => Resample, "assemble_windows";
-    /// Reads a scratch buffer of twice the L2 size (benchmark harnesses).
-    EvictCaches => Timing, "evict_caches";
+    AssembleWindows => Resample, "assemble_windows", (AssembleArgs,);
+    /// Reads a scratch buffer of twice the L2 size (benchmark harnesses):
+    /// `(scratch, count, sink)`.
+    EvictCaches => Timing, "evict_caches", (u64, u64, u64);
 }
 
 #[cfg(test)]
@@ -208,6 +348,51 @@ mod tests {
                 assert!(ptx.contains(".version 9.0"), "PTX ISA 9.0 (nvcc 13.0), which driver 580 loads");
             }
         }
+    }
+
+    /// Each parameter of a `.entry` in PTX: `.param .u64 name` or
+    /// `.param .align 8 .b8 name[528]`, as a layout.
+    fn ptx_parameters(ptx: &str, name: &str) -> Vec<ParamLayout> {
+        let start = ptx.find(&format!(".entry {name}(")).expect("entry") + name.len() + 8;
+        let list = &ptx[start..start + ptx[start..].find(')').expect("parameter list")];
+        list.split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(|p| {
+                let words: Vec<&str> = p.split_whitespace().collect();
+                assert_eq!(words[0], ".param", "{name}: {p}");
+                match words[1] {
+                    ".u64" | ".s64" | ".f64" | ".b64" => ParamLayout { size: 8, align: 8 },
+                    ".u32" | ".s32" | ".f32" | ".b32" => ParamLayout { size: 4, align: 4 },
+                    ".align" => {
+                        let align = words[2].parse().expect("alignment");
+                        assert_eq!(words[3], ".b8", "{name}: {p}");
+                        let size = words[4].split_once('[').expect("bytes").1.trim_end_matches(']');
+                        ParamLayout { size: size.parse().expect("size"), align }
+                    }
+                    other => panic!("{name}: parameter type {other} in `{p}`"),
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_entry_takes_the_parameters_rust_passes() {
+        for arch in Arch::ALL {
+            for &kernel in Kernel::ALL {
+                let ptx = ptx_parameters(kernel.module().ptx(arch), kernel.name());
+                assert_eq!(ptx, kernel.parameters(), "{} on {}: PTX against Rust", kernel.name(), arch.name());
+            }
+        }
+    }
+
+    #[test]
+    fn the_ptx_parser_reads_aggregates_and_scalars() {
+        let ptx = ".visible .entry k(\n\t.param .u64 k_param_0,\n\t.param .u32 k_param_1,\n\t.param .align 8 .b8 k_param_2[528]\n)";
+        assert_eq!(
+            ptx_parameters(ptx, "k"),
+            [ParamLayout { size: 8, align: 8 }, ParamLayout { size: 4, align: 4 }, ParamLayout { size: 528, align: 8 }]
+        );
     }
 
     #[test]

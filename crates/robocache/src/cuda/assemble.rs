@@ -2,63 +2,18 @@
 //! for every stream of a batch, reading the resident episodes through their
 //! tables (see `loader::resident`).
 
-use std::ffi::c_void;
 use std::sync::Arc;
 
 use robocache_cpu::{DType, HostVec};
-use robocache_cuda::Kernel;
+use robocache_cuda::abi::{AssembleArgs, ResidentEpisode, ResidentStream as StreamEntry};
+use robocache_cuda::entry;
 
 use super::backend::{cuda_error, CudaDevice, DeviceStorage};
-use super::resample::{device_pointer, group_table, warp_launch, MAX_GROUPS};
+use super::resample::{device_pointer, group_table, warp_launch};
 use crate::loader::resident::ResidentStream;
 use crate::loader::WindowShape;
 use crate::windows::BatchStream;
 use crate::{Device, Result, Tensor};
-
-/// Mirrors `struct ResidentEpisode` in kernels/resample.cu.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
-struct ResidentEpisode {
-    row_offset: u64,
-    rows: u64,
-    time_offset: u64,
-    start: f64,
-    hz: f64,
-    uniform: i32,
-    pad: i32,
-}
-
-/// Mirrors `struct ResidentStream` in kernels/resample.cu.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
-struct StreamEntry {
-    data: u64,
-    times: u64,
-    episodes: u64,
-    out: u64,
-    valid: u64,
-    channels: u64,
-    group_count: i32,
-    groups: [i32; 3 * MAX_GROUPS],
-    pad: i32,
-}
-
-/// Mirrors `struct AssembleArgs` in kernels/resample.cu.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-struct AssembleArgs {
-    batch: u64,
-    targets: u64,
-    episode_count: u64,
-    sample_episode: u64,
-    sample_anchor: u64,
-    hz: f64,
-    history: i64,
-    step_windows: i32,
-    pad: i32,
-    stream_count: u64,
-    streams: u64,
-}
 
 impl CudaDevice {
     /// The episode table of a resident stream, on the device.
@@ -137,7 +92,7 @@ impl CudaDevice {
             WindowShape::Steps { .. } => (1.0, 1),
             WindowShape::Times { hz, .. } => (*hz, 0),
         };
-        let mut args = AssembleArgs {
+        let args = AssembleArgs {
             batch: batch as u64,
             targets: steps as u64,
             episode_count: episode_count as u64,
@@ -150,16 +105,13 @@ impl CudaDevice {
             stream_count: streams.len() as u64,
             streams: base,
         };
-        let params: [*mut c_void; 1] = [(&mut args as *mut AssembleArgs).cast()];
         if batch > 0 && episode_count > 0 {
-            // SAFETY: the parameters match `assemble_windows(AssembleArgs)`; every
-            // pointer in the table and the arguments is a live allocation of the
-            // size the kernel reads (episodes clamped to the table, rows to the
-            // episode); the table and sample arrays are freed in stream order.
-            unsafe {
-                self.context.launch(Kernel::AssembleWindows, warp_launch(streams.len() * batch * steps), &params)
-            }
-            .map_err(cuda_error)?;
+            // SAFETY: every pointer in the table and the arguments is a live
+            // allocation of the size the kernel reads (episodes clamped to the
+            // table, rows to the episode); the table and sample arrays are
+            // freed in stream order.
+            unsafe { self.context.launch(entry::AssembleWindows, warp_launch(streams.len() * batch * steps), (args,)) }
+                .map_err(cuda_error)?;
         }
         Ok(streams
             .iter()

@@ -2,64 +2,36 @@
 //! the launch's parameters (a device table beyond 16 streams). Float streams
 //! without slerp take the tiled kernel, the rest `fuse`.
 
-use std::ffi::c_void;
-
 use robocache_cpu::{plan_fusion_shapes, DType, ResamplePlan, StreamShape};
-use robocache_cuda::Kernel;
+use robocache_cuda::abi::{DTypeCode, FusionArgs, FusionStream, FUSION_INLINE};
+use robocache_cuda::{entry, Entry, FuseTiledParams};
 
 use super::backend::{cuda_error, CudaDevice, DeviceStorage};
 use super::resample::{
     describe_stream, describe_targets, device_pointer, has_slerp, targets_per_warp, tile_launch, warp_launch, Checked,
-    ResampleArgs, Timeline, MAX_GROUPS, MAX_TILE, MAX_TILE_CHANNELS, PLACED_BYTES,
+    ResampleArgs, MAX_TILE, MAX_TILE_CHANNELS, PLACED_BYTES,
 };
 use crate::ops::{Fused, FusionStreamInput, TargetTimes};
 use crate::{Device, Result, Tensor};
 
-/// Mirrors `struct FusionStream` in kernels/resample.cu (no implicit padding).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
-struct FusionStream {
-    data: u64,
-    samples: u64,
-    channels: u64,
-    out_offset: u64,
-    source: Timeline,
-    lengths: u64,
-    length_type: i32,
-    dtype: i32,
-    group_count: i32,
-    groups: [i32; 3 * MAX_GROUPS],
-    boundary: i32,
-    fill_bits: u64,
+/// The kernels' code for a dtype.
+fn dtype_code(dtype: DType) -> DTypeCode {
+    match dtype {
+        DType::Bool => DTypeCode::Bool,
+        DType::U8 => DTypeCode::U8,
+        DType::U16 => DTypeCode::U16,
+        DType::U32 => DTypeCode::U32,
+        DType::U64 => DTypeCode::U64,
+        DType::I8 => DTypeCode::I8,
+        DType::I16 => DTypeCode::I16,
+        DType::I32 => DTypeCode::I32,
+        DType::I64 => DTypeCode::I64,
+        DType::F16 => DTypeCode::F16,
+        DType::BF16 => DTypeCode::BF16,
+        DType::F32 => DTypeCode::F32,
+        DType::F64 => DTypeCode::F64,
+    }
 }
-
-/// Streams passed in the launch parameters (`FUSION_INLINE`); more go in a
-/// device table.
-const FUSION_INLINE: usize = 16;
-
-/// Mirrors `struct FusionArgs` in kernels/resample.cu.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-struct FusionArgs {
-    batch: u64,
-    targets: u64,
-    width: u64,
-    stream_count: u64,
-    target: Timeline,
-    out_dtype: i32,
-    targets_per_warp: i32,
-    table: u64,
-    inline_streams: [FusionStream; FUSION_INLINE],
-}
-
-/// The kernel's dtype code: the position in [`DType::ALL`].
-fn dtype_code(dtype: DType) -> i32 {
-    DType::ALL.iter().position(|&d| d == dtype).unwrap_or(0) as i32
-}
-
-// The kernel's parameter block is exactly this size (checked against the PTX's
-// `.param .align 8 .b8 fuse_param_2[7896]`).
-const _: () = assert!(size_of::<FusionStream>() == 488 && size_of::<FusionArgs>() == 7896);
 
 /// Targets from which the tiled fusion beats a warp per target.
 const TILED_FUSION_TARGETS: usize = 4096;
@@ -69,7 +41,7 @@ const SHARED_LIMIT: usize = 48 << 10;
 
 /// A tiled fusion launch.
 struct TiledFusion {
-    kernel: Kernel,
+    kernel: Entry<FuseTiledParams>,
     tile: usize,
     shared_bytes: usize,
 }
@@ -102,14 +74,14 @@ fn tiled_fusion(
         && (width * size).is_multiple_of(16)
         && offsets.iter().all(|o| (o * size).is_multiple_of(16));
     let kernel = match (dtype, direct) {
-        (DType::F16, true) => Kernel::FuseTiledF16,
-        (DType::BF16, true) => Kernel::FuseTiledBF16,
-        (DType::F32, true) => Kernel::FuseTiledF32,
-        (DType::F64, true) => Kernel::FuseTiledF64,
-        (DType::F16, false) => Kernel::FuseStagedF16,
-        (DType::BF16, false) => Kernel::FuseStagedBF16,
-        (DType::F32, false) => Kernel::FuseStagedF32,
-        (DType::F64, false) => Kernel::FuseStagedF64,
+        (DType::F16, true) => entry::FuseTiledF16,
+        (DType::BF16, true) => entry::FuseTiledBF16,
+        (DType::F32, true) => entry::FuseTiledF32,
+        (DType::F64, true) => entry::FuseTiledF64,
+        (DType::F16, false) => entry::FuseStagedF16,
+        (DType::BF16, false) => entry::FuseStagedBF16,
+        (DType::F32, false) => entry::FuseStagedF32,
+        (DType::F64, false) => entry::FuseStagedF64,
         _ => return None,
     };
     // Two buffers of placements, two chunk counters a stream (in 16-byte
@@ -172,11 +144,11 @@ impl CudaDevice {
                 fill_bits: args.fill_bits,
             });
         }
-        self.check_streams(&mut checked, targets)?;
+        self.check_streams(&checked, targets)?;
         let batch = plans[0].batch;
         let width = *offsets.last().unwrap_or(&0);
         let rows = batch * target.len;
-        let mut inline_streams = [bytemuck::Zeroable::zeroed(); FUSION_INLINE];
+        let mut inline_streams = [FusionStream::default(); FUSION_INLINE];
         let device_table = if table.len() <= FUSION_INLINE {
             inline_streams[..table.len()].copy_from_slice(&table);
             None
@@ -185,7 +157,7 @@ impl CudaDevice {
         };
         let out = self.alloc(rows * width * dtype.size_in_bytes())?;
         let valid = self.alloc(streams.len() * rows)?;
-        let mut args = FusionArgs {
+        let args = FusionArgs {
             batch: batch as u64,
             targets: target.len as u64,
             width: width as u64,
@@ -196,22 +168,17 @@ impl CudaDevice {
             table: device_table.as_ref().map_or(0, |t| t.device_pointer()),
             inline_streams,
         };
-        let mut out_pointer = out.device_pointer();
-        let mut valid_pointer = valid.device_pointer();
+        let out_pointer = out.device_pointer();
+        let valid_pointer = valid.device_pointer();
         if let Some(tiled) = tiled_fusion(&plans, &offsets, dtype, batch, target.len) {
-            self.launch_tiled_fusion(&tiled, &mut args, out_pointer, valid_pointer)?;
+            self.launch_tiled_fusion(&tiled, args, out_pointer, valid_pointer)?;
         } else {
-            let params: [*mut c_void; 3] = [
-                (&mut out_pointer as *mut u64).cast(),
-                (&mut valid_pointer as *mut u64).cast(),
-                (&mut args as *mut FusionArgs).cast(),
-            ];
             let warps = streams.len() * batch * target.len.div_ceil(args.targets_per_warp as usize);
-            let kernel = if plans.iter().any(|p| has_slerp(&p.groups)) { Kernel::Fuse } else { Kernel::FuseNoSlerp };
-            // SAFETY: the parameters match `fuse(void*, uint8_t*, FusionArgs)`; every
-            // stream was planned like a resample; a device table is freed in
-            // stream order after the kernel when it drops here.
-            unsafe { self.context.launch(kernel, warp_launch(warps), &params) }.map_err(cuda_error)?;
+            let kernel = if plans.iter().any(|p| has_slerp(&p.groups)) { entry::Fuse } else { entry::FuseNoSlerp };
+            // SAFETY: every stream was planned like a resample; a device table
+            // is freed in stream order after the kernel when it drops here.
+            unsafe { self.context.launch(kernel, warp_launch(warps), (out_pointer, valid_pointer, args)) }
+                .map_err(cuda_error)?;
         }
         Ok(Fused {
             data: Tensor::on_device(device, DeviceStorage::new(out), dtype, vec![batch, target.len, width]),
@@ -232,25 +199,17 @@ impl CudaDevice {
     fn launch_tiled_fusion(
         &self,
         tiled: &TiledFusion,
-        args: &mut FusionArgs,
-        mut out_pointer: u64,
-        mut valid_pointer: u64,
+        args: FusionArgs,
+        out_pointer: u64,
+        valid_pointer: u64,
     ) -> Result<()> {
-        let mut tile = tiled.tile as i32;
-        let params: [*mut c_void; 4] = [
-            (&mut out_pointer as *mut u64).cast(),
-            (&mut valid_pointer as *mut u64).cast(),
-            (&mut tile as *mut i32).cast(),
-            (args as *mut FusionArgs).cast(),
-        ];
         let tiles = args.batch as usize * (args.targets as usize).div_ceil(tiled.tile);
         let config = tile_launch(self.resident_grid(tiled.kernel, tiles, tiled.shared_bytes)?, tiled.shared_bytes);
-        // SAFETY: the parameters match `fuse_tiled_<dtype>` and
-        // `fuse_staged_<dtype>(void*, uint8_t*, int, FusionArgs)`; every
-        // stream was planned like a resample, and tiled_fusion checked the
-        // dtypes, the absence of slerp, the alignment a direct write needs
-        // and the shared memory the tile takes.
-        unsafe { self.context.launch(tiled.kernel, config, &params) }.map_err(cuda_error)
+        // SAFETY: every stream was planned like a resample, and tiled_fusion
+        // checked the dtypes, the absence of slerp, the alignment a direct
+        // write needs and the shared memory the tile takes.
+        let params = (out_pointer, valid_pointer, tiled.tile as i32, args);
+        unsafe { self.context.launch(tiled.kernel, config, params) }.map_err(cuda_error)
     }
 
     /// A resample the tiled resample kernel cannot take because its rows are
@@ -275,7 +234,7 @@ impl CudaDevice {
         else {
             return Ok(false);
         };
-        let mut inline_streams = [bytemuck::Zeroable::zeroed(); FUSION_INLINE];
+        let mut inline_streams = [FusionStream::default(); FUSION_INLINE];
         inline_streams[0] = FusionStream {
             data: data_pointer,
             samples: resample.samples,
@@ -290,7 +249,7 @@ impl CudaDevice {
             boundary: resample.boundary,
             fill_bits: resample.fill_bits,
         };
-        let mut args = FusionArgs {
+        let args = FusionArgs {
             batch: resample.batch,
             targets: resample.targets,
             width: resample.channels,
@@ -301,7 +260,7 @@ impl CudaDevice {
             table: 0,
             inline_streams,
         };
-        self.launch_tiled_fusion(&tiled, &mut args, out_pointer, valid_pointer)?;
+        self.launch_tiled_fusion(&tiled, args, out_pointer, valid_pointer)?;
         Ok(true)
     }
 }

@@ -3,55 +3,18 @@
 //! `trusted`; reading its verdict back is the one synchronisation, and it is
 //! documented), then one launch computes every row.
 
-use std::ffi::c_void;
-
 use robocache_cpu::{
     fill_bits, Boundary, ChannelGroup, ChannelSpec, DType, Error as Invalid, Method, ResamplePlan, ResampleSpec,
     TimeShape,
 };
-use robocache_cuda::{Kernel, LaunchConfig};
+use robocache_cuda::abi::{self, BoundaryRule, IndexType, TimesMode};
+use robocache_cuda::{entry, Entry, LaunchConfig, ResampleParams, ResampleTiledParams};
 
 use super::backend::{cuda_error, CudaDevice, DeviceStorage};
 use crate::ops::{Resampled, StreamInput, TargetTimes, TimeAxis};
 use crate::{Device, Error, Result, Tensor};
 
-/// Mirrors `struct Timeline` in kernels/resample.cu.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
-pub(super) struct Timeline {
-    times: u64,
-    mode: i32,
-    _pad: i32,
-    start: f64,
-    hz: f64,
-    len: u64,
-}
-
-/// Most channel groups one launch takes (they travel in the kernel's parameters).
-pub(super) const MAX_GROUPS: usize = 32;
-
-/// Mirrors `struct ResampleArgs` in kernels/resample.cu.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub(super) struct ResampleArgs {
-    pub batch: u64,
-    pub samples: u64,
-    pub targets: u64,
-    pub channels: u64,
-    pub source: Timeline,
-    pub target: Timeline,
-    pub lengths: u64,
-    pub length_type: i32,
-    pub group_count: i32,
-    pub groups: [i32; 3 * MAX_GROUPS],
-    pub boundary: i32,
-    pub targets_per_warp: i32,
-    pub fill_bits: u64,
-}
-
-const TIMES_SHARED: i32 = 0;
-const TIMES_PER_ROW: i32 = 1;
-const TIMES_UNIFORM: i32 = 2;
+pub(super) use robocache_cuda::abi::{ResampleArgs, Timeline, MAX_GROUPS};
 
 pub(super) fn device_pointer(tensor: &Tensor) -> u64 {
     tensor.device_storage().map_or(0, DeviceStorage::device_pointer)
@@ -61,28 +24,28 @@ pub(super) fn device_pointer(tensor: &Tensor) -> u64 {
 fn timeline(what: &str, tensor: &Tensor, len: usize) -> Result<(Timeline, TimeShape)> {
     super::super::ops::expect_time_tensor(what, tensor)?;
     let (mode, shape) = if tensor.shape().len() == 1 {
-        (TIMES_SHARED, TimeShape::Shared(tensor.len()))
+        (TimesMode::Shared, TimeShape::Shared(tensor.len()))
     } else {
-        (TIMES_PER_ROW, TimeShape::PerRow(tensor.len()))
+        (TimesMode::PerRow, TimeShape::PerRow(tensor.len()))
     };
     Ok((Timeline { times: device_pointer(tensor), mode, len: len as u64, ..Default::default() }, shape))
 }
 
 fn uniform(start: f64, hz: f64, len: usize) -> (Timeline, TimeShape) {
     (
-        Timeline { mode: TIMES_UNIFORM, start, hz, len: len as u64, ..Default::default() },
+        Timeline { mode: TimesMode::Uniform, start, hz, len: len as u64, ..Default::default() },
         TimeShape::Uniform { start, hz },
     )
 }
 
 /// The kernels' code for an integer index tensor (valid lengths, cloud
-/// index): 1 u32, 2 u64, 3 i32, 4 i64; other dtypes are refused on CUDA.
-pub(super) fn index_type(what: &str, tensor: &Tensor) -> Result<i32> {
+/// index); other dtypes are refused on CUDA.
+pub(super) fn index_type(what: &str, tensor: &Tensor) -> Result<IndexType> {
     Ok(match tensor.dtype() {
-        DType::U32 => 1,
-        DType::U64 => 2,
-        DType::I32 => 3,
-        DType::I64 => 4,
+        DType::U32 => IndexType::U32,
+        DType::U64 => IndexType::U64,
+        DType::I32 => IndexType::I32,
+        DType::I64 => IndexType::I64,
         other => {
             return Err(Invalid::DTypeMismatch {
                 what: what.to_owned(),
@@ -96,20 +59,20 @@ pub(super) fn index_type(what: &str, tensor: &Tensor) -> Result<i32> {
 
 /// The kernel for `dtype`; for floats, the variant without slerp when the
 /// groups have none (integer and bool data only copy bits).
-pub(super) fn kernel_for(dtype: DType, slerp: bool) -> Kernel {
+pub(super) fn kernel_for(dtype: DType, slerp: bool) -> Entry<ResampleParams> {
     match (dtype, slerp) {
-        (DType::F16, true) => Kernel::ResampleF16,
-        (DType::BF16, true) => Kernel::ResampleBF16,
-        (DType::F32, true) => Kernel::ResampleF32,
-        (DType::F64, true) => Kernel::ResampleF64,
-        (DType::F16, false) => Kernel::ResampleF16NoSlerp,
-        (DType::BF16, false) => Kernel::ResampleBF16NoSlerp,
-        (DType::F32, false) => Kernel::ResampleF32NoSlerp,
-        (DType::F64, false) => Kernel::ResampleF64NoSlerp,
-        (DType::Bool | DType::U8 | DType::I8, _) => Kernel::ResampleBits8,
-        (DType::U16 | DType::I16, _) => Kernel::ResampleBits16,
-        (DType::U32 | DType::I32, _) => Kernel::ResampleBits32,
-        (DType::U64 | DType::I64, _) => Kernel::ResampleBits64,
+        (DType::F16, true) => entry::ResampleF16,
+        (DType::BF16, true) => entry::ResampleBF16,
+        (DType::F32, true) => entry::ResampleF32,
+        (DType::F64, true) => entry::ResampleF64,
+        (DType::F16, false) => entry::ResampleF16NoSlerp,
+        (DType::BF16, false) => entry::ResampleBF16NoSlerp,
+        (DType::F32, false) => entry::ResampleF32NoSlerp,
+        (DType::F64, false) => entry::ResampleF64NoSlerp,
+        (DType::Bool | DType::U8 | DType::I8, _) => entry::ResampleBits8,
+        (DType::U16 | DType::I16, _) => entry::ResampleBits16,
+        (DType::U32 | DType::I32, _) => entry::ResampleBits32,
+        (DType::U64 | DType::I64, _) => entry::ResampleBits64,
     }
 }
 
@@ -118,7 +81,7 @@ pub(super) struct DeviceStream {
     pub source: Timeline,
     pub source_shape: TimeShape,
     pub lengths: u64,
-    pub length_type: i32,
+    pub length_type: IndexType,
     pub shape: [usize; 3],
 }
 
@@ -146,7 +109,7 @@ pub(super) fn describe_stream(what: &str, device: &Device, stream: &StreamInput<
             crate::ops::expect_rank(&format!("{what} valid lengths"), l, &[1], "[B]")?;
             (device_pointer(l), index_type(&format!("{what} valid lengths"), l)?)
         }
-        None => (0, 0),
+        None => (0, IndexType::None),
     };
     Ok(DeviceStream { source, source_shape, lengths, length_type, shape })
 }
@@ -188,20 +151,19 @@ fn encode_group_list(what: &str, list: &[ChannelGroup]) -> Result<[i32; 3 * MAX_
     let mut groups = [0i32; 3 * MAX_GROUPS];
     for (slot, g) in groups.chunks_exact_mut(3).zip(list) {
         let method = match g.method {
-            Method::Linear => 0,
-            Method::Nearest => 1,
-            Method::Previous => 2,
-            Method::Slerp { .. } => 3,
+            Method::Linear => abi::Method::Linear,
+            Method::Nearest => abi::Method::Nearest,
+            Method::Previous => abi::Method::Previous,
+            Method::Slerp { .. } => abi::Method::Slerp,
         };
         // Channel indices fit i32: the kernel indexes with 64-bit arithmetic, and a
         // row of 2^31 channels is far beyond any allocation.
-        slot.copy_from_slice(&[g.range.start as i32, g.range.end as i32, method]);
+        slot.copy_from_slice(&[g.range.start as i32, g.range.end as i32, method as i32]);
     }
     Ok(groups)
 }
 
-/// The most targets a block of the tiled kernels takes (`MAX_TILE`).
-pub(super) const MAX_TILE: usize = 32;
+pub(super) use robocache_cuda::abi::MAX_TILE;
 
 /// Bytes of one placed target (`struct Placed` in kernels/resample.cu).
 pub(super) const PLACED_BYTES: usize = 48;
@@ -213,12 +175,12 @@ pub(super) const MAX_TILE_CHANNELS: usize = (1 << 30) / MAX_TILE;
 
 /// The tiled kernel for a plan, when it applies: a float dtype, no slerp, and
 /// rows, groups and the data pointer aligned to 16-byte words.
-fn tiled_kernel(plan: &ResamplePlan, data_pointer: u64) -> Option<Kernel> {
+fn tiled_kernel(plan: &ResamplePlan, data_pointer: u64) -> Option<Entry<ResampleTiledParams>> {
     let kernel = match plan.dtype {
-        DType::F16 => Kernel::ResampleTiledF16,
-        DType::BF16 => Kernel::ResampleTiledBF16,
-        DType::F32 => Kernel::ResampleTiledF32,
-        DType::F64 => Kernel::ResampleTiledF64,
+        DType::F16 => entry::ResampleTiledF16,
+        DType::BF16 => entry::ResampleTiledBF16,
+        DType::F32 => entry::ResampleTiledF32,
+        DType::F64 => entry::ResampleTiledF64,
         _ => return None,
     };
     let per_word = 16 / plan.dtype.size_in_bytes();
@@ -230,8 +192,8 @@ fn tiled_kernel(plan: &ResamplePlan, data_pointer: u64) -> Option<Kernel> {
     (aligned && !has_slerp(&plan.groups)).then_some(kernel)
 }
 
-/// Threads in a block of the tiled kernels (`TILE_WARPS` warps).
-const TILE_THREADS: u32 = 256;
+/// Threads in a block of the tiled kernels.
+const TILE_THREADS: u32 = 32 * abi::TILE_WARPS as u32;
 
 /// A launch of `blocks` blocks of 8 warps (the tiled kernels).
 pub(super) fn tile_launch(blocks: usize, shared_bytes: usize) -> LaunchConfig {
@@ -243,11 +205,11 @@ pub(super) fn has_slerp(groups: &[ChannelGroup]) -> bool {
     groups.iter().any(|g| matches!(g.method, Method::Slerp { .. }))
 }
 
-pub(super) fn boundary_code(boundary: Boundary) -> i32 {
+pub(super) fn boundary_code(boundary: Boundary) -> BoundaryRule {
     match boundary {
-        Boundary::Clamp => 0,
-        Boundary::Extrapolate => 1,
-        Boundary::Fill(_) => 2,
+        Boundary::Clamp => BoundaryRule::Clamp,
+        Boundary::Extrapolate => BoundaryRule::Extrapolate,
+        Boundary::Fill(_) => BoundaryRule::Fill,
     }
 }
 
@@ -255,9 +217,9 @@ impl CudaDevice {
     /// The grid of a tiled kernel for `tiles` tiles: as many blocks as are
     /// resident on the device at once (each takes every grid-th tile, and
     /// places its next tile while it moves the current one), at most one a tile.
-    pub(super) fn resident_grid(&self, kernel: Kernel, tiles: usize, shared_bytes: usize) -> Result<usize> {
+    pub(super) fn resident_grid<P>(&self, kernel: Entry<P>, tiles: usize, shared_bytes: usize) -> Result<usize> {
         let per_multiprocessor =
-            self.context.resident_blocks(kernel, TILE_THREADS, shared_bytes as u32).map_err(cuda_error)?;
+            self.context.resident_blocks(kernel.kernel(), TILE_THREADS, shared_bytes as u32).map_err(cuda_error)?;
         Ok(tiles.min(per_multiprocessor as usize * self.context.multiprocessors() as usize).max(1))
     }
 
@@ -314,45 +276,33 @@ impl CudaDevice {
             target.len,
             spec,
         )?;
-        let mut args = self.resample_args(what, &plan, &described, &target, spec)?;
+        let args = self.resample_args(what, &plan, &described, &target, spec)?;
         if !spec.trusted {
-            self.check_streams(&mut [Checked { what: what.into(), args, stream }], targets)?;
+            self.check_streams(&[Checked { what: what.into(), args, stream }], targets)?;
         }
         let rows = plan.batch * plan.target_len;
         let out = self.alloc(rows * plan.channels * plan.dtype.size_in_bytes())?;
         let valid = self.alloc(rows)?;
-        let mut data_pointer = device_pointer(stream.data);
-        let mut out_pointer = out.device_pointer();
-        let mut valid_pointer = valid.device_pointer();
+        let data_pointer = device_pointer(stream.data);
+        let out_pointer = out.device_pointer();
+        let valid_pointer = valid.device_pointer();
         if let Some(kernel) = tiled_kernel(&plan, data_pointer) {
             let blocks = self.resident_grid(kernel, plan.batch * plan.target_len.div_ceil(MAX_TILE), 0)?;
-            let mut tile = MAX_TILE as i32;
-            let params: [*mut c_void; 5] = [
-                (&mut data_pointer as *mut u64).cast(),
-                (&mut out_pointer as *mut u64).cast(),
-                (&mut valid_pointer as *mut u64).cast(),
-                (&mut tile as *mut i32).cast(),
-                (&mut args as *mut ResampleArgs).cast(),
-            ];
-            // SAFETY: the parameters match `resample_tiled_<dtype>(const T*, T*,
-            // uint8_t*, int, ResampleArgs)`; what the warp kernels need (below) holds, and the plan is aligned
-            // to 16-byte words (tiled_kernel).
-            unsafe { self.context.launch(kernel, tile_launch(blocks, 0), &params) }.map_err(cuda_error)?;
+            let params = (data_pointer, out_pointer, valid_pointer, MAX_TILE as i32, args);
+            // SAFETY: what the warp kernels need (below) holds, and the plan is
+            // aligned to 16-byte words (tiled_kernel).
+            unsafe { self.context.launch(kernel, tile_launch(blocks, 0), params) }.map_err(cuda_error)?;
         } else if !self.resample_as_fusion(&plan, &args, data_pointer, out_pointer, valid_pointer)? {
             // Neither kind of tile applies: a warp per targets.
-            let params: [*mut c_void; 4] = [
-                (&mut data_pointer as *mut u64).cast(),
-                (&mut out_pointer as *mut u64).cast(),
-                (&mut valid_pointer as *mut u64).cast(),
-                (&mut args as *mut ResampleArgs).cast(),
-            ];
             let warps = plan.batch * plan.target_len.div_ceil(args.targets_per_warp as usize);
             let kernel = kernel_for(plan.dtype, has_slerp(&plan.groups));
-            // SAFETY: the parameters match `resample_<dtype>(const T*, T*, uint8_t*,
-            // ResampleArgs)`; the plan checked every size the kernel indexes with,
+            // SAFETY: the plan checked every size the kernel indexes with,
             // lengths are clamped into 1..=S in the kernel, and the buffers outlive
             // the launch (a dropped buffer is freed in stream order).
-            unsafe { self.context.launch(kernel, warp_launch(warps), &params) }.map_err(cuda_error)?;
+            unsafe {
+                self.context.launch(kernel, warp_launch(warps), (data_pointer, out_pointer, valid_pointer, args))
+            }
+            .map_err(cuda_error)?;
         }
         Ok(Resampled {
             data: Tensor::on_device(device, DeviceStorage::new(out), plan.dtype, plan.output_shape().to_vec()),
@@ -363,19 +313,18 @@ impl CudaDevice {
     /// Runs `resample_check` for each stream (its own status word), reads
     /// every verdict after one wait, and turns the first failure, in stream
     /// order, into the CPU reference's error.
-    pub(super) fn check_streams(&self, checked: &mut [Checked<'_, '_>], targets: &TargetTimes<'_>) -> Result<()> {
+    pub(super) fn check_streams(&self, checked: &[Checked<'_, '_>], targets: &TargetTimes<'_>) -> Result<()> {
         if checked.is_empty() {
             return Ok(());
         }
         let status = self.status_words(checked.len())?;
-        for (k, c) in checked.iter_mut().enumerate() {
-            let mut status_pointer = status.device_pointer() + 8 * k as u64;
-            let params: [*mut c_void; 2] =
-                [(&mut c.args as *mut ResampleArgs).cast(), (&mut status_pointer as *mut u64).cast()];
+        for (k, c) in checked.iter().enumerate() {
+            let status_pointer = status.device_pointer() + 8 * k as u64;
             let config = LaunchConfig { grid: 256, block: 256, shared_bytes: 0 };
-            // SAFETY: parameters match `resample_check(ResampleArgs, unsigned long long*)`,
-            // and word k of `status` is in bounds.
-            unsafe { self.context.launch(Kernel::ResampleCheck, config, &params) }.map_err(cuda_error)?;
+            // SAFETY: word k of `status` is in bounds; the arguments' arrays are
+            // the caller's live tensors, of the sizes the plan checked.
+            unsafe { self.context.launch(entry::ResampleCheck, config, (c.args, status_pointer)) }
+                .map_err(cuda_error)?;
         }
         let mut verdicts = vec![0u64; checked.len()];
         self.context.read_words(&status, &mut verdicts).map_err(cuda_error)?;

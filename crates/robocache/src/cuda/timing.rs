@@ -1,9 +1,8 @@
 //! Events, cache eviction and device copies for [`crate::timing`].
 
-use std::ffi::c_void;
 use std::time::Duration;
 
-use robocache_cuda::{Event, Kernel, LaunchConfig};
+use robocache_cuda::{entry, Event, LaunchConfig};
 
 use super::backend::{cuda_error, CudaDevice, DeviceStorage};
 use crate::Result;
@@ -42,14 +41,11 @@ impl CudaDevice {
                 }
             }
         };
-        let (mut pointer, mut count) = (scratch.device_pointer(), (scratch.len() / 16) as u64);
-        let mut sink = scratch.device_pointer();
-        let params: [*mut c_void; 3] =
-            [(&mut pointer as *mut u64).cast(), (&mut count as *mut u64).cast(), (&mut sink as *mut u64).cast()];
+        let (pointer, count) = (scratch.device_pointer(), (scratch.len() / 16) as u64);
         let config = LaunchConfig { grid: 4 * self.context.multiprocessors(), block: 512, shared_bytes: 0 };
-        // SAFETY: parameters match `evict_caches(const uint4*, uint64_t, uint32_t*)`;
-        // the scratch buffer holds `count` 16-byte words and lives as long as the device.
-        unsafe { self.context.launch(Kernel::EvictCaches, config, &params) }.map_err(cuda_error)
+        // SAFETY: the scratch buffer holds `count` 16-byte words (the sink is
+        // its first word) and lives as long as the device.
+        unsafe { self.context.launch(entry::EvictCaches, config, (pointer, count, pointer)) }.map_err(cuda_error)
     }
 
     /// A device-to-device copy of `len` bytes of `storage`, queued.

@@ -2,32 +2,16 @@
 //! every mode, and queued without waiting: the dropped-point count stays on
 //! the device until the caller reads it.
 
-use std::ffi::c_void;
 use std::sync::Arc;
 
 use robocache_cpu::{plan_voxelize_shapes, DType, Error as Invalid, PointShapes, VoxelGrid, VoxelMode};
-use robocache_cuda::{DeviceBytes, Kernel, LaunchConfig};
+use robocache_cuda::abi::{self, IndexType, MeanLists, SlotPoints, VoxelArgs};
+use robocache_cuda::{entry, DeviceBytes, Entry, LaunchConfig, Params};
 
 use super::backend::{cuda_error, CudaDevice, DeviceStorage};
 use super::resample::{device_pointer, index_type};
 use crate::ops::{VoxelInput, VoxelOutput};
 use crate::{Device, Error, Result, Tensor};
-
-/// Mirrors `struct VoxelArgs` in kernels/voxelize.cu.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub(super) struct VoxelArgs {
-    origin: [f32; 3],
-    size: [f32; 3],
-    dims: [u64; 3],
-    pub(super) points: u64,
-    per_cloud: u64,
-    clouds: u64,
-    cloud_index: u64,
-    cloud_type: i32,
-    mode: i32,
-    pub(super) feature_len: u64,
-}
 
 /// A grid-stride launch over `n` items, in blocks of 256 threads.
 fn over(n: usize) -> LaunchConfig {
@@ -58,27 +42,6 @@ const WARP_POINTS: usize = 32;
 
 /// Points of a voxel the heavy kernel sorts in shared memory (`SHARED_POINTS`).
 const SHARED_POINTS: u32 = 8192;
-
-/// Mirrors `struct SlotPoints` in kernels/voxelize.cu: point `1 <= k < SLOTS`
-/// of voxel `v` at `words[(k - 1) * stride + v]`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-struct SlotPoints {
-    words: u64,
-    stride: u64,
-}
-
-/// Mirrors `struct MeanLists` in kernels/voxelize.cu.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-struct MeanLists {
-    overflow: u64,
-    counters: u64,
-    warp_voxels: u64,
-    block_voxels: u64,
-    voxel_segments: u64,
-    segments: u64,
-}
 
 /// Words of `MeanLists::counters` (`COUNTERS` in kernels/voxelize.cu): the
 /// lists' lengths and the segment words handed out, then the dropped
@@ -204,14 +167,13 @@ impl MeanScratch {
 }
 
 impl CudaDevice {
-    /// Queues `kernel` on the device's stream.
+    /// Queues `kernel` with `params` on the device's stream.
     ///
     /// # Safety
     ///
-    /// `params` must point to the kernel's parameters as declared in
-    /// kernels/voxelize.cu (number, order, layout), and every device pointer
-    /// among them must be valid for what the kernel reads and writes.
-    unsafe fn launch_with(&self, kernel: Kernel, config: LaunchConfig, params: &[*mut c_void]) -> Result<()> {
+    /// Every device pointer in `params` must be valid for what the kernel
+    /// reads and writes.
+    unsafe fn launch_voxel<P: Params>(&self, kernel: Entry<P>, config: LaunchConfig, params: P) -> Result<()> {
         // SAFETY: forwarded to the caller.
         unsafe { self.context.launch(kernel, config, params) }.map_err(cuda_error)
     }
@@ -219,19 +181,8 @@ impl CudaDevice {
     /// Fills `count` 32-bit words from `words` (16-byte aligned) with
     /// `value`, keeping them in L2 for the atomics that follow.
     fn fill_words(&self, words: u64, value: u32, count: usize) -> Result<()> {
-        let (mut words, mut value, mut count_words) = (words, value, count as u64);
-        // SAFETY: the words, value and count of `voxel_fill`; `words` holds `count` words (the caller's allocation).
-        unsafe {
-            self.launch_with(
-                Kernel::VoxelFill,
-                over(count.div_ceil(4)),
-                &[
-                    (&mut words as *mut u64).cast(),
-                    (&mut value as *mut u32).cast(),
-                    (&mut count_words as *mut u64).cast(),
-                ],
-            )
-        }
+        // SAFETY: `words` holds `count` words (the caller's allocation).
+        unsafe { self.launch_voxel(entry::VoxelFill, over(count.div_ceil(4)), (words, value, count as u64)) }
     }
 
     fn zeroed(&self, bytes: usize) -> Result<DeviceBytes> {
@@ -251,7 +202,7 @@ impl CudaDevice {
         let feature_len = device.check_voxel_input(input)?;
         let (cloud_index, cloud_type, clouds) = match input.clouds {
             Some((c, count)) => (device_pointer(c), index_type("cloud index", c)?, count),
-            None => (0, 0, 1),
+            None => (0, IndexType::None, 1),
         };
         let shapes = PointShapes {
             positions_len: input.points.len(),
@@ -262,7 +213,7 @@ impl CudaDevice {
         };
         let voxels = plan_voxelize_shapes(&shapes, grid, mode, budget_bytes)?;
         let n = input.points.len() / 3;
-        let mut args = VoxelArgs {
+        let args = VoxelArgs {
             origin: grid.origin,
             size: grid.voxel_size,
             dims: grid.dims.map(|d| d as u64),
@@ -272,15 +223,15 @@ impl CudaDevice {
             cloud_index,
             cloud_type,
             mode: match mode {
-                VoxelMode::Occupancy => 0,
-                VoxelMode::Count => 1,
-                VoxelMode::Mean => 2,
-                VoxelMode::Max => 3,
+                VoxelMode::Occupancy => abi::VoxelMode::Occupancy,
+                VoxelMode::Count => abi::VoxelMode::Count,
+                VoxelMode::Mean => abi::VoxelMode::Mean,
+                VoxelMode::Max => abi::VoxelMode::Max,
             },
             feature_len: feature_len as u64,
         };
-        if cloud_type != 0 && n > 0 {
-            self.check_clouds(&mut args, input)?;
+        if cloud_type != IndexType::None && n > 0 {
+            self.check_clouds(&args, input)?;
         }
         let grid_shape = vec![clouds, grid.dims[0], grid.dims[1], grid.dims[2]];
         let values = voxels * feature_len.max(1);
@@ -319,7 +270,7 @@ impl CudaDevice {
         let empty_counts = if mode == VoxelMode::Mean && n == 0 { Some(self.zeroed(4 * voxels)?) } else { None };
         // The mean counts its dropped points among its scratch's counters (no
         // memset of its own), and the heavy-voxel kernel copies the count out.
-        let (dropped, mut dropped_pointer) = match (&counted, &scratch) {
+        let (dropped, dropped_pointer) = match (&counted, &scratch) {
             (Some(shared), _) => (DeviceStorage::part(shared, 0), shared.device_pointer()),
             (None, Some(scratch)) => (DeviceStorage::new(self.alloc(8)?), scratch.dropped()),
             (None, None) => {
@@ -331,47 +282,26 @@ impl CudaDevice {
         let dropped_out = dropped.device_pointer();
 
         if n > 0 {
-            let mut points = device_pointer(input.points);
-            let mut features = input.features.map_or(0, device_pointer);
-            let mut grid_pointer = grid_pointer;
-            let mut counts_pointer = if mode == VoxelMode::Count { grid_pointer } else { 0 };
-            let mut tallies = scratch.as_ref().map_or(0, MeanScratch::tallies);
-            let mut slots = scratch.as_ref().map_or(SlotPoints { words: 0, stride: 0 }, MeanScratch::slot_points);
-            let mut lists = scratch.as_ref().map_or(MeanLists::default(), MeanScratch::lists);
-            // SAFETY: `voxel_scatter`'s nine parameters in order; points and features were checked against the plan's shapes, the grid, counts, tallies, slots and lists are this call's allocations sized by the plan.
-            unsafe {
-                self.launch_with(
-                    Kernel::VoxelScatter,
-                    over(n),
-                    &[
-                        (&mut points as *mut u64).cast(),
-                        (&mut features as *mut u64).cast(),
-                        (&mut grid_pointer as *mut u64).cast(),
-                        (&mut counts_pointer as *mut u64).cast(),
-                        (&mut tallies as *mut u64).cast(),
-                        (&mut slots as *mut SlotPoints).cast(),
-                        (&mut lists as *mut MeanLists).cast(),
-                        (&mut dropped_pointer as *mut u64).cast(),
-                        (&mut args as *mut VoxelArgs).cast(),
-                    ],
-                )
-            }?;
+            let points = device_pointer(input.points);
+            let features = input.features.map_or(0, device_pointer);
+            let counts_pointer = if mode == VoxelMode::Count { grid_pointer } else { 0 };
+            let tallies = scratch.as_ref().map_or(0, MeanScratch::tallies);
+            let slots = scratch.as_ref().map_or(SlotPoints::default(), MeanScratch::slot_points);
+            let lists = scratch.as_ref().map_or(MeanLists::default(), MeanScratch::lists);
+            let params = (points, features, grid_pointer, counts_pointer, tallies, slots, lists, dropped_pointer, args);
+            // SAFETY: points and features were checked against the plan's
+            // shapes; the grid, counts, tallies, slots and lists are this
+            // call's allocations, sized by the plan.
+            unsafe { self.launch_voxel(entry::VoxelScatter, over(n), params) }?;
         }
         match mode {
             VoxelMode::Max => {
-                let (mut words, mut count) = (grid_pointer, values as u64);
-                // SAFETY: `voxel_max_decode`'s words and count: the grid allocated above holds `values` words.
-                unsafe {
-                    self.launch_with(
-                        Kernel::VoxelMaxDecode,
-                        over(values),
-                        &[(&mut words as *mut u64).cast(), (&mut count as *mut u64).cast()],
-                    )
-                }?;
+                // SAFETY: the grid allocated above holds `values` words.
+                unsafe { self.launch_voxel(entry::VoxelMaxDecode, over(values), (grid_pointer, values as u64)) }?;
             }
             VoxelMode::Mean => {
                 if let Some(scratch) = &scratch {
-                    self.voxel_means(grid_pointer, dropped_out, scratch, input, &mut args, voxels)?
+                    self.voxel_means(grid_pointer, dropped_out, scratch, input, args, voxels)?
                 }
             }
             VoxelMode::Occupancy | VoxelMode::Count => {}
@@ -398,115 +328,69 @@ impl CudaDevice {
         dropped: u64,
         scratch: &MeanScratch,
         input: &VoxelInput<'_>,
-        args: &mut VoxelArgs,
+        args: VoxelArgs,
         voxels: usize,
     ) -> Result<()> {
         let feature_len = args.feature_len as usize;
-        let mut features = input.features.map_or(0, device_pointer);
-        let (mut tallies, mut counts) = (scratch.tallies(), scratch.counts.device_pointer());
-        let mut slots = scratch.slot_points();
-        let mut lists = scratch.lists();
-        let (mut mean_pointer, mut voxel_count, mut f) = (mean, voxels as u64, args.feature_len);
+        let features = input.features.map_or(0, device_pointer);
+        let (tallies, counts) = (scratch.tallies(), scratch.counts.device_pointer());
+        let slots = scratch.slot_points();
+        let lists = scratch.lists();
         let grouped = match feature_len {
-            1 => Some(Kernel::VoxelMeanF1),
-            2 => Some(Kernel::VoxelMeanF2),
-            3 => Some(Kernel::VoxelMeanF3),
-            4 if features.is_multiple_of(16) => Some(Kernel::VoxelMeanF4),
+            1 => Some(entry::VoxelMeanF1),
+            2 => Some(entry::VoxelMeanF2),
+            3 => Some(entry::VoxelMeanF3),
+            4 if features.is_multiple_of(16) => Some(entry::VoxelMeanF4),
             _ => None,
         };
         match grouped {
             // As many blocks as fit at once (or fewer for a small grid): each
             // thread walks several groups, prefetching the next one's tallies.
             Some(kernel) => {
-                // SAFETY: the grouped means kernels take `voxel_mean`'s parameters less the feature length; the scratch and the mean grid were sized by the plan for `voxels` voxels.
-                unsafe {
-                    self.launch_with(
-                        kernel,
-                        LaunchConfig {
-                            grid: (voxels.div_ceil(MEAN_GROUP).div_ceil(MEAN_THREADS as usize) as u32).clamp(
-                                1,
-                                self.context.resident_blocks(kernel, MEAN_THREADS, 0).map_err(cuda_error)?
-                                    * self.context.multiprocessors(),
-                            ),
-                            block: MEAN_THREADS,
-                            shared_bytes: 0,
-                        },
-                        &[
-                            (&mut features as *mut u64).cast(),
-                            (&mut tallies as *mut u64).cast(),
-                            (&mut counts as *mut u64).cast(),
-                            (&mut slots as *mut SlotPoints).cast(),
-                            (&mut mean_pointer as *mut u64).cast(),
-                            (&mut voxel_count as *mut u64).cast(),
-                            (&mut lists as *mut MeanLists).cast(),
-                        ],
-                    )
-                }
-            }?,
+                let config = LaunchConfig {
+                    grid: (voxels.div_ceil(MEAN_GROUP).div_ceil(MEAN_THREADS as usize) as u32).clamp(
+                        1,
+                        self.context.resident_blocks(kernel.kernel(), MEAN_THREADS, 0).map_err(cuda_error)?
+                            * self.context.multiprocessors(),
+                    ),
+                    block: MEAN_THREADS,
+                    shared_bytes: 0,
+                };
+                let params = (features, tallies, counts, slots, mean, voxels as u64, lists);
+                // SAFETY: the scratch and the mean grid were sized by the plan
+                // for `voxels` voxels of `feature_len` features.
+                unsafe { self.launch_voxel(kernel, config, params) }?
+            }
             None => {
-                // SAFETY: `voxel_mean`'s eight parameters; the scratch and the mean grid were sized by the plan for `voxels` voxels of `feature_len` features.
-                unsafe {
-                    self.launch_with(
-                        Kernel::VoxelMean,
-                        over(voxels),
-                        &[
-                            (&mut features as *mut u64).cast(),
-                            (&mut tallies as *mut u64).cast(),
-                            (&mut counts as *mut u64).cast(),
-                            (&mut slots as *mut SlotPoints).cast(),
-                            (&mut mean_pointer as *mut u64).cast(),
-                            (&mut voxel_count as *mut u64).cast(),
-                            (&mut f as *mut u64).cast(),
-                            (&mut lists as *mut MeanLists).cast(),
-                        ],
-                    )
-                }
-            }?,
+                let params = (features, tallies, counts, slots, mean, voxels as u64, args.feature_len, lists);
+                // SAFETY: the scratch and the mean grid were sized by the plan
+                // for `voxels` voxels of `feature_len` features.
+                unsafe { self.launch_voxel(entry::VoxelMean, over(voxels), params) }?
+            }
         }
         // How many points overflowed and how many voxels are heavy is known
         // only on the device: fixed grids walk the lists, and threads past
         // their ends return at once.
         let multiprocessors = self.context.multiprocessors();
-        // SAFETY: `voxel_place_overflow` takes the scratch's lists, allocated with it.
-        unsafe {
-            self.launch_with(
-                Kernel::VoxelPlaceOverflow,
-                LaunchConfig { grid: 2 * multiprocessors, block: 256, shared_bytes: 0 },
-                &[(&mut lists as *mut MeanLists).cast()],
-            )
-        }?;
-        let (mut points, mut dropped_pointer) = (device_pointer(input.points), dropped);
-        // SAFETY: `voxel_mean_heavy`'s seven parameters; its dynamic shared memory is the SHARED_POINTS words it declares.
-        unsafe {
-            self.launch_with(
-                Kernel::VoxelMeanHeavy,
-                LaunchConfig { grid: 4 * multiprocessors, block: 256, shared_bytes: 4 * SHARED_POINTS },
-                &[
-                    (&mut features as *mut u64).cast(),
-                    (&mut slots as *mut SlotPoints).cast(),
-                    (&mut lists as *mut MeanLists).cast(),
-                    (&mut mean_pointer as *mut u64).cast(),
-                    (&mut points as *mut u64).cast(),
-                    (args as *mut VoxelArgs).cast(),
-                    (&mut dropped_pointer as *mut u64).cast(),
-                ],
-            )
-        }?;
+        let config = LaunchConfig { grid: 2 * multiprocessors, block: 256, shared_bytes: 0 };
+        // SAFETY: the scratch's lists, allocated with it.
+        unsafe { self.launch_voxel(entry::VoxelPlaceOverflow, config, (lists,)) }?;
+        let config = LaunchConfig { grid: 4 * multiprocessors, block: 256, shared_bytes: 4 * SHARED_POINTS };
+        let params = (features, slots, lists, mean, device_pointer(input.points), args, dropped);
+        // SAFETY: the scratch, the mean grid and the dropped word as above; its
+        // dynamic shared memory is the SHARED_POINTS words it declares.
+        unsafe { self.launch_voxel(entry::VoxelMeanHeavy, config, params) }?;
         // The scratch drops with the caller: freed in stream order, after the kernels.
         Ok(())
     }
 
     /// Rejects an out-of-range cloud index, naming the first such point.
-    fn check_clouds(&self, args: &mut VoxelArgs, input: &VoxelInput<'_>) -> Result<()> {
+    fn check_clouds(&self, args: &VoxelArgs, input: &VoxelInput<'_>) -> Result<()> {
         let status = self.status_words(1)?;
-        let mut status_pointer = status.device_pointer();
-        // SAFETY: `voxel_check_clouds` reads the points' cloud indices (checked against the plan) and writes one word of `status`.
+        // SAFETY: it reads the points' cloud indices (checked against the plan)
+        // and writes one word of `status`.
         unsafe {
-            self.launch_with(
-                Kernel::VoxelCheckClouds,
-                over(args.points as usize),
-                &[(args as *mut VoxelArgs).cast(), (&mut status_pointer as *mut u64).cast()],
-            )
+            self.launch_voxel(entry::VoxelCheckClouds, over(args.points as usize), (*args, status.device_pointer()))
         }?;
         let mut point = [0u64];
         self.context.read_words(&status, &mut point).map_err(cuda_error)?;
