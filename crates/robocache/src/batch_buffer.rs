@@ -10,7 +10,8 @@
 
 use robocache_cpu::{DType, HostVec};
 
-use crate::cuda::StagingBuffer;
+use crate::backend::CudaBackend;
+use crate::cuda::{CudaDevice, StagingBuffer};
 use crate::{Device, Error, Result, Tensor};
 
 /// The bytes of one streamed tensor while it is being assembled.
@@ -41,7 +42,7 @@ impl BatchBuffer {
         match &mut self.storage {
             // Every host dtype but bool has bytes; bool is held as U8.
             Storage::Host(data) => data.as_bytes_mut().unwrap_or_default(),
-            Storage::Staged(lent) => lent.as_mut_bytes(),
+            Storage::Staged(lent) => CudaDevice::staging_bytes(lent),
         }
     }
 

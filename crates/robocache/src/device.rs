@@ -3,6 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::backend::CudaBackend;
 use crate::cuda::{self, CudaDevice};
 use crate::{Error, Result};
 
@@ -103,7 +104,7 @@ impl Device {
     /// CUDA device `ordinal`, or an error saying why it cannot be had
     /// ([`Error::CudaNotCompiled`], [`Error::NoCudaDevice`]).
     pub fn cuda(ordinal: usize) -> Result<Self> {
-        CudaDevice::open(ordinal).map(Device::Cuda)
+        <CudaDevice as CudaBackend>::open(ordinal).map(Device::Cuda)
     }
 
     /// CUDA device 0 when compiled in and it answers, else the CPU. Logs the

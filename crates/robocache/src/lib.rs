@@ -40,6 +40,8 @@
 //! # Ok::<(), robocache::Error>(())
 //! ```
 
+mod assembly;
+mod backend;
 mod batch_buffer;
 mod cuda;
 mod device;

@@ -3,7 +3,8 @@
 
 use robocache_cpu::{DType, Element, HostSlice, HostVec};
 
-use crate::cuda::DeviceStorage;
+use crate::backend::CudaBackend;
+use crate::cuda::{CudaDevice, DeviceStorage};
 use crate::{Device, Error, Result};
 
 /// An owned, contiguous, row-major array on a [`Device`].
@@ -99,7 +100,7 @@ impl Tensor {
         match &self.storage {
             Storage::Host(v) => v.as_slice().as_bytes().as_ptr() as u64,
             Storage::External(e) => e.address as u64,
-            Storage::Device(d) => d.device_pointer(),
+            Storage::Device(d) => CudaDevice::storage_pointer(d),
         }
     }
 
@@ -162,7 +163,7 @@ impl Tensor {
     pub fn device_pointer(&self) -> Option<u64> {
         match &self.storage {
             Storage::Host(_) | Storage::External(_) => None,
-            Storage::Device(d) => Some(d.device_pointer()),
+            Storage::Device(d) => Some(CudaDevice::storage_pointer(d)),
         }
     }
 

@@ -24,7 +24,8 @@
 
 use std::time::{Duration, Instant};
 
-use crate::cuda::DeviceEvent;
+use crate::backend::CudaBackend;
+use crate::cuda::{CudaDevice, DeviceEvent};
 use crate::{Device, Result};
 
 /// A point in a device's queue of work.
@@ -53,7 +54,7 @@ impl Mark {
     pub fn elapsed_until(&self, later: &Mark) -> Result<Duration> {
         match (&self.point, &later.point) {
             (Point::Host(start), Point::Host(end)) => Ok(end.saturating_duration_since(*start)),
-            (Point::Cuda(start), Point::Cuda(end)) => end.elapsed_since(start),
+            (Point::Cuda(start), Point::Cuda(end)) => CudaDevice::elapsed(start, end),
             _ => Err(crate::Error::DeviceMismatch {
                 what: "Mark::elapsed_until's later mark".into(),
                 tensor_device: later.device_name().into(),

@@ -13,20 +13,9 @@
 use robocache_cpu::{Boundary, DType, Element, HostVec, ResampleSpec};
 use robocache_datasets::{Dataset, StepWindows, StreamInfo, TimeWindows};
 
+pub use crate::assembly::BatchStream;
 use crate::batch_buffer::BatchBuffer;
 use crate::{Device, Error, Result, StreamInput, TargetTimes, Tensor, TimeAxis};
-
-/// One stream of a batch.
-#[derive(Clone, Debug)]
-pub struct BatchStream {
-    /// The stream's name in the dataset.
-    pub name: String,
-    /// `[B, T, ...step_shape]` in the stream's dtype.
-    pub data: Tensor,
-    /// `[B, T]` bool: true where the step is real (step windows) or the
-    /// target lies inside the stream's time range (time windows).
-    pub valid: Tensor,
-}
 
 /// A batch of windows: one [`BatchStream`] per requested stream, plus where
 /// each window came from.

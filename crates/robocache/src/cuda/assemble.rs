@@ -8,16 +8,15 @@ use robocache_cpu::{DType, HostVec};
 use robocache_cuda::abi::{AssembleArgs, ResidentEpisode, ResidentStream as StreamEntry};
 use robocache_cuda::entry;
 
-use super::backend::{cuda_error, CudaDevice, DeviceStorage};
+use super::backend::{CudaDevice, DeviceStorage};
+use super::error::cuda_error;
 use super::resample::{device_pointer, group_table, warp_launch};
-use crate::loader::resident::ResidentStream;
-use crate::loader::WindowShape;
-use crate::windows::BatchStream;
+use crate::assembly::{BatchStream, ResidentStream, WindowShape};
 use crate::{Device, Result, Tensor};
 
 impl CudaDevice {
     /// The episode table of a resident stream, on the device.
-    pub(crate) fn resident_table(&self, device: &Device, stream: &ResidentStream) -> Result<Tensor> {
+    pub(super) fn upload_resident_table(&self, device: &Device, stream: &ResidentStream) -> Result<Tensor> {
         let table: Vec<ResidentEpisode> = stream
             .episodes
             .iter()
@@ -38,7 +37,7 @@ impl CudaDevice {
         Tensor::from_host_vec(device, HostVec::U8(bytes), &[table.len() * size_of::<ResidentEpisode>()])
     }
 
-    pub(crate) fn assemble(
+    pub(super) fn run_assembly(
         &self,
         device: &Device,
         streams: &[ResidentStream],

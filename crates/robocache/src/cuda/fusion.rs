@@ -6,12 +6,13 @@ use robocache_cpu::{plan_fusion_shapes, DType, ResamplePlan, StreamShape};
 use robocache_cuda::abi::{DTypeCode, FusionArgs, FusionStream, FUSION_INLINE};
 use robocache_cuda::{entry, Entry, FuseTiledParams};
 
-use super::backend::{cuda_error, CudaDevice, DeviceStorage};
+use super::backend::{CudaDevice, DeviceStorage};
+use super::error::cuda_error;
 use super::resample::{
     describe_stream, describe_targets, device_pointer, has_slerp, targets_per_warp, tile_launch, warp_launch, Checked,
     ResampleArgs, MAX_TILE, MAX_TILE_CHANNELS, PLACED_BYTES,
 };
-use crate::ops::{Fused, FusionStreamInput, TargetTimes};
+use crate::ops::descriptors::{Fused, FusionStreamInput, TargetTimes};
 use crate::{Device, Result, Tensor};
 
 /// The kernels' code for a dtype.
@@ -95,7 +96,7 @@ fn tiled_fusion(
 }
 
 impl CudaDevice {
-    pub(crate) fn fuse(
+    pub(super) fn run_fusion(
         &self,
         device: &Device,
         streams: &[FusionStreamInput<'_>],

@@ -3,10 +3,16 @@
 
 #[cfg(not(feature = "cuda"))]
 mod absent;
+#[cfg(not(feature = "cuda"))]
+mod absent_operations;
 #[cfg(feature = "cuda")]
 mod assemble;
 #[cfg(feature = "cuda")]
 mod backend;
+#[cfg(feature = "cuda")]
+mod contract;
+#[cfg(feature = "cuda")]
+mod error;
 #[cfg(feature = "cuda")]
 mod fusion;
 #[cfg(feature = "cuda")]
@@ -20,16 +26,65 @@ mod voxelize;
 
 #[cfg(not(feature = "cuda"))]
 pub use absent::CudaDevice;
-#[cfg(not(feature = "cuda"))]
-pub(crate) use absent::{DeviceEvent, DeviceStorage, StagingBuffer};
 #[cfg(feature = "cuda")]
 pub use backend::CudaDevice;
-#[cfg(feature = "cuda")]
-pub(crate) use backend::DeviceStorage;
-#[cfg(feature = "cuda")]
-pub(crate) use staging::StagingBuffer;
-#[cfg(feature = "cuda")]
-pub(crate) use timing::DeviceEvent;
+
+use crate::backend::CudaBackend;
+
+/// Device memory of a tensor.
+pub(crate) type DeviceStorage = <CudaDevice as CudaBackend>::Storage;
+/// An event recorded on a device's stream.
+pub(crate) type DeviceEvent = <CudaDevice as CudaBackend>::Event;
+/// Page-locked memory an upload is assembled in.
+pub(crate) type StagingBuffer = <CudaDevice as CudaBackend>::Staging;
+
+/// The public face of the device handle, the same in every build (it
+/// forwards to the [`CudaBackend`] of the build).
+impl CudaDevice {
+    /// The device ordinal.
+    pub fn ordinal(&self) -> usize {
+        CudaBackend::ordinal(self)
+    }
+
+    /// The device's name, as the driver reports it.
+    pub fn name(&self) -> String {
+        CudaBackend::name(self)
+    }
+
+    /// The compute capability `(major, minor)`.
+    pub fn compute_capability(&self) -> (u32, u32) {
+        CudaBackend::compute_capability(self)
+    }
+
+    /// The PTX arch loaded for the device (`sm_90`).
+    pub fn arch_name(&self) -> &'static str {
+        CudaBackend::arch_name(self)
+    }
+
+    /// The raw `CUstream` robocache queues work on (a non-blocking stream of
+    /// the device's primary context).
+    pub fn stream_handle(&self) -> u64 {
+        CudaBackend::stream_handle(self)
+    }
+
+    /// Waits until the work queued on the device's stream is done.
+    pub fn synchronize(&self) -> crate::Result<()> {
+        CudaBackend::synchronize(self)
+    }
+
+    /// Makes robocache's stream wait (on the device, the host goes on) for
+    /// the work queued so far on `stream`, a raw `CUstream` of another
+    /// library on this device (0: the legacy default stream).
+    pub fn wait_for_external_stream(&self, stream: u64) -> crate::Result<()> {
+        CudaBackend::wait_for_external_stream(self, stream)
+    }
+
+    /// Makes `stream`, a raw `CUstream` of another library on this device,
+    /// wait (on the device) for the work queued so far on robocache's stream.
+    pub fn make_external_stream_wait(&self, stream: u64) -> crate::Result<()> {
+        CudaBackend::make_external_stream_wait(self, stream)
+    }
+}
 
 /// The default budget of page-locked memory a device stages uploads of
 /// streamed batches in ([`crate::LoaderConfig::staging_bytes`]).

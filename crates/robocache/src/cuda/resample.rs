@@ -10,8 +10,9 @@ use robocache_cpu::{
 use robocache_cuda::abi::{self, BoundaryRule, IndexType, TimesMode};
 use robocache_cuda::{entry, Entry, LaunchConfig, ResampleParams, ResampleTiledParams};
 
-use super::backend::{cuda_error, CudaDevice, DeviceStorage};
-use crate::ops::{Resampled, StreamInput, TargetTimes, TimeAxis};
+use super::backend::{CudaDevice, DeviceStorage};
+use super::error::cuda_error;
+use crate::ops::descriptors::{expect_rank, expect_time_tensor, Resampled, StreamInput, TargetTimes, TimeAxis};
 use crate::{Device, Error, Result, Tensor};
 
 pub(super) use robocache_cuda::abi::{ResampleArgs, Timeline, MAX_GROUPS};
@@ -22,7 +23,7 @@ pub(super) fn device_pointer(tensor: &Tensor) -> u64 {
 
 /// A time tensor (`f64`, `[L]` or `[B, L]`) as a kernel timeline and its shape.
 fn timeline(what: &str, tensor: &Tensor, len: usize) -> Result<(Timeline, TimeShape)> {
-    super::super::ops::expect_time_tensor(what, tensor)?;
+    expect_time_tensor(what, tensor)?;
     let (mode, shape) = if tensor.shape().len() == 1 {
         (TimesMode::Shared, TimeShape::Shared(tensor.len()))
     } else {
@@ -94,7 +95,7 @@ pub(super) struct DeviceTargets {
 
 pub(super) fn describe_stream(what: &str, device: &Device, stream: &StreamInput<'_>) -> Result<DeviceStream> {
     device.expect_same(&format!("{what} data"), stream.data.device())?;
-    crate::ops::expect_rank(&format!("{what} data"), stream.data, &[3], "[B, S, D]")?;
+    expect_rank(&format!("{what} data"), stream.data, &[3], "[B, S, D]")?;
     let shape = [stream.data.shape()[0], stream.data.shape()[1], stream.data.shape()[2]];
     let (source, source_shape) = match stream.times {
         TimeAxis::Tensor(t) => {
@@ -106,7 +107,7 @@ pub(super) fn describe_stream(what: &str, device: &Device, stream: &StreamInput<
     let (lengths, length_type) = match stream.lengths {
         Some(l) => {
             device.expect_same(&format!("{what} valid lengths"), l.device())?;
-            crate::ops::expect_rank(&format!("{what} valid lengths"), l, &[1], "[B]")?;
+            expect_rank(&format!("{what} valid lengths"), l, &[1], "[B]")?;
             (device_pointer(l), index_type(&format!("{what} valid lengths"), l)?)
         }
         None => (0, IndexType::None),
@@ -255,7 +256,7 @@ impl CudaDevice {
         Ok(args)
     }
 
-    pub(crate) fn resample(
+    pub(super) fn run_resample(
         &self,
         device: &Device,
         stream: &StreamInput<'_>,

@@ -16,7 +16,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use robocache_cuda::{CudaContext, DeviceBytes, Event, PinnedBuffer};
 
-use super::backend::cuda_error;
+use super::error::cuda_error;
 use crate::{Error, Result};
 
 #[derive(Debug, Default)]

@@ -4,7 +4,8 @@ use std::time::Duration;
 
 use robocache_cuda::{entry, Event, LaunchConfig};
 
-use super::backend::{cuda_error, CudaDevice, DeviceStorage};
+use super::backend::{CudaDevice, DeviceStorage};
+use super::error::cuda_error;
 use crate::Result;
 
 /// A CUDA event recorded on the device's stream.
@@ -13,20 +14,20 @@ pub(crate) struct DeviceEvent(Event);
 
 impl DeviceEvent {
     /// GPU time from `start` to this event (waits for this event).
-    pub(crate) fn elapsed_since(&self, start: &DeviceEvent) -> Result<Duration> {
+    pub(super) fn elapsed_since(&self, start: &DeviceEvent) -> Result<Duration> {
         let ms = self.0.elapsed_ms_since(&start.0).map_err(cuda_error)?;
         Ok(Duration::from_secs_f64(f64::from(ms.max(0.0)) / 1e3))
     }
 }
 
 impl CudaDevice {
-    pub(crate) fn record_event(&self) -> Result<DeviceEvent> {
+    pub(super) fn record(&self) -> Result<DeviceEvent> {
         self.context.record_event().map(DeviceEvent).map_err(cuda_error)
     }
 
     /// Queues `evict_caches` over a scratch buffer of twice the L2 size (kept
     /// for the device's lifetime).
-    pub(crate) fn evict_caches(&self) -> Result<()> {
+    pub(super) fn queue_cache_eviction(&self) -> Result<()> {
         let scratch = {
             let mut slot = self.scratch.lock().map_err(|_| crate::Error::Internal("scratch lock poisoned".into()))?;
             match &*slot {
@@ -49,7 +50,7 @@ impl CudaDevice {
     }
 
     /// A device-to-device copy of `len` bytes of `storage`, queued.
-    pub(crate) fn duplicate(&self, storage: &DeviceStorage, len: usize) -> Result<DeviceStorage> {
+    pub(super) fn copy_storage(&self, storage: &DeviceStorage, len: usize) -> Result<DeviceStorage> {
         let out = self.alloc(len)?;
         self.context.copy_range(&storage.bytes, storage.offset, &out, len).map_err(cuda_error)?;
         Ok(DeviceStorage::new(out))

@@ -8,9 +8,10 @@ use robocache_cpu::{plan_voxelize_shapes, DType, Error as Invalid, PointShapes, 
 use robocache_cuda::abi::{self, IndexType, MeanLists, SlotPoints, VoxelArgs};
 use robocache_cuda::{entry, DeviceBytes, Entry, LaunchConfig, Params};
 
-use super::backend::{cuda_error, CudaDevice, DeviceStorage};
+use super::backend::{CudaDevice, DeviceStorage};
+use super::error::cuda_error;
 use super::resample::{device_pointer, index_type};
-use crate::ops::{VoxelInput, VoxelOutput};
+use crate::ops::descriptors::{VoxelInput, VoxelOutput};
 use crate::{Device, Error, Result, Tensor};
 
 /// A grid-stride launch over `n` items, in blocks of 256 threads.
@@ -191,7 +192,7 @@ impl CudaDevice {
         Ok(buffer)
     }
 
-    pub(crate) fn voxelize(
+    pub(super) fn run_voxelize(
         &self,
         device: &Device,
         input: &VoxelInput<'_>,
@@ -199,7 +200,7 @@ impl CudaDevice {
         mode: VoxelMode,
         budget_bytes: u64,
     ) -> Result<VoxelOutput> {
-        let feature_len = device.check_voxel_input(input)?;
+        let feature_len = input.checked_feature_len(device)?;
         let (cloud_index, cloud_type, clouds) = match input.clouds {
             Some((c, count)) => (device_pointer(c), index_type("cloud index", c)?, count),
             None => (0, IndexType::None, 1),

@@ -50,10 +50,12 @@ use std::time::Instant;
 
 use robocache_datasets::{Dataset, Sampler, Shard, StepWindowSpec, StepWindows, TimeWindowSpec, TimeWindows};
 
+pub use crate::assembly::WindowShape;
 pub use normalization::{Normalization, NormalizationMode, StreamStatistics};
-pub use resident::{ResidentStreams, WindowShape};
+pub use resident::ResidentStreams;
 pub use telemetry::{Telemetry, TelemetryReport};
 
+use crate::backend::CudaBackend;
 use crate::windows::{BatchStream, WindowBatch};
 use crate::{Device, Error, Result};
 

@@ -9,66 +9,13 @@
 //! costs nothing beyond its windows.
 
 use rayon::prelude::*;
-use robocache_cpu::{Boundary, ChannelSpec, HostVec, ResampleSpec, Stream, Targets, Times};
+use robocache_cpu::{Boundary, HostVec, ResampleSpec, Stream, Targets, Times};
 use robocache_datasets::{Dataset, StreamTimes};
 
 use super::normalization::Normalization;
-use crate::windows::BatchStream;
+use crate::assembly::{BatchStream, ResidentEpisode, ResidentStream, WindowShape};
+use crate::backend::operations::CudaOperations;
 use crate::{Device, Error, Result, Tensor};
-
-/// How each window of a batch is cut.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum WindowShape {
-    /// robomimic step windows: rows `anchor - history … anchor - history + len - 1`, edges repeated.
-    Steps { history: usize, len: usize },
-    /// Targets `anchor + (k - history) / hz`, `k < len`.
-    Times { hz: f64, history: usize, len: usize },
-}
-
-impl WindowShape {
-    /// Steps or targets per window.
-    pub fn len(&self) -> usize {
-        match self {
-            WindowShape::Steps { len, .. } | WindowShape::Times { len, .. } => *len,
-        }
-    }
-
-    /// True for windows of no steps (never built by the loader).
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    pub(crate) fn history(&self) -> usize {
-        match self {
-            WindowShape::Steps { history, .. } | WindowShape::Times { history, .. } => *history,
-        }
-    }
-}
-
-/// Where one episode of a resident stream lives.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct ResidentEpisode {
-    pub row_offset: usize,
-    pub rows: usize,
-    /// Uniform `(start, hz)`, or `None` for explicit times at `row_offset` in the times tensor.
-    pub uniform: Option<(f64, f64)>,
-}
-
-/// One resident stream.
-#[derive(Debug)]
-pub(crate) struct ResidentStream {
-    pub name: String,
-    pub step_shape: Vec<usize>,
-    pub channels: usize,
-    pub channel_spec: ChannelSpec,
-    pub episodes: Vec<ResidentEpisode>,
-    /// `[rows_total, channels]` f32 on the device.
-    pub data: Tensor,
-    /// `[rows_total]` f64 explicit times (zeros for uniform episodes), when any episode has them.
-    pub times: Option<Tensor>,
-    /// The episode table in the kernel's layout, on the device (CUDA only).
-    pub table: Option<Tensor>,
-}
 
 /// Low-dimensional streams of every episode of a dataset, on one device.
 #[derive(Debug)]

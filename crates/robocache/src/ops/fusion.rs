@@ -1,24 +1,9 @@
-use robocache_cpu::{DType, FusionInput, FusionStream, ResampleSpec};
+use robocache_cpu::{DType, FusionInput, FusionStream};
 
+use super::descriptors::{Fused, FusionStreamInput, TargetTimes};
 use super::resample::{host_targets, HostStream};
-use super::{StreamInput, TargetTimes};
+use crate::backend::operations::CudaOperations;
 use crate::{Device, Result, Tensor};
-
-/// One stream of a fusion and how to resample it.
-#[derive(Clone, Debug)]
-pub struct FusionStreamInput<'a> {
-    pub stream: StreamInput<'a>,
-    pub spec: ResampleSpec,
-}
-
-/// The fused output `[B, T, ΣD_k]`, one valid mask per stream `[K, B, T]`
-/// (bool), and each stream's first channel (`offsets[k]..offsets[k + 1]`).
-#[derive(Clone, Debug)]
-pub struct Fused {
-    pub data: Tensor,
-    pub valid: Tensor,
-    pub offsets: Vec<usize>,
-}
 
 impl Device {
     /// Aligns `streams` onto one timeline and concatenates them along the

@@ -1,46 +1,19 @@
 //! The operations on a [`Device`](crate::Device), one module each; this module
 //! holds the conversions from tensors to the CPU reference's borrowed inputs.
 
+pub(crate) mod descriptors;
 mod fusion;
 mod resample;
 mod voxelize;
 
-pub use fusion::{Fused, FusionStreamInput};
-pub use resample::{Resampled, StreamInput, TargetTimes, TimeAxis};
-pub use voxelize::{VoxelInput, VoxelOutput};
+use descriptors::{expect_rank, expect_time_tensor};
+pub use descriptors::{
+    Fused, FusionStreamInput, Resampled, StreamInput, TargetTimes, TimeAxis, VoxelInput, VoxelOutput,
+};
 
-use robocache_cpu::{DType, HostSlice, Times};
+use robocache_cpu::{HostSlice, Times};
 
-use crate::{Error, Result, Tensor};
-
-/// Checks the rank of a tensor.
-pub(crate) fn expect_rank(what: &str, tensor: &Tensor, ranks: &[usize], expected: &str) -> Result<()> {
-    if ranks.contains(&tensor.shape().len()) {
-        Ok(())
-    } else {
-        Err(Error::Rank { what: what.to_owned(), expected: expected.to_owned(), shape: tensor.shape().to_vec() })
-    }
-}
-
-/// Checks the dtype of a tensor.
-pub(crate) fn expect_dtype(what: &str, tensor: &Tensor, dtype: DType) -> Result<()> {
-    if tensor.dtype() == dtype {
-        Ok(())
-    } else {
-        Err(robocache_cpu::Error::DTypeMismatch {
-            what: what.to_owned(),
-            expected: dtype.to_string(),
-            actual: tensor.dtype(),
-        }
-        .into())
-    }
-}
-
-/// Checks that a time tensor is `f64`, `[L]` (shared) or `[B, L]` (per row).
-pub(crate) fn expect_time_tensor(what: &str, tensor: &Tensor) -> Result<()> {
-    expect_rank(what, tensor, &[1, 2], "[L] (shared) or [B, L] (per row)")?;
-    expect_dtype(what, tensor, DType::F64)
-}
+use crate::{Result, Tensor};
 
 /// An `f64` time tensor `[L]` (shared) or `[B, L]` (per row) as [`Times`].
 fn host_times<'a>(what: &str, tensor: &'a Tensor) -> Result<Times<'a>> {

@@ -1,61 +1,9 @@
 use robocache_cpu::{with_host_data, Element, HostSlice, ResampleSpec, Stream, Targets, Times};
 
-use super::{expect_rank, host_lengths, host_times};
+use super::descriptors::{expect_rank, Resampled, StreamInput, TargetTimes, TimeAxis};
+use super::{host_lengths, host_times};
+use crate::backend::operations::CudaOperations;
 use crate::{Device, Result, Tensor};
-
-/// The times of a stream: an `f64` tensor (`[S]` shared or `[B, S]` per row)
-/// or a uniform rate.
-#[derive(Clone, Copy, Debug)]
-pub enum TimeAxis<'a> {
-    Tensor(&'a Tensor),
-    /// Sample `i` at `start + i / hz`.
-    Uniform {
-        start: f64,
-        hz: f64,
-    },
-}
-
-/// The target times: an `f64` tensor (`[T]` shared or `[B, T]` per row) or
-/// `len` uniform targets.
-#[derive(Clone, Copy, Debug)]
-pub enum TargetTimes<'a> {
-    Tensor(&'a Tensor),
-    /// Target `k` at `start + k / hz`, `k < len`.
-    Uniform {
-        start: f64,
-        hz: f64,
-        len: usize,
-    },
-}
-
-/// A stream on a device: data `[B, S, D]`, its times and optional valid
-/// lengths `[B]` (any integer dtype).
-#[derive(Clone, Copy, Debug)]
-pub struct StreamInput<'a> {
-    pub data: &'a Tensor,
-    pub times: TimeAxis<'a>,
-    pub lengths: Option<&'a Tensor>,
-}
-
-impl<'a> StreamInput<'a> {
-    /// A stream whose rows are all valid.
-    pub fn new(data: &'a Tensor, times: TimeAxis<'a>) -> Self {
-        StreamInput { data, times, lengths: None }
-    }
-
-    /// Sets the valid lengths.
-    pub fn with_lengths(mut self, lengths: &'a Tensor) -> Self {
-        self.lengths = Some(lengths);
-        self
-    }
-}
-
-/// Resampled data `[B, T, D]` (the input's dtype) and the valid mask `[B, T]` (bool).
-#[derive(Clone, Debug)]
-pub struct Resampled {
-    pub data: Tensor,
-    pub valid: Tensor,
-}
 
 /// Host-side views of a stream's tensors, for the CPU backend.
 pub(super) struct HostStream<'a> {

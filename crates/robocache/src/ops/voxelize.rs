@@ -1,36 +1,8 @@
-use robocache_cpu::{DType, HostSlice, HostVec, Points, VoxelGrid, VoxelMode, Voxels};
+use robocache_cpu::{HostSlice, HostVec, Points, VoxelGrid, VoxelMode, Voxels};
 
-use super::{expect_dtype, expect_rank};
-use crate::{Device, Error, Result, Tensor};
-
-/// Points `[N, 3]` f32, optional features `[N, F]` f32, optional cloud index
-/// `[N]` (any integer dtype) with the number of clouds.
-#[derive(Clone, Copy, Debug)]
-pub struct VoxelInput<'a> {
-    pub points: &'a Tensor,
-    pub features: Option<&'a Tensor>,
-    pub clouds: Option<(&'a Tensor, usize)>,
-}
-
-/// The grid (`[B, X, Y, Z]`: u8 occupancy or u32 counts; `[B, X, Y, Z, F]`
-/// f32 for mean and max), the counts for mean, and the number of dropped
-/// points (`[1]` u64, on the device like the grid: reading it with
-/// [`VoxelOutput::dropped_count`] is a wait on a GPU, so the call itself never
-/// waits).
-#[derive(Clone, Debug)]
-pub struct VoxelOutput {
-    pub grid: Tensor,
-    pub counts: Option<Tensor>,
-    pub dropped: Tensor,
-}
-
-impl VoxelOutput {
-    /// The number of points outside the grid or with a non-finite coordinate
-    /// (waits for the voxelization on a GPU).
-    pub fn dropped_count(&self) -> Result<u64> {
-        Ok(self.dropped.to_vec::<u64>()?.first().copied().unwrap_or(0))
-    }
-}
+use super::descriptors::{VoxelInput, VoxelOutput};
+use crate::backend::operations::CudaOperations;
+use crate::{Device, Result, Tensor};
 
 impl Device {
     /// Voxelizes point clouds (SPEC §3.4); the output may take at most
@@ -57,7 +29,7 @@ impl Device {
     ) -> Result<VoxelOutput> {
         match self {
             Device::Cpu => {
-                let feature_len = self.check_voxel_input(input)?;
+                let feature_len = input.checked_feature_len(self)?;
                 let HostSlice::F32(positions) = input.points.host_slice() else { unreachable!("dtype checked") };
                 let mut points = Points::new(positions);
                 if let Some(features) = input.features {
@@ -87,38 +59,6 @@ impl Device {
             }
             Device::Cuda(cuda) => cuda.voxelize(self, input, grid, mode, budget_bytes),
         }
-    }
-}
-
-impl Device {
-    /// The checks every backend makes of a voxelization's tensors: all on this
-    /// device, points `[N, 3]` f32, features `[N, F]` f32, cloud index `[N]`.
-    /// Returns `F` (0 without features).
-    pub(crate) fn check_voxel_input(&self, input: &VoxelInput<'_>) -> Result<usize> {
-        self.expect_same("points", input.points.device())?;
-        expect_rank("points", input.points, &[2], "[N, 3]")?;
-        if input.points.shape()[1] != 3 {
-            return Err(Error::Rank {
-                what: "points".into(),
-                expected: "[N, 3]".into(),
-                shape: input.points.shape().to_vec(),
-            });
-        }
-        expect_dtype("points", input.points, DType::F32)?;
-        let feature_len = match input.features {
-            Some(features) => {
-                self.expect_same("features", features.device())?;
-                expect_rank("features", features, &[2], "[N, F]")?;
-                expect_dtype("features", features, DType::F32)?;
-                features.shape()[1]
-            }
-            None => 0,
-        };
-        if let Some((clouds, _)) = input.clouds {
-            self.expect_same("cloud index", clouds.device())?;
-            expect_rank("cloud index", clouds, &[1], "[N]")?;
-        }
-        Ok(feature_len)
     }
 }
 

@@ -1,0 +1,47 @@
+//! The operations the facade asks of a CUDA device (see the parent module).
+
+use robocache_cpu::{DType, ResampleSpec, VoxelGrid, VoxelMode};
+
+use crate::assembly::{BatchStream, ResidentStream, WindowShape};
+use crate::ops::descriptors::{Fused, FusionStreamInput, Resampled, StreamInput, TargetTimes, VoxelInput, VoxelOutput};
+use crate::{Device, Result, Tensor};
+
+/// The operations and the batch assembly on a CUDA device; `device` is the
+/// device's own handle, for the tensors of the results.
+pub(crate) trait CudaOperations {
+    /// [`Device::resample`] on this device (`device` is its handle, for the results).
+    fn resample(
+        &self,
+        device: &Device,
+        stream: &StreamInput<'_>,
+        targets: &TargetTimes<'_>,
+        spec: &ResampleSpec,
+    ) -> Result<Resampled>;
+    /// [`Device::fuse`] on this device.
+    fn fuse(
+        &self,
+        device: &Device,
+        streams: &[FusionStreamInput<'_>],
+        targets: &TargetTimes<'_>,
+        dtype: DType,
+    ) -> Result<Fused>;
+    /// [`Device::voxelize`] on this device.
+    fn voxelize(
+        &self,
+        device: &Device,
+        input: &VoxelInput<'_>,
+        grid: &VoxelGrid,
+        mode: VoxelMode,
+        budget_bytes: u64,
+    ) -> Result<VoxelOutput>;
+    /// A resident stream's episode table in the assembly kernel's layout.
+    fn resident_table(&self, device: &Device, stream: &ResidentStream) -> Result<Tensor>;
+    /// One batch of windows of resident streams.
+    fn assemble(
+        &self,
+        device: &Device,
+        streams: &[ResidentStream],
+        shape: &WindowShape,
+        samples: &[(usize, f64)],
+    ) -> Result<Vec<BatchStream>>;
+}

@@ -1,0 +1,38 @@
+//! The operations of the placeholder CUDA device (see `absent`): none can
+//! run, since no device exists.
+
+use robocache_cpu::{DType, ResampleSpec, VoxelGrid, VoxelMode};
+
+use super::absent::CudaDevice;
+use crate::assembly::{BatchStream, ResidentStream, WindowShape};
+use crate::backend::operations::CudaOperations;
+use crate::ops::descriptors::{Fused, FusionStreamInput, Resampled, StreamInput, TargetTimes, VoxelInput, VoxelOutput};
+use crate::{Device, Result, Tensor};
+
+impl CudaOperations for CudaDevice {
+    fn resample(&self, _: &Device, _: &StreamInput<'_>, _: &TargetTimes<'_>, _: &ResampleSpec) -> Result<Resampled> {
+        self.unreachable()
+    }
+
+    fn fuse(&self, _: &Device, _: &[FusionStreamInput<'_>], _: &TargetTimes<'_>, _: DType) -> Result<Fused> {
+        self.unreachable()
+    }
+
+    fn voxelize(&self, _: &Device, _: &VoxelInput<'_>, _: &VoxelGrid, _: VoxelMode, _: u64) -> Result<VoxelOutput> {
+        self.unreachable()
+    }
+
+    fn resident_table(&self, _: &Device, _: &ResidentStream) -> Result<Tensor> {
+        self.unreachable()
+    }
+
+    fn assemble(
+        &self,
+        _: &Device,
+        _: &[ResidentStream],
+        _: &WindowShape,
+        _: &[(usize, f64)],
+    ) -> Result<Vec<BatchStream>> {
+        self.unreachable()
+    }
+}

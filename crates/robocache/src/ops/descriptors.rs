@@ -1,0 +1,169 @@
+//! What an operation takes and returns, and the checks every backend makes
+//! of it: the descriptors the CPU and CUDA backends both see. They sit below
+//! the operations' dispatch (`ops::resample` and its siblings) and the CUDA
+//! backend, so that neither imports the other's module.
+
+use robocache_cpu::{DType, ResampleSpec};
+
+use crate::{Device, Error, Result, Tensor};
+
+/// The times of a stream: an `f64` tensor (`[S]` shared or `[B, S]` per row)
+/// or a uniform rate.
+#[derive(Clone, Copy, Debug)]
+pub enum TimeAxis<'a> {
+    Tensor(&'a Tensor),
+    /// Sample `i` at `start + i / hz`.
+    Uniform {
+        start: f64,
+        hz: f64,
+    },
+}
+
+/// The target times: an `f64` tensor (`[T]` shared or `[B, T]` per row) or
+/// `len` uniform targets.
+#[derive(Clone, Copy, Debug)]
+pub enum TargetTimes<'a> {
+    Tensor(&'a Tensor),
+    /// Target `k` at `start + k / hz`, `k < len`.
+    Uniform {
+        start: f64,
+        hz: f64,
+        len: usize,
+    },
+}
+
+/// A stream on a device: data `[B, S, D]`, its times and optional valid
+/// lengths `[B]` (any integer dtype).
+#[derive(Clone, Copy, Debug)]
+pub struct StreamInput<'a> {
+    pub data: &'a Tensor,
+    pub times: TimeAxis<'a>,
+    pub lengths: Option<&'a Tensor>,
+}
+
+impl<'a> StreamInput<'a> {
+    /// A stream whose rows are all valid.
+    pub fn new(data: &'a Tensor, times: TimeAxis<'a>) -> Self {
+        StreamInput { data, times, lengths: None }
+    }
+
+    /// Sets the valid lengths.
+    pub fn with_lengths(mut self, lengths: &'a Tensor) -> Self {
+        self.lengths = Some(lengths);
+        self
+    }
+}
+
+/// Resampled data `[B, T, D]` (the input's dtype) and the valid mask `[B, T]` (bool).
+#[derive(Clone, Debug)]
+pub struct Resampled {
+    pub data: Tensor,
+    pub valid: Tensor,
+}
+
+/// One stream of a fusion and how to resample it.
+#[derive(Clone, Debug)]
+pub struct FusionStreamInput<'a> {
+    pub stream: StreamInput<'a>,
+    pub spec: ResampleSpec,
+}
+
+/// The fused output `[B, T, ΣD_k]`, one valid mask per stream `[K, B, T]`
+/// (bool), and each stream's first channel (`offsets[k]..offsets[k + 1]`).
+#[derive(Clone, Debug)]
+pub struct Fused {
+    pub data: Tensor,
+    pub valid: Tensor,
+    pub offsets: Vec<usize>,
+}
+
+/// Points `[N, 3]` f32, optional features `[N, F]` f32, optional cloud index
+/// `[N]` (any integer dtype) with the number of clouds.
+#[derive(Clone, Copy, Debug)]
+pub struct VoxelInput<'a> {
+    pub points: &'a Tensor,
+    pub features: Option<&'a Tensor>,
+    pub clouds: Option<(&'a Tensor, usize)>,
+}
+
+/// The grid (`[B, X, Y, Z]`: u8 occupancy or u32 counts; `[B, X, Y, Z, F]`
+/// f32 for mean and max), the counts for mean, and the number of dropped
+/// points (`[1]` u64, on the device like the grid: reading it with
+/// [`VoxelOutput::dropped_count`] is a wait on a GPU, so the call itself never
+/// waits).
+#[derive(Clone, Debug)]
+pub struct VoxelOutput {
+    pub grid: Tensor,
+    pub counts: Option<Tensor>,
+    pub dropped: Tensor,
+}
+
+impl VoxelOutput {
+    /// The number of points outside the grid or with a non-finite coordinate
+    /// (waits for the voxelization on a GPU).
+    pub fn dropped_count(&self) -> Result<u64> {
+        Ok(self.dropped.to_vec::<u64>()?.first().copied().unwrap_or(0))
+    }
+}
+
+impl VoxelInput<'_> {
+    /// The checks every backend makes of a voxelization's tensors: all on
+    /// `device`, points `[N, 3]` f32, features `[N, F]` f32, cloud index `[N]`.
+    /// Returns `F` (0 without features).
+    pub(crate) fn checked_feature_len(&self, device: &Device) -> Result<usize> {
+        let input = self;
+        device.expect_same("points", input.points.device())?;
+        expect_rank("points", input.points, &[2], "[N, 3]")?;
+        if input.points.shape()[1] != 3 {
+            return Err(Error::Rank {
+                what: "points".into(),
+                expected: "[N, 3]".into(),
+                shape: input.points.shape().to_vec(),
+            });
+        }
+        expect_dtype("points", input.points, DType::F32)?;
+        let feature_len = match input.features {
+            Some(features) => {
+                device.expect_same("features", features.device())?;
+                expect_rank("features", features, &[2], "[N, F]")?;
+                expect_dtype("features", features, DType::F32)?;
+                features.shape()[1]
+            }
+            None => 0,
+        };
+        if let Some((clouds, _)) = input.clouds {
+            device.expect_same("cloud index", clouds.device())?;
+            expect_rank("cloud index", clouds, &[1], "[N]")?;
+        }
+        Ok(feature_len)
+    }
+}
+
+/// Checks the rank of a tensor.
+pub(crate) fn expect_rank(what: &str, tensor: &Tensor, ranks: &[usize], expected: &str) -> Result<()> {
+    if ranks.contains(&tensor.shape().len()) {
+        Ok(())
+    } else {
+        Err(Error::Rank { what: what.to_owned(), expected: expected.to_owned(), shape: tensor.shape().to_vec() })
+    }
+}
+
+/// Checks the dtype of a tensor.
+pub(crate) fn expect_dtype(what: &str, tensor: &Tensor, dtype: DType) -> Result<()> {
+    if tensor.dtype() == dtype {
+        Ok(())
+    } else {
+        Err(robocache_cpu::Error::DTypeMismatch {
+            what: what.to_owned(),
+            expected: dtype.to_string(),
+            actual: tensor.dtype(),
+        }
+        .into())
+    }
+}
+
+/// Checks that a time tensor is `f64`, `[L]` (shared) or `[B, L]` (per row).
+pub(crate) fn expect_time_tensor(what: &str, tensor: &Tensor) -> Result<()> {
+    expect_rank(what, tensor, &[1, 2], "[L] (shared) or [B, L] (per row)")?;
+    expect_dtype(what, tensor, DType::F64)
+}
