@@ -81,8 +81,8 @@ class Loader:
     Each batch is a dict: ``batch[stream]`` ``[B, T, ...]`` on the device,
     ``batch[f"{stream}_is_pad"]`` ``[B, T]`` (True where the step is
     padding: outside the stream, as LeRobot names it), ``episode_index``,
-    ``sample_index`` and ``anchor`` (seconds on the episode's clock, or the
-    anchor step for step windows). Torch tensors when torch is imported,
+    ``sample_index`` and ``anchor`` (seconds on the episode's clock; for
+    step windows the anchor step over the dataset's rate). Torch tensors when torch is imported,
     NumPy arrays otherwise (CPU device only).
 
     ``windows``: ``{"hz": 50, "history": 2, "horizon": 16}`` (policy-clock

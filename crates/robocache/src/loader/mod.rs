@@ -408,7 +408,15 @@ impl Job {
             streams: ordered,
             samples,
             episodes: pairs.iter().map(|&(e, _)| e).collect(),
-            anchors: pairs.iter().map(|&(_, a)| a).collect(),
+            // Seconds, as every `WindowBatch` (step windows: the anchor step
+            // over the dataset's rate, as `Device::step_window_batch` gives).
+            anchors: match &*self.cut {
+                Cut::Steps(_) => {
+                    let rate = self.dataset.info().rate_hz;
+                    pairs.iter().map(|&(_, step)| step / rate).collect()
+                }
+                Cut::Times(_) => pairs.iter().map(|&(_, a)| a).collect(),
+            },
         })
     }
 }
