@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """robocache's CPU backend against NumPy, same workloads, same machine, one run.
 
-NumPy is what users write today (SPEC §7): per row, ``searchsorted`` + ``take``
+NumPy is what users write today (docs/performance.md): per row, ``searchsorted`` + ``take``
 + a float32 lerp; fusion concatenates per-stream resamples; voxel counts and
 means use ``bincount``. robocache is timed by ``robocache bench --json`` (median
 of repeated calls after warm-up), with all threads and with one thread, and

@@ -1,4 +1,4 @@
-"""The PyTorch baseline of SPEC §7, run by ``robocache bench --baseline``.
+"""The PyTorch baseline of docs/performance.md, run by ``robocache bench --baseline``.
 
 For every workload the harness exported (``<inputs>/<id>/manifest.json``
 with the inputs and robocache's outputs as ``.npy``; bf16 as uint16 bits),
@@ -11,7 +11,7 @@ this script
    ``index_add_`` (counts, feature sums) and a division;
 3. checks that the baseline gives robocache's numbers: resample and fusion
    within one unit in the last place of the output dtype with equal valid
-   masks (SPEC §3.2), computed with the reference's ``a + w * (b - a)``
+   masks (docs/semantics.md), computed with the reference's ``a + w * (b - a)``
    (``torch.lerp``, which is timed, computes ``b - (b - a) * (1 - w)`` for
    ``w >= 0.5``, which differs near zero where ``a ≈ -b``); counts exactly;
    means within 1e-5 relative (float32 atomics in PyTorch, float64 sums in
@@ -203,7 +203,7 @@ def run_workload(directory, repeats, compile_too, evict, device):
               "torch_version": torch.__version__, "eager_us": time_calls(fn, sets, repeats, evict),
               "compile_us": None}
     # torch.compile of the scatter-based voxel functions is not part of the
-    # SPEC baseline (its table has no compiled voxel numbers).
+    # project's baseline table (it has no compiled voxel numbers).
     if compile_too and kind in ("resample", "fusion"):
         compiled = torch.compile(fn, dynamic=False)
         result["compile_us"] = time_calls(compiled, sets, repeats, evict)

@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 
 use crate::{root, run};
 
-/// The archs PTX is generated for (SPEC §2).
+/// The archs PTX is generated for (docs/architecture.md).
 pub const ARCHS: [u32; 3] = [80, 90, 120];
 
 /// nvcc 13.0 (PTX ISA 9.0, which driver 580 loads); a newer nvcc emits PTX
@@ -387,7 +387,7 @@ pub fn gpu_bundle() -> Result<()> {
         "PYTHONPATH=pydeps-python python3 python_call_overhead.py --json $OUT/python-calls.json || status=1\n",
         "PYTHONPATH=pydeps-python python3 python_loader.py bench-loader.hdf5 --rust-json $OUT/bench-loader.json --json $OUT/python-loader.json || status=1\n",
     ));
-    // The harness with the PyTorch baseline in the same run (SPEC §7).
+    // The harness with the PyTorch baseline in the same run (docs/performance.md).
     script.push_str(concat!(
         "fi\nif want bench; then\n",
         "echo \"== robocache bench vs PyTorch\"\n",

@@ -41,7 +41,7 @@ enum Command {
     Inspect(commands::inspect::Args),
     /// Convert a dataset into one of robocache's HDF5 layouts (`convert calvin DIR OUT.h5`).
     Convert(commands::convert::Args),
-    /// Time the operations on a backend on fixed workloads (SPEC §7 shapes).
+    /// Time the operations on a backend on fixed workloads (docs/performance.md shapes).
     Bench(commands::bench::Args),
 }
 

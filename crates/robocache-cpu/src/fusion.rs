@@ -1,6 +1,6 @@
 //! Multimodal alignment: `K` streams, each with its own rate, length, dtype
 //! and channel spec, resampled onto one timeline and concatenated along the
-//! channels (SPEC §3.3).
+//! channels (docs/semantics.md).
 
 use rayon::prelude::*;
 

@@ -1,6 +1,6 @@
 //! The CPU reference implementation of every robocache operation.
 //!
-//! This crate defines what each operation computes (SPEC §3): the CUDA
+//! This crate defines what each operation computes (docs/semantics.md): the CUDA
 //! backend is tested against it, and the facade crate `robocache` dispatches
 //! to it when no GPU is used. Rows, targets and voxels run in parallel on
 //! rayon's thread pool.

@@ -1,4 +1,4 @@
-//! Point clouds into dense voxel grids (SPEC §3.4): occupancy, count, mean or
+//! Point clouds into dense voxel grids (docs/semantics.md): occupancy, count, mean or
 //! max of per-point features, for several clouds in one call, bitwise
 //! deterministic.
 
@@ -278,7 +278,7 @@ pub fn plan_voxelize_shapes(
     Ok(voxels as usize)
 }
 
-/// Voxelizes `points` into `grid` (SPEC §3.4). The output takes at most
+/// Voxelizes `points` into `grid` (docs/semantics.md). The output takes at most
 /// `budget_bytes`, checked before anything is allocated.
 ///
 /// ```

@@ -1,5 +1,5 @@
 //! Readers for RoboMimic, CALVIN and RT-X HDF5 files into one episode model,
-//! with step windows, time windows and a sampler (SPEC §5).
+//! with step windows, time windows and a sampler (docs/datasets.md).
 //!
 //! - [`Dataset::open`] detects the layout ([`Format`]) and reads metadata
 //!   only: episodes, streams (dtype, per-step shape, timeline, channel kind),

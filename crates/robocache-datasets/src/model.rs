@@ -1,4 +1,4 @@
-//! The episode model every reader produces (SPEC §5.1): an episode is a set
+//! The episode model every reader produces (docs/datasets.md): an episode is a set
 //! of named streams, each with a dtype, a per-step shape, its own timeline
 //! and the kind of its channels, which picks how the stream is resampled.
 
@@ -14,7 +14,7 @@ use serde::{Serialize, Serializer};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Format {
-    /// robomimic's native HDF5 layout (SPEC §5.2).
+    /// robomimic's native HDF5 layout (docs/datasets.md).
     Robomimic,
     /// robocache's HDF5 layout for CALVIN (docs/datasets.md).
     Calvin,

@@ -1,5 +1,5 @@
 //! Resampling a batch of rows `[B, S, D]`, each with its own sample times,
-//! onto target times `[B, T]` (SPEC §3.2).
+//! onto target times `[B, T]` (docs/semantics.md).
 
 mod slerp;
 mod spec;
@@ -252,7 +252,7 @@ fn check_data<T>(
     Ok(())
 }
 
-/// Resamples `stream` at `targets` (SPEC §3.2). Rows run in parallel.
+/// Resamples `stream` at `targets` (docs/semantics.md). Rows run in parallel.
 ///
 /// ```
 /// use robocache_cpu::{resample, Method, ResampleSpec, Stream, Targets, Times};

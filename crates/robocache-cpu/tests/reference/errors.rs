@@ -1,4 +1,4 @@
-//! Every kind of bad input of SPEC §3.5 gets its own error, and no input panics.
+//! Every kind of bad input of docs/semantics.md gets its own error, and no input panics.
 
 use proptest::prelude::*;
 use robocache_cpu::{

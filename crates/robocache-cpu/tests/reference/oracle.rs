@@ -1,4 +1,4 @@
-//! A plain f64 oracle of SPEC §3, written from the spec and not from the
+//! A plain f64 oracle of docs/semantics.md, written from the spec and not from the
 //! implementation: linear scans, no shared helpers, every value in f64.
 
 use robocache_cpu::strategies::{StreamCase, TimesCase};

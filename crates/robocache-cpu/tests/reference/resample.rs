@@ -119,7 +119,7 @@ proptest! {
     }
 }
 
-/// SPEC §3.1: weights exact to 1e-6 with absolute epoch times at 1 kHz.
+/// docs/semantics.md: weights exact to 1e-6 with absolute epoch times at 1 kHz.
 #[test]
 fn epoch_timestamps_at_1khz_give_exact_weights() {
     let start = 1_731_000_000.123_456; // 2024-11, seconds since the epoch
@@ -146,7 +146,7 @@ fn epoch_timestamps_at_1khz_give_exact_weights() {
     }
 }
 
-/// Subtracting a per-row origin and searching in f32 fails SPEC §3.1; this is
+/// Subtracting a per-row origin and searching in f32 fails docs/semantics.md; this is
 /// the case that shows it: 1 kHz samples an hour into a recording.
 #[test]
 fn an_hour_into_a_recording_at_1khz() {

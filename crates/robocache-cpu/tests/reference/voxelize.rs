@@ -2,7 +2,7 @@ use proptest::prelude::*;
 use robocache_cpu::strategies::{voxel_case, VoxelCase};
 use robocache_cpu::{voxelize, Points, VoxelGrid, VoxelMode, Voxels, DEFAULT_GRID_BUDGET_BYTES};
 
-/// Per point, in order: the voxel by SPEC §3.4's formula, then count, f64 sum
+/// Per point, in order: the voxel by docs/semantics.md's formula, then count, f64 sum
 /// and max per voxel.
 struct Oracle {
     counts: Vec<u64>,

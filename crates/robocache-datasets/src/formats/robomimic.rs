@@ -1,4 +1,4 @@
-//! robomimic's native layout (SPEC §5.2):
+//! robomimic's native layout (docs/datasets.md):
 //!
 //! ```text
 //! data/            attrs: total, env_args (JSON; env_kwargs.control_freq is the rate)

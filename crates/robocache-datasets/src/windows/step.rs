@@ -1,5 +1,5 @@
 //! Step windows with the semantics of robomimic's `SequenceDataset`
-//! (SPEC §5.5). A sample anchored at step `i` of a demo of length `L` covers
+//! (docs/datasets.md). A sample anchored at step `i` of a demo of length `L` covers
 //! steps `i - (frame_stack - 1)` to `i + seq_length - 1`. With
 //! `pad_frame_stack` / `pad_seq_length`, steps before 0 or past `L - 1`
 //! repeat the edge step and the pad mask is false there; without, anchors

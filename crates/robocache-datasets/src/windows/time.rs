@@ -1,4 +1,4 @@
-//! Time windows on a policy clock (SPEC §5.5): a sample is an anchor time
+//! Time windows on a policy clock (docs/datasets.md): a sample is an anchor time
 //! `t` in an episode; its targets are `t + k / hz` for
 //! `k = -history … horizon - 1`. Every stream is resampled onto the targets
 //! by its channel kind (the `robocache` facade does it, on the CPU or the

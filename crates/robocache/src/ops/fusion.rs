@@ -7,7 +7,7 @@ use crate::{Device, Result, Tensor};
 
 impl Device {
     /// Aligns `streams` onto one timeline and concatenates them along the
-    /// channels in `dtype` (SPEC §3.3).
+    /// channels in `dtype` (docs/semantics.md).
     ///
     /// ```
     /// use robocache::{DType, Device, FusionStreamInput, Method, ResampleSpec, StreamInput, TargetTimes, Tensor, TimeAxis};

@@ -49,7 +49,7 @@ pub(super) fn host_targets<'a>(device: &Device, targets: &TargetTimes<'a>) -> Re
 }
 
 impl Device {
-    /// Resamples `stream` at `targets` (SPEC §3.2) on this device.
+    /// Resamples `stream` at `targets` (docs/semantics.md) on this device.
     ///
     /// ```
     /// use robocache::{Device, Method, ResampleSpec, StreamInput, TargetTimes, Tensor, TimeAxis};

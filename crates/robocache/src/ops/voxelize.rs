@@ -5,7 +5,7 @@ use crate::backend::operations::CudaOperations;
 use crate::{Device, Result, Tensor};
 
 impl Device {
-    /// Voxelizes point clouds (SPEC §3.4); the output may take at most
+    /// Voxelizes point clouds (docs/semantics.md); the output may take at most
     /// `budget_bytes`, checked before anything is allocated.
     ///
     /// ```

@@ -1,7 +1,7 @@
 //! The PyTorch baseline (`benches/torch_baseline.py`): each workload's
 //! inputs and robocache's outputs are exported as `.npy` files with a
 //! manifest; the script loads the same inputs onto the same GPU, checks that
-//! its results equal robocache's (SPEC §3 tolerances), times eager PyTorch and
+//! its results equal robocache's (docs/semantics.md's tolerances), times eager PyTorch and
 //! `torch.compile` the way the harness times robocache, and writes JSON.
 
 use std::collections::HashMap;

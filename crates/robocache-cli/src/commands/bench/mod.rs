@@ -1,4 +1,4 @@
-//! `robocache bench`: the benchmark harness. On a GPU it times SPEC §7's
+//! `robocache bench`: the benchmark harness. On a GPU it times docs/performance.md's
 //! workloads and sweeps over batch size and channel count (bf16); on the CPU
 //! the shapes `benches/cpu_vs_numpy.py` compares with NumPy (f32). Each call
 //! is timed as [`measure`] describes, against the device's measured copy
@@ -34,7 +34,7 @@ pub struct Args {
     /// Only workloads whose name or id contains this.
     #[arg(long)]
     filter: Option<String>,
-    /// Only SPEC §7's workloads, not the sweeps.
+    /// Only docs/performance.md's workloads, not the sweeps.
     #[arg(long)]
     no_sweep: bool,
     /// Where bench.json, bench.md and bench.svg are written.

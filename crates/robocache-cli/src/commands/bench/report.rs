@@ -62,7 +62,7 @@ impl Measurement {
         }
     }
 
-    /// Whether the SPEC target is met (None without a target).
+    /// Whether the workload's target is met (None without a target).
     pub fn meets_target(&self) -> Option<bool> {
         self.target_us.map(|t| self.median_us <= t)
     }
@@ -129,7 +129,7 @@ pub fn markdown(report: &Report) -> String {
     );
     let _ = writeln!(out, "Command: `{}`\n", report.command);
     for (group, title) in [
-        (Group::Spec, "SPEC §7 workloads"),
+        (Group::Spec, "Target workloads"),
         (Group::BatchSweep, "Resample bf16 500→250, D=256, over the batch size"),
         (Group::ChannelSweep, "Resample bf16 500→250, B=64, over D"),
         (Group::Latency, "Latency floor: the least a call takes on a cold cache"),

@@ -1,4 +1,4 @@
-//! The workloads: SPEC §7's shapes and the sweeps over batch size and
+//! The workloads: docs/performance.md's shapes and the sweeps over batch size and
 //! channel count (bf16 on a GPU), or the CPU set (f32, the shapes NumPy is
 //! compared on). Inputs are deterministic (a seeded xorshift), so every run
 //! times the same numbers, and each workload knows the bytes it must move at
@@ -16,7 +16,7 @@ use serde::Serialize;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Group {
-    /// A SPEC §7 workload, with its target.
+    /// A docs/performance.md workload, with its target.
     Spec,
     /// Resample 500→250 at D=256 over the batch size.
     BatchSweep,
@@ -44,7 +44,7 @@ pub struct Workload {
     pub group: Group,
     /// `resample`, `fusion`, `voxel_count`, `voxel_mean` or `copy`.
     pub kind: &'static str,
-    /// The SPEC §7 target, in µs.
+    /// The docs/performance.md target, in µs.
     pub target_us: Option<f64>,
     /// The x value of the sweep it belongs to (B or D).
     pub sweep_x: Option<usize>,
@@ -267,7 +267,7 @@ fn sweep(mut workload: Workload, group: Group, x: usize) -> Workload {
     workload
 }
 
-/// SPEC §7's workloads with their targets, then the sweeps (GPU set).
+/// docs/performance.md's workloads with their targets, then the sweeps (GPU set).
 pub fn gpu_workloads() -> Vec<Workload> {
     let bf = DType::BF16;
     let mut all = vec![
