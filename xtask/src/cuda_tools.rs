@@ -311,7 +311,7 @@ pub fn gpu_bundle() -> Result<()> {
     }
     let mut script = String::from(
         "#!/usr/bin/env bash\n# Runs the GPU checks of the bundle: `run.sh [PART...]` with parts tests, \
-         sanitize, python, cli, demo, loader, bench (default: all).\n\
+         sanitize, python, cli, demo, loader, bench, train (default: all).\n\
          set -uo pipefail\ncd \"$(dirname \"$0\")\"\nstatus=0\nOUT=${OUT:-.}\nPARTS=\" ${*:-all} \"\n\
          # On the GPU machine a CUDA test that finds no device fails instead of skipping.\n\
          export ROBOCACHE_REQUIRE_CUDA=1\n\
@@ -393,12 +393,21 @@ pub fn gpu_bundle() -> Result<()> {
         "fi\nif want bench; then\n",
         "echo \"== robocache bench vs PyTorch\"\n",
         "./robocache bench --backend cuda --baseline torch_baseline.py --out $OUT/bench || status=1\n",
+    ));
+    // A policy trained on each loader's batches (docs/training.md): one GPU
+    // here; `torchrun --nproc_per_node 2 train_policy.py --ddp` on two.
+    script.push_str(concat!(
+        "fi\nif want train; then\n",
+        "echo \"== training: robocache vs robomimic vs synthetic batches\"\n",
+        "python3 -m pip install --quiet --no-index --no-deps --find-links wheels --target pydeps-train python/*.whl h5py robomimic tqdm termcolor || status=1\n",
+        "PYTHONPATH=pydeps-train python3 train_policy.py --file train-can.hdf5 --out $OUT/train || status=1\n",
         "fi\n",
     ));
     script.push_str("exit $status\n");
     std::fs::copy(root().join("benches/robomimic_loader.py"), bundle.join("robomimic_loader.py"))?;
     std::fs::copy(root().join("benches/python_call_overhead.py"), bundle.join("python_call_overhead.py"))?;
     std::fs::copy(root().join("benches/python_loader.py"), bundle.join("python_loader.py"))?;
+    std::fs::copy(root().join("benches/train_policy.py"), bundle.join("train_policy.py"))?;
     let python = bundle.join("python");
     crate::wheel(&python)?;
     std::fs::create_dir_all(python.join("tests"))?;
