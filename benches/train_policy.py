@@ -445,7 +445,8 @@ def main():
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--models", default="small,large")
     parser.add_argument("--feeds", default="synthetic,robocache-steps,robocache-times,robomimic-4,robomimic-8",
-                        help="synthetic, robocache-steps, robocache-times, robomimic-N (num_workers N)")
+                        help="synthetic, robocache-steps, robocache-times, robocache-once (one robocache batch "
+                             "repeated), robomimic-N (num_workers N)")
     parser.add_argument("--robomimic-cache", default="low_dim", choices=["low_dim", "all"])
     parser.add_argument("--robocache-workers", type=int, default=4)
     parser.add_argument("--ddp", action="store_true", help="under torchrun: DDP, sharded loaders, exactly-once check")
@@ -488,6 +489,14 @@ def main():
             elif name == "robocache-times":
                 feed, _ = robocache_feed(args, f"cuda:{local_rank}", {"hz": 50.0, "history": OBS_STEPS - 1,
                                                                       "horizon": CHUNK}, rank, world_size)
+            elif name == "robocache-once":
+                # One robocache batch, repeated: its tensors without any loading
+                # going on (tells the loader's activity from its batches).
+                loader_feed, _ = robocache_feed(args, f"cuda:{local_rank}",
+                                                {"seq_length": CHUNK, "frame_stack": OBS_STEPS}, rank, world_size)
+                first = next(loader_feed)
+                del loader_feed
+                feed = iter(lambda: first, None)
             elif name.startswith("robomimic-"):
                 feed, _, _ = robomimic_feed(args, device, int(name.split("-")[1]), args.robomimic_cache, rank,
                                             world_size)
