@@ -3,14 +3,14 @@
 //! without slerp take the tiled kernel, the rest `fuse`.
 
 use robocache_cpu::{plan_fusion_shapes, DType, ResamplePlan, StreamShape};
-use robocache_cuda::abi::{DTypeCode, FusionArgs, FusionStream, FUSION_INLINE};
+use robocache_cuda::abi::{DTypeCode, FusionArgs, FusionStream, ResampleArgs, FUSION_INLINE, MAX_TILE};
 use robocache_cuda::{entry, Entry, FuseTiledParams};
 
 use super::backend::{CudaDevice, DeviceStorage};
 use super::error::cuda_error;
 use super::resample::{
     describe_stream, describe_targets, device_pointer, has_slerp, targets_per_warp, tile_launch, warp_launch, Checked,
-    ResampleArgs, MAX_TILE, MAX_TILE_CHANNELS, PLACED_BYTES,
+    MAX_TILE_CHANNELS, PLACED_BYTES,
 };
 use crate::ops::descriptors::{Fused, FusionStreamInput, TargetTimes};
 use crate::{Device, Result, Tensor};

@@ -7,15 +7,13 @@ use robocache_cpu::{
     fill_bits, Boundary, ChannelGroup, ChannelSpec, DType, Error as Invalid, Method, ResamplePlan, ResampleSpec,
     TimeShape,
 };
-use robocache_cuda::abi::{self, BoundaryRule, IndexType, TimesMode};
+use robocache_cuda::abi::{self, BoundaryRule, IndexType, ResampleArgs, Timeline, TimesMode, MAX_GROUPS, MAX_TILE};
 use robocache_cuda::{entry, Entry, LaunchConfig, ResampleParams, ResampleTiledParams};
 
 use super::backend::{CudaDevice, DeviceStorage};
 use super::error::cuda_error;
 use crate::ops::descriptors::{expect_rank, expect_time_tensor, Resampled, StreamInput, TargetTimes, TimeAxis};
 use crate::{Device, Error, Result, Tensor};
-
-pub(super) use robocache_cuda::abi::{ResampleArgs, Timeline, MAX_GROUPS};
 
 pub(super) fn device_pointer(tensor: &Tensor) -> u64 {
     tensor.device_storage().map_or(0, DeviceStorage::device_pointer)
@@ -163,8 +161,6 @@ fn encode_group_list(what: &str, list: &[ChannelGroup]) -> Result<[i32; 3 * MAX_
     }
     Ok(groups)
 }
-
-pub(super) use robocache_cuda::abi::MAX_TILE;
 
 /// Bytes of one placed target (`struct Placed` in kernels/resample.cu).
 pub(super) const PLACED_BYTES: usize = 48;

@@ -111,18 +111,17 @@ impl VoxelInput<'_> {
     /// `device`, points `[N, 3]` f32, features `[N, F]` f32, cloud index `[N]`.
     /// Returns `F` (0 without features).
     pub(crate) fn checked_feature_len(&self, device: &Device) -> Result<usize> {
-        let input = self;
-        device.expect_same("points", input.points.device())?;
-        expect_rank("points", input.points, &[2], "[N, 3]")?;
-        if input.points.shape()[1] != 3 {
+        device.expect_same("points", self.points.device())?;
+        expect_rank("points", self.points, &[2], "[N, 3]")?;
+        if self.points.shape()[1] != 3 {
             return Err(Error::Rank {
                 what: "points".into(),
                 expected: "[N, 3]".into(),
-                shape: input.points.shape().to_vec(),
+                shape: self.points.shape().to_vec(),
             });
         }
-        expect_dtype("points", input.points, DType::F32)?;
-        let feature_len = match input.features {
+        expect_dtype("points", self.points, DType::F32)?;
+        let feature_len = match self.features {
             Some(features) => {
                 device.expect_same("features", features.device())?;
                 expect_rank("features", features, &[2], "[N, F]")?;
@@ -131,7 +130,7 @@ impl VoxelInput<'_> {
             }
             None => 0,
         };
-        if let Some((clouds, _)) = input.clouds {
+        if let Some((clouds, _)) = self.clouds {
             device.expect_same("cloud index", clouds.device())?;
             expect_rank("cloud index", clouds, &[1], "[N]")?;
         }
