@@ -6,13 +6,14 @@ use std::ops::Range;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use robocache_cpu::{with_host_data, Element, HostVec};
+use robocache_cpu::{with_host_data, DType, Element, HostVec};
 
 use crate::cache::{CacheUsage, StreamCache};
 use crate::direct_read::RowLayout;
 use crate::formats::{self, OpenOptions};
 use crate::hdf5_file::Hdf5File;
 use crate::model::{DatasetInfo, EpisodeInfo, Format, StreamInfo, Timeline};
+use crate::rlds::RldsSource;
 use crate::streams::read_timestamps;
 use crate::{Error, Result};
 
@@ -81,11 +82,12 @@ impl StreamTimes {
     }
 }
 
-/// A dataset file opened in one of the three layouts. Opening reads the
+/// A dataset opened in one of the layouts: an HDF5 file (robomimic, CALVIN,
+/// the RT-X mirror) or an RLDS builder directory. Opening reads the
 /// metadata (and explicit timestamps, to check them); stream data is read
 /// per window or per stream on request. Shareable between threads: rows of
-/// uncompressed datasets are read with positioned reads outside the HDF5
-/// library's global lock, so reader threads read them in parallel.
+/// uncompressed HDF5 datasets and of RLDS records are read with positioned
+/// reads outside any global lock, so reader threads read them in parallel.
 ///
 /// ```no_run
 /// use robocache_datasets::Dataset;
@@ -98,9 +100,22 @@ impl StreamTimes {
 /// ```
 #[derive(Debug)]
 pub struct Dataset {
-    file: Hdf5File,
+    source: Source,
     info: DatasetInfo,
     cache: StreamCache,
+}
+
+/// Where the stream data lives.
+#[derive(Debug)]
+enum Source {
+    Hdf5(Hdf5Source),
+    Rlds(RldsSource),
+}
+
+/// An HDF5 file, read through the library or with positioned reads.
+#[derive(Debug)]
+struct Hdf5Source {
+    file: Hdf5File,
     times: Mutex<HashMap<String, Arc<[f64]>>>,
     /// The same file for positioned reads of rows (see `direct_read`);
     /// `None` with [`OpenOptions::hdf5_reads_only`].
@@ -115,34 +130,36 @@ impl Dataset {
         Self::open_with(path, &OpenOptions::default())
     }
 
-    /// Opens `path` with `options`.
+    /// Opens `path` with `options`: an HDF5 file, or a TFDS builder
+    /// directory (its version folder or the folder above) read as RLDS.
     pub fn open_with(path: impl AsRef<Path>, options: &OpenOptions) -> Result<Self> {
-        let file = Hdf5File::open(path.as_ref())?;
-        let format = match options.format {
-            Some(format) => format,
-            None => formats::detect(&file)?,
+        let path = path.as_ref();
+        let (source, info) = if path.is_dir() || options.format == Some(Format::Rlds) {
+            if let Some(format) = options.format.filter(|f| *f != Format::Rlds) {
+                return Err(Error::Invalid(format!(
+                    "{}: a directory is read as an RLDS builder directory, not as {format}",
+                    path.display()
+                )));
+            }
+            let (source, info) = RldsSource::open(path, options)?;
+            (Source::Rlds(source), info)
+        } else {
+            let file = Hdf5File::open(path)?;
+            let format = match options.format {
+                Some(format) => format,
+                None => formats::detect(&file)?,
+            };
+            let info = formats::read_info(&file, format, options)?;
+            let raw = match options.hdf5_reads_only {
+                true => None,
+                false => Some(File::open(path).map_err(|error| Error::Io { file: path.to_path_buf(), error })?),
+            };
+            let source =
+                Hdf5Source { file, times: Mutex::new(HashMap::new()), raw, layouts: Mutex::new(HashMap::new()) };
+            (Source::Hdf5(source), info)
         };
-        let info = formats::read_info(&file, format, options)?;
-        tracing::debug!(
-            path = %path.as_ref().display(),
-            %format,
-            episodes = info.episodes.len(),
-            "opened dataset"
-        );
-        let raw = match options.hdf5_reads_only {
-            true => None,
-            false => Some(
-                File::open(path.as_ref()).map_err(|error| Error::Io { file: path.as_ref().to_path_buf(), error })?,
-            ),
-        };
-        Ok(Dataset {
-            file,
-            info,
-            cache: StreamCache::new(options.cache_bytes),
-            times: Mutex::new(HashMap::new()),
-            raw,
-            layouts: Mutex::new(HashMap::new()),
-        })
+        tracing::debug!(path = %path.display(), format = %info.format, episodes = info.episodes.len(), "opened dataset");
+        Ok(Dataset { source, info, cache: StreamCache::new(options.cache_bytes) })
     }
 
     /// What the file holds.
@@ -194,7 +211,7 @@ impl Dataset {
                 <T as Element>::vec(v[rows.start * channels..rows.end * channels].to_vec())
             }));
         }
-        self.read_from_file(info, rows)
+        self.read_from_source(episode, info, rows)
     }
 
     /// [`Dataset::read_rows`] as bytes into `out`, which holds exactly
@@ -219,14 +236,10 @@ impl Dataset {
             out.copy_from_slice(&whole.as_slice().as_bytes()[rows.start * row_bytes..rows.end * row_bytes]);
             return Ok(());
         }
-        if let Some((layout, raw)) = self.row_layout(info) {
-            if rows.end <= layout.rows() {
-                return layout.read_into(raw, rows.clone(), out).map_err(|e| self.io_error(info, &rows, e));
-            }
+        match &self.source {
+            Source::Hdf5(hdf5) => hdf5.read_into(info, rows, out),
+            Source::Rlds(rlds) => rlds.read_rows_into(episode, info, rows, out),
         }
-        let read = self.read_rows_through_hdf5(info, rows)?;
-        out.copy_from_slice(read.as_slice().as_bytes());
-        Ok(())
     }
 
     /// The stream's index and description, after checking that `rows` lie in it.
@@ -250,7 +263,7 @@ impl Dataset {
         if let Some(whole) = self.cache.get((episode, index)) {
             return Ok(whole);
         }
-        let whole = Arc::new(self.read_from_file(info, 0..info.len)?);
+        let whole = Arc::new(self.read_from_source(episode, info, 0..info.len)?);
         self.cache.insert((episode, index), whole.clone(), info.size_in_bytes());
         Ok(whole)
     }
@@ -267,15 +280,12 @@ impl Dataset {
         let (_, info) = self.stream(episode, stream)?;
         match &info.timeline {
             Timeline::Uniform { start, hz } => Ok(StreamTimes::Uniform { start: *start, hz: *hz, len: info.len }),
-            Timeline::Explicit { key } => {
-                let mut cached = self.times.lock().unwrap_or_else(|p| p.into_inner());
-                if let Some(times) = cached.get(key) {
-                    return Ok(StreamTimes::Explicit(times.clone()));
-                }
-                let times: Arc<[f64]> = read_timestamps(&self.file, &self.info.episodes[episode].name, key)?.into();
-                cached.insert(key.clone(), times.clone());
-                Ok(StreamTimes::Explicit(times))
-            }
+            Timeline::Explicit { key } => match &self.source {
+                Source::Hdf5(hdf5) => hdf5.times(&self.info.episodes[episode].name, key).map(StreamTimes::Explicit),
+                Source::Rlds(_) => Err(Error::Invalid(format!(
+                    "stream `{stream}`: RLDS streams are on the step clock and have no explicit timestamps"
+                ))),
+            },
         }
     }
 
@@ -284,13 +294,55 @@ impl Dataset {
         self.cache.usage()
     }
 
-    fn read_from_file(&self, info: &StreamInfo, rows: Range<usize>) -> Result<HostVec> {
+    fn read_from_source(&self, episode: usize, info: &StreamInfo, rows: Range<usize>) -> Result<HostVec> {
+        match &self.source {
+            Source::Hdf5(hdf5) => hdf5.read(info, rows),
+            Source::Rlds(rlds) => {
+                let len = rows.len() * info.channels();
+                if info.dtype == DType::Bool {
+                    let mut bytes = vec![0u8; len];
+                    rlds.read_rows_into(episode, info, rows, &mut bytes)?;
+                    return Ok(HostVec::Bool(bytes.into_iter().map(|b| b != 0).collect()));
+                }
+                let mut data = HostVec::zeros(info.dtype, len);
+                let bytes = data.as_bytes_mut().expect("only bool has no byte view");
+                rlds.read_rows_into(episode, info, rows, bytes)?;
+                Ok(data)
+            }
+        }
+    }
+}
+
+impl Hdf5Source {
+    /// Explicit timestamps at `key` (read once and kept).
+    fn times(&self, episode: &str, key: &str) -> Result<Arc<[f64]>> {
+        let mut cached = self.times.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(times) = cached.get(key) {
+            return Ok(times.clone());
+        }
+        let times: Arc<[f64]> = read_timestamps(&self.file, episode, key)?.into();
+        cached.insert(key.to_owned(), times.clone());
+        Ok(times)
+    }
+
+    fn read(&self, info: &StreamInfo, rows: Range<usize>) -> Result<HostVec> {
         if let Some((layout, raw)) = self.row_layout(info) {
             if rows.end <= layout.rows() {
                 return layout.read(raw, info.dtype, rows.clone()).map_err(|e| self.io_error(info, &rows, e));
             }
         }
         self.read_rows_through_hdf5(info, rows)
+    }
+
+    fn read_into(&self, info: &StreamInfo, rows: Range<usize>, out: &mut [u8]) -> Result<()> {
+        if let Some((layout, raw)) = self.row_layout(info) {
+            if rows.end <= layout.rows() {
+                return layout.read_into(raw, rows.clone(), out).map_err(|e| self.io_error(info, &rows, e));
+            }
+        }
+        let read = self.read_rows_through_hdf5(info, rows)?;
+        out.copy_from_slice(read.as_slice().as_bytes());
+        Ok(())
     }
 
     fn io_error(&self, info: &StreamInfo, rows: &Range<usize>, error: std::io::Error) -> Error {
@@ -311,9 +363,7 @@ impl Dataset {
         }
         Ok(data)
     }
-}
 
-impl Dataset {
     /// Where the rows of `info`'s dataset lie (found once per dataset) and
     /// the file to read them from; `None` when HDF5 must read it. A layout
     /// is used only after its first and last rows read directly equal what

@@ -48,6 +48,14 @@ pub enum Error {
     /// Bad arguments: window sizes, sample indices, shard numbers, options.
     #[error("{0}")]
     Invalid(String),
+    /// A TFRecord record that is truncated, fails its CRC32C or is not the
+    /// `tf.train.Example` the dataset's `features.json` describes.
+    #[error("{}: record {record}: {problem}", file.display())]
+    Record { file: PathBuf, record: usize, problem: String },
+    /// One step of a stream that cannot be decoded (corrupt image bytes,
+    /// values that do not fill the declared shape).
+    #[error("{}: episode `{episode}`, `{key}`, step {step}: {problem}", file.display())]
+    Decode { file: PathBuf, episode: String, key: String, step: usize, problem: String },
     /// A native CALVIN split that cannot be converted.
     #[error("{}: {problem}", file.display())]
     Convert { file: PathBuf, problem: String },

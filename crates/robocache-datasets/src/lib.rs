@@ -41,6 +41,7 @@ mod hdf5_file;
 mod hdf5_writer;
 mod model;
 pub mod npy;
+mod rlds;
 mod sampler;
 mod streams;
 pub mod synthetic;
@@ -54,6 +55,7 @@ pub use formats::{
     calvin::RATE_HZ as CALVIN_RATE_HZ, robomimic::DEFAULT_RATE_HZ as ROBOMIMIC_DEFAULT_RATE_HZ, OpenOptions,
 };
 pub use model::{ChannelKind, DatasetInfo, EpisodeInfo, Format, StreamInfo, StreamKind, Timeline};
+pub use rlds::rates::{oxe_rate_hz, OXE_RATES_HZ};
 pub use sampler::{Sampler, Shard};
 pub use windows::step::{StepWindow, StepWindowSpec, StepWindows};
 pub use windows::time::{TimeWindow, TimeWindowSpec, TimeWindows};

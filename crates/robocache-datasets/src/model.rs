@@ -20,11 +20,14 @@ pub enum Format {
     Calvin,
     /// robocache's HDF5 layout mirroring RLDS for Open X-Embodiment (docs/datasets.md).
     Rtx,
+    /// RLDS as TFDS publishes it (Open X-Embodiment): a builder directory
+    /// of TFRecord shards, read without TensorFlow (docs/datasets.md).
+    Rlds,
 }
 
 impl Format {
     /// Every format, in detection order.
-    pub const ALL: [Format; 3] = [Format::Robomimic, Format::Calvin, Format::Rtx];
+    pub const ALL: [Format; 4] = [Format::Robomimic, Format::Calvin, Format::Rtx, Format::Rlds];
 
     /// The name used by the CLI and in JSON.
     pub const fn name(self) -> &'static str {
@@ -32,6 +35,7 @@ impl Format {
             Format::Robomimic => "robomimic",
             Format::Calvin => "calvin",
             Format::Rtx => "rtx",
+            Format::Rlds => "rlds",
         }
     }
 }
@@ -49,8 +53,9 @@ impl FromStr for Format {
         match s.to_ascii_lowercase().as_str() {
             "robomimic" => Ok(Format::Robomimic),
             "calvin" => Ok(Format::Calvin),
-            "rtx" | "rt-x" | "oxe" => Ok(Format::Rtx),
-            other => Err(format!("unknown format `{other}` (expected robomimic, calvin or rtx)")),
+            "rtx" | "rt-x" => Ok(Format::Rtx),
+            "rlds" | "tfds" | "oxe" => Ok(Format::Rlds),
+            other => Err(format!("unknown format `{other}` (expected robomimic, calvin, rtx or rlds)")),
         }
     }
 }
@@ -257,7 +262,7 @@ pub struct StreamInfo {
     pub kind: StreamKind,
     /// When its steps were recorded.
     pub timeline: Timeline,
-    /// Where it lives in the file (an HDF5 dataset path).
+    /// Where it lives in the file (an HDF5 dataset path; RLDS: the Example key, `steps/action`).
     pub source: String,
 }
 

@@ -1,6 +1,7 @@
 //! Synthetic multi-rate datasets in the RoboMimic layout: what `robocache
 //! demo` runs on when given no file, and what tests and benchmarks use when
-//! they need a file of a given size without Python.
+//! they need a file of a given size without Python; and RLDS builder
+//! directories in TFDS's format ([`write_rlds`]) without TensorFlow.
 //!
 //! Each demo holds smooth signals at three rates: the control clock
 //! (actions, end-effector pose, gripper), a faster joint encoder and a
@@ -15,6 +16,8 @@ use crate::hdf5_writer::{
     create_file, write_dataset, write_error, write_integer_attr, write_number_attr, write_string_attr,
 };
 use crate::Result;
+
+pub use crate::rlds::writer::{write_rlds, RldsSpec};
 
 /// What to generate.
 #[derive(Clone, Debug, PartialEq)]
@@ -143,10 +146,10 @@ pub fn write_robomimic(path: &Path, spec: &SyntheticSpec) -> Result<()> {
 }
 
 /// SplitMix64: a fixed generator, so a seed always gives the same file.
-struct SplitMix(u64);
+pub(crate) struct SplitMix(pub(crate) u64);
 
 impl SplitMix {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -155,7 +158,7 @@ impl SplitMix {
     }
 
     /// Uniform in [0, 1).
-    fn unit(&mut self) -> f64 {
+    pub(crate) fn unit(&mut self) -> f64 {
         (self.next() >> 11) as f64 / (1u64 << 53) as f64
     }
 }

@@ -105,3 +105,76 @@ fn windows_of_a_large_file_stay_within_the_memory_budget() {
         mib(allowance)
     );
 }
+
+/// The same for an RLDS builder directory of JPEG episodes (written in
+/// TFDS's format by robocache's writer): opening indexes record headers
+/// only, and windows read only their steps' features.
+#[test]
+fn windows_of_a_large_rlds_directory_stay_within_the_memory_budget() {
+    use robocache_datasets::synthetic::{write_rlds, RldsSpec};
+
+    let Some(before_open) = resident_bytes() else {
+        eprintln!("no /proc/self/status on this system: resident memory cannot be measured here");
+        return;
+    };
+    let megabytes: f64 = std::env::var("ROBOCACHE_MEMORY_TEST_MB").ok().and_then(|v| v.parse().ok()).unwrap_or(256.0);
+    let dir = tempfile::tempdir().unwrap();
+    // 128x128 frames of about 4.5 KB: episodes of ~250 steps, ~1.1 MB each.
+    let episodes = ((megabytes * 1e6 / (250.0 * 4600.0)).ceil() as usize).max(16);
+    let spec = RldsSpec { episodes, mean_steps: 250, shards: 16, image: Some([128, 128]), ..Default::default() };
+    let version = write_rlds(dir.path(), &spec).unwrap();
+    let dir_bytes: u64 = std::fs::read_dir(&version).unwrap().map(|e| e.unwrap().metadata().unwrap().len()).sum();
+    let before_open = before_open.max(resident_bytes().unwrap());
+
+    let budget = 1 << 20;
+    let options = OpenOptions { rate_hz: Some(10.0), cache_bytes: budget, ..Default::default() };
+    let started = std::time::Instant::now();
+    let dataset = Dataset::open_with(&version, &options).unwrap();
+    let open_s = started.elapsed().as_secs_f64();
+    let after_open = resident_bytes().unwrap();
+    let step =
+        StepWindows::new(dataset.info(), &StepWindowSpec { seq_length: 16, frame_stack: 2, ..Default::default() })
+            .unwrap();
+    let mut peak = after_open;
+    let mut bytes_read = 0usize;
+    let windows = 2000;
+    for (i, sample) in
+        Sampler::new(step.len(), 1, Shard::default()).unwrap().epoch(0).into_iter().take(windows).enumerate()
+    {
+        let window = step.window(sample).unwrap();
+        for stream in ["action", "observation/state", "observation/image", "is_first"] {
+            let data = dataset.read_step_window(&window, stream).unwrap();
+            bytes_read += data.len() * data.dtype().size_in_bytes();
+        }
+        if i % 50 == 0 {
+            peak = peak.max(resident_bytes().unwrap());
+        }
+    }
+    peak = peak.max(resident_bytes().unwrap());
+    let mib = |b: usize| b as f64 / (1 << 20) as f64;
+    eprintln!(
+        "RLDS directory {:.0} MiB, {} episodes in {} shards, opened in {open_s:.2} s; RSS before open {:.1} MiB, after open {:.1} MiB, peak over {windows} windows {:.1} MiB (+{:.1} MiB); decoded {:.0} MiB",
+        dir_bytes as f64 / (1 << 20) as f64,
+        dataset.len(),
+        spec.shards,
+        mib(before_open),
+        mib(after_open),
+        mib(peak),
+        mib(peak.saturating_sub(after_open)),
+        mib(bytes_read),
+    );
+    assert!(bytes_read as u64 > dir_bytes / 4, "the windows must decode a good part of the directory");
+    assert!(
+        after_open.saturating_sub(before_open) < 32 << 20,
+        "opening took {:.1} MiB",
+        mib(after_open.saturating_sub(before_open))
+    );
+    let allowance = 48 << 20;
+    assert!(
+        peak.saturating_sub(after_open) <= budget + allowance,
+        "resident memory grew by {:.1} MiB, more than the {:.0} MiB budget + {:.0} MiB allowance",
+        mib(peak - after_open),
+        mib(budget),
+        mib(allowance)
+    );
+}

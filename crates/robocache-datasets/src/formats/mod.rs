@@ -22,9 +22,12 @@ pub const LAYOUT_VERSION: f64 = 1.0;
 pub struct OpenOptions {
     /// Read as this layout instead of detecting it.
     pub format: Option<Format>,
-    /// The step-clock rate in Hz, instead of the one the file gives.
+    /// The step-clock rate in Hz, instead of the one the file gives (RLDS:
+    /// instead of the Open X-Embodiment rate table, required for datasets
+    /// not in it).
     pub rate_hz: Option<f64>,
-    /// Only the episodes of this split (robomimic `mask/<split>`).
+    /// Only the episodes of this split (robomimic `mask/<split>`; RLDS: the
+    /// TFDS split, `train` by default).
     pub split: Option<String>,
     /// Bytes of low-dimensional streams kept in memory after their first read
     /// (0: no cache; every window reads from the file).
@@ -32,6 +35,9 @@ pub struct OpenOptions {
     /// Read every dataset through the HDF5 library (one thread at a time),
     /// never with the positioned reads used for uncompressed datasets.
     pub hdf5_reads_only: bool,
+    /// RLDS: do not check each record's payload CRC32C on its first read
+    /// (the length CRCs are always checked while indexing).
+    pub skip_checksums: bool,
 }
 
 /// The layout of `file`: its `robocache_layout` attribute, else its structure.
@@ -60,7 +66,9 @@ pub(crate) fn detect(file: &Hdf5File) -> Result<Format> {
 pub(crate) fn read_info(file: &Hdf5File, format: Format, options: &OpenOptions) -> Result<DatasetInfo> {
     if let Some(split) = &options.split {
         if format != Format::Robomimic {
-            return Err(Error::Invalid(format!("split `{split}`: only the robomimic layout has splits")));
+            return Err(Error::Invalid(format!(
+                "split `{split}`: only robomimic files and RLDS directories have splits"
+            )));
         }
     }
     if let Some(hz) = options.rate_hz {
@@ -81,5 +89,9 @@ pub(crate) fn read_info(file: &Hdf5File, format: Format, options: &OpenOptions) 
         Format::Robomimic => robomimic::read_info(file, options),
         Format::Calvin => calvin::read_info(file, options),
         Format::Rtx => rtx::read_info(file, options),
+        Format::Rlds => Err(file.layout_error(
+            "/",
+            "is an HDF5 file; the rlds format reads TFDS builder directories (dataset_info.json, features.json, TFRecord shards)",
+        )),
     }
 }

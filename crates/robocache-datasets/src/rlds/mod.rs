@@ -1,0 +1,529 @@
+//! RLDS datasets as TFDS publishes them (Open X-Embodiment): a builder
+//! directory of TFRecord shards, one `tf.train.Example` per episode, read
+//! without TensorFlow (docs/datasets.md).
+//!
+//! - Opening reads `dataset_info.json` and `features.json`, then indexes
+//!   every shard of the split: record headers (checking the length CRCs) and,
+//!   per record, where each feature lies, walking the Example's field
+//!   headers with positioned reads and skipping over the values. Per
+//!   episode it reads only the step count (from `steps/is_first` or the
+//!   smallest step feature), the language instruction and
+//!   `episode_metadata/*`.
+//! - Reading rows of a stream reads only that feature of that record: the
+//!   rows themselves for packed floats, the entries of those steps for
+//!   images and encoded tensors (decoded in parallel), the feature's list
+//!   for integers. A record's payload CRC is checked the first time any of
+//!   its rows are read.
+//! - Step `i` is at `i / rate` seconds: RLDS has no timestamps (the rate
+//!   comes from [`rates`] or [`OpenOptions::rate_hz`]).
+
+pub(crate) mod builder;
+pub(crate) mod decode;
+pub(crate) mod example;
+pub(crate) mod features;
+pub mod rates;
+pub(crate) mod tfrecord;
+pub(crate) mod writer;
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use rayon::prelude::*;
+use serde_json::{json, Map, Value};
+
+use self::builder::{BuilderInfo, FEATURES};
+use self::example::{Kind, Span};
+use self::features::{Features, Leaf, LeafKind, TensorEncoding};
+use self::tfrecord::RecordSpan;
+use crate::direct_read::read_exact_at;
+use crate::formats::OpenOptions;
+use crate::model::{DatasetInfo, EpisodeInfo, Format, StreamInfo, StreamKind, Timeline};
+use crate::streams::StreamShape;
+use crate::{Error, Result};
+
+/// One shard file, open for positioned reads.
+#[derive(Debug)]
+struct Shard {
+    path: PathBuf,
+    file: File,
+}
+
+/// Where an episode's record and features lie.
+#[derive(Debug)]
+struct EpisodeRecord {
+    shard: usize,
+    record: usize,
+    span: RecordSpan,
+    /// The span of each leaf's Feature message, by leaf index.
+    features: Vec<Span>,
+    steps: usize,
+}
+
+/// How the values of one feature of one episode lie, found on first read.
+#[derive(Debug)]
+enum Values {
+    /// A packed `float_list`: the values, 4 bytes each, little-endian.
+    PackedFloats(Span),
+    /// A `bytes_list`: one entry per value (image, encoded tensor).
+    Entries(Vec<Span>),
+    /// Anything else (`int64_list`, unpacked floats): decoded whole each read.
+    Decoded,
+}
+
+/// An open RLDS builder directory.
+#[derive(Debug)]
+pub(crate) struct RldsSource {
+    dir: PathBuf,
+    leaves: Vec<Leaf>,
+    /// Leaf index by stream source (the Example key).
+    leaf_of_source: HashMap<String, usize>,
+    shards: Vec<Shard>,
+    episodes: Vec<EpisodeRecord>,
+    verify_checksums: bool,
+    verified: Vec<AtomicBool>,
+    values: Mutex<HashMap<(usize, usize), Arc<Values>>>,
+}
+
+impl RldsSource {
+    /// Opens the builder at `path` (a version folder or its parent).
+    pub fn open(path: &Path, options: &OpenOptions) -> Result<(RldsSource, DatasetInfo)> {
+        let builder = BuilderInfo::read(path)?;
+        let features_path = builder.dir.join(FEATURES);
+        if !features_path.is_file() {
+            return Err(Error::Missing { file: builder.dir.clone(), what: "file", path: FEATURES.into() });
+        }
+        let features = Features::read(&features_path)?;
+        let split = builder.split(options.split.as_deref())?;
+        let rate_hz = match options.rate_hz {
+            Some(hz) => hz,
+            None => rates::oxe_rate_hz(&builder.name).ok_or_else(|| {
+                Error::Invalid(format!(
+                    "{}: RLDS stores no timestamps and `{}` is not in robocache's table of Open X-Embodiment control frequencies: give the rate in Hz (Rust `OpenOptions {{ rate_hz: Some(hz), .. }}`, CLI `--rate-hz HZ`, Python `robocache.open(path, rate_hz=HZ)`)",
+                    builder.dir.display(),
+                    builder.name
+                ))
+            })?,
+        };
+        let leaves = features.leaves;
+        let count_leaf = step_count_leaf(&leaves).ok_or_else(|| Error::Layout {
+            file: features_path.clone(),
+            path: "steps".into(),
+            problem: "has no numeric or image feature to count the steps of an episode by".into(),
+        })?;
+
+        // Index every shard in parallel: headers, then each record's feature spans.
+        let indexed: Vec<(Shard, Vec<EpisodeRecord>)> = split
+            .shards
+            .par_iter()
+            .enumerate()
+            .map(|(shard_index, (shard_path, expected))| {
+                let file = File::open(shard_path).map_err(|error| Error::Io { file: shard_path.clone(), error })?;
+                let records = tfrecord::index_shard(shard_path, &file)?;
+                if let Some(expected) = expected {
+                    if records.len() as u64 != *expected {
+                        return Err(Error::Layout {
+                            file: shard_path.clone(),
+                            path: String::new(),
+                            problem: format!(
+                                "holds {} records but dataset_info.json says {expected} (a truncated or replaced shard)",
+                                records.len()
+                            ),
+                        });
+                    }
+                }
+                let episodes = records
+                    .iter()
+                    .enumerate()
+                    .map(|(record, span)| {
+                        index_record(shard_path, &file, shard_index, record, *span, &leaves, count_leaf)
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                Ok((Shard { path: shard_path.clone(), file }, episodes))
+            })
+            .collect::<Result<_>>()?;
+        let mut shards = Vec::with_capacity(indexed.len());
+        let mut episodes = Vec::new();
+        for (shard, records) in indexed {
+            shards.push(shard);
+            episodes.extend(records);
+        }
+        let leaf_of_source = leaves.iter().enumerate().map(|(i, l)| (l.key.clone(), i)).collect();
+        let source = RldsSource {
+            dir: builder.dir.clone(),
+            verified: episodes.iter().map(|_| AtomicBool::new(false)).collect(),
+            leaves,
+            leaf_of_source,
+            shards,
+            episodes,
+            verify_checksums: !options.skip_checksums,
+            values: Mutex::new(HashMap::new()),
+        };
+        let info = source.dataset_info(&builder, &split.name, rate_hz, &features.skipped)?;
+        Ok((source, info))
+    }
+
+    fn dataset_info(
+        &self,
+        builder: &BuilderInfo,
+        split: &str,
+        rate_hz: f64,
+        skipped: &[(String, String)],
+    ) -> Result<DatasetInfo> {
+        let mut episodes = Vec::with_capacity(self.episodes.len());
+        for (index, episode) in self.episodes.iter().enumerate() {
+            let name = format!("episode_{index}");
+            let mut streams = Vec::new();
+            let mut instruction = None;
+            let mut episode_metadata = Map::new();
+            for (leaf_index, leaf) in self.leaves.iter().enumerate() {
+                match (&leaf.kind, leaf.per_step) {
+                    (LeafKind::Text, true) => {
+                        let last = leaf.key.rsplit('/').next().unwrap_or_default();
+                        if instruction.is_none() && last.contains("instruction") {
+                            instruction = self.texts(index, leaf_index)?.into_iter().find(|s| !s.is_empty());
+                        }
+                    }
+                    (LeafKind::Tensor { dtype, shape, .. } | LeafKind::Image { dtype, shape, .. }, true) => {
+                        let kind = match leaf.kind {
+                            LeafKind::Image { .. } => StreamKind::All(crate::model::ChannelKind::Image),
+                            _ => StreamShape {
+                                key: leaf.stream_name(),
+                                dtype: *dtype,
+                                step_shape: &[shape.iter().product()],
+                            }
+                            .common_kind(),
+                        };
+                        streams.push(StreamInfo {
+                            name: leaf.stream_name().to_owned(),
+                            dtype: *dtype,
+                            step_shape: shape.clone(),
+                            len: episode.steps,
+                            kind,
+                            timeline: Timeline::Uniform { start: 0.0, hz: rate_hz },
+                            source: leaf.key.clone(),
+                        });
+                    }
+                    (_, false) => {
+                        let key = leaf.key.strip_prefix("episode_metadata/").unwrap_or(&leaf.key).to_owned();
+                        episode_metadata.insert(key, self.metadata_value(index, leaf_index)?);
+                    }
+                }
+            }
+            let shard = &self.shards[episode.shard];
+            let mut metadata = Map::new();
+            metadata.insert("split".into(), json!(split));
+            metadata.insert(
+                "shard".into(),
+                json!(shard.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()),
+            );
+            metadata.insert("record".into(), json!(episode.record));
+            if !episode_metadata.is_empty() {
+                metadata.insert("episode_metadata".into(), Value::Object(episode_metadata));
+            }
+            episodes.push(EpisodeInfo {
+                name,
+                len: episode.steps,
+                duration_s: episode.steps.saturating_sub(1) as f64 / rate_hz,
+                streams,
+                instruction,
+                metadata,
+            });
+        }
+        let mut metadata = Map::new();
+        metadata.insert("dataset_name".into(), json!(builder.name));
+        metadata.insert("version".into(), json!(builder.version));
+        metadata.insert("split".into(), json!(split));
+        metadata.insert("control_frequency_hz".into(), json!(rate_hz));
+        if !skipped.is_empty() {
+            let skipped: Map<String, Value> = skipped.iter().map(|(k, why)| (k.clone(), json!(why))).collect();
+            metadata.insert("skipped_features".into(), Value::Object(skipped));
+        }
+        for key in ["description", "citation", "homepage"] {
+            if let Some(value) = builder.json.get(key) {
+                metadata.insert(key.into(), value.clone());
+            }
+        }
+        Ok(DatasetInfo {
+            path: builder.dir.clone(),
+            format: Format::Rlds,
+            rate_hz,
+            episodes,
+            splits: builder.splits.iter().map(|s| s.name.clone()).collect(),
+            metadata,
+        })
+    }
+
+    /// The strings of a text leaf of an episode.
+    fn texts(&self, episode: usize, leaf: usize) -> Result<Vec<String>> {
+        match self.feature(episode, leaf)? {
+            Kind::BytesList(list) => {
+                Ok(list.value.into_iter().map(|b| String::from_utf8_lossy(&b).into_owned()).collect())
+            }
+            _ => Err(self
+                .record_error(episode, format!("feature `{}` is text but holds no bytes_list", self.leaves[leaf].key))),
+        }
+    }
+
+    /// An `episode_metadata/*` value as JSON.
+    fn metadata_value(&self, episode: usize, leaf: usize) -> Result<Value> {
+        let scalar_or_list =
+            |mut values: Vec<Value>| if values.len() == 1 { values.remove(0) } else { Value::Array(values) };
+        Ok(match (&self.leaves[leaf].kind, self.feature(episode, leaf)?) {
+            (LeafKind::Text, Kind::BytesList(l)) => {
+                scalar_or_list(l.value.iter().map(|b| json!(String::from_utf8_lossy(b))).collect())
+            }
+            (LeafKind::Tensor { dtype: robocache_cpu::DType::Bool, .. }, Kind::Int64List(l)) => {
+                scalar_or_list(l.value.iter().map(|v| json!(*v != 0)).collect())
+            }
+            (_, Kind::Int64List(l)) => scalar_or_list(l.value.iter().map(|v| json!(v)).collect()),
+            (_, Kind::FloatList(l)) => scalar_or_list(l.value.iter().map(|v| json!(v)).collect()),
+            (_, Kind::BytesList(l)) => json!(format!("<{} encoded values>", l.value.len())),
+        })
+    }
+
+    /// The decoded Feature of `leaf` in `episode`.
+    fn feature(&self, episode: usize, leaf: usize) -> Result<Kind> {
+        let record = &self.episodes[episode];
+        let shard = &self.shards[record.shard];
+        let feature = example::read_feature(&shard.path, &shard.file, record.features[leaf])?
+            .map_err(|problem| self.record_error(episode, format!("feature `{}`: {problem}", self.leaves[leaf].key)))?;
+        feature.kind.ok_or_else(|| {
+            self.record_error(episode, format!("feature `{}` holds no value list", self.leaves[leaf].key))
+        })
+    }
+
+    fn record_error(&self, episode: usize, problem: String) -> Error {
+        let record = &self.episodes[episode];
+        Error::Record { file: self.shards[record.shard].path.clone(), record: record.record, problem }
+    }
+
+    /// Rows `rows` of `stream` of `episode` into `out` (exactly their bytes).
+    pub fn read_rows_into(
+        &self,
+        episode: usize,
+        stream: &StreamInfo,
+        rows: Range<usize>,
+        out: &mut [u8],
+    ) -> Result<()> {
+        let leaf_index = *self.leaf_of_source.get(&stream.source).ok_or_else(|| {
+            Error::Invalid(format!(
+                "stream `{}`: no feature `{}` in {}",
+                stream.name,
+                stream.source,
+                self.dir.display()
+            ))
+        })?;
+        self.verify(episode)?;
+        let leaf = &self.leaves[leaf_index];
+        let record = &self.episodes[episode];
+        let shard = &self.shards[record.shard];
+        let (dtype, shape) = leaf.kind.array().expect("streams are numeric or image leaves");
+        let elements: usize = shape.iter().product();
+        let row_bytes = elements * dtype.size_in_bytes();
+        let values = self.values(episode, leaf_index)?;
+        match (&*values, &leaf.kind) {
+            (Values::PackedFloats(span), LeafKind::Tensor { .. }) => {
+                let count = (span.len / 4) as usize;
+                self.check_count(episode, leaf, count, elements, "float")?;
+                let mut raw = vec![0u8; rows.len() * elements * 4];
+                read_exact_at(&shard.file, &mut raw, span.offset + (rows.start * elements * 4) as u64)
+                    .map_err(|error| Error::Io { file: shard.path.clone(), error })?;
+                let floats: Vec<f32> =
+                    raw.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().expect("4 bytes"))).collect();
+                decode::store_floats(&floats, dtype, out)
+                    .map_err(|p| self.record_error(episode, format!("feature `{}` {p}", leaf.key)))
+            }
+            (Values::Decoded, LeafKind::Tensor { .. }) => {
+                let range = rows.start * elements..rows.end * elements;
+                match self.feature(episode, leaf_index)? {
+                    Kind::FloatList(l) => {
+                        self.check_count(episode, leaf, l.value.len(), elements, "float")?;
+                        decode::store_floats(&l.value[range], dtype, out)
+                    }
+                    Kind::Int64List(l) => {
+                        self.check_count(episode, leaf, l.value.len(), elements, "integer")?;
+                        decode::store_ints(&l.value[range], dtype, out)
+                    }
+                    Kind::BytesList(_) => {
+                        Err("holds a bytes_list, not the numbers its features.json type stores".into())
+                    }
+                }
+                .map_err(|p| self.record_error(episode, format!("feature `{}` {p}", leaf.key)))
+            }
+            (Values::Entries(entries), kind) => {
+                if entries.len() != record.steps {
+                    return Err(self.record_error(
+                        episode,
+                        format!(
+                            "feature `{}` holds {} values for the episode's {} steps",
+                            leaf.key,
+                            entries.len(),
+                            record.steps
+                        ),
+                    ));
+                }
+                let decode_row = |(row, chunk): (usize, &mut [u8])| -> Result<()> {
+                    let span = entries[row];
+                    let mut bytes = vec![0u8; span.len as usize];
+                    read_exact_at(&shard.file, &mut bytes, span.offset)
+                        .map_err(|error| Error::Io { file: shard.path.clone(), error })?;
+                    let decoded = match kind {
+                        LeafKind::Image { dtype, shape, .. } => decode::decode_image(&bytes, *dtype, shape, chunk),
+                        LeafKind::Tensor { encoding, dtype, .. } if *encoding != TensorEncoding::None => {
+                            decode::store_encoded(&bytes, *encoding, *dtype, chunk)
+                        }
+                        _ => Err("holds a bytes_list, not the numbers its features.json type stores".into()),
+                    };
+                    decoded.map_err(|problem| Error::Decode {
+                        file: shard.path.clone(),
+                        episode: format!("episode_{episode}"),
+                        key: leaf.key.clone(),
+                        step: row,
+                        problem,
+                    })
+                };
+                let jobs = rows.clone().zip(out.chunks_exact_mut(row_bytes));
+                if rows.len() > 1 && matches!(kind, LeafKind::Image { .. }) {
+                    jobs.collect::<Vec<_>>().into_par_iter().try_for_each(decode_row)
+                } else {
+                    jobs.into_iter().try_for_each(decode_row)
+                }
+            }
+            (_, _) => Err(self.record_error(
+                episode,
+                format!("feature `{}` does not hold the values its features.json type stores", leaf.key),
+            )),
+        }
+    }
+
+    fn check_count(&self, episode: usize, leaf: &Leaf, count: usize, elements: usize, what: &str) -> Result<()> {
+        let steps = self.episodes[episode].steps;
+        if count != steps * elements {
+            let (_, shape) = leaf.kind.array().expect("numeric leaf");
+            return Err(self.record_error(
+                episode,
+                format!(
+                    "feature `{}` holds {count} {what} values, not the {} of {steps} steps of shape {shape:?}{}",
+                    leaf.key,
+                    steps * elements,
+                    if elements > 0 && !count.is_multiple_of(elements) { " (not a whole number of steps)" } else { "" }
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Checks the payload CRC of `episode`'s record once.
+    fn verify(&self, episode: usize) -> Result<()> {
+        if !self.verify_checksums || self.verified[episode].load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let record = &self.episodes[episode];
+        let shard = &self.shards[record.shard];
+        tfrecord::verify_payload(&shard.path, &shard.file, record.record, record.span)?;
+        self.verified[episode].store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// How the values of `leaf` lie in `episode`'s record (found once).
+    fn values(&self, episode: usize, leaf: usize) -> Result<Arc<Values>> {
+        let key = (episode, leaf);
+        if let Some(values) = self.values.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            return Ok(values.clone());
+        }
+        let record = &self.episodes[episode];
+        let shard = &self.shards[record.shard];
+        let span = record.features[leaf];
+        let values = match &self.leaves[leaf].kind {
+            LeafKind::Image { .. }
+            | LeafKind::Tensor { encoding: TensorEncoding::Bytes | TensorEncoding::Zlib, .. } => {
+                let entries = example::bytes_entries(&shard.path, &shard.file, span)?.map_err(|problem| {
+                    self.record_error(episode, format!("feature `{}` {problem}", self.leaves[leaf].key))
+                })?;
+                Values::Entries(entries)
+            }
+            _ => match example::packed_floats(&shard.path, &shard.file, span)? {
+                Some(floats) => Values::PackedFloats(floats),
+                None => Values::Decoded,
+            },
+        };
+        let values = Arc::new(values);
+        self.values.lock().unwrap_or_else(|p| p.into_inner()).insert(key, values.clone());
+        Ok(values)
+    }
+}
+
+/// The leaf whose value count gives an episode's steps: `steps/is_first`,
+/// else the per-step numeric leaf with the fewest values a step, else the
+/// first per-step leaf.
+fn step_count_leaf(leaves: &[Leaf]) -> Option<usize> {
+    let per_step = || leaves.iter().enumerate().filter(|(_, l)| l.per_step);
+    per_step()
+        .find(|(_, l)| {
+            l.key == "steps/is_first" && matches!(l.kind, LeafKind::Tensor { encoding: TensorEncoding::None, .. })
+        })
+        .or_else(|| {
+            per_step()
+                .filter(|(_, l)| matches!(l.kind, LeafKind::Tensor { encoding: TensorEncoding::None, .. }))
+                .min_by_key(|(_, l)| l.kind.array().map_or(usize::MAX, |(_, s)| s.iter().product::<usize>().max(1)))
+        })
+        .or_else(|| per_step().find(|(_, l)| !matches!(l.kind, LeafKind::Text)))
+        .map(|(i, _)| i)
+}
+
+/// Indexes one record: where each leaf's Feature lies, and the step count.
+fn index_record(
+    path: &Path,
+    file: &File,
+    shard: usize,
+    record: usize,
+    span: RecordSpan,
+    leaves: &[Leaf],
+    count_leaf: usize,
+) -> Result<EpisodeRecord> {
+    let payload = Span { offset: span.offset, len: span.len };
+    let found: HashMap<String, Span> = example::feature_spans(path, file, record, payload)?.into_iter().collect();
+    let missing = |key: &str| Error::Record {
+        file: path.to_path_buf(),
+        record,
+        problem: format!("the Example has no feature `{key}`, which features.json declares (features present: {})", {
+            let mut keys: Vec<&str> = found.keys().map(String::as_str).collect();
+            keys.sort_unstable();
+            keys.join(", ")
+        }),
+    };
+    let features =
+        leaves.iter().map(|l| found.get(&l.key).copied().ok_or_else(|| missing(&l.key))).collect::<Result<Vec<_>>>()?;
+    let leaf = &leaves[count_leaf];
+    let count_span = features[count_leaf];
+    let error = |problem: String| Error::Record {
+        file: path.to_path_buf(),
+        record,
+        problem: format!("feature `{}` {problem}", leaf.key),
+    };
+    let steps = match &leaf.kind {
+        LeafKind::Tensor { encoding: TensorEncoding::None, shape, .. } => {
+            let elements: usize = shape.iter().product();
+            let count = match example::packed_floats(path, file, count_span)? {
+                Some(floats) => (floats.len / 4) as usize,
+                None => match example::read_feature(path, file, count_span)?.map_err(error)?.kind {
+                    Some(Kind::Int64List(l)) => l.value.len(),
+                    Some(Kind::FloatList(l)) => l.value.len(),
+                    Some(Kind::BytesList(_)) | None => return Err(error("holds no numbers".into())),
+                },
+            };
+            if elements == 0 || count % elements != 0 {
+                return Err(error(format!(
+                    "holds {count} values, not a whole number of steps of shape {shape:?} ({elements} values a step)"
+                )));
+            }
+            count / elements
+        }
+        _ => example::bytes_entries(path, file, count_span)?.map_err(error)?.len(),
+    };
+    Ok(EpisodeRecord { shard, record, span, features, steps })
+}
