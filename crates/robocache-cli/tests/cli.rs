@@ -362,3 +362,46 @@ fn bench_writes_table_and_json() {
     let table = std::fs::read_to_string(out.join("bench.md")).unwrap();
     assert!(table.contains("| resample f32 32x500->250 D=256 |"), "{table}");
 }
+
+#[test]
+fn inspect_and_demo_read_an_rlds_directory() {
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../robocache-datasets/tests/fixtures/rlds/robocache_fixture_dict");
+    let dir = fixture.to_str().unwrap();
+    let (ok, stdout, stderr) = robocache(&["inspect", dir, "--rate-hz", "10", "--split", "val"]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("rlds layout, 2 episodes") && stdout.contains("observation/image"), "{stdout}");
+    let (ok, stdout, stderr) = robocache(&["inspect", dir, "--rate-hz", "10", "--json"]);
+    assert!(ok, "{stderr}");
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(json["format"], "rlds");
+    assert_eq!(json["episodes"].as_array().unwrap().len(), 6);
+    // Without a rate: one line that says how to give it.
+    let (ok, _, stderr) = robocache(&["inspect", dir]);
+    assert!(!ok && stderr.trim().lines().count() == 1 && stderr.contains("--rate-hz"), "{stderr}");
+    let (ok, stdout, stderr) = robocache(&[
+        "demo",
+        "--file",
+        dir,
+        "--rate-hz",
+        "10",
+        "--backend",
+        "cpu",
+        "--streams",
+        "observation/image,action/world_vector",
+        "--batch",
+        "4",
+        "--batches",
+        "3",
+        "--hz",
+        "10",
+        "--history",
+        "1",
+        "--horizon",
+        "2",
+        "--step-ms",
+        "0",
+    ]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("rlds layout, 6 episodes") && stdout.contains("[4, 3, 24, 32, 3]"), "{stdout}");
+}

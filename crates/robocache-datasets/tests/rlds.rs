@@ -95,6 +95,7 @@ fn the_episode_model_has_rlds_streams_kinds_and_clock() {
     assert_eq!(kind("action/world_vector"), StreamKind::All(ChannelKind::Continuous));
     assert_eq!(kind("is_first"), StreamKind::All(ChannelKind::Discrete));
     assert_eq!(kind("reward"), StreamKind::All(ChannelKind::Discrete));
+    assert_eq!(kind("action/terminate_episode"), StreamKind::All(ChannelKind::Discrete), "integers are discrete");
     let depth = episode.stream("observation/depth_float").unwrap();
     assert_eq!((depth.dtype, depth.step_shape.as_slice()), (DType::F32, &[8usize, 8, 1][..]));
     assert_eq!(episode.stream("observation/joint_positions").unwrap().dtype, DType::F64);

@@ -42,7 +42,7 @@ impl Dataset {
         serde_json::to_string(self.inner.info()).map_err(|e| invalid(format!("dataset info: {e}")))
     }
 
-    /// The layout: `robomimic`, `calvin` or `rtx`.
+    /// The layout: `robomimic`, `calvin`, `rtx` or `rlds`.
     #[getter]
     fn format(&self) -> String {
         self.inner.format().to_string()

@@ -16,10 +16,18 @@ use super::{open_device, print_out};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// A dataset file (RoboMimic, CALVIN or RT-X layout); default: a synthetic
-    /// multi-rate RoboMimic file written to a temporary folder.
+    /// A dataset file (RoboMimic, CALVIN or RT-X layout) or an RLDS builder
+    /// directory; default: a synthetic multi-rate RoboMimic file written to a
+    /// temporary folder.
     #[arg(long)]
     file: Option<PathBuf>,
+    /// The dataset's split (robomimic filter key; RLDS: default `train`).
+    #[arg(long)]
+    split: Option<String>,
+    /// The step clock in Hz instead of the file's (RLDS datasets not in the
+    /// Open X-Embodiment rate table need it).
+    #[arg(long)]
+    rate_hz: Option<f64>,
     /// Streams to load, comma-separated (default: every low-dimensional
     /// stream; add `obs/agentview_image` to stream the synthetic camera too).
     #[arg(long, value_delimiter = ',')]
@@ -88,7 +96,13 @@ pub fn run(args: Args) -> Result<()> {
     };
     let dataset = Arc::new(Dataset::open_with(
         &path,
-        &OpenOptions { cache_bytes: 256 << 20, hdf5_reads_only: args.hdf5_reads_only, ..Default::default() },
+        &OpenOptions {
+            cache_bytes: 256 << 20,
+            hdf5_reads_only: args.hdf5_reads_only,
+            split: args.split.clone(),
+            rate_hz: args.rate_hz,
+            ..Default::default()
+        },
     )?);
     let streams: Vec<String> = if args.streams.is_empty() {
         dataset.episode(0)?.streams.iter().filter(|s| !s.is_image()).map(|s| s.name.clone()).collect()

@@ -1,5 +1,6 @@
-//! `robocache inspect FILE [--json]`: the layout, episodes, streams, shapes,
-//! dtypes, rates and durations of a dataset file (metadata only).
+//! `robocache inspect PATH [--json]`: the layout, episodes, streams, shapes,
+//! dtypes, rates and durations of a dataset file or RLDS directory
+//! (metadata only).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -9,24 +10,31 @@ use robocache::datasets::{Dataset, DatasetInfo, Format, OpenOptions, Timeline};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The dataset file (RoboMimic, CALVIN or RT-X layout).
+    /// The dataset: an HDF5 file (RoboMimic, CALVIN or RT-X layout) or an
+    /// RLDS builder directory as TFDS writes it (`bridge/0.1.0`, or `bridge`).
     file: PathBuf,
     /// Print the whole episode model as JSON instead of a summary.
     #[arg(long)]
     json: bool,
-    /// Read as this layout instead of detecting it (robomimic, calvin, rtx).
+    /// Read as this layout instead of detecting it (robomimic, calvin, rtx, rlds).
     #[arg(long)]
     format: Option<Format>,
-    /// Only the episodes of this split (robomimic `mask/<split>`).
+    /// Only the episodes of this split (robomimic `mask/<split>`; RLDS: the
+    /// TFDS split, default `train`).
     #[arg(long)]
     split: Option<String>,
+    /// The step clock in Hz instead of the file's (RLDS: instead of the Open
+    /// X-Embodiment rate table; required for datasets not in it).
+    #[arg(long)]
+    rate_hz: Option<f64>,
     /// Episodes to list in the summary (all with --episodes 0).
     #[arg(long, default_value_t = 10)]
     episodes: usize,
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let options = OpenOptions { format: args.format, split: args.split.clone(), ..Default::default() };
+    let options =
+        OpenOptions { format: args.format, split: args.split.clone(), rate_hz: args.rate_hz, ..Default::default() };
     let dataset = Dataset::open_with(&args.file, &options)?;
     let info = dataset.info();
     if args.json {

@@ -41,7 +41,7 @@ use self::features::{Features, Leaf, LeafKind, TensorEncoding};
 use self::tfrecord::RecordSpan;
 use crate::direct_read::read_exact_at;
 use crate::formats::OpenOptions;
-use crate::model::{DatasetInfo, EpisodeInfo, Format, StreamInfo, StreamKind, Timeline};
+use crate::model::{ChannelKind, DatasetInfo, EpisodeInfo, Format, StreamInfo, StreamKind, Timeline};
 use crate::streams::StreamShape;
 use crate::{Error, Result};
 
@@ -188,8 +188,11 @@ impl RldsSource {
                         }
                     }
                     (LeafKind::Tensor { dtype, shape, .. } | LeafKind::Image { dtype, shape, .. }, true) => {
+                        // Images are images; integer and bool tensors (flags,
+                        // `terminate_episode`, ids) are discrete; the rest by name.
                         let kind = match leaf.kind {
-                            LeafKind::Image { .. } => StreamKind::All(crate::model::ChannelKind::Image),
+                            LeafKind::Image { .. } => StreamKind::All(ChannelKind::Image),
+                            _ if !dtype.is_float() => StreamKind::All(ChannelKind::Discrete),
                             _ => StreamShape {
                                 key: leaf.stream_name(),
                                 dtype: *dtype,

@@ -15,7 +15,9 @@ from ._native import Loader as _NativeLoader
 
 
 class Dataset:
-    """A RoboMimic, CALVIN or RT-X file, read as episodes of streams.
+    """A RoboMimic, CALVIN or RT-X HDF5 file, or an RLDS builder directory
+    as TFDS writes it (an Open X-Embodiment download, ``bridge/0.1.0``),
+    read as episodes of streams (RLDS without TensorFlow).
 
     ``info`` is the episode model (what ``robocache inspect --json``
     prints): ``format``, ``rate_hz``, ``episodes`` (each with its ``name``,
@@ -50,9 +52,11 @@ class Dataset:
 
 
 def open(path: Union[str, os.PathLike], **options) -> Dataset:  # noqa: A001
-    """Opens a dataset file; ``options``: ``format`` (``robomimic``,
-    ``calvin``, ``rtx``; detected when absent), ``split`` (robomimic's
-    ``mask/<split>``), ``rate_hz``, ``cache_bytes``."""
+    """Opens a dataset file or RLDS directory; ``options``: ``format``
+    (``robomimic``, ``calvin``, ``rtx``, ``rlds``; detected when absent),
+    ``split`` (robomimic's ``mask/<split>``; RLDS: the TFDS split, default
+    ``train``), ``rate_hz`` (the step clock; RLDS datasets not in the Open
+    X-Embodiment rate table need it), ``cache_bytes``."""
     return Dataset(path, **options)
 
 

@@ -1,0 +1,58 @@
+"""RLDS builder directories written by tensorflow-datasets (the committed
+fixtures of robocache-datasets), opened and batched from Python without
+TensorFlow, compared with what TFDS itself returned for them."""
+
+import pathlib
+
+import numpy as np
+import pytest
+
+import robocache
+
+FIXTURES = pathlib.Path(__file__).resolve().parents[2] / "robocache-datasets" / "tests" / "fixtures" / "rlds"
+DICT = FIXTURES / "robocache_fixture_dict" / "1.0.0"
+
+if not FIXTURES.is_dir():  # the GPU bundle carries the Python tests without the Rust crates
+    pytest.skip(f"no RLDS fixtures at {FIXTURES}", allow_module_level=True)
+
+
+def test_open_reads_the_episode_model_of_an_rlds_directory():
+    dataset = robocache.open(DICT, rate_hz=10.0)
+    assert dataset.format == "rlds" and len(dataset) == 6
+    assert dataset.info["splits"] == ["train", "val"]
+    assert {"observation/image", "action/world_vector", "is_first"} <= set(dataset.streams)
+    assert dataset.episodes[0]["instruction"]
+    assert len(robocache.open(DICT, rate_hz=10.0, split="val")) == 2
+    # Not in the Open X-Embodiment rate table: the error says how to give the rate.
+    with pytest.raises(robocache.Error, match="rate_hz"):
+        robocache.open(DICT)
+
+
+def test_loader_batches_equal_tfds_frames():
+    torch = pytest.importorskip("torch")
+    expected = np.load(FIXTURES / "expected" / "robocache_fixture_dict.npz")
+    loader = robocache.Loader(
+        robocache.open(DICT, rate_hz=10.0),
+        ["observation/image", "action/world_vector"],
+        windows={"seq_length": 4, "frame_stack": 2},
+        batch_size=8,
+        device="cpu",
+        shuffle=False,
+        rank=0,
+        world_size=1,
+    )
+    checked = 0
+    for batch in loader:
+        images = batch["observation/image"]
+        assert images.dtype == torch.uint8 and tuple(images.shape[1:]) == (5, 24, 32, 3)
+        for i in range(images.shape[0]):
+            if bool(batch["observation/image_is_pad"][i].any()):
+                continue
+            episode = int(batch["episode_index"][i])
+            step = round(float(batch["anchor"][i]) * 10.0)
+            theirs = expected[f"train/{episode}/steps/observation/image"][step - 1 : step + 4]
+            np.testing.assert_array_equal(images[i].numpy(), theirs)
+            actions = expected[f"train/{episode}/steps/action/world_vector"][step - 1 : step + 4]
+            np.testing.assert_array_equal(batch["action/world_vector"][i].numpy(), actions)
+            checked += 1
+    assert checked > 10
