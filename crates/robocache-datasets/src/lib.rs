@@ -1,9 +1,14 @@
-//! Readers for RoboMimic, CALVIN and RT-X HDF5 files into one episode model,
-//! with step windows, time windows and a sampler (docs/datasets.md).
+//! Readers for RoboMimic, CALVIN and RT-X HDF5 files and for RLDS builder
+//! directories as TFDS publishes them (Open X-Embodiment, read without
+//! TensorFlow) into one episode model, with step windows, time windows and
+//! a sampler (docs/datasets.md).
 //!
-//! - [`Dataset::open`] detects the layout ([`Format`]) and reads metadata
-//!   only: episodes, streams (dtype, per-step shape, timeline, channel kind),
-//!   language instructions. Data is read per window: rows of uncompressed
+//! - [`Dataset::open`] detects the layout ([`Format`]; a directory is RLDS)
+//!   and reads metadata only: episodes, streams (dtype, per-step shape,
+//!   timeline, channel kind), language instructions. RLDS: record headers
+//!   and feature positions, the rate from [`OXE_RATES_HZ`] or
+//!   [`OpenOptions::rate_hz`]; images decoded per window as TensorFlow
+//!   decodes them. Data is read per window: rows of uncompressed
 //!   datasets with positioned reads from any number of threads at once,
 //!   others as HDF5 hyperslabs; an optional byte-budgeted cache keeps
 //!   low-dimensional streams.
@@ -14,7 +19,8 @@
 //!   CPU or the GPU.
 //! - [`Sampler`]: a seeded permutation per epoch, sharded by rank.
 //! - [`convert_calvin`]: a native CALVIN split into robocache's CALVIN layout.
-//! - [`synthetic::write_robomimic`]: a multi-rate RoboMimic-layout file for demos and tests.
+//! - [`synthetic::write_robomimic`]: a multi-rate RoboMimic-layout file for demos and tests;
+//!   [`synthetic::write_rlds`]: an RLDS directory in TFDS's format.
 //!
 //! ```no_run
 //! use robocache_datasets::{Dataset, Sampler, Shard, StepWindowSpec, StepWindows};
@@ -28,6 +34,17 @@
 //!     let actions = dataset.read_step_window(&window, "actions")?; // [16 + 1, A]
 //!     println!("episode {} step {}: {} values, pad mask {:?}", window.episode, window.step, actions.len(), window.pad_mask());
 //! }
+//! # Ok::<(), robocache_datasets::Error>(())
+//! ```
+//!
+//! An Open X-Embodiment download, as it sits on disk:
+//!
+//! ```no_run
+//! use robocache_datasets::{Dataset, OpenOptions};
+//!
+//! let bridge = Dataset::open("/data/oxe/bridge/0.1.0")?; // 5 Hz, from the rate table
+//! let frames = bridge.read_rows(0, "observation/image", 0..4)?; // u8 [4, 256, 256, 3], 4 JPEGs decoded
+//! let mine = Dataset::open_with("/data/my_robot/1.0.0", &OpenOptions { rate_hz: Some(15.0), ..Default::default() })?;
 //! # Ok::<(), robocache_datasets::Error>(())
 //! ```
 

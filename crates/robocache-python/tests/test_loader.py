@@ -134,3 +134,6 @@ def test_cuda_loader_equals_cpu(robomimic_file, cuda):
         for name in STREAMS:
             assert torch.equal(a[name], b[name].cpu()), name
             assert torch.equal(a[f"{name}_is_pad"], b[f"{name}_is_pad"].cpu()), name
+    # "cuda" without an index is torch's current device.
+    batch = next(iter(make(robomimic_file, device="cuda")))
+    assert batch["obs/joint_pos"].device == torch.device("cuda", torch.cuda.current_device())

@@ -137,7 +137,8 @@ fn decode_jpeg(bytes: &[u8], shape: &[usize], out: &mut [u8]) -> Result<(), Stri
         return Err(format!("{} bytes of Jpeg without the end-of-image marker (truncated or corrupt)", bytes.len()));
     }
     let (h, w, c) = (shape[0], shape[1], shape[2]);
-    let decoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> std::io::Result<Vec<u8>> {
+    // Decode straight into `out`; libjpeg errors unwind out of the C code.
+    let decoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> std::io::Result<()> {
         let mut jpeg = mozjpeg::Decompress::new_mem(bytes)?;
         jpeg.dct_method(mozjpeg::DctMethod::IntegerFast);
         jpeg.do_fancy_upsampling(true);
@@ -153,28 +154,29 @@ fn decode_jpeg(bytes: &[u8], shape: &[usize], out: &mut [u8]) -> Result<(), Stri
             3 => jpeg.rgb()?,
             _ => jpeg.rgba()?,
         };
-        let pixels = started.read_scanlines::<u8>()?;
-        started.finish()?;
-        Ok(pixels)
+        if started.min_flat_buffer_size() != out.len() {
+            return Err(std::io::Error::other(format!(
+                "decodes to {} bytes, not the {} of [{h}, {w}, {c}]",
+                started.min_flat_buffer_size(),
+                out.len()
+            )));
+        }
+        started.read_scanlines_into::<u8>(out)?;
+        started.finish()
     }));
-    let pixels = match decoded {
-        Ok(Ok(pixels)) => pixels,
-        Ok(Err(e)) if e.to_string().contains("features.json") => return Err(e.to_string()),
-        Ok(Err(e)) => return Err(format!("{} bytes of Jpeg do not decode: {e}", bytes.len())),
+    match decoded {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) if e.to_string().contains("features.json") => Err(e.to_string()),
+        Ok(Err(e)) => Err(format!("{} bytes of Jpeg do not decode: {e}", bytes.len())),
         Err(panic) => {
             let message = panic
                 .downcast_ref::<String>()
                 .cloned()
                 .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
                 .unwrap_or_else(|| "libjpeg failed".into());
-            return Err(format!("{} bytes of Jpeg do not decode: {message}", bytes.len()));
+            Err(format!("{} bytes of Jpeg do not decode: {message}", bytes.len()))
         }
-    };
-    if pixels.len() != out.len() {
-        return Err(format!("decoded {} bytes of Jpeg, expected {}", pixels.len(), out.len()));
     }
-    out.copy_from_slice(&pixels);
-    Ok(())
 }
 
 #[cfg(test)]

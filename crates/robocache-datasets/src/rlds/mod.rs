@@ -55,6 +55,8 @@ struct Shard {
 /// Where an episode's record and features lie.
 #[derive(Debug)]
 struct EpisodeRecord {
+    /// Position in the split, empty episodes included: the `<i>` of its name.
+    index: usize,
     shard: usize,
     record: usize,
     span: RecordSpan,
@@ -84,6 +86,8 @@ pub(crate) struct RldsSource {
     shards: Vec<Shard>,
     episodes: Vec<EpisodeRecord>,
     verify_checksums: bool,
+    /// Episodes of the split without steps, left out.
+    empty_episodes: usize,
     verified: Vec<AtomicBool>,
     values: Mutex<HashMap<(usize, usize), Arc<Values>>>,
 }
@@ -146,10 +150,20 @@ impl RldsSource {
             })
             .collect::<Result<_>>()?;
         let mut shards = Vec::with_capacity(indexed.len());
-        let mut episodes = Vec::new();
+        let mut episodes: Vec<EpisodeRecord> = Vec::new();
         for (shard, records) in indexed {
             shards.push(shard);
             episodes.extend(records);
+        }
+        // Episodes without steps have no windows: leave them out (named
+        // by their position in the split, so the others keep their names).
+        for (index, episode) in episodes.iter_mut().enumerate() {
+            episode.index = index;
+        }
+        let empty = episodes.iter().filter(|e| e.steps == 0).count();
+        if empty > 0 {
+            tracing::warn!(empty, "RLDS episodes without steps left out");
+            episodes.retain(|e| e.steps > 0);
         }
         let leaf_of_source = leaves.iter().enumerate().map(|(i, l)| (l.key.clone(), i)).collect();
         let source = RldsSource {
@@ -160,6 +174,7 @@ impl RldsSource {
             shards,
             episodes,
             verify_checksums: !options.skip_checksums,
+            empty_episodes: empty,
             values: Mutex::new(HashMap::new()),
         };
         let info = source.dataset_info(&builder, &split.name, rate_hz, &features.skipped)?;
@@ -175,7 +190,7 @@ impl RldsSource {
     ) -> Result<DatasetInfo> {
         let mut episodes = Vec::with_capacity(self.episodes.len());
         for (index, episode) in self.episodes.iter().enumerate() {
-            let name = format!("episode_{index}");
+            let name = format!("episode_{}", episode.index);
             let mut streams = Vec::new();
             let mut instruction = None;
             let mut episode_metadata = Map::new();
@@ -241,6 +256,9 @@ impl RldsSource {
         metadata.insert("version".into(), json!(builder.version));
         metadata.insert("split".into(), json!(split));
         metadata.insert("control_frequency_hz".into(), json!(rate_hz));
+        if self.empty_episodes > 0 {
+            metadata.insert("empty_episodes_left_out".into(), json!(self.empty_episodes));
+        }
         if !skipped.is_empty() {
             let skipped: Map<String, Value> = skipped.iter().map(|(k, why)| (k.clone(), json!(why))).collect();
             metadata.insert("skipped_features".into(), Value::Object(skipped));
@@ -383,7 +401,7 @@ impl RldsSource {
                     };
                     decoded.map_err(|problem| Error::Decode {
                         file: shard.path.clone(),
-                        episode: format!("episode_{episode}"),
+                        episode: format!("episode_{}", record.index),
                         key: leaf.key.clone(),
                         step: row,
                         problem,
@@ -528,5 +546,5 @@ fn index_record(
         }
         _ => example::bytes_entries(path, file, count_span)?.map_err(error)?.len(),
     };
-    Ok(EpisodeRecord { shard, record, span, features, steps })
+    Ok(EpisodeRecord { index: 0, shard, record, span, features, steps })
 }

@@ -26,7 +26,7 @@ class Dataset:
 
     def __init__(self, path: Union[str, os.PathLike], *, format: Optional[str] = None, split: Optional[str] = None,
                  rate_hz: Optional[float] = None, cache_bytes: int = 0):
-        self.path = os.fspath(path)
+        self.path = os.path.expanduser(os.fspath(path))
         self._native = _NativeDataset(self.path, format, split, rate_hz, cache_bytes)
         self.info: Dict[str, Any] = json.loads(self._native.info_json())
 
@@ -107,6 +107,9 @@ class Loader:
         self.streams = list(streams)
         self.batch_size = int(batch_size)
         self.device = device or _default_device()
+        if self.device in ("cuda", "gpu"):  # as torch reads "cuda": its current device
+            torch = _arrays._torch()
+            self.device = f"cuda:{torch.cuda.current_device() if torch is not None else 0}"
         if self.device.startswith("cuda") and _arrays._torch() is None:
             raise InvalidInputError("a CUDA loader needs torch imported to hold its batches")
         if rank is None and world_size is None:
