@@ -9,6 +9,10 @@ side by side in one script on one machine.
     # 3. (where torchvision is: the GPU machine) robocache vs torchvision decode_jpeg, CPU and GPU
     python benches/rlds_read.py decode target/bench-rlds
 
+robocache decodes JPEG with libjpeg-turbo's SIMD code only when NASM was on
+PATH when it was built (docs/architecture.md); the numbers in
+docs/benchmarks.md say which build they are from.
+
 `make` writes `<out>/robocache_bench_rlds/1.0.0/` (a 256x256 JPEG camera,
 a 128x128 JPEG wrist camera, 8-D state, 7-D action, language, 16 shards)
 and `<out>/jpeg_frames.npz` (the encoded camera frames of the first
