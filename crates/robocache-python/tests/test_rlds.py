@@ -9,10 +9,17 @@ import pytest
 
 import robocache
 
-FIXTURES = pathlib.Path(__file__).resolve().parents[2] / "robocache-datasets" / "tests" / "fixtures" / "rlds"
+# In the checkout beside this crate; the GPU bundle carries these tests
+# inside a checkout, so look in every folder above for the crate's fixtures.
+FIXTURES = next(
+    (p / "crates" / "robocache-datasets" / "tests" / "fixtures" / "rlds"
+     for p in pathlib.Path(__file__).resolve().parents
+     if (p / "crates" / "robocache-datasets" / "tests" / "fixtures" / "rlds").is_dir()),
+    pathlib.Path("no-rlds-fixtures"),
+)
 DICT = FIXTURES / "robocache_fixture_dict" / "1.0.0"
 
-if not FIXTURES.is_dir():  # the GPU bundle carries the Python tests without the Rust crates
+if not FIXTURES.is_dir():  # the Python tests copied outside a checkout
     pytest.skip(f"no RLDS fixtures at {FIXTURES}", allow_module_level=True)
 
 
@@ -56,3 +63,22 @@ def test_loader_batches_equal_tfds_frames():
             np.testing.assert_array_equal(batch["action/world_vector"][i].numpy(), actions)
             checked += 1
     assert checked > 10
+
+
+def test_cuda_loader_on_rlds_equals_cpu(cuda):
+    torch = pytest.importorskip("torch")
+    dataset = robocache.open(DICT, rate_hz=10.0)
+    streams = ["observation/image", "observation/depth", "action/world_vector", "is_first"]
+
+    def make(device):
+        return robocache.Loader(dataset, streams, windows={"hz": 20.0, "history": 2, "horizon": 4}, batch_size=8,
+                                device=device, seed=1, rank=0, world_size=1)
+
+    batches = 0
+    for a, b in zip(make("cpu"), make(cuda)):
+        assert b["observation/image"].device.type == "cuda"
+        for name in streams:
+            assert torch.equal(a[name], b[name].cpu()), name
+            assert torch.equal(a[f"{name}_is_pad"], b[f"{name}_is_pad"].cpu()), name
+        batches += 1
+    assert batches > 2
