@@ -403,5 +403,6 @@ fn inspect_and_demo_read_an_rlds_directory() {
         "0",
     ]);
     assert!(ok, "{stderr}");
-    assert!(stdout.contains("rlds layout, 6 episodes") && stdout.contains("[4, 3, 24, 32, 3]"), "{stdout}");
+    assert!(stdout.contains("dataset: robocache_fixture_dict (rlds layout, 6 episodes"), "{stdout}");
+    assert!(stdout.contains("[4, 3, 24, 32, 3]"), "{stdout}");
 }

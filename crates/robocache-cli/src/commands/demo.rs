@@ -173,7 +173,13 @@ pub fn run(args: Args) -> Result<()> {
     let _ = writeln!(
         out,
         "dataset: {} ({} layout, {} episodes, {} steps at {} Hz)",
-        path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+        // RLDS: the dataset's name, not its version folder.
+        info.metadata
+            .get("dataset_name")
+            .and_then(|n| n.as_str())
+            .map(str::to_owned)
+            .or_else(|| path.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_default(),
         info.format,
         info.episodes.len(),
         info.total_steps(),
