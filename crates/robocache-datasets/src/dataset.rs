@@ -134,7 +134,7 @@ impl Dataset {
     /// directory (its version folder or the folder above) read as RLDS.
     pub fn open_with(path: impl AsRef<Path>, options: &OpenOptions) -> Result<Self> {
         let path = path.as_ref();
-        let (source, info) = if path.is_dir() || options.format == Some(Format::Rlds) {
+        let (source, info) = if path.is_dir() {
             if let Some(format) = options.format.filter(|f| *f != Format::Rlds) {
                 return Err(Error::Invalid(format!(
                     "{}: a directory is read as an RLDS builder directory, not as {format}",

@@ -33,6 +33,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
+use robocache_cpu::DType;
 use serde_json::{json, Map, Value};
 
 use self::builder::{BuilderInfo, FEATURES};
@@ -297,7 +298,7 @@ impl RldsSource {
             (LeafKind::Text, Kind::BytesList(l)) => {
                 scalar_or_list(l.value.iter().map(|b| json!(String::from_utf8_lossy(b))).collect())
             }
-            (LeafKind::Tensor { dtype: robocache_cpu::DType::Bool, .. }, Kind::Int64List(l)) => {
+            (LeafKind::Tensor { dtype: DType::Bool, .. }, Kind::Int64List(l)) => {
                 scalar_or_list(l.value.iter().map(|v| json!(*v != 0)).collect())
             }
             (_, Kind::Int64List(l)) => scalar_or_list(l.value.iter().map(|v| json!(v)).collect()),
@@ -342,19 +343,29 @@ impl RldsSource {
         let leaf = &self.leaves[leaf_index];
         let record = &self.episodes[episode];
         let shard = &self.shards[record.shard];
-        let (dtype, shape) = leaf.kind.array().expect("streams are numeric or image leaves");
+        let Some((dtype, shape)) = leaf.kind.array() else {
+            return Err(Error::Invalid(format!(
+                "stream `{}`: feature `{}` is text, not a stream",
+                stream.name, leaf.key
+            )));
+        };
         let elements: usize = shape.iter().product();
         let row_bytes = elements * dtype.size_in_bytes();
         let values = self.values(episode, leaf_index)?;
         match (&*values, &leaf.kind) {
             (Values::PackedFloats(span), LeafKind::Tensor { .. }) => {
                 let count = (span.len / 4) as usize;
-                self.check_count(episode, leaf, count, elements, "float")?;
+                self.check_count(episode, leaf, shape, count, "float")?;
+                let at = span.offset + (rows.start * elements * 4) as u64;
+                let io = |error| Error::Io { file: shard.path.clone(), error };
+                if dtype == DType::F32 {
+                    // The file's little-endian f32s are the rows' bytes.
+                    return read_exact_at(&shard.file, out, at).map_err(io);
+                }
                 let mut raw = vec![0u8; rows.len() * elements * 4];
-                read_exact_at(&shard.file, &mut raw, span.offset + (rows.start * elements * 4) as u64)
-                    .map_err(|error| Error::Io { file: shard.path.clone(), error })?;
+                read_exact_at(&shard.file, &mut raw, at).map_err(io)?;
                 let floats: Vec<f32> =
-                    raw.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().expect("4 bytes"))).collect();
+                    raw.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
                 decode::store_floats(&floats, dtype, out)
                     .map_err(|p| self.record_error(episode, format!("feature `{}` {p}", leaf.key)))
             }
@@ -362,11 +373,11 @@ impl RldsSource {
                 let range = rows.start * elements..rows.end * elements;
                 match self.feature(episode, leaf_index)? {
                     Kind::FloatList(l) => {
-                        self.check_count(episode, leaf, l.value.len(), elements, "float")?;
+                        self.check_count(episode, leaf, shape, l.value.len(), "float")?;
                         decode::store_floats(&l.value[range], dtype, out)
                     }
                     Kind::Int64List(l) => {
-                        self.check_count(episode, leaf, l.value.len(), elements, "integer")?;
+                        self.check_count(episode, leaf, shape, l.value.len(), "integer")?;
                         decode::store_ints(&l.value[range], dtype, out)
                     }
                     Kind::BytesList(_) => {
@@ -421,10 +432,11 @@ impl RldsSource {
         }
     }
 
-    fn check_count(&self, episode: usize, leaf: &Leaf, count: usize, elements: usize, what: &str) -> Result<()> {
+    /// Checks that `leaf` holds `count` values: its episode's steps of `shape`.
+    fn check_count(&self, episode: usize, leaf: &Leaf, shape: &[usize], count: usize, what: &str) -> Result<()> {
         let steps = self.episodes[episode].steps;
+        let elements: usize = shape.iter().product();
         if count != steps * elements {
-            let (_, shape) = leaf.kind.array().expect("numeric leaf");
             return Err(self.record_error(
                 episode,
                 format!(
