@@ -146,7 +146,7 @@ struct AssembleArgs {
     double hz;
     long long history;
     int step_windows;
-    int pad;
+    int pad_masks;
     uint64_t stream_count;
     const ResidentStream* streams;
 };

@@ -1133,7 +1133,8 @@ extern "C" __global__ void resample_check(ResampleArgs a, unsigned long long* st
 // window (one warp per stream, sample and target): time windows resample onto anchor + (k - history) / hz
 // exactly as `resample` does (same search, weights and rounding, clamp
 // boundary), step windows gather rows anchor + k - history with the edges
-// repeated. valid is false outside the episode.
+// repeated. The mask is false outside the episode, or true there when
+// pad_masks is set (LeRobot's `_is_pad`).
 
 extern "C" __global__ void assemble_windows(AssembleArgs a) {
     const uint64_t warps_per_block = blockDim.x / 32;
@@ -1167,6 +1168,13 @@ extern "C" __global__ void assemble_windows(AssembleArgs a) {
             inside = resample_row<float, true, true>(x, s.channels, t, 0, ep.rows, q, s.groups, s.group_count,
                                                 BOUNDARY_CLAMP, 0.0f, row);
         }
-        if (lane == 0) s.valid[flat] = inside ? 1 : 0;
+        if (lane == 0) s.valid[flat] = (inside ? 1 : 0) ^ (a.pad_masks ? 1 : 0);
     }
+}
+
+// Masks flipped in place (valid to padding and back): the loader's streamed
+// streams when padding masks are asked for. One byte per thread.
+extern "C" __global__ void flip_masks(unsigned char* mask, uint64_t n) {
+    const uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) mask[i] ^= 1;
 }

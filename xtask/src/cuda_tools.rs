@@ -386,7 +386,7 @@ pub fn gpu_bundle() -> Result<()> {
         "PYTHONPATH=pydeps-python CUDA_MODULE_LOADING=LAZY compute-sanitizer --tool memcheck --error-exitcode 9 --kernel-name-exclude kns=at:: python3 -m pytest -q -p no:cacheprovider python/tests/test_cuda.py python/tests/test_loader.py::test_cuda_loader_equals_cpu python/tests/test_ops.py::test_groot_loop_as_written -k 'not ordered' > $OUT/memcheck-python.log 2>&1 || { status=1; tail -30 $OUT/memcheck-python.log; }; tail -3 $OUT/memcheck-python.log\n",
         "echo \"== python per-call time vs torch\"\n",
         "PYTHONPATH=pydeps-python python3 python_call_overhead.py --json $OUT/python-calls.json || status=1\n",
-        "PYTHONPATH=pydeps-python python3 python_loader.py bench-loader.hdf5 --rust-json $OUT/bench-loader.json --json $OUT/python-loader.json || status=1\n",
+        "PYTHONPATH=pydeps-python python3 python_loader.py bench-loader.hdf5 --batches 2000 --profile --rust-json $OUT/bench-loader.json --json $OUT/python-loader.json || status=1\n",
     ));
     // The harness with the PyTorch baseline in the same run (docs/performance.md).
     script.push_str(concat!(

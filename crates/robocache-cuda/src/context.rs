@@ -217,6 +217,23 @@ impl CudaContext {
         Ok(out)
     }
 
+    /// Queues a copy of `data` into `dest` at `offset` on the stream (from
+    /// pageable memory the call returns once `data` has been staged, so it
+    /// may be dropped).
+    pub fn upload_into(&self, dest: &mut DeviceBytes, offset: usize, data: &[u8]) -> Result<()> {
+        if offset.checked_add(data.len()).is_none_or(|end| end > dest.len) {
+            return Err(Error::SizeMismatch { expected: offset.saturating_add(data.len()), actual: dest.len });
+        }
+        if data.is_empty() {
+            return Ok(());
+        }
+        self.make_current()?;
+        let mut range: DeviceSlice<u8> = dest.buffer.index(offset..offset + data.len());
+        // SAFETY: the range is in bounds (checked above) and `dest` is freed
+        // in stream order, after the copy.
+        unsafe { range.async_copy_from(data, &self.inner.stream) }.map_err(driver("cuMemcpyHtoDAsync"))
+    }
+
     /// Fills `buffer` with `value` bytes, queued on the stream.
     pub fn fill(&self, buffer: &mut DeviceBytes, value: u8) -> Result<()> {
         let len = buffer.len;

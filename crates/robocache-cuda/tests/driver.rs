@@ -49,6 +49,10 @@ fn synchronous_round_trip_and_ranges() {
     context.download(&filled, &mut sevens).unwrap();
     assert_eq!((sevens[7], sevens[8], sevens[23], sevens[24]), (7, 1, 1, 7));
     assert!(matches!(context.fill_range(&mut filled, 60, 8, 0), Err(Error::SizeMismatch { .. })));
+    context.upload_into(&mut filled, 40, &[9, 8, 7]).unwrap();
+    context.download(&filled, &mut sevens).unwrap();
+    assert_eq!((sevens[39], sevens[40], sevens[41], sevens[42], sevens[43]), (7, 9, 8, 7, 7));
+    assert!(matches!(context.upload_into(&mut filled, 62, &[1, 2, 3]), Err(Error::SizeMismatch { .. })));
 }
 
 #[test]

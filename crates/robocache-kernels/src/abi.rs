@@ -304,7 +304,9 @@ structs! {
         /// Targets before the anchor.
         history: i64 => "long long history",
         step_windows: i32 => "int step_windows",
-        pad: i32 => "int pad",
+        /// 1: masks are true where a step is padding (LeRobot's `_is_pad`);
+        /// 0: where it is real.
+        pad_masks: i32 => "int pad_masks",
         stream_count: u64 => "uint64_t stream_count",
         /// `[stream_count]`.
         streams: u64 => "const ResidentStream* streams",

@@ -329,6 +329,8 @@ kernels! {
     VoxelCheckClouds => Voxelize, "voxel_check_clouds", (VoxelArgs, u64);
     /// The loader's GPU-resident batch assembly (windows of resident episodes).
     AssembleWindows => Resample, "assemble_windows", (AssembleArgs,);
+    /// Flips bool masks in place (valid to padding): `(mask, n)`.
+    FlipMasks => Resample, "flip_masks", (u64, u64);
     /// Reads a scratch buffer of twice the L2 size (benchmark harnesses):
     /// `(scratch, count, sink)`.
     EvictCaches => Timing, "evict_caches", (u64, u64, u64);

@@ -104,9 +104,14 @@ pub(crate) struct Owned {
 
 impl Owned {
     /// Tensors whose producer already made `consumer_stream` (the caller's
-    /// CUDA stream) wait for them.
+    /// CUDA stream) wait for them, or finished them before handing them over.
     pub(crate) fn new(tensors: Vec<Tensor>, consumer_stream: Option<u64>) -> Arc<Self> {
         Arc::new(Owned { tensors, consumers: Mutex::new(consumer_stream.into_iter().collect()) })
+    }
+
+    /// The tensors, in the order they were given.
+    pub(crate) fn tensors(&self) -> &[Tensor] {
+        &self.tensors
     }
 
     /// Makes `stream` (a consumer's, not yet ordered) wait for robocache's

@@ -5,10 +5,15 @@
 use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
+use pyo3::types::PyTuple;
 use robocache::datasets::{Dataset as RustDataset, OpenOptions, Shard, StepWindowSpec, TimeWindowSpec};
-use robocache::{Device, Loader as RustLoader, LoaderConfig, LoaderMode, Normalization, NormalizationMode, WindowSpec};
+use robocache::{
+    DType, Device, Loader as RustLoader, LoaderConfig, LoaderMode, MaskKind, Normalization, NormalizationMode, Tensor,
+    WindowSpec,
+};
 
-use crate::arrays::Array;
+use crate::arrays::{Array, Owned};
+use crate::dlpack::{capsule_of, View};
 use crate::errors::{invalid, IntoPy};
 
 /// A dataset file opened by its layout (RoboMimic, CALVIN, RT-X).
@@ -54,7 +59,6 @@ impl Dataset {
 #[pyclass(module = "robocache._native", frozen)]
 pub struct Loader {
     inner: Arc<RustLoader>,
-    device: Device,
 }
 
 /// Windows: `("times", hz, history, horizon)` or
@@ -134,11 +138,15 @@ impl Loader {
             prefetch,
             mode,
             normalization,
+            // LeRobot's `{stream}_is_pad`, written so by the assembly.
+            masks: MaskKind::Pad,
+            // `Epoch::next_batch` hands batches to torch without a stream wait.
+            wait_until_ready: true,
             ..LoaderConfig::new(&names, window_spec(windows)?, batch_size)
         };
         let dataset = dataset.inner.clone();
         let loader = py.detach(|| RustLoader::new(&device, dataset, config)).py_err()?;
-        Ok(Loader { inner: Arc::new(loader), device })
+        Ok(Loader { inner: Arc::new(loader) })
     }
 
     /// Batches this shard yields per epoch.
@@ -158,7 +166,7 @@ impl Loader {
 
     /// The batches of `epoch` from `first_batch` on.
     fn epoch(&self, epoch: u64, first_batch: usize) -> Epoch {
-        Epoch { inner: Mutex::new(self.inner.epoch_from(epoch, first_batch)), device: self.device.clone() }
+        Epoch { inner: Mutex::new(self.inner.epoch_from(epoch, first_batch)) }
     }
 
     /// What the loader delivered (waits, stall, throughput, GPU use) as JSON.
@@ -172,61 +180,66 @@ impl Loader {
     }
 }
 
-/// One batch: per stream `(name, data, valid)`, then the per-row columns
-/// as one `i64 [3, B]` array on the loader's device: sample ids, episode
-/// ids, and the anchors' `f64` bits (one upload; Python views row 2 as f64).
-type BatchParts = (Vec<(String, Array, Array)>, Array);
-
 /// The batches of one epoch, assembled ahead by the loader's threads.
 #[derive(Debug)]
 #[pyclass(module = "robocache._native", frozen)]
 pub struct Epoch {
     inner: Mutex<robocache::loader::Epoch>,
-    device: Device,
 }
 
 #[pymethods]
 impl Epoch {
-    /// The next batch, or None at the end. `stream`: the consumer's CUDA
-    /// stream, after which freed batch memory is reused.
-    fn next_batch(&self, py: Python<'_>, stream: Option<u64>) -> PyResult<Option<BatchParts>> {
+    /// The next batch, or None at the end, as one flat tuple: per stream its
+    /// data `[B, T, ...]` and padding mask `[B, T]`, then the sample ids,
+    /// the episode ids (`i64 [B]`) and the anchors (`f64 [B]`). With
+    /// `capsules` each is a DLPack capsule (for `torch.from_dlpack`); else
+    /// each stream part is an `Array` and the three columns are one `i64
+    /// [3, B]` `Array` (row 2: the anchors' bits). `stream`: the consumer's
+    /// CUDA stream, after which the batch's memory is freed and reused.
+    fn next_batch<'py>(
+        &self,
+        py: Python<'py>,
+        stream: Option<u64>,
+        capsules: bool,
+    ) -> PyResult<Option<Bound<'py, PyTuple>>> {
         let next = py.detach(|| match self.inner.lock() {
             Ok(mut epoch) => Ok(epoch.next()),
             Err(_) => Err(robocache::Error::Internal("loader epoch: poisoned by a panic on another thread".into())),
         });
         let Some(batch) = next.py_err()? else { return Ok(None) };
         let batch = batch.py_err()?;
-        let rows = batch.samples.len();
-        let columns: Vec<i64> = (batch.samples.iter().map(|&s| s as i64))
-            .chain(batch.episodes.iter().map(|&e| e as i64))
-            .chain(batch.anchors.iter().map(|a| a.to_bits() as i64))
-            .collect();
-        let columns = py
-            .detach(|| {
-                let columns = robocache::Tensor::from_slice(&self.device, &columns, &[3, rows])?;
-                // The batch's streams are ready (the loader waits for them);
-                // the columns' upload is ordered before the consumer's stream.
-                if let Some(stream) = stream {
-                    self.device.make_external_stream_wait(stream)?;
-                }
-                Ok::<_, robocache::Error>(columns)
-            })
-            .py_err()?;
-        // One group: the batch's parts share memory, and one wait for the
-        // consumer's stream orders its free.
-        let names: Vec<String> = batch.streams.iter().map(|s| s.name.clone()).collect();
-        let tensors = batch.streams.into_iter().flat_map(|s| [s.data, s.valid]).chain([columns]).collect();
-        let mut arrays = Array::group(tensors, stream);
-        let columns = arrays.pop();
-        let mut parts = arrays.into_iter();
-        let streams: Option<Vec<_>> =
-            names.into_iter().map(|name| Some((name, parts.next()?, parts.next()?))).collect();
-        match (streams, columns) {
-            (Some(streams), Some(columns)) => Ok(Some((streams, columns))),
-            _ => {
-                Err(crate::errors::to_py(robocache::Error::Internal("a batch's parts do not match its streams".into())))
-            }
+        let internal = |what: &str| crate::errors::to_py(robocache::Error::Internal(what.into()));
+        if batch.streams.iter().any(|s| s.mask_kind != MaskKind::Pad) {
+            return Err(internal("a loader batch with valid masks where padding masks were asked for"));
         }
+        let columns = batch.columns.ok_or_else(|| internal("a loader batch without its columns"))?;
+        let rows = batch.samples.len();
+        let device = columns.device().clone();
+        let columns_address = columns.data_address();
+        // The batch is ready when handed over (the loader waits for its
+        // device, `wait_until_ready`), so the consumer's stream needs no wait
+        // to read it; the stream is remembered so that the memory is freed
+        // after the consumer's work with it. One group: the parts share
+        // memory, and one wait orders the whole batch's free.
+        let tensors: Vec<Tensor> =
+            batch.streams.into_iter().flat_map(|s| [s.data, s.mask]).chain(std::iter::once(columns)).collect();
+        if !capsules {
+            let arrays = Array::group(tensors, stream);
+            return PyTuple::new(py, arrays.into_iter().map(|a| Bound::new(py, a)).collect::<PyResult<Vec<_>>>()?)
+                .map(Some);
+        }
+        let parts = tensors.len() - 1;
+        let owner = Owned::new(tensors, stream);
+        let mut items = Vec::with_capacity(parts + 3);
+        for tensor in &owner.tensors()[..parts] {
+            let view = View { address: tensor.data_address(), shape: tensor.shape(), dtype: tensor.dtype() };
+            items.push(capsule_of(py, &owner, &device, &view)?);
+        }
+        for (row, dtype) in [(0, DType::I64), (1, DType::I64), (2, DType::F64)] {
+            let view = View { address: columns_address + (row * rows * 8) as u64, shape: &[rows], dtype };
+            items.push(capsule_of(py, &owner, &device, &view)?);
+        }
+        PyTuple::new(py, items).map(Some)
     }
 }
 

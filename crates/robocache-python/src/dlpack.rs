@@ -99,14 +99,29 @@ fn data_type(dtype: DType) -> DlDataType {
 /// A `dltensor` capsule over `array`'s memory, keeping it alive.
 pub(crate) fn capsule(py: Python<'_>, array: &Array) -> PyResult<Py<PyAny>> {
     let tensor = array.tensor();
-    let (device_type, device_id) = device_of(tensor.device());
+    let view = View { address: tensor.data_address(), shape: tensor.shape(), dtype: tensor.dtype() };
+    capsule_of(py, array.owner(), tensor.device(), &view)
+}
+
+/// Where a capsule points: the memory of a tensor `owner` holds, or a part
+/// of it (a row of a loader batch's columns).
+pub(crate) struct View<'a> {
+    pub address: u64,
+    pub shape: &'a [usize],
+    pub dtype: DType,
+}
+
+/// A `dltensor` capsule over `view`, memory on `device` that `owner` keeps
+/// alive (the caller checks that the view lies inside it).
+pub(crate) fn capsule_of(py: Python<'_>, owner: &Arc<Owned>, device: &Device, view: &View<'_>) -> PyResult<Py<PyAny>> {
+    let (device_type, device_id) = device_of(device);
     let mut managed = Box::new(Managed {
         managed: DlManagedTensor {
             dl_tensor: DlTensor {
-                data: tensor.data_address() as *mut c_void,
+                data: view.address as *mut c_void,
                 device: DlDevice { device_type, device_id },
-                ndim: tensor.shape().len() as i32,
-                dtype: data_type(tensor.dtype()),
+                ndim: view.shape.len() as i32,
+                dtype: data_type(view.dtype),
                 shape: std::ptr::null_mut(),
                 strides: std::ptr::null_mut(), // C-contiguous
                 byte_offset: 0,
@@ -114,8 +129,8 @@ pub(crate) fn capsule(py: Python<'_>, array: &Array) -> PyResult<Py<PyAny>> {
             manager_ctx: std::ptr::null_mut(),
             deleter: Some(delete_managed),
         },
-        shape: tensor.shape().iter().map(|&d| d as i64).collect(),
-        _owner: array.owner().clone(),
+        shape: view.shape.iter().map(|&d| d as i64).collect(),
+        _owner: owner.clone(),
     });
     managed.managed.dl_tensor.shape = managed.shape.as_mut_ptr();
     let raw = Box::into_raw(managed);

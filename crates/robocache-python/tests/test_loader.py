@@ -137,3 +137,28 @@ def test_cuda_loader_equals_cpu(robomimic_file, cuda):
     # "cuda" without an index is torch's current device.
     batch = next(iter(make(robomimic_file, device="cuda")))
     assert batch["obs/joint_pos"].device == torch.device("cuda", torch.cuda.current_device())
+
+
+def test_pad_masks_mark_targets_outside_the_stream(robomimic_file):
+    """`_is_pad` is True exactly where a window's target lies outside its
+    episode's samples (20 Hz streams: times 0 .. (n - 1) / 20)."""
+    lengths = [e["len"] for e in robocache.open(robomimic_file).episodes]
+    for batch in make(robomimic_file):
+        targets = batch["anchor"][:, None] + (torch.arange(10, dtype=torch.float64) - 2) / 50.0
+        ends = torch.tensor([(lengths[int(e)] - 1) / 20.0 for e in batch["episode_index"]], dtype=torch.float64)
+        outside = (targets < 0) | (targets > ends[:, None])
+        for name in STREAMS:
+            assert torch.equal(batch[f"{name}_is_pad"], outside), name
+
+
+def test_numpy_batches_without_torch(robomimic_file, monkeypatch):
+    """Without torch the batches are NumPy arrays holding the same values."""
+    want = list(make(robomimic_file))
+    monkeypatch.setattr(robocache._arrays, "_torch", lambda: None)
+    got = list(make(robomimic_file))
+    assert len(got) == len(want)
+    for a, b in zip(got, want):
+        assert set(a) == set(b)
+        for key, value in a.items():
+            assert isinstance(value, np.ndarray), key
+            assert value.dtype == b[key].numpy().dtype and np.array_equal(value, b[key].numpy()), key

@@ -62,6 +62,39 @@ pub(crate) struct ResidentStream {
     pub table: Option<Tensor>,
 }
 
+/// What a batch stream's mask marks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MaskKind {
+    /// `true` where the step is real: inside its episode (step windows) or
+    /// inside the stream's time range (time windows).
+    #[default]
+    Valid,
+    /// `true` where the step is padding, the opposite: LeRobot's
+    /// `{stream}_is_pad`, written as such by the assembly (no pass over the
+    /// masks afterwards).
+    Pad,
+}
+
+/// One batch for a backend to assemble from resident streams.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct AssemblyRequest<'a> {
+    pub shape: WindowShape,
+    /// `(episode, anchor)` of each window.
+    pub samples: &'a [(usize, f64)],
+    pub masks: MaskKind,
+    /// `i64 [3, B]`, row by row: the sample ids, the episode ids and the
+    /// anchors' `f64` bits; placed on the device with the batch.
+    pub columns: &'a [i64],
+}
+
+/// An assembled batch of resident streams and its columns on the device.
+#[derive(Debug)]
+pub(crate) struct Assembled {
+    pub streams: Vec<BatchStream>,
+    /// `i64 [3, B]`: [`AssemblyRequest::columns`] on the batch's device.
+    pub columns: Tensor,
+}
+
 /// One stream of a batch.
 #[derive(Clone, Debug)]
 pub struct BatchStream {
@@ -69,7 +102,9 @@ pub struct BatchStream {
     pub name: String,
     /// `[B, T, ...step_shape]` in the stream's dtype.
     pub data: Tensor,
-    /// `[B, T]` bool: true where the step is real (step windows) or the
-    /// target lies inside the stream's time range (time windows).
-    pub valid: Tensor,
+    /// `[B, T]` bool, marking what [`BatchStream::mask_kind`] says: the steps
+    /// that are real (step windows: inside the episode; time windows: the
+    /// target inside the stream's time range), or the steps that are padding.
+    pub mask: Tensor,
+    pub mask_kind: MaskKind,
 }

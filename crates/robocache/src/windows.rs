@@ -13,7 +13,7 @@
 use robocache_cpu::{Boundary, DType, Element, HostVec, ResampleSpec};
 use robocache_datasets::{Dataset, StepWindows, StreamInfo, TimeWindows};
 
-pub use crate::assembly::BatchStream;
+pub use crate::assembly::{BatchStream, MaskKind};
 use crate::batch_buffer::BatchBuffer;
 use crate::{Device, Error, Result, StreamInput, TargetTimes, Tensor, TimeAxis};
 
@@ -30,6 +30,12 @@ pub struct WindowBatch {
     /// The anchor of each row in seconds on its episode's clock (step
     /// windows: the anchor step over the dataset's rate).
     pub anchors: Vec<f64>,
+    /// The loader's batches: `samples`, `episodes` and `anchors` on the
+    /// batch's device as one `i64 [3, B]` tensor, row by row (row 2 holds
+    /// the anchors' `f64` bits), placed there with the batch so a consumer
+    /// on the device needs no upload of its own. `None` from
+    /// [`Device::step_window_batch`] and [`Device::time_window_batch`].
+    pub columns: Option<Tensor>,
 }
 
 impl WindowBatch {
@@ -102,7 +108,8 @@ impl Device {
             out.push(BatchStream {
                 name: name.to_owned(),
                 data: data.into_tensor(self, &shape, name)?,
-                valid: Tensor::from_host_vec(self, HostVec::Bool(mask), &[cut.len(), steps])?,
+                mask: Tensor::from_host_vec(self, HostVec::Bool(mask), &[cut.len(), steps])?,
+                mask_kind: MaskKind::Valid,
             });
         }
         Ok(WindowBatch {
@@ -110,6 +117,7 @@ impl Device {
             samples: samples.to_vec(),
             episodes: cut.iter().map(|w| w.episode).collect(),
             anchors: cut.iter().map(|w| w.step as f64 / rate).collect(),
+            columns: None,
         })
     }
 
@@ -129,7 +137,7 @@ impl Device {
     /// let windows = TimeWindows::new(&dataset, &streams, &spec)?;
     /// let batch = Device::auto().time_window_batch(&dataset, &windows, &[0, 10, 20], &streams)?;
     /// assert_eq!(batch.stream("obs/joint_pos").unwrap().data.shape(), [3, 18, 7]);
-    /// let valid = batch.streams[0].valid.to_vec::<bool>()?;
+    /// let valid = batch.streams[0].mask.to_vec::<bool>()?; // MaskKind::Valid
     /// assert!(!valid[0] && valid[2]); // sample 0 is anchored at t = 0: its history is padding
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -212,7 +220,8 @@ impl Device {
             out.push(BatchStream {
                 name: name.to_owned(),
                 data: resampled.data.reshape(&shape)?,
-                valid: resampled.valid,
+                mask: resampled.valid,
+                mask_kind: MaskKind::Valid,
             });
         }
         Ok(WindowBatch {
@@ -220,6 +229,7 @@ impl Device {
             samples: samples.to_vec(),
             episodes: cut.iter().map(|w| w.episode).collect(),
             anchors: cut.iter().map(|w| w.anchor).collect(),
+            columns: None,
         })
     }
 }
@@ -228,7 +238,8 @@ fn empty_stream(device: &Device, name: &str, steps: usize) -> Result<BatchStream
     Ok(BatchStream {
         name: name.to_owned(),
         data: Tensor::from_host_vec(device, HostVec::F32(Vec::new()), &[0, steps])?,
-        valid: Tensor::from_host_vec(device, HostVec::Bool(Vec::new()), &[0, steps])?,
+        mask: Tensor::from_host_vec(device, HostVec::Bool(Vec::new()), &[0, steps])?,
+        mask_kind: MaskKind::Valid,
     })
 }
 

@@ -11,8 +11,8 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use robocache::half::{bf16, f16};
 use robocache::{
-    BackendKind, ChannelSpec, DType, Device, Element, FusionStreamInput, HostVec, Method, ResampleSpec, StreamInput,
-    TargetTimes, Tensor, TimeAxis, VoxelInput,
+    BackendKind, ChannelSpec, DType, Device, Element, FusionStreamInput, HostVec, MaskKind, Method, ResampleSpec,
+    StreamInput, TargetTimes, Tensor, TimeAxis, VoxelInput,
 };
 use robocache_cpu::strategies::{fusion_case, resample_case, voxel_case, StreamCase, TimesCase};
 
@@ -300,14 +300,14 @@ fn window_batches_match_reference(device: &Device) {
     let reference = Device::Cpu.time_window_batch(&dataset, &windows, &samples, &streams).unwrap();
     for (got, want) in ours.streams.iter().zip(&reference.streams) {
         assert_eq!(got.data.shape(), want.data.shape(), "{}", got.name);
-        assert_eq!(got.valid.to_vec::<bool>().unwrap(), want.valid.to_vec::<bool>().unwrap(), "{} mask", got.name);
+        assert_eq!(got.mask.to_vec::<bool>().unwrap(), want.mask.to_vec::<bool>().unwrap(), "{} mask", got.name);
         let exact = matches!(got.name.as_str(), "obs/gripper_closed" | "obs/agentview_image");
         assert_close(&got.name, &got.data.to_host().unwrap(), &want.data.to_host().unwrap(), |_| exact).unwrap();
     }
 
     // The CPU batch against the whole streams, target by target.
     let actions = reference.stream("actions").unwrap();
-    let (data, valid) = (actions.data.to_vec::<f32>().unwrap(), actions.valid.to_vec::<bool>().unwrap());
+    let (data, valid) = (actions.data.to_vec::<f32>().unwrap(), actions.mask.to_vec::<bool>().unwrap());
     let images = reference.stream("obs/agentview_image").unwrap().data.to_vec::<u8>().unwrap();
     let frame = 6 * 5 * 3;
     for (b, &sample) in samples.iter().enumerate() {
@@ -356,7 +356,7 @@ fn window_batches_match_reference(device: &Device) {
     for (got, want) in ours.streams.iter().zip(&reference.streams) {
         assert_eq!(got.data.shape(), want.data.shape());
         assert_eq!(got.data.to_host().unwrap(), want.data.to_host().unwrap());
-        assert_eq!(got.valid.to_host().unwrap(), want.valid.to_host().unwrap());
+        assert_eq!(got.mask.to_host().unwrap(), want.mask.to_host().unwrap());
     }
     assert_eq!(ours.stream("rewards").unwrap().data.shape(), [samples.len(), 9]);
 }
@@ -412,7 +412,7 @@ fn loader_batches_match_reference(device: &Device) {
             assert_eq!(got.anchors, want.anchors);
             for (g, w) in got.streams.iter().zip(&want.streams) {
                 assert_eq!((g.name.as_str(), g.data.shape()), (w.name.as_str(), w.data.shape()));
-                assert_eq!(g.valid.to_host().unwrap(), w.valid.to_host().unwrap(), "{} mask", g.name);
+                assert_eq!(g.mask.to_host().unwrap(), w.mask.to_host().unwrap(), "{} mask", g.name);
                 let exact =
                     matches!(g.name.as_str(), "obs/gripper_closed" | "obs/agentview_image" | "rewards" | "dones")
                         || matches!(windows, WindowSpec::Steps(_));
@@ -425,6 +425,36 @@ fn loader_batches_match_reference(device: &Device) {
         let telemetry = ours.telemetry();
         assert_eq!(telemetry.batches, batches as u64);
         assert!((0.0..=1.0).contains(&telemetry.stall_fraction));
+
+        // Padding masks (resident streams: written so by the assembly;
+        // streamed ones: flipped after their resample) are the valid masks
+        // negated, and the columns on the device hold the batch's ids and
+        // anchors. (One loader at a time: they share the device's staging.)
+        drop(ours);
+        let config = LoaderConfig {
+            seed: 11,
+            prefetch: 2,
+            workers,
+            masks: MaskKind::Pad,
+            ..LoaderConfig::new(streams, windows, 24)
+        };
+        let padded = Loader::new(device, dataset.clone(), config).unwrap();
+        for got in padded.epoch(1) {
+            let got = got.unwrap();
+            let want = reference(&got.samples);
+            for (g, w) in got.streams.iter().zip(&want.streams) {
+                assert_eq!((g.mask_kind, w.mask_kind), (MaskKind::Pad, MaskKind::Valid), "{}", g.name);
+                let negated: Vec<bool> = w.mask.to_vec::<bool>().unwrap().into_iter().map(|x| !x).collect();
+                assert_eq!(g.mask.to_vec::<bool>().unwrap(), negated, "{} padding mask", g.name);
+            }
+            let columns = got.columns.as_ref().expect("a loader batch has its columns").to_vec::<i64>().unwrap();
+            let n = got.len();
+            assert_eq!(got.columns.as_ref().unwrap().shape(), [3, n]);
+            assert_eq!(columns[..n], got.samples.iter().map(|&s| s as i64).collect::<Vec<_>>()[..]);
+            assert_eq!(columns[n..2 * n], got.episodes.iter().map(|&e| e as i64).collect::<Vec<_>>()[..]);
+            let anchors: Vec<f64> = columns[2 * n..].iter().map(|&bits| f64::from_bits(bits as u64)).collect();
+            assert_eq!(anchors, got.anchors);
+        }
     }
 
     // Every stream streamed through a small page-locked staging budget: the
@@ -440,11 +470,12 @@ fn loader_batches_match_reference(device: &Device) {
         ..LoaderConfig::new(&time_streams, cases[0].0, 24)
     };
     let ours = Loader::new(device, dataset.clone(), config.clone()).unwrap();
-    let reference = Loader::new(&Device::Cpu, dataset.clone(), config).unwrap();
+    let reference = Loader::new(&Device::Cpu, dataset.clone(), config.clone()).unwrap();
     for (got, want) in ours.epoch(0).zip(reference.epoch(0)) {
         let (got, want) = (got.unwrap(), want.unwrap());
+        assert_eq!(got.columns.unwrap().to_vec::<i64>().unwrap(), want.columns.unwrap().to_vec::<i64>().unwrap());
         for (g, w) in got.streams.iter().zip(&want.streams) {
-            assert_eq!(g.valid.to_host().unwrap(), w.valid.to_host().unwrap(), "{} mask", g.name);
+            assert_eq!(g.mask.to_host().unwrap(), w.mask.to_host().unwrap(), "{} mask", g.name);
             let exact = matches!(g.name.as_str(), "obs/gripper_closed" | "obs/agentview_image");
             assert_close(&g.name, &g.data.to_host().unwrap(), &w.data.to_host().unwrap(), |_| exact).unwrap();
         }
@@ -456,6 +487,16 @@ fn loader_batches_match_reference(device: &Device) {
         assert!(peak > 0 && peak <= budget, "staging peak {peak} bytes over the budget of {budget}");
     } else {
         assert_eq!(telemetry.staging_peak_bytes, None);
+    }
+    drop(ours);
+    // Streamed padding masks: the valid masks flipped after the resample.
+    let padded = Loader::new(device, dataset.clone(), LoaderConfig { masks: MaskKind::Pad, ..config }).unwrap();
+    for (pad, valid) in padded.epoch(0).zip(reference.epoch(0)) {
+        let (pad, valid) = (pad.unwrap(), valid.unwrap());
+        for (p, v) in pad.streams.iter().zip(&valid.streams) {
+            let negated: Vec<bool> = v.mask.to_vec::<bool>().unwrap().into_iter().map(|x| !x).collect();
+            assert_eq!((p.mask_kind, p.mask.to_vec::<bool>().unwrap()), (MaskKind::Pad, negated), "{}", p.name);
+        }
     }
 
     // The resident reference against the per-window path (f32 streams without angles: identical).
@@ -472,7 +513,7 @@ fn loader_batches_match_reference(device: &Device) {
     let direct = Device::Cpu.time_window_batch(&dataset, &windows, &batch.samples, &f32_streams).unwrap();
     for (a, b) in batch.streams.iter().zip(&direct.streams) {
         assert_eq!(a.data.to_host().unwrap(), b.data.to_host().unwrap(), "{}", a.name);
-        assert_eq!(a.valid.to_host().unwrap(), b.valid.to_host().unwrap(), "{}", a.name);
+        assert_eq!(a.mask.to_host().unwrap(), b.mask.to_host().unwrap(), "{}", a.name);
     }
 }
 

@@ -221,7 +221,7 @@ pub fn run(args: Args) -> Result<()> {
             &batch.anchors[..batch.anchors.len().min(4)]
         );
         for stream in &batch.streams {
-            let valid = stream.valid.to_vec::<bool>()?;
+            let valid = stream.mask.to_vec::<bool>()?; // the loader's default: MaskKind::Valid
             let inside = valid.iter().filter(|&&v| v).count();
             let _ = writeln!(
                 out,

@@ -129,6 +129,28 @@ def current_stream(device: str) -> Optional[int]:
     return torch.cuda.current_stream(index).cuda_stream
 
 
+def stream_reader(device: str):
+    """A function of no arguments giving the caller's current CUDA stream on
+    ``device`` as :func:`current_stream` does (None on the CPU), with the
+    device parsed once (the loader reads it once per batch)."""
+    torch = _torch()
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None) if torch is not None else None
+    if raw is not None and device.startswith("cuda"):
+        index = int(device[5:])
+        return lambda: raw(index)
+    return lambda: current_stream(device)
+
+
+def capsule_importer():
+    """torch's DLPack import of a capsule (the C function where torch has it:
+    ``torch.utils.dlpack.from_dlpack`` checks first for ``__dlpack__``,
+    which a capsule lacks), or None without torch."""
+    torch = _torch()
+    if torch is None:
+        return None
+    return getattr(torch._C, "_from_dlpack", None) or torch.utils.dlpack.from_dlpack
+
+
 def output(array, like_torch: bool):
     """A native ``Array`` as a torch tensor (``like_torch``, through a
     DLPack capsule: the call already ordered torch's current stream after

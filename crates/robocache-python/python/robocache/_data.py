@@ -129,6 +129,9 @@ class Loader:
                                      normalization, mode)
         self._epoch = 0
         self._next_batch = 0
+        # What each batch holds, in the order the native loader hands it over.
+        self._keys = [key for name in self.streams for key in (name, f"{name}_is_pad")]
+        self._keys += ["sample_index", "episode_index", "anchor"]
 
     def __len__(self) -> int:
         """Batches per epoch on this rank."""
@@ -158,26 +161,31 @@ class Loader:
 
     def __iter__(self) -> Iterator[Dict[str, Any]]:
         epoch = self._native.epoch(self._epoch, self._next_batch)
-        like_torch = _arrays._torch() is not None
-        stream_of = lambda: _arrays.current_stream(self.device)  # noqa: E731
+        from_dlpack = _arrays.capsule_importer()
+        stream_of = _arrays.stream_reader(self.device)
+        keys = self._keys
         while True:
-            parts = epoch.next_batch(stream_of())
+            parts = epoch.next_batch(stream_of(), from_dlpack is not None)
             if parts is None:
                 break
-            streams, columns = parts
-            batch: Dict[str, Any] = {}
-            for name, data, valid in streams:
-                batch[name] = _arrays.output(data, like_torch)
-                mask = _arrays.output(valid, like_torch)
-                batch[f"{name}_is_pad"] = ~mask if like_torch else np.logical_not(mask)
-            columns = _arrays.output(columns, like_torch)
-            batch["sample_index"] = columns[0]
-            batch["episode_index"] = columns[1]
-            batch["anchor"] = columns[2].view(_arrays._torch().float64 if like_torch else np.float64)
+            if from_dlpack is not None:  # one DLPack capsule per tensor, in the order of the keys
+                batch = dict(zip(keys, map(from_dlpack, parts)))
+            else:
+                batch = self._numpy_batch(parts)
             self._next_batch += 1
             yield batch
         self._epoch += 1
         self._next_batch = 0
+
+    def _numpy_batch(self, parts) -> Dict[str, Any]:
+        """A batch as NumPy arrays (host memory; the columns come as one array)."""
+        *streams, columns = parts
+        batch = dict(zip(self._keys, map(np.asarray, streams)))
+        columns = np.asarray(columns)
+        batch["sample_index"] = columns[0]
+        batch["episode_index"] = columns[1]
+        batch["anchor"] = columns[2].view(np.float64)
+        return batch
 
     def telemetry(self) -> Dict[str, Any]:
         """Batches, waits, stall fraction, throughput, GPU utilization."""

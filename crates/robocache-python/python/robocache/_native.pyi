@@ -85,7 +85,11 @@ class Dataset:
     def info_json(self) -> str: ...
 
 class Epoch:
-    def next_batch(self, stream: Optional[int]) -> Optional[Tuple[List[Tuple[str, Array, Array]], Array]]: ...
+    def next_batch(self, stream: Optional[int], capsules: bool) -> Optional[Tuple[Any, ...]]:
+        """Per stream its data and padding mask, then sample ids, episode ids
+        and anchors: DLPack capsules with ``capsules``, else ``Array``s with
+        the three columns as one ``i64 [3, B]`` array."""
+        ...
 
 class Loader:
     def __init__(

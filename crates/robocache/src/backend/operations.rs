@@ -2,7 +2,7 @@
 
 use robocache_cpu::{DType, ResampleSpec, VoxelGrid, VoxelMode};
 
-use crate::assembly::{BatchStream, ResidentStream, WindowShape};
+use crate::assembly::{Assembled, AssemblyRequest, ResidentStream};
 use crate::ops::descriptors::{Fused, FusionStreamInput, Resampled, StreamInput, TargetTimes, VoxelInput, VoxelOutput};
 use crate::{Device, Result, Tensor};
 
@@ -36,12 +36,9 @@ pub(crate) trait CudaOperations {
     ) -> Result<VoxelOutput>;
     /// A resident stream's episode table in the assembly kernel's layout.
     fn resident_table(&self, device: &Device, stream: &ResidentStream) -> Result<Tensor>;
-    /// One batch of windows of resident streams.
-    fn assemble(
-        &self,
-        device: &Device,
-        streams: &[ResidentStream],
-        shape: &WindowShape,
-        samples: &[(usize, f64)],
-    ) -> Result<Vec<BatchStream>>;
+    /// One batch of windows of resident streams, with its columns.
+    fn assemble(&self, device: &Device, streams: &[ResidentStream], request: &AssemblyRequest<'_>)
+        -> Result<Assembled>;
+    /// Flips a bool mask in place (valid to padding), queued on the device.
+    fn flip_mask(&self, mask: &mut Tensor) -> Result<()>;
 }

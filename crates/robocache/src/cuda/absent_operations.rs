@@ -4,7 +4,7 @@
 use robocache_cpu::{DType, ResampleSpec, VoxelGrid, VoxelMode};
 
 use super::absent::CudaDevice;
-use crate::assembly::{BatchStream, ResidentStream, WindowShape};
+use crate::assembly::{Assembled, AssemblyRequest, ResidentStream};
 use crate::backend::operations::CudaOperations;
 use crate::ops::descriptors::{Fused, FusionStreamInput, Resampled, StreamInput, TargetTimes, VoxelInput, VoxelOutput};
 use crate::{Device, Result, Tensor};
@@ -26,13 +26,11 @@ impl CudaOperations for CudaDevice {
         self.unreachable()
     }
 
-    fn assemble(
-        &self,
-        _: &Device,
-        _: &[ResidentStream],
-        _: &WindowShape,
-        _: &[(usize, f64)],
-    ) -> Result<Vec<BatchStream>> {
+    fn assemble(&self, _: &Device, _: &[ResidentStream], _: &AssemblyRequest<'_>) -> Result<Assembled> {
+        self.unreachable()
+    }
+
+    fn flip_mask(&self, _: &mut Tensor) -> Result<()> {
         self.unreachable()
     }
 }

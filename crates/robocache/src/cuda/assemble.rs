@@ -6,12 +6,12 @@ use std::sync::Arc;
 
 use robocache_cpu::{DType, HostVec};
 use robocache_cuda::abi::{AssembleArgs, ResidentEpisode, ResidentStream as StreamEntry};
-use robocache_cuda::entry;
+use robocache_cuda::{entry, LaunchConfig};
 
 use super::backend::{CudaDevice, DeviceStorage};
 use super::error::cuda_error;
 use super::resample::{device_pointer, group_table, warp_launch};
-use crate::assembly::{BatchStream, ResidentStream, WindowShape};
+use crate::assembly::{Assembled, AssemblyRequest, BatchStream, MaskKind, ResidentStream, WindowShape};
 use crate::{Device, Result, Tensor};
 
 impl CudaDevice {
@@ -41,16 +41,23 @@ impl CudaDevice {
         &self,
         device: &Device,
         streams: &[ResidentStream],
-        shape: &WindowShape,
-        samples: &[(usize, f64)],
-    ) -> Result<Vec<BatchStream>> {
+        request: &AssemblyRequest<'_>,
+    ) -> Result<Assembled> {
+        let AssemblyRequest { shape, samples, masks, columns } = *request;
         let batch = samples.len();
         let steps = shape.len();
+        if columns.len() != 3 * batch {
+            return Err(crate::Error::Internal(format!(
+                "batch columns: {} values for {batch} windows (3 per window)",
+                columns.len()
+            )));
+        }
         let episodes: Vec<u32> = samples.iter().map(|&(e, _)| e as u32).collect();
         let anchors: Vec<f64> = samples.iter().map(|&(_, a)| a).collect();
         let episode_count = streams.first().map_or(0, |s| s.episodes.len());
         // One allocation for every output of the batch (each tensor a part of
-        // it, 256-byte aligned): one stream-ordered alloc and free per batch.
+        // it, 256-byte aligned), then its columns, then what the kernel reads
+        // (one upload): one stream-ordered alloc and free per batch.
         let align = |n: usize| n.next_multiple_of(256);
         let mut offsets = Vec::with_capacity(streams.len());
         let mut total = 0;
@@ -60,7 +67,8 @@ impl CudaDevice {
             offsets.push((out_at, total));
             total += align(batch * steps);
         }
-        let outputs = Arc::new(self.alloc(total)?);
+        let columns_at = total;
+        let mut outputs = self.alloc(columns_at + align(columns.len() * 8) + self.kernel_inputs_len(streams, batch))?;
         let base_out = outputs.device_pointer();
         let mut table = Vec::with_capacity(streams.len());
         for (stream, &(out_at, valid_at)) in streams.iter().zip(&offsets) {
@@ -77,42 +85,45 @@ impl CudaDevice {
                 pad: 0,
             });
         }
-        // One upload per batch: the stream table, then the episodes (u32,
-        // padded to 8 bytes), then the anchors (f64).
-        let mut packed: Vec<u8> = bytemuck::cast_slice(&table).to_vec();
-        let episodes_at = packed.len();
+        // One upload per batch: the columns, the stream table, the episodes
+        // (u32, padded to 8 bytes), then the anchors (f64).
+        let mut packed: Vec<u8> = bytemuck::cast_slice(columns).to_vec();
+        packed.resize(align(packed.len()), 0);
+        let table_at = columns_at + packed.len();
+        packed.extend_from_slice(bytemuck::cast_slice(&table));
+        let episodes_at = columns_at + packed.len();
         packed.extend_from_slice(bytemuck::cast_slice(&episodes));
         packed.resize(packed.len().next_multiple_of(8), 0);
-        let anchors_at = packed.len();
+        let anchors_at = columns_at + packed.len();
         packed.extend_from_slice(bytemuck::cast_slice(&anchors));
-        let packed = self.context.upload(&packed).map_err(cuda_error)?;
-        let base = packed.device_pointer();
+        self.context.upload_into(&mut outputs, columns_at, &packed).map_err(cuda_error)?;
         let (hz, step_windows) = match shape {
             WindowShape::Steps { .. } => (1.0, 1),
-            WindowShape::Times { hz, .. } => (*hz, 0),
+            WindowShape::Times { hz, .. } => (hz, 0),
         };
         let args = AssembleArgs {
             batch: batch as u64,
             targets: steps as u64,
             episode_count: episode_count as u64,
-            sample_episode: base + episodes_at as u64,
-            sample_anchor: base + anchors_at as u64,
+            sample_episode: base_out + episodes_at as u64,
+            sample_anchor: base_out + anchors_at as u64,
             hz,
             history: shape.history() as i64,
             step_windows,
-            pad: 0,
+            pad_masks: i32::from(masks == MaskKind::Pad),
             stream_count: streams.len() as u64,
-            streams: base,
+            streams: base_out + table_at as u64,
         };
         if batch > 0 && episode_count > 0 {
             // SAFETY: every pointer in the table and the arguments is a live
             // allocation of the size the kernel reads (episodes clamped to the
             // table, rows to the episode); the table and sample arrays are
-            // freed in stream order.
+            // part of the outputs, freed in stream order.
             unsafe { self.context.launch(entry::AssembleWindows, warp_launch(streams.len() * batch * steps), (args,)) }
                 .map_err(cuda_error)?;
         }
-        Ok(streams
+        let outputs = Arc::new(outputs);
+        let streams = streams
             .iter()
             .zip(offsets)
             .map(|(stream, (out_at, valid_at))| {
@@ -121,14 +132,41 @@ impl CudaDevice {
                 BatchStream {
                     name: stream.name.clone(),
                     data: Tensor::on_device(device, DeviceStorage::part(&outputs, out_at), DType::F32, full),
-                    valid: Tensor::on_device(
+                    mask: Tensor::on_device(
                         device,
                         DeviceStorage::part(&outputs, valid_at),
                         DType::Bool,
                         vec![batch, steps],
                     ),
+                    mask_kind: masks,
                 }
             })
-            .collect())
+            .collect();
+        let columns = Tensor::on_device(device, DeviceStorage::part(&outputs, columns_at), DType::I64, vec![3, batch]);
+        Ok(Assembled { streams, columns })
+    }
+
+    /// Bytes of what the assembly kernel reads beside the columns: the
+    /// stream table, the episodes (u32, padded to 8 bytes), the anchors.
+    fn kernel_inputs_len(&self, streams: &[ResidentStream], batch: usize) -> usize {
+        streams.len() * size_of::<StreamEntry>() + (batch * 4).next_multiple_of(8) + batch * 8
+    }
+
+    /// Flips a bool mask in place on the stream (valid to padding).
+    pub(super) fn flip_mask(&self, mask: &mut Tensor) -> Result<()> {
+        if mask.dtype() != DType::Bool {
+            return Err(crate::Error::Internal(format!("a mask of {} to flip (bool expected)", mask.dtype())));
+        }
+        let n = mask.len();
+        if n == 0 {
+            return Ok(());
+        }
+        let threads = 256;
+        let grid = u32::try_from(n.div_ceil(threads))
+            .map_err(|_| crate::Error::Internal(format!("a mask of {n} bytes is too large to flip in one launch")))?;
+        let config = LaunchConfig { grid, block: threads as u32, shared_bytes: 0 };
+        // SAFETY: the mask is a live device allocation of `n` bytes, written
+        // by the kernel in stream order; `grid * block` covers `n`.
+        unsafe { self.context.launch(entry::FlipMasks, config, (device_pointer(mask), n as u64)) }.map_err(cuda_error)
     }
 }

@@ -11,7 +11,7 @@ use super::backend::{host_vec_from_bytes, CudaDevice, DeviceStorage};
 use super::error::cuda_error;
 use super::staging::StagingBuffer;
 use super::timing::DeviceEvent;
-use crate::assembly::{BatchStream, ResidentStream, WindowShape};
+use crate::assembly::{Assembled, AssemblyRequest, ResidentStream};
 use crate::backend::operations::CudaOperations;
 use crate::backend::CudaBackend;
 use crate::ops::descriptors::{Fused, FusionStreamInput, Resampled, StreamInput, TargetTimes, VoxelInput, VoxelOutput};
@@ -183,9 +183,12 @@ impl CudaOperations for CudaDevice {
         &self,
         device: &Device,
         streams: &[ResidentStream],
-        shape: &WindowShape,
-        samples: &[(usize, f64)],
-    ) -> Result<Vec<BatchStream>> {
-        self.run_assembly(device, streams, shape, samples)
+        request: &AssemblyRequest<'_>,
+    ) -> Result<Assembled> {
+        self.run_assembly(device, streams, request)
+    }
+
+    fn flip_mask(&self, mask: &mut Tensor) -> Result<()> {
+        CudaDevice::flip_mask(self, mask)
     }
 }

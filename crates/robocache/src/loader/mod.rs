@@ -50,14 +50,17 @@ use std::time::Instant;
 
 use robocache_datasets::{Dataset, Sampler, Shard, StepWindowSpec, StepWindows, TimeWindowSpec, TimeWindows};
 
-pub use crate::assembly::WindowShape;
+pub use crate::assembly::{MaskKind, WindowShape};
 pub use normalization::{Normalization, NormalizationMode, StreamStatistics};
 pub use resident::ResidentStreams;
 pub use telemetry::{Telemetry, TelemetryReport};
 
+use crate::assembly::AssemblyRequest;
+use crate::backend::operations::CudaOperations;
 use crate::backend::CudaBackend;
 use crate::windows::{BatchStream, WindowBatch};
-use crate::{Device, Error, Result};
+use crate::{Device, Error, Result, Tensor};
+use robocache_cpu::HostVec;
 
 /// How windows are cut.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -107,6 +110,11 @@ pub struct LoaderConfig {
     /// (the device's pool, shared by its loaders; the last loader made sets
     /// it). A single upload larger than the budget takes one buffer of its size.
     pub staging_bytes: usize,
+    /// What the batches' masks mark: [`MaskKind::Valid`] (the default) or
+    /// [`MaskKind::Pad`], LeRobot's `_is_pad`, written so by the resident
+    /// assembly itself (streamed streams' masks are flipped after their
+    /// resample, one small launch each).
+    pub masks: MaskKind,
     /// `next()` returns once the batch is computed (the device synchronised),
     /// so telemetry counts the time until data is ready. Off: `next()`
     /// returns once the work is queued; synchronise on the device's stream.
@@ -116,8 +124,8 @@ pub struct LoaderConfig {
 impl LoaderConfig {
     /// `streams` cut by `windows` in batches of `batch_size`; shuffled with seed 0, the
     /// whole data set, last batch kept, 4 batches of prefetch over 2
-    /// workers, [`LoaderMode::Auto`], 256 MiB of staging, batches ready when
-    /// delivered.
+    /// workers, [`LoaderMode::Auto`], 256 MiB of staging, valid masks,
+    /// batches ready when delivered.
     pub fn new(streams: &[&str], windows: WindowSpec, batch_size: usize) -> Self {
         LoaderConfig {
             streams: streams.iter().map(|s| (*s).to_owned()).collect(),
@@ -132,6 +140,7 @@ impl LoaderConfig {
             mode: LoaderMode::Auto,
             normalization: None,
             staging_bytes: crate::cuda::DEFAULT_STAGING_BYTES,
+            masks: MaskKind::Valid,
             wait_until_ready: true,
         }
     }
@@ -320,6 +329,7 @@ impl Loader {
             resident: self.resident.clone(),
             streamed: self.streamed.clone(),
             streams: self.config.streams.clone(),
+            masks: self.config.masks,
             wait_until_ready: self.config.wait_until_ready,
         });
         let batches = Arc::new(batches);
@@ -375,17 +385,38 @@ struct Job {
     resident: Option<Arc<ResidentStreams>>,
     streamed: Vec<String>,
     streams: Vec<String>,
+    masks: MaskKind,
     wait_until_ready: bool,
 }
 
 impl Job {
     /// One batch: resident streams in one launch, streamed ones read and
-    /// resampled, in the configured stream order; synchronised when asked.
+    /// resampled, in the configured stream order, with its columns on the
+    /// device; synchronised when asked.
     fn assemble(&self, samples: Vec<usize>) -> Result<WindowBatch> {
         let pairs = samples.iter().map(|&s| self.cut.anchor(s)).collect::<Result<Vec<_>>>()?;
-        let mut parts: Vec<BatchStream> = match &self.resident {
-            Some(resident) => resident.assemble(&self.cut.shape(), &pairs)?,
-            None => Vec::new(),
+        let episodes: Vec<usize> = pairs.iter().map(|&(e, _)| e).collect();
+        // Seconds, as every `WindowBatch` (step windows: the anchor step over
+        // the dataset's rate, as `Device::step_window_batch` gives).
+        let anchors: Vec<f64> = match &*self.cut {
+            Cut::Steps(_) => {
+                let rate = self.dataset.info().rate_hz;
+                pairs.iter().map(|&(_, step)| step / rate).collect()
+            }
+            Cut::Times(_) => pairs.iter().map(|&(_, a)| a).collect(),
+        };
+        let columns: Vec<i64> = (samples.iter().map(|&s| s as i64))
+            .chain(episodes.iter().map(|&e| e as i64))
+            .chain(anchors.iter().map(|a| a.to_bits() as i64))
+            .collect();
+        let (mut parts, columns) = match &self.resident {
+            Some(resident) => {
+                let request =
+                    AssemblyRequest { shape: self.cut.shape(), samples: &pairs, masks: self.masks, columns: &columns };
+                let assembled = resident.assemble(&request)?;
+                (assembled.streams, assembled.columns)
+            }
+            None => (Vec::new(), Tensor::from_slice(&self.device, &columns, &[3, samples.len()])?),
         };
         if !self.streamed.is_empty() {
             let names: Vec<&str> = self.streamed.iter().map(String::as_str).collect();
@@ -393,7 +424,12 @@ impl Job {
                 Cut::Steps(w) => self.device.step_window_batch(&self.dataset, w, &samples, &names)?,
                 Cut::Times(w) => self.device.time_window_batch(&self.dataset, w, &samples, &names)?,
             };
-            parts.extend(batch.streams);
+            for mut stream in batch.streams {
+                if stream.mask_kind != self.masks {
+                    flip_mask(&self.device, &mut stream)?;
+                }
+                parts.push(stream);
+            }
         }
         let mut ordered = Vec::with_capacity(self.streams.len());
         for name in &self.streams {
@@ -404,21 +440,25 @@ impl Job {
         if self.wait_until_ready {
             self.device.synchronize()?;
         }
-        Ok(WindowBatch {
-            streams: ordered,
-            samples,
-            episodes: pairs.iter().map(|&(e, _)| e).collect(),
-            // Seconds, as every `WindowBatch` (step windows: the anchor step
-            // over the dataset's rate, as `Device::step_window_batch` gives).
-            anchors: match &*self.cut {
-                Cut::Steps(_) => {
-                    let rate = self.dataset.info().rate_hz;
-                    pairs.iter().map(|&(_, step)| step / rate).collect()
-                }
-                Cut::Times(_) => pairs.iter().map(|&(_, a)| a).collect(),
-            },
-        })
+        Ok(WindowBatch { streams: ordered, samples, episodes, anchors, columns: Some(columns) })
     }
+}
+
+/// Turns a stream's mask into the other kind (valid to padding and back):
+/// on the host for the CPU, by a launch queued on the device's stream else.
+fn flip_mask(device: &Device, stream: &mut BatchStream) -> Result<()> {
+    match device {
+        Device::Cpu => {
+            let flipped: Vec<bool> = stream.mask.to_vec::<bool>()?.into_iter().map(|v| !v).collect();
+            stream.mask = Tensor::from_host_vec(device, HostVec::Bool(flipped), stream.mask.shape())?;
+        }
+        Device::Cuda(cuda) => cuda.flip_mask(&mut stream.mask)?,
+    }
+    stream.mask_kind = match stream.mask_kind {
+        MaskKind::Valid => MaskKind::Pad,
+        MaskKind::Pad => MaskKind::Valid,
+    };
+    Ok(())
 }
 
 /// The batches of one epoch (an iterator), assembled by worker threads

@@ -13,7 +13,9 @@ use robocache_cpu::{Boundary, HostVec, ResampleSpec, Stream, Targets, Times};
 use robocache_datasets::{Dataset, StreamTimes};
 
 use super::normalization::Normalization;
-use crate::assembly::{BatchStream, ResidentEpisode, ResidentStream, WindowShape};
+use crate::assembly::{
+    Assembled, AssemblyRequest, BatchStream, MaskKind, ResidentEpisode, ResidentStream, WindowShape,
+};
 use crate::backend::operations::CudaOperations;
 use crate::{Device, Error, Result, Tensor};
 
@@ -124,15 +126,24 @@ impl ResidentStreams {
     }
 
     /// One window per `(episode, anchor)` of every stream: `[B, T, ...step_shape]`
-    /// f32 and the valid mask `[B, T]`.
-    pub fn assemble(&self, shape: &WindowShape, samples: &[(usize, f64)]) -> Result<Vec<BatchStream>> {
+    /// f32 and the mask `[B, T]` of the kind asked for, and the request's
+    /// columns as an `i64 [3, B]` tensor on the device.
+    pub(crate) fn assemble(&self, request: &AssemblyRequest<'_>) -> Result<Assembled> {
+        let AssemblyRequest { shape, samples, columns, .. } = *request;
         if shape.is_empty() {
             return Err(invalid("windows of no steps".into()));
         }
         if let WindowShape::Times { hz, .. } = shape {
-            if !(hz.is_finite() && *hz > 0.0) {
+            if !(hz.is_finite() && hz > 0.0) {
                 return Err(invalid(format!("policy rate {hz} Hz is not a positive rate")));
             }
+        }
+        if columns.len() != 3 * samples.len() {
+            return Err(invalid(format!(
+                "{} batch columns for {} windows (3 per window)",
+                columns.len(),
+                samples.len()
+            )));
         }
         for &(episode, anchor) in samples {
             if episode >= self.episode_count || !anchor.is_finite() {
@@ -143,12 +154,15 @@ impl ResidentStreams {
             }
         }
         match &self.device {
-            Device::Cpu => Ok(self
-                .streams
-                .iter()
-                .map(|s| assemble_on_host(&self.device, s, shape, samples))
-                .collect::<Result<_>>()?),
-            Device::Cuda(cuda) => cuda.assemble(&self.device, &self.streams, shape, samples),
+            Device::Cpu => Ok(Assembled {
+                streams: self
+                    .streams
+                    .iter()
+                    .map(|s| assemble_on_host(&self.device, s, request))
+                    .collect::<Result<_>>()?,
+                columns: Tensor::from_slice(&self.device, columns, &[3, samples.len()])?,
+            }),
+            Device::Cuda(cuda) => cuda.assemble(&self.device, &self.streams, request),
         }
     }
 }
@@ -168,12 +182,8 @@ fn host_f32(data: HostVec) -> Vec<f32> {
 
 /// The CPU reference of `assemble_windows`: the same search and arithmetic
 /// as `resample` on one episode per window.
-fn assemble_on_host(
-    device: &Device,
-    stream: &ResidentStream,
-    shape: &WindowShape,
-    samples: &[(usize, f64)],
-) -> Result<BatchStream> {
+fn assemble_on_host(device: &Device, stream: &ResidentStream, request: &AssemblyRequest<'_>) -> Result<BatchStream> {
+    let AssemblyRequest { shape, samples, masks, .. } = *request;
     let channels = stream.channels;
     let steps = shape.len();
     let history = shape.history();
@@ -221,11 +231,15 @@ fn assemble_on_host(
             Ok(())
         },
     )?;
+    if masks == MaskKind::Pad {
+        valid.iter_mut().for_each(|v| *v = !*v);
+    }
     let mut full = vec![samples.len(), steps];
     full.extend(&stream.step_shape);
     Ok(BatchStream {
         name: stream.name.clone(),
         data: Tensor::from_host_vec(device, HostVec::F32(out), &full)?,
-        valid: Tensor::from_host_vec(device, HostVec::Bool(valid), &[samples.len(), steps])?,
+        mask: Tensor::from_host_vec(device, HostVec::Bool(valid), &[samples.len(), steps])?,
+        mask_kind: masks,
     })
 }
