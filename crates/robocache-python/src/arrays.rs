@@ -93,9 +93,9 @@ pub(crate) fn device_of(desc: &ArrayDesc) -> PyResult<Device> {
 /// Result tensors freed together and the CUDA streams of their consumers:
 /// robocache's stream waits for each of them before the memory is freed
 /// (stream-ordered, so work a consumer queued with the data completes
-/// first). An operation's results are one each (freed independently); a
-/// loader batch's are one group (its parts share memory, and one wait
-/// orders the whole batch's free).
+/// first). An operation's results are one group (the data and its mask
+/// share one allocation), as are a loader batch's parts: one wait orders
+/// the whole group's free, once its last tensor is gone.
 #[derive(Debug)]
 pub(crate) struct Owned {
     tensors: Vec<Tensor>,

@@ -1,6 +1,7 @@
 //! The operations: descriptors in, facade call, [`Array`]s out.
 
 use pyo3::prelude::*;
+use pyo3::types::{PyString, PyTuple};
 use robocache::{
     ChannelSpec, DType, Device, FusionStreamInput, Method, ResampleSpec, StreamInput, TargetTimes, Tensor, TimeAxis,
     VoxelGrid, VoxelInput, VoxelMode,
@@ -10,17 +11,54 @@ use crate::arrays::{device_of, Array, ArrayDesc};
 use crate::errors::{invalid, IntoPy};
 
 /// Source times: an `f64` array, or `("uniform", start, hz)`.
-#[derive(Debug, FromPyObject)]
+#[derive(Debug)]
 enum TimesArg {
     Uniform(String, f64, f64),
     Array(ArrayDesc),
 }
 
 /// Target times: an `f64` array, or `("uniform", start, hz, len)`.
-#[derive(Debug, FromPyObject)]
+#[derive(Debug)]
 enum TargetsArg {
     Uniform(String, f64, f64, usize),
     Array(ArrayDesc),
+}
+
+/// A tuple whose first item is a string is a uniform form, anything else
+/// an array descriptor: decided by looking, so that a call (every training
+/// step) never builds the error of a failed extraction.
+fn is_uniform_form(object: &Borrowed<'_, '_, PyAny>) -> bool {
+    object
+        .cast::<PyTuple>()
+        .ok()
+        .and_then(|tuple| tuple.get_item(0).ok())
+        .is_some_and(|first| first.is_instance_of::<PyString>())
+}
+
+impl<'py> FromPyObject<'_, 'py> for TimesArg {
+    type Error = PyErr;
+
+    fn extract(object: Borrowed<'_, 'py, PyAny>) -> PyResult<Self> {
+        if !is_uniform_form(&object) {
+            return Ok(TimesArg::Array(object.extract()?));
+        }
+        let (tag, start, hz): (String, f64, f64) =
+            object.extract().map_err(|_| invalid("uniform times are ('uniform', start, hz)"))?;
+        Ok(TimesArg::Uniform(tag, start, hz))
+    }
+}
+
+impl<'py> FromPyObject<'_, 'py> for TargetsArg {
+    type Error = PyErr;
+
+    fn extract(object: Borrowed<'_, 'py, PyAny>) -> PyResult<Self> {
+        if !is_uniform_form(&object) {
+            return Ok(TargetsArg::Array(object.extract()?));
+        }
+        let (tag, start, hz, len): (String, f64, f64, usize) =
+            object.extract().map_err(|_| invalid("uniform target times are ('uniform', start, hz, count)"))?;
+        Ok(TargetsArg::Uniform(tag, start, hz, len))
+    }
 }
 
 /// One call: its device, the borrowed tensors it makes, the ordering with the caller's stream.
@@ -132,7 +170,12 @@ fn resample(
         call.finish(stream)?;
         Ok::<_, PyErr>(out)
     })?;
-    Ok((Array::new(out.data, stream), Array::new(out.valid, stream)))
+    // One group: the results share one allocation, freed after one wait.
+    let mut results = Array::group(vec![out.data, out.valid], stream).into_iter();
+    match (results.next(), results.next()) {
+        (Some(data), Some(valid)) => Ok((data, valid)),
+        _ => Err(crate::errors::to_py(robocache::Error::Internal("a resample without its two results".into()))),
+    }
 }
 
 /// `fuse([(data, times, lengths, channels, boundary)], targets, dtype, trusted, stream) -> (out, valid, offsets)`.
@@ -176,7 +219,12 @@ fn fuse(
         call.finish(stream)?;
         Ok::<_, PyErr>(out)
     })?;
-    Ok((Array::new(out.data, stream), Array::new(out.valid, stream), out.offsets))
+    // One group: the results share one allocation, freed after one wait.
+    let mut results = Array::group(vec![out.data, out.valid], stream).into_iter();
+    match (results.next(), results.next()) {
+        (Some(data), Some(valid)) => Ok((data, valid, out.offsets)),
+        _ => Err(crate::errors::to_py(robocache::Error::Internal("a fusion without its two results".into()))),
+    }
 }
 
 /// `voxelize(points, features, clouds, num_clouds, origin, voxel_size, dims, mode, budget_bytes, stream)

@@ -156,8 +156,10 @@ impl CudaDevice {
         } else {
             Some(self.context.upload(bytemuck::cast_slice(&table)).map_err(cuda_error)?)
         };
-        let out = self.alloc(rows * width * dtype.size_in_bytes())?;
-        let valid = self.alloc(streams.len() * rows)?;
+        // One allocation for both results (the masks 256-byte aligned after
+        // the data): one stream-ordered alloc and free per call.
+        let valid_at = (rows * width * dtype.size_in_bytes()).next_multiple_of(256);
+        let results = std::sync::Arc::new(self.alloc(valid_at + streams.len() * rows)?);
         let args = FusionArgs {
             batch: batch as u64,
             targets: target.len as u64,
@@ -169,8 +171,8 @@ impl CudaDevice {
             table: device_table.as_ref().map_or(0, |t| t.device_pointer()),
             inline_streams,
         };
-        let out_pointer = out.device_pointer();
-        let valid_pointer = valid.device_pointer();
+        let out_pointer = results.device_pointer();
+        let valid_pointer = out_pointer + valid_at as u64;
         if let Some(tiled) = tiled_fusion(&plans, &offsets, dtype, batch, target.len) {
             self.launch_tiled_fusion(&tiled, args, out_pointer, valid_pointer)?;
         } else {
@@ -182,10 +184,10 @@ impl CudaDevice {
                 .map_err(cuda_error)?;
         }
         Ok(Fused {
-            data: Tensor::on_device(device, DeviceStorage::new(out), dtype, vec![batch, target.len, width]),
+            data: Tensor::on_device(device, DeviceStorage::part(&results, 0), dtype, vec![batch, target.len, width]),
             valid: Tensor::on_device(
                 device,
-                DeviceStorage::new(valid),
+                DeviceStorage::part(&results, valid_at),
                 DType::Bool,
                 vec![streams.len(), batch, target.len],
             ),

@@ -278,11 +278,13 @@ impl CudaDevice {
             self.check_streams(&[Checked { what: what.into(), args, stream }], targets)?;
         }
         let rows = plan.batch * plan.target_len;
-        let out = self.alloc(rows * plan.channels * plan.dtype.size_in_bytes())?;
-        let valid = self.alloc(rows)?;
+        // One allocation for both results (the mask 256-byte aligned after
+        // the data): one stream-ordered alloc and free per call.
+        let valid_at = (rows * plan.channels * plan.dtype.size_in_bytes()).next_multiple_of(256);
+        let results = std::sync::Arc::new(self.alloc(valid_at + rows)?);
         let data_pointer = device_pointer(stream.data);
-        let out_pointer = out.device_pointer();
-        let valid_pointer = valid.device_pointer();
+        let out_pointer = results.device_pointer();
+        let valid_pointer = out_pointer + valid_at as u64;
         if let Some(kernel) = tiled_kernel(&plan, data_pointer) {
             let blocks = self.resident_grid(kernel, plan.batch * plan.target_len.div_ceil(MAX_TILE), 0)?;
             let params = (data_pointer, out_pointer, valid_pointer, MAX_TILE as i32, args);
@@ -302,8 +304,13 @@ impl CudaDevice {
             .map_err(cuda_error)?;
         }
         Ok(Resampled {
-            data: Tensor::on_device(device, DeviceStorage::new(out), plan.dtype, plan.output_shape().to_vec()),
-            valid: Tensor::on_device(device, DeviceStorage::new(valid), DType::Bool, vec![plan.batch, plan.target_len]),
+            data: Tensor::on_device(device, DeviceStorage::part(&results, 0), plan.dtype, plan.output_shape().to_vec()),
+            valid: Tensor::on_device(
+                device,
+                DeviceStorage::part(&results, valid_at),
+                DType::Bool,
+                vec![plan.batch, plan.target_len],
+            ),
         })
     }
 
