@@ -386,6 +386,7 @@ pub fn gpu_bundle() -> Result<()> {
         "PYTHONPATH=pydeps-python CUDA_MODULE_LOADING=LAZY compute-sanitizer --tool memcheck --error-exitcode 9 --kernel-name-exclude kns=at:: python3 -m pytest -q -p no:cacheprovider python/tests/test_cuda.py python/tests/test_loader.py::test_cuda_loader_equals_cpu python/tests/test_ops.py::test_groot_loop_as_written -k 'not ordered' > $OUT/memcheck-python.log 2>&1 || { status=1; tail -30 $OUT/memcheck-python.log; }; tail -3 $OUT/memcheck-python.log\n",
         "echo \"== python per-call time vs torch\"\n",
         "PYTHONPATH=pydeps-python python3 python_call_overhead.py --json $OUT/python-calls.json || status=1\n",
+        "PYTHONPATH=pydeps-python python3 python_call_pieces.py || status=1\n",
         "PYTHONPATH=pydeps-python python3 python_loader.py bench-loader.hdf5 --batches 2000 --profile --rust-json $OUT/bench-loader.json --json $OUT/python-loader.json || status=1\n",
     ));
     // The harness with the PyTorch baseline in the same run (docs/performance.md).
@@ -407,6 +408,7 @@ pub fn gpu_bundle() -> Result<()> {
     std::fs::copy(root().join("benches/robomimic_loader.py"), bundle.join("robomimic_loader.py"))?;
     std::fs::copy(root().join("benches/python_call_overhead.py"), bundle.join("python_call_overhead.py"))?;
     std::fs::copy(root().join("benches/python_loader.py"), bundle.join("python_loader.py"))?;
+    std::fs::copy(root().join("benches/python_call_pieces.py"), bundle.join("python_call_pieces.py"))?;
     std::fs::copy(root().join("benches/train_policy.py"), bundle.join("train_policy.py"))?;
     let python = bundle.join("python");
     crate::wheel(&python)?;
