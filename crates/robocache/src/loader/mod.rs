@@ -48,6 +48,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+use robocache_cpu::HostVec;
 use robocache_datasets::{Dataset, Sampler, Shard, StepWindowSpec, StepWindows, TimeWindowSpec, TimeWindows};
 
 pub use crate::assembly::{MaskKind, WindowShape};
@@ -60,7 +61,6 @@ use crate::backend::operations::CudaOperations;
 use crate::backend::CudaBackend;
 use crate::windows::{BatchStream, WindowBatch};
 use crate::{Device, Error, Result, Tensor};
-use robocache_cpu::HostVec;
 
 /// How windows are cut.
 #[derive(Clone, Copy, Debug, PartialEq)]
