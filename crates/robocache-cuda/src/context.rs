@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use cust::context::{Context, CurrentContext};
@@ -202,6 +203,7 @@ impl CudaContext {
             len: bytes,
             context: self.clone(),
             borrowed: false,
+            free_stream: AtomicU64::new(OWN_STREAM),
         })
     }
 
@@ -549,7 +551,13 @@ impl CudaContext {
     pub unsafe fn borrow(&self, address: u64, len: usize) -> DeviceBytes {
         // SAFETY: forwarded to the caller; the buffer is never freed (see Drop).
         let buffer = unsafe { DeviceBuffer::from_raw_parts(cust::memory::DevicePointer::from_raw(address), len) };
-        DeviceBytes { buffer: std::mem::ManuallyDrop::new(buffer), len, context: self.clone(), borrowed: true }
+        DeviceBytes {
+            buffer: std::mem::ManuallyDrop::new(buffer),
+            len,
+            context: self.clone(),
+            borrowed: true,
+            free_stream: AtomicU64::new(OWN_STREAM),
+        }
     }
 
     /// An event recorded on the stream now.
@@ -561,15 +569,21 @@ impl CudaContext {
     }
 }
 
+/// `DeviceBytes::free_stream` when the memory is freed on the context's stream.
+const OWN_STREAM: u64 = u64::MAX;
+
 /// An untyped device allocation of `len` bytes. Dropping it frees the memory
-/// in stream order (`cuMemFreeAsync` on the context's stream): after the work
-/// already queued, without waiting for it.
+/// in stream order (`cuMemFreeAsync` on the context's stream, or the stream
+/// [`DeviceBytes::free_on_stream`] names): after the work already queued
+/// there, without waiting for it.
 pub struct DeviceBytes {
     buffer: std::mem::ManuallyDrop<DeviceBuffer<u8>>,
     len: usize,
     context: CudaContext,
     /// Memory of another owner ([`CudaContext::borrow`]): never freed here.
     borrowed: bool,
+    /// The raw stream the memory is freed on, `OWN_STREAM` for the context's.
+    free_stream: AtomicU64,
 }
 
 impl Drop for DeviceBytes {
@@ -579,9 +593,21 @@ impl Drop for DeviceBytes {
         }
         // SAFETY: `drop` runs once and nothing uses the buffer after it.
         let buffer = unsafe { std::mem::ManuallyDrop::take(&mut self.buffer) };
-        if self.context.make_current().is_ok() {
+        if self.context.make_current().is_err() {
+            return std::mem::forget(buffer); // no context to free in: leaked, as a failed free would
+        }
+        match *self.free_stream.get_mut() {
             // A failure here can only leak the allocation; there is no one to report it to.
-            let _ = buffer.drop_async(&self.context.inner.stream);
+            OWN_STREAM => drop(buffer.drop_async(&self.context.inner.stream)),
+            stream => {
+                // SAFETY: the allocation is this buffer's, freed once (the
+                // buffer is forgotten below); `free_on_stream`'s caller
+                // vouched that `stream` is live and ordered after every use.
+                let _ = unsafe {
+                    cust::sys::cuMemFreeAsync(buffer.as_device_ptr().as_raw(), stream as cust::sys::CUstream)
+                };
+                std::mem::forget(buffer);
+            }
         }
     }
 }
@@ -598,6 +624,22 @@ impl fmt::Debug for DeviceBytes {
 }
 
 impl DeviceBytes {
+    /// Frees the memory, once it is dropped, in stream order on `stream` (a
+    /// raw `CUstream` of another library on this device; 0 the legacy
+    /// default stream) instead of the context's stream, so that the free
+    /// follows the work queued there and the context's stream never waits
+    /// for it. Stream-ordered pools let memory freed on one stream serve
+    /// allocations on another, with the dependencies that takes.
+    ///
+    /// # Safety
+    ///
+    /// When the memory is dropped, `stream` must be a live stream of this
+    /// device, and every use of the memory queued on any stream must be
+    /// ordered before the work queued on `stream` by then.
+    pub unsafe fn free_on_stream(&self, stream: u64) {
+        self.free_stream.store(stream, Ordering::Relaxed);
+    }
+
     /// Size in bytes.
     pub fn len(&self) -> usize {
         self.len

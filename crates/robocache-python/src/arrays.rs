@@ -120,6 +120,7 @@ impl Owned {
         let mut consumers = self.consumers.lock().map_err(|_| invalid("a result's stream list is poisoned"))?;
         if !consumers.contains(&stream) {
             device.make_external_stream_wait(stream).py_err()?;
+            crate::streams::note(stream);
             consumers.push(stream);
         }
         Ok(())
@@ -130,6 +131,19 @@ impl Drop for Owned {
     fn drop(&mut self) {
         let Owned { tensors, consumers } = self;
         let (Some(first), Ok(consumers)) = (tensors.first(), consumers.get_mut()) else { return };
+        if let [stream] = consumers[..] {
+            if crate::streams::only(stream) {
+                for tensor in tensors.iter() {
+                    // SAFETY: every use of these tensors' memory is ordered
+                    // before the work queued on `stream` now (`streams`:
+                    // every call and batch of the process was ordered with
+                    // it), the stream is the caller's live stream, and this
+                    // group holds the memory's last handles.
+                    unsafe { tensor.free_on_external_stream(stream) };
+                }
+                return; // the tensors drop after this: freed on the consumer's stream
+            }
+        }
         for &stream in consumers.iter() {
             // A failure leaves the free ordered on robocache's stream only;
             // there is no one to report it to from a destructor.

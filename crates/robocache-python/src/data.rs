@@ -207,6 +207,9 @@ impl Epoch {
             Err(_) => Err(robocache::Error::Internal("loader epoch: poisoned by a panic on another thread".into())),
         });
         let Some(batch) = next.py_err()? else { return Ok(None) };
+        if let Some(stream) = stream {
+            crate::streams::note(stream);
+        }
         let batch = batch.py_err()?;
         let internal = |what: &str| crate::errors::to_py(robocache::Error::Internal(what.into()));
         if batch.streams.iter().any(|s| s.mask_kind != MaskKind::Pad) {

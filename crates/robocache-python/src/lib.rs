@@ -27,6 +27,7 @@ mod data;
 mod dlpack;
 mod errors;
 mod ops;
+mod streams;
 
 use pyo3::prelude::*;
 

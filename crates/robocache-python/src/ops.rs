@@ -70,7 +70,7 @@ impl Call {
     fn tensor(&self, what: &str, desc: &ArrayDesc) -> PyResult<Tensor> {
         // SAFETY: the Python function that called in holds every array it
         // described until it returns, and before it returns the caller's
-        // stream is ordered after the work queued with them (`finish`).
+        // stream is ordered after the work queued with them (`ordered`).
         unsafe { desc.tensor(what, &self.device) }
     }
 
@@ -88,21 +88,30 @@ impl Call {
         }
     }
 
-    /// Orders robocache's stream after the caller's before any work.
-    fn start(&self, stream: Option<u64>) -> PyResult<()> {
-        match stream {
-            Some(stream) => self.device.wait_for_external_stream(stream).py_err(),
-            None => Ok(()),
+    /// Runs `body` with robocache's stream ordered after the caller's
+    /// `stream` before it, and the caller's stream ordered after robocache's
+    /// work when it succeeds, so results and inputs are safe to use and free
+    /// there without a host wait (on the CPU: `body` alone, then a wait for
+    /// the device). When `body` or the ordering fails, work it queued on the
+    /// inputs may be ordered before no stream of the caller's: results are
+    /// then freed on robocache's stream from here on (`streams::distrust`).
+    fn ordered<T>(&self, stream: Option<u64>, body: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+        let Some(stream) = stream else {
+            let out = body()?;
+            self.device.synchronize().py_err()?;
+            return Ok(out);
+        };
+        crate::streams::note(stream);
+        let result = self
+            .device
+            .wait_for_external_stream(stream)
+            .py_err()
+            .and_then(|()| body())
+            .and_then(|out| self.device.make_external_stream_wait(stream).py_err().map(|()| out));
+        if result.is_err() {
+            crate::streams::distrust();
         }
-    }
-
-    /// Orders the caller's stream after robocache's work, so results and
-    /// inputs are safe to use and free there without a host wait.
-    fn finish(&self, stream: Option<u64>) -> PyResult<()> {
-        match stream {
-            Some(stream) => self.device.make_external_stream_wait(stream).py_err(),
-            None => self.device.synchronize().py_err(),
-        }
+        result
     }
 }
 
@@ -161,14 +170,13 @@ fn resample(
     let targets_tensor = call.targets(&targets)?;
     let lengths_tensor = lengths.as_ref().map(|l| call.tensor("lengths", l)).transpose()?;
     let out = py.detach(|| {
-        call.start(stream)?;
-        let mut input = StreamInput::new(&data_tensor, time_axis(&times, &times_tensor));
-        if let Some(l) = &lengths_tensor {
-            input = input.with_lengths(l);
-        }
-        let out = call.device.resample(&input, &target_times(&targets, &targets_tensor), &spec).py_err()?;
-        call.finish(stream)?;
-        Ok::<_, PyErr>(out)
+        call.ordered(stream, || {
+            let mut input = StreamInput::new(&data_tensor, time_axis(&times, &times_tensor));
+            if let Some(l) = &lengths_tensor {
+                input = input.with_lengths(l);
+            }
+            call.device.resample(&input, &target_times(&targets, &targets_tensor), &spec).py_err()
+        })
     })?;
     // One group: the results share one allocation, freed after one wait.
     let mut results = Array::group(vec![out.data, out.valid], stream).into_iter();
@@ -203,21 +211,20 @@ fn fuse(
     }
     let targets_tensor = call.targets(&targets)?;
     let out = py.detach(|| {
-        call.start(stream)?;
-        let inputs: Vec<FusionStreamInput<'_>> = tensors
-            .iter()
-            .zip(&streams)
-            .map(|((data, times, lengths, spec), (_, time_arg, ..))| {
-                let mut input = StreamInput::new(data, time_axis(time_arg, times));
-                if let Some(l) = lengths {
-                    input = input.with_lengths(l);
-                }
-                FusionStreamInput { stream: input, spec: spec.clone() }
-            })
-            .collect();
-        let out = call.device.fuse(&inputs, &target_times(&targets, &targets_tensor), dtype).py_err()?;
-        call.finish(stream)?;
-        Ok::<_, PyErr>(out)
+        call.ordered(stream, || {
+            let inputs: Vec<FusionStreamInput<'_>> = tensors
+                .iter()
+                .zip(&streams)
+                .map(|((data, times, lengths, spec), (_, time_arg, ..))| {
+                    let mut input = StreamInput::new(data, time_axis(time_arg, times));
+                    if let Some(l) = lengths {
+                        input = input.with_lengths(l);
+                    }
+                    FusionStreamInput { stream: input, spec: spec.clone() }
+                })
+                .collect();
+            call.device.fuse(&inputs, &target_times(&targets, &targets_tensor), dtype).py_err()
+        })
     })?;
     // One group: the results share one allocation, freed after one wait.
     let mut results = Array::group(vec![out.data, out.valid], stream).into_iter();
@@ -252,15 +259,14 @@ fn voxelize(
     let clouds_tensor = clouds.as_ref().map(|c| call.tensor("cloud index", c)).transpose()?;
     let grid = VoxelGrid { origin, voxel_size, dims };
     let out = py.detach(|| {
-        call.start(stream)?;
-        let input = VoxelInput {
-            points: &points_tensor,
-            features: features_tensor.as_ref(),
-            clouds: clouds_tensor.as_ref().map(|c| (c, num_clouds)),
-        };
-        let out = call.device.voxelize(&input, &grid, mode, budget_bytes).py_err()?;
-        call.finish(stream)?;
-        Ok::<_, PyErr>(out)
+        call.ordered(stream, || {
+            let input = VoxelInput {
+                points: &points_tensor,
+                features: features_tensor.as_ref(),
+                clouds: clouds_tensor.as_ref().map(|c| (c, num_clouds)),
+            };
+            call.device.voxelize(&input, &grid, mode, budget_bytes).py_err()
+        })
     })?;
     Ok((Array::new(out.grid, stream), out.counts.map(|c| Array::new(c, stream)), Array::new(out.dropped, stream)))
 }

@@ -162,3 +162,40 @@ def test_numpy_batches_without_torch(robomimic_file, monkeypatch):
         for key, value in a.items():
             assert isinstance(value, np.ndarray), key
             assert value.dtype == b[key].numpy().dtype and np.array_equal(value, b[key].numpy()), key
+
+
+FREED_WHILE_READ = """
+import sys, torch, robocache
+path, cuda = sys.argv[1], sys.argv[2]
+kw = dict(windows={"hz": 50.0, "history": 2, "horizon": 8}, batch_size=16, seed=3, shuffle=False)
+streams = ["actions", "obs/joint_pos", "obs/gripper"]
+want = [b["actions"] for b in robocache.Loader(path, streams, device="cpu", **kw)]
+it = iter(robocache.Loader(path, streams, device=cuda, prefetch=8, workers=3, **kw))
+batch = next(it)
+slow = torch.randn(4096, 4096, device=cuda)
+for _ in range(8):
+    slow = torch.tanh(slow @ slow)  # keeps torch's stream busy
+copy = batch["actions"] + slow[:1, :1] * 0  # reads the batch after the matmuls
+del batch  # freed now, in stream order
+later = [b["actions"] * 1 for b in it]  # assembled meanwhile on robocache's stream, which never waits for torch's
+assert torch.equal(copy.cpu(), want[0]), "the batch's memory was reused before torch read it"
+assert all(torch.equal(a.cpu(), b) for a, b in zip(later, want[1:]))
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("process", ["this", "fresh"])
+def test_cuda_batch_freed_while_torch_reads_it(robomimic_file, cuda, process):
+    """A batch dropped while a long kernel on torch's stream still reads it:
+    the later batches, assembled on robocache's own stream, must not reuse
+    its memory before that read. In a fresh process every call has used one
+    stream, so the batch is freed on torch's stream itself; in this one,
+    after tests with side streams, robocache's stream waits for torch's."""
+    if process == "this":
+        exec(FREED_WHILE_READ.replace("sys.argv[1], sys.argv[2]", "robomimic_file, cuda"), {"robomimic_file": robomimic_file, "cuda": cuda})
+        return
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", FREED_WHILE_READ, str(robomimic_file), cuda], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]

@@ -220,6 +220,28 @@ impl Tensor {
         }
     }
 
+    /// Frees this tensor's device memory, once the last tensor sharing it is
+    /// dropped, in stream order on `stream` (a raw `CUstream` of another
+    /// library on the tensor's device, 0 the legacy default stream) instead
+    /// of robocache's stream: for memory handed to a consumer whose stream
+    /// is ordered after every use of it, so that robocache's stream never
+    /// waits for the consumer's work. Nothing for host memory or memory
+    /// robocache does not own.
+    ///
+    /// # Safety
+    ///
+    /// When the memory is dropped, `stream` must be a live stream of the
+    /// tensor's device, and every use of the memory queued on any stream
+    /// (robocache's included) must be ordered before the work queued on
+    /// `stream` by then.
+    pub unsafe fn free_on_external_stream(&self, stream: u64) {
+        match &self.storage {
+            // SAFETY: forwarded to the caller.
+            Storage::Device(storage) => unsafe { CudaDevice::free_storage_on_stream(storage, stream) },
+            Storage::Host(_) | Storage::External(_) => {}
+        }
+    }
+
     #[cfg(feature = "cuda")]
     pub(crate) fn device_storage(&self) -> Option<&DeviceStorage> {
         match &self.storage {

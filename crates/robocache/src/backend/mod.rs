@@ -64,6 +64,13 @@ pub(crate) trait CudaBackend: Sized {
     fn duplicate(&self, storage: &Self::Storage, len: usize) -> Result<Self::Storage>;
     /// Where the storage's bytes start on the device.
     fn storage_pointer(storage: &Self::Storage) -> u64;
+    /// Frees `storage`'s allocation, once its last part is dropped, on the
+    /// foreign `stream` instead of the device's own.
+    ///
+    /// # Safety
+    ///
+    /// As `robocache_cuda::DeviceBytes::free_on_stream`.
+    unsafe fn free_storage_on_stream(storage: &Self::Storage, stream: u64);
 
     /// `len` bytes of page-locked memory from the staging pool.
     fn lend_staging(&self, len: usize) -> Result<Self::Staging>;

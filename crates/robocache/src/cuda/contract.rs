@@ -126,6 +126,11 @@ impl CudaBackend for CudaDevice {
         storage.device_pointer()
     }
 
+    unsafe fn free_storage_on_stream(storage: &DeviceStorage, stream: u64) {
+        // SAFETY: forwarded to the caller.
+        unsafe { storage.bytes.free_on_stream(stream) }
+    }
+
     fn staging_bytes(staging: &mut StagingBuffer) -> &mut [u8] {
         staging.as_mut_bytes()
     }
