@@ -383,7 +383,7 @@ pub fn gpu_bundle() -> Result<()> {
         "echo \"== memcheck python GPU tests\"\n",
         "# torch's own kernels are left out of the check (--kernel-name-exclude), which\n",
         "# otherwise takes the run past ten minutes before the first test.\n",
-        "PYTHONPATH=pydeps-python CUDA_MODULE_LOADING=LAZY compute-sanitizer --tool memcheck --error-exitcode 9 --kernel-name-exclude kns=at:: python3 -m pytest -q -p no:cacheprovider python/tests/test_cuda.py python/tests/test_loader.py::test_cuda_loader_equals_cpu python/tests/test_ops.py::test_groot_loop_as_written -k 'not ordered' > $OUT/memcheck-python.log 2>&1 || { status=1; tail -30 $OUT/memcheck-python.log; }; tail -3 $OUT/memcheck-python.log\n",
+        "PYTHONPATH=pydeps-python CUDA_MODULE_LOADING=LAZY compute-sanitizer --tool memcheck --error-exitcode 9 --kernel-name-exclude kns=at:: python3 -m pytest -q -p no:cacheprovider python/tests/test_cuda.py python/tests/test_loader.py::test_cuda_loader_equals_cpu python/tests/test_loader.py::test_cuda_batch_freed_while_torch_reads_it python/tests/test_ops.py::test_groot_loop_as_written -k 'not ordered and not fresh' > $OUT/memcheck-python.log 2>&1 || { status=1; tail -30 $OUT/memcheck-python.log; }; tail -3 $OUT/memcheck-python.log\n",
         "echo \"== python per-call time vs torch\"\n",
         "PYTHONPATH=pydeps-python python3 python_call_overhead.py --json $OUT/python-calls.json || status=1\n",
         "PYTHONPATH=pydeps-python python3 python_call_pieces.py || status=1\n",
