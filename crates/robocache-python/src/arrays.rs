@@ -91,9 +91,10 @@ pub(crate) fn device_of(desc: &ArrayDesc) -> PyResult<Device> {
 }
 
 /// Result tensors freed together and the CUDA streams of their consumers:
-/// robocache's stream waits for each of them before the memory is freed
-/// (stream-ordered, so work a consumer queued with the data completes
-/// first). An operation's results are one group (the data and its mask
+/// the memory is freed in stream order after the work each consumer queued
+/// with it, on the one consumer's stream while the process has used only
+/// that one (see `streams`), else on robocache's stream after it has waited
+/// for each consumer. An operation's results are one group (the data and its mask
 /// share one allocation), as are a loader batch's parts: one wait orders
 /// the whole group's free, once its last tensor is gone.
 #[derive(Debug)]
@@ -169,6 +170,12 @@ impl Array {
     /// CUDA stream) wait for it.
     pub(crate) fn new(tensor: Tensor, consumer_stream: Option<u64>) -> Self {
         Array { owned: Owned::new(vec![tensor], consumer_stream), index: 0 }
+    }
+
+    /// An operation's two results (data and mask), freed together.
+    pub(crate) fn pair(data: Tensor, mask: Tensor, consumer_stream: Option<u64>) -> (Self, Self) {
+        let owned = Owned::new(vec![data, mask], consumer_stream);
+        (Array { owned: owned.clone(), index: 0 }, Array { owned, index: 1 })
     }
 
     /// Each tensor of a group freed together.

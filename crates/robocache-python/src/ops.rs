@@ -178,12 +178,8 @@ fn resample(
             call.device.resample(&input, &target_times(&targets, &targets_tensor), &spec).py_err()
         })
     })?;
-    // One group: the results share one allocation, freed after one wait.
-    let mut results = Array::group(vec![out.data, out.valid], stream).into_iter();
-    match (results.next(), results.next()) {
-        (Some(data), Some(valid)) => Ok((data, valid)),
-        _ => Err(crate::errors::to_py(robocache::Error::Internal("a resample without its two results".into()))),
-    }
+    // The results share one allocation, freed together.
+    Ok(Array::pair(out.data, out.valid, stream))
 }
 
 /// `fuse([(data, times, lengths, channels, boundary)], targets, dtype, trusted, stream) -> (out, valid, offsets)`.
@@ -226,12 +222,9 @@ fn fuse(
             call.device.fuse(&inputs, &target_times(&targets, &targets_tensor), dtype).py_err()
         })
     })?;
-    // One group: the results share one allocation, freed after one wait.
-    let mut results = Array::group(vec![out.data, out.valid], stream).into_iter();
-    match (results.next(), results.next()) {
-        (Some(data), Some(valid)) => Ok((data, valid, out.offsets)),
-        _ => Err(crate::errors::to_py(robocache::Error::Internal("a fusion without its two results".into()))),
-    }
+    // The results share one allocation, freed together.
+    let (data, valid) = Array::pair(out.data, out.valid, stream);
+    Ok((data, valid, out.offsets))
 }
 
 /// `voxelize(points, features, clouds, num_clouds, origin, voxel_size, dims, mode, budget_bytes, stream)

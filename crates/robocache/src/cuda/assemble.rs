@@ -67,8 +67,14 @@ impl CudaDevice {
             offsets.push((out_at, total));
             total += align(batch * steps);
         }
+        // Then, filled by one upload: the columns, the stream table, the
+        // episodes (u32, padded to 8 bytes), the anchors (f64).
         let columns_at = total;
-        let mut outputs = self.alloc(columns_at + align(columns.len() * 8) + self.kernel_inputs_len(streams, batch))?;
+        let table_at = columns_at + align(columns.len() * 8);
+        let episodes_at = table_at + streams.len() * size_of::<StreamEntry>();
+        let anchors_at = episodes_at + (batch * 4).next_multiple_of(8);
+        let end = anchors_at + batch * 8;
+        let mut outputs = self.alloc(end)?;
         let base_out = outputs.device_pointer();
         let mut table = Vec::with_capacity(streams.len());
         for (stream, &(out_at, valid_at)) in streams.iter().zip(&offsets) {
@@ -85,17 +91,15 @@ impl CudaDevice {
                 pad: 0,
             });
         }
-        // One upload per batch: the columns, the stream table, the episodes
-        // (u32, padded to 8 bytes), then the anchors (f64).
-        let mut packed: Vec<u8> = bytemuck::cast_slice(columns).to_vec();
-        packed.resize(align(packed.len()), 0);
-        let table_at = columns_at + packed.len();
-        packed.extend_from_slice(bytemuck::cast_slice(&table));
-        let episodes_at = columns_at + packed.len();
-        packed.extend_from_slice(bytemuck::cast_slice(&episodes));
-        packed.resize(packed.len().next_multiple_of(8), 0);
-        let anchors_at = columns_at + packed.len();
-        packed.extend_from_slice(bytemuck::cast_slice(&anchors));
+        let mut packed = vec![0u8; end - columns_at];
+        for (at, bytes) in [
+            (columns_at, bytemuck::cast_slice::<i64, u8>(columns)),
+            (table_at, bytemuck::cast_slice(&table)),
+            (episodes_at, bytemuck::cast_slice(&episodes)),
+            (anchors_at, bytemuck::cast_slice(&anchors)),
+        ] {
+            packed[at - columns_at..][..bytes.len()].copy_from_slice(bytes);
+        }
         self.context.upload_into(&mut outputs, columns_at, &packed).map_err(cuda_error)?;
         let (hz, step_windows) = match shape {
             WindowShape::Steps { .. } => (1.0, 1),
@@ -144,12 +148,6 @@ impl CudaDevice {
             .collect();
         let columns = Tensor::on_device(device, DeviceStorage::part(&outputs, columns_at), DType::I64, vec![3, batch]);
         Ok(Assembled { streams, columns })
-    }
-
-    /// Bytes of what the assembly kernel reads beside the columns: the
-    /// stream table, the episodes (u32, padded to 8 bytes), the anchors.
-    fn kernel_inputs_len(&self, streams: &[ResidentStream], batch: usize) -> usize {
-        streams.len() * size_of::<StreamEntry>() + (batch * 4).next_multiple_of(8) + batch * 8
     }
 
     /// Flips a bool mask in place on the stream (valid to padding).
