@@ -305,7 +305,9 @@ impl Dataset {
                     return Ok(HostVec::Bool(bytes.into_iter().map(|b| b != 0).collect()));
                 }
                 let mut data = HostVec::zeros(info.dtype, len);
-                let bytes = data.as_bytes_mut().expect("only bool has no byte view");
+                let Some(bytes) = data.as_bytes_mut() else {
+                    return Err(Error::Invalid(format!("{} rows have no byte view", info.dtype)));
+                };
                 rlds.read_rows_into(episode, info, rows, bytes)?;
                 Ok(data)
             }
