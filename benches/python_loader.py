@@ -4,15 +4,21 @@ robomimic's SequenceDataset reads, on cuda, after 3 warm-up batches.
 
     python3 python_loader.py FILE [--rust-json bench-loader.json ...] [--json out.json] [--profile]
 
-The Rust figure comes from `robocache bench loader --keep FILE --json` run
-just before on the same machine (its resident configuration; the median of
-the files given).
+Both run in this process, on one loader, in alternating rounds (7 of
+each): the Rust consumer loop of `robocache bench loader` (each batch
+dropped as it arrives, `Loader.time_rust_consumer`) and Python's
+iteration (each batch a dict of torch tensors). The ratio is the median of
+the rounds' ratios: the lent hosts' speed drifts between runs and
+processes by more than the difference measured, so only side-by-side
+rounds compare. `--rust-json` adds the figure of `robocache bench loader
+--keep FILE --json` run before in its own process (its default
+configuration: valid masks instead of padding masks), for reference.
 
-The rate is the median of 5 rounds. `--profile` also times two pieces of
-a Python batch apart, in µs per batch (medians of 5 rounds): the native
-`next_batch` alone (the Rust loader's batch handed over as DLPack capsules,
-the previous one freed) and turning one batch's capsules into the dict of
-torch tensors, so a miss can be placed."""
+`--profile` also times two pieces of a Python batch apart, in µs per batch
+(medians of 5 rounds): the native `next_batch` alone (the Rust loader's
+batch handed over as DLPack capsules, the previous one freed) and turning
+one batch's capsules into the dict of torch tensors, so a miss can be
+placed."""
 
 import argparse
 import json
@@ -22,16 +28,17 @@ import time
 import robocache
 
 STREAMS = ["actions", "rewards", "dones", "obs/robot0_eef_pos", "obs/robot0_eef_quat", "obs/gripper_closed"]
+ROUNDS = 7
 
 
 def loader_for(file, device):
     return robocache.Loader(file, STREAMS, windows={"seq_length": 16}, batch_size=256, device=device)
 
 
-def rate(file, device, batches, torch):
-    """Batches/s of the Python Loader over `batches` batches after 3 warm-up ones
-    (one round)."""
-    loader = loader_for(file, device)
+def python_rate(loader, batches, torch):
+    """Batches/s of Python's iteration over `batches` batches after 3 warm-up
+    ones, from epoch 0 on (one round)."""
+    loader.set_epoch(0)
     it = iter(loader)
     for _ in range(3):
         next(it)
@@ -40,12 +47,16 @@ def rate(file, device, batches, torch):
         try:
             next(it)
         except StopIteration:
-            loader.set_epoch(loader.state_dict()["epoch"])
-            it = iter(loader)
+            it = iter(loader)  # the next epoch
             next(it)
-    if torch is not None and device.startswith("cuda"):
+    if torch is not None and loader.device.startswith("cuda"):
         torch.cuda.synchronize()
     return batches / (time.perf_counter() - start)
+
+
+def rust_rate(loader, batches):
+    """Batches/s of the Rust consumer loop on the same loader (one round)."""
+    return batches / loader._native.time_rust_consumer(batches)
 
 
 def profile(file, device, batches, torch):
@@ -95,19 +106,28 @@ def main():
     import torch
 
     device = "cuda:0" if robocache.cuda_available() else "cpu"
-    # The median of 5 rounds: host-bound rates vary between rounds on these machines.
-    per_s = statistics.median(rate(args.file, device, args.batches, torch) for _ in range(5))
-    results = {"device": device, "batches": args.batches, "batches_per_s": per_s, "ms_per_batch": 1e3 / per_s}
-    line = f"python Loader on {device}: {per_s:.0f} batches/s ({1e3 / per_s:.3f} ms/batch)"
+    loader = loader_for(args.file, device)
+    rust, python, ratios = [], [], []
+    for _ in range(ROUNDS):
+        rust.append(rust_rate(loader, args.batches))
+        python.append(python_rate(loader, args.batches, torch))
+        ratios.append(python[-1] / rust[-1])
+    per_s, rust_per_s, ratio = (statistics.median(v) for v in (python, rust, ratios))
+    results = {"device": device, "batches": args.batches, "rounds": ROUNDS, "batches_per_s": per_s,
+               "ms_per_batch": 1e3 / per_s, "rust_batches_per_s": rust_per_s, "ratio": ratio,
+               "rounds_python": python, "rounds_rust": rust}
+    line = (f"python Loader on {device}: {per_s:.0f} batches/s; Rust consumer, same process and loader: "
+            f"{rust_per_s:.0f} batches/s; ratio {ratio:.2f}x (median of {ROUNDS} alternating rounds, "
+            f"range {min(ratios):.2f}-{max(ratios):.2f})")
     if args.rust_json:
         rates = []
         for path in args.rust_json:
-            rust = [r for r in json.load(open(path)) if r.get("backend", "").startswith(device[:4])]
-            rust = [r for r in rust if r.get("mode") == "resident"] or rust
-            rates += [r["batches_per_s"] for r in rust[:1]]
+            cli = [r for r in json.load(open(path)) if r.get("backend", "").startswith(device[:4])]
+            cli = [r for r in cli if r.get("mode") == "resident"] or cli
+            rates += [r["batches_per_s"] for r in cli[:1]]
         if rates:
-            results["rust_batches_per_s"] = rust_per_s = statistics.median(rates)
-            line += f"; Rust Loader {rust_per_s:.0f} batches/s, median of {len(rates)} ({per_s / rust_per_s:.2f}x)"
+            results["cli_batches_per_s"] = cli_per_s = statistics.median(rates)
+            line += f"\n  robocache bench loader (own process), median of {len(rates)}: {cli_per_s:.0f} batches/s"
     if args.profile:
         results["profile_us_per_batch"] = profile(args.file, device, args.batches, torch)
     print(line)

@@ -178,6 +178,14 @@ impl Loader {
     fn reset_telemetry(&self) {
         self.inner.reset_telemetry();
     }
+
+    /// Seconds the Rust consumer loop of `robocache bench loader` (each
+    /// batch dropped as it arrives) takes for `batches` batches after 3
+    /// warm-up ones, on this loader: the baseline `benches/python_loader.py`
+    /// runs in the same process as Python's iteration.
+    fn time_rust_consumer(&self, py: Python<'_>, batches: usize) -> PyResult<f64> {
+        py.detach(|| self.inner.time_batches(batches)).py_err().map(|d| d.as_secs_f64())
+    }
 }
 
 /// The batches of one epoch, assembled ahead by the loader's threads.

@@ -199,3 +199,13 @@ def test_cuda_batch_freed_while_torch_reads_it(robomimic_file, cuda, process):
 
     done = subprocess.run([sys.executable, "-c", FREED_WHILE_READ, str(robomimic_file), cuda], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+def test_rust_consumer_timing_runs_on_the_same_loader(robomimic_file):
+    # The bench's baseline (benches/python_loader.py): more batches than an
+    # epoch holds go on into the next epochs; the Python iteration after it
+    # still starts where its own state says.
+    loader = make(robomimic_file)
+    seconds = loader._native.time_rust_consumer(len(loader) + 2)
+    assert isinstance(seconds, float) and seconds > 0.0
+    assert len(list(loader)) == len(loader)

@@ -15,7 +15,7 @@ device. CUDA work is ordered with torch's current stream: no
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Optional, Sequence, Union
+from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -99,6 +99,17 @@ def _device_of(desc) -> str:
     return desc[3]
 
 
+_STREAM_NAMES: list = []
+
+
+def _stream_names(k: int) -> Tuple[str, str, str]:
+    """What stream ``k``'s arrays are called in errors (made once, not per call)."""
+    while len(_STREAM_NAMES) <= k:
+        n = len(_STREAM_NAMES)
+        _STREAM_NAMES.append((f"stream {n} data", f"stream {n} source times", f"stream {n} lengths"))
+    return _STREAM_NAMES[k]
+
+
 # ---- operations ------------------------------------------------------------
 
 def resample(data, times, targets, *, method: Optional[str] = None, channels=None,
@@ -168,9 +179,10 @@ def fuse(streams: Sequence, targets, *, dtype: str = "f32", trusted: bool = Fals
             spec = stream[2] if len(stream) > 2 else "linear"
             boundary, lengths = "clamp", None
         like_torch = like_torch or _arrays.is_torch(data)
+        names = _stream_names(k)
         parts.append((
-            _arrays.describe(data, f"stream {k} data", keep), _times(times, f"stream {k} source times", keep),
-            None if lengths is None else _arrays.describe(lengths, f"stream {k} lengths", keep), spec, boundary,
+            _arrays.describe(data, names[0], keep), _times(times, names[1], keep),
+            None if lengths is None else _arrays.describe(lengths, names[2], keep), spec, boundary,
         ))
     if not parts:
         raise InvalidInputError("fuse needs at least one stream")
@@ -179,10 +191,15 @@ def fuse(streams: Sequence, targets, *, dtype: str = "f32", trusted: bool = Fals
     return _arrays.output(out, like_torch), _arrays.output(valid, like_torch)
 
 
+_OUTPUT_DTYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64"}
+
+
 def _dtype_name(dtype) -> str:
-    names = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64"}
+    """An output dtype's name: robocache's (``"f32"``, as given), NumPy's or torch's."""
+    if isinstance(dtype, str) and len(dtype) <= 4:
+        return dtype
     text = str(dtype).replace("torch.", "")
-    return names.get(text, text)
+    return _OUTPUT_DTYPES.get(text, text)
 
 
 def voxelize(points, *, origin, voxel_size, dims, mode: str = "occupancy", features=None, clouds=None,

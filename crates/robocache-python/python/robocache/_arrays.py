@@ -67,20 +67,41 @@ def _torch_dtypes(torch) -> dict:
 
 _CUDA_NAMES = [f"cuda:{i}" for i in range(64)]
 
+_TENSOR_TYPE = None
+
+
+def _torch_tensor_type():
+    """``torch.Tensor`` once torch is imported (then kept, with the dtype
+    names), else None."""
+    global _TENSOR_TYPE
+    torch = _torch()
+    if torch is not None:
+        _torch_dtypes(torch)
+        _TENSOR_TYPE = torch.Tensor
+    return _TENSOR_TYPE
+
 
 def is_torch(x: Any) -> bool:
-    torch = _torch()
-    return torch is not None and isinstance(x, torch.Tensor)
+    tensor_type = _TENSOR_TYPE or _torch_tensor_type()
+    return tensor_type is not None and isinstance(x, tensor_type)
 
 
 def describe(x: Any, what: str, keep: Optional[list] = None) -> Tuple[int, Tuple[int, ...], str, str]:
     """The descriptor of a contiguous NumPy array or torch tensor. A list or
     scalar becomes a NumPy array first (a copy), appended to ``keep`` so the
     caller holds it for the length of the call: the descriptor is only an
-    address."""
-    torch = _torch()
-    if torch is not None and isinstance(x, torch.Tensor):
-        dtype = _torch_dtypes(torch).get(x.dtype)
+    address. A torch tensor's shape stays its ``torch.Size`` (a tuple)."""
+    tensor_type = _TENSOR_TYPE or _torch_tensor_type()
+    if tensor_type is not None and isinstance(x, tensor_type):
+        # Every training step describes its tensors: the common case (a
+        # supported dtype, contiguous, on the CPU or a GPU) is one pass.
+        dtype = _TORCH_DTYPES.get(x.dtype)
+        if dtype is not None and x.is_contiguous():
+            if x.is_cuda:
+                index = x.get_device()
+                return (x.data_ptr(), x.shape, dtype, _CUDA_NAMES[index] if index < len(_CUDA_NAMES) else f"cuda:{index}")
+            if x.is_cpu:
+                return (x.data_ptr(), x.shape, dtype, "cpu")
         if dtype is None:
             raise DTypeError(f"{what}: torch dtype {x.dtype} is not supported")
         if not x.is_contiguous():
@@ -88,14 +109,7 @@ def describe(x: Any, what: str, keep: Optional[list] = None) -> Tuple[int, Tuple
                 f"{what}: the tensor of shape {tuple(x.shape)} and strides {tuple(x.stride())} is not contiguous "
                 "(an expanded or sliced view); pass x.contiguous()"
             )
-        if x.is_cuda:
-            index = x.get_device()
-            device = _CUDA_NAMES[index] if index < len(_CUDA_NAMES) else f"cuda:{index}"
-        elif x.is_cpu:
-            device = "cpu"
-        else:
-            raise InvalidInputError(f"{what}: tensors on {x.device} are not supported (cpu or cuda)")
-        return (x.data_ptr(), tuple(x.shape), dtype, device)
+        raise InvalidInputError(f"{what}: tensors on {x.device} are not supported (cpu or cuda)")
     if not isinstance(x, np.ndarray):
         if keep is None:
             raise InvalidInputError(f"{what}: expected a NumPy array or a torch tensor, got {type(x).__name__}")
@@ -117,28 +131,40 @@ def describe(x: Any, what: str, keep: Optional[list] = None) -> Tuple[int, Tuple
 def current_stream(device: str) -> Optional[int]:
     """The caller's CUDA stream on ``device`` (torch's current stream), or
     None on the CPU."""
+    reader = _STREAM_READERS.get(device)
+    if reader is None:
+        reader = stream_reader(device)
+        if _torch() is not None:  # CuPy's callers read the default stream until torch is imported
+            _STREAM_READERS[device] = reader
+    return reader()
+
+
+_STREAM_READERS: dict = {}
+
+
+def _read_current_stream(device: str) -> Optional[int]:
+    """:func:`current_stream` without the cache."""
     if not device.startswith("cuda"):
         return None
     torch = _torch()
     if torch is None:
         return 0  # the legacy default stream, as CuPy's default
-    index = int(device[5:])
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    if raw is not None:  # the raw handle without building a Stream object (as Triton reads it)
-        return raw(index)
-    return torch.cuda.current_stream(index).cuda_stream
+    return torch.cuda.current_stream(int(device[5:])).cuda_stream
 
 
 def stream_reader(device: str):
     """A function of no arguments giving the caller's current CUDA stream on
     ``device`` as :func:`current_stream` does (None on the CPU), with the
-    device parsed once (the loader reads it once per batch)."""
+    device parsed once (calls and the loader read it on every call and
+    batch)."""
+    if not device.startswith("cuda"):
+        return lambda: None
     torch = _torch()
     raw = getattr(torch._C, "_cuda_getCurrentRawStream", None) if torch is not None else None
-    if raw is not None and device.startswith("cuda"):
+    if raw is not None:  # the raw handle without building a Stream object (as Triton reads it)
         index = int(device[5:])
         return lambda: raw(index)
-    return lambda: current_stream(device)
+    return lambda: _read_current_stream(device)
 
 
 def capsule_importer():
@@ -156,10 +182,21 @@ def output(array, like_torch: bool):
     DLPack capsule: the call already ordered torch's current stream after
     robocache's work) or a NumPy / CuPy array, sharing its memory."""
     if like_torch:
-        return _torch().utils.dlpack.from_dlpack(array.to_dlpack())
+        return (_IMPORTER or _capsule_importer_cached())(array.to_dlpack())
     if array.device.startswith("cuda"):
         cupy = sys.modules.get("cupy")
         if cupy is None:
             raise InvalidInputError("a CUDA result needs torch or CuPy to hold it")
         return cupy.asarray(array)
     return np.asarray(array)
+
+
+_IMPORTER = None
+
+
+def _capsule_importer_cached():
+    """:func:`capsule_importer`, looked up once (``output`` runs only once
+    torch holds a result, so torch is imported)."""
+    global _IMPORTER
+    _IMPORTER = capsule_importer()
+    return _IMPORTER

@@ -374,6 +374,33 @@ impl Loader {
         }
         self.utilization.reset();
     }
+
+    /// The time a consumer that drops each batch as it arrives takes for
+    /// `batches` batches, after 3 warm-up batches (not timed), going through
+    /// epochs 0, 1, … as needed. This is the loop `robocache bench loader`
+    /// times. The Python bench runs it on the Python Loader's own loader,
+    /// interleaved with Python's iteration, so both are compared in one
+    /// process.
+    pub fn time_batches(&self, batches: usize) -> Result<std::time::Duration> {
+        if self.batches_per_epoch() == 0 {
+            return Err(invalid("time_batches: the loader has no batches".into()));
+        }
+        const WARM_UP: usize = 3;
+        let (mut epoch, mut done, mut started) = (0u64, 0usize, None);
+        loop {
+            for batch in self.epoch(epoch) {
+                drop(batch?);
+                done += 1;
+                if done == WARM_UP {
+                    started = Some(Instant::now());
+                }
+                if done >= batches + WARM_UP {
+                    return Ok(started.map_or_else(std::time::Duration::default, |s| s.elapsed()));
+                }
+            }
+            epoch += 1;
+        }
+    }
 }
 
 /// What the worker threads of an epoch share.

@@ -6,7 +6,6 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
 
 use anyhow::{Context, Result};
 use robocache::datasets::synthetic::{write_robomimic, SyntheticSpec};
@@ -90,23 +89,7 @@ pub fn run(args: Args) -> Result<()> {
         for (mode, label) in [(LoaderMode::Auto, "resident"), (LoaderMode::Streaming, "streaming")] {
             let config = LoaderConfig { mode, ..LoaderConfig::new(&names, windows, args.batch) };
             let loader = Loader::new(device, dataset.clone(), config)?;
-            let mut epoch = 0u64;
-            let mut done = 0usize;
-            let mut started = None;
-            'run: loop {
-                for batch in loader.epoch(epoch) {
-                    batch?;
-                    done += 1;
-                    if done == 3 {
-                        started = Some(Instant::now());
-                    }
-                    if done >= args.batches + 3 {
-                        break 'run;
-                    }
-                }
-                epoch += 1;
-            }
-            let seconds = started.map_or(0.0, |s| s.elapsed().as_secs_f64());
+            let seconds = loader.time_batches(args.batches)?.as_secs_f64();
             let timed = args.batches;
             results.push(Measurement {
                 backend: device.to_string(),
