@@ -8,11 +8,10 @@ use std::sync::{Arc, Mutex};
 
 use cust::context::{Context, CurrentContext};
 use cust::device::{Device, DeviceAttribute};
-use cust::event::{Event as CustEvent, EventFlags, EventStatus};
 use cust::function::Function;
-use cust::memory::{AsyncCopyDestination, CopyDestination, DeviceBuffer, DeviceSlice, LockedBuffer};
+use cust::memory::{CopyDestination, DeviceBuffer, DevicePointer, DeviceSlice, LockedBuffer};
 use cust::module::Module as CustModule;
-use cust::stream::{Stream, StreamFlags, StreamWaitEventFlags};
+use cust::stream::{Stream, StreamFlags};
 use cust::CudaFlags;
 use robocache_kernels::{Arch, Entry, Kernel, Module, Params};
 
@@ -38,7 +37,9 @@ struct Inner {
     /// use, grown when a read needs more).
     host_words: Mutex<Option<LockedBuffer<u64>>>,
     modules: Mutex<HashMap<Module, CustModule>>,
-    stream: Stream,
+    /// The context's own stream, owned here (destroyed with the context);
+    /// handles queue work on its raw handle (`CudaContext::stream`).
+    _stream: Stream,
     /// Host-to-device copies of staged data, overlapping the stream's kernels.
     copy_stream: Stream,
     context: Context,
@@ -50,6 +51,15 @@ struct RawFunction(cust::sys::CUfunction);
 
 /// An event created by `order_streams`, destroyed with the context.
 struct RawEvent(cust::sys::CUevent);
+
+/// A raw `CUstream`: the context's own stream, or another library's that a
+/// handle was made for ([`CudaContext::on_external_stream`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct RawStream(cust::sys::CUstream);
+
+// SAFETY: a stream handle is an opaque driver token, usable from any thread.
+unsafe impl Send for RawStream {}
+unsafe impl Sync for RawStream {}
 
 impl Drop for Inner {
     fn drop(&mut self) {
@@ -69,10 +79,13 @@ unsafe impl Send for Inner {}
 unsafe impl Sync for Inner {}
 
 /// A device's primary context, its stream and its loaded kernels. Cheap to
-/// clone (shared); safe to use from several threads.
+/// clone (shared); safe to use from several threads. Work is queued on the
+/// handle's stream: the context's own, or another library's for a handle
+/// from [`CudaContext::on_external_stream`].
 #[derive(Clone)]
 pub struct CudaContext {
     inner: Arc<Inner>,
+    stream: RawStream,
 }
 
 impl fmt::Debug for CudaContext {
@@ -86,9 +99,10 @@ impl fmt::Debug for CudaContext {
 }
 
 impl PartialEq for CudaContext {
-    /// The same context handle (its streams), not merely the same ordinal:
-    /// two handles of one GPU have their own streams, with no ordering
-    /// between them.
+    /// The same context (made by one [`CudaContext::new`]), not merely the
+    /// same ordinal: two contexts of one GPU have their own streams, with no
+    /// ordering between them. A handle on an external stream is the same
+    /// context as the one it was made from.
     fn eq(&self, other: &Self) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
@@ -122,7 +136,9 @@ impl CudaContext {
         CurrentContext::set_current(&context).map_err(driver("cuCtxSetCurrent"))?;
         let stream = Stream::new(StreamFlags::NON_BLOCKING, None).map_err(driver("cuStreamCreate"))?;
         let copy_stream = Stream::new(StreamFlags::NON_BLOCKING, None).map_err(driver("cuStreamCreate"))?;
+        let own = RawStream(stream.as_inner());
         Ok(CudaContext {
+            stream: own,
             inner: Arc::new(Inner {
                 ordinal,
                 name,
@@ -134,7 +150,7 @@ impl CudaContext {
                 ordering_event: Mutex::new(None),
                 host_words: Mutex::new(None),
                 modules: Mutex::new(HashMap::new()),
-                stream,
+                _stream: stream,
                 copy_stream,
                 context,
             }),
@@ -173,10 +189,30 @@ impl CudaContext {
         Ok(bytes.max(0) as usize)
     }
 
-    /// The raw `CUstream` all work is queued on, for consumers that
-    /// synchronise with it (as an integer handle).
+    /// The raw `CUstream` this handle's work is queued on, for consumers
+    /// that synchronise with it (as an integer handle).
     pub fn stream_handle(&self) -> u64 {
-        self.inner.stream.as_inner() as u64
+        self.stream.0 as u64
+    }
+
+    /// A handle of this context that queues all its work (launches,
+    /// stream-ordered allocations and frees, copies, fills, waits) on
+    /// `stream`, a raw `CUstream` of another library on this device (0: the
+    /// legacy default stream), instead of the context's own stream. Memory it
+    /// allocates is freed on `stream` unless told otherwise
+    /// ([`DeviceBytes::free_on_stream`]).
+    ///
+    /// # Safety
+    ///
+    /// `stream` must be a live stream of this device for as long as the
+    /// handle, its clones or memory allocated through them live.
+    pub unsafe fn on_external_stream(&self, stream: u64) -> CudaContext {
+        CudaContext { inner: self.inner.clone(), stream: RawStream(stream as cust::sys::CUstream) }
+    }
+
+    /// The stream this handle queues work on.
+    fn stream(&self) -> cust::sys::CUstream {
+        self.stream.0
     }
 
     fn make_current(&self) -> Result<()> {
@@ -192,12 +228,16 @@ impl CudaContext {
         // freed there (cuMemFreeAsync).
         // SAFETY: bytes are plain data; every byte is written before it is read
         // by the operations that allocate outputs.
-        let buffer = unsafe { DeviceBuffer::<u8>::uninitialized_async(bytes.max(1), &self.inner.stream) }.map_err(
-            |e| match e {
-                cust::error::CudaError::OutOfMemory => Error::OutOfMemory { bytes },
-                other => driver("cuMemAllocAsync")(other),
-            },
-        )?;
+        let mut pointer: cust::sys::CUdeviceptr = 0;
+        // SAFETY: writes one device pointer; the stream belongs to this device.
+        match unsafe { cust::sys::cuMemAllocAsync(&mut pointer, bytes.max(1), self.stream()) } {
+            cust::sys::CUresult::CUDA_SUCCESS => {}
+            cust::sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => return Err(Error::OutOfMemory { bytes }),
+            other => check(other, "cuMemAllocAsync")?,
+        }
+        // SAFETY: a fresh allocation of `bytes.max(1)` bytes, owned by the buffer
+        // (freed by `DeviceBytes`'s drop, never by the buffer's own).
+        let buffer = unsafe { DeviceBuffer::from_raw_parts(DevicePointer::from_raw(pointer), bytes.max(1)) };
         Ok(DeviceBytes {
             buffer: std::mem::ManuallyDrop::new(buffer),
             len: bytes,
@@ -209,12 +249,12 @@ impl CudaContext {
 
     /// A device copy of `data`.
     pub fn upload(&self, data: &[u8]) -> Result<DeviceBytes> {
-        let mut out = self.alloc(data.len())?;
+        let out = self.alloc(data.len())?;
         if !data.is_empty() {
             // Queued on the stream after the allocation; from pageable memory the
             // call returns once `data` has been staged, so it may be dropped.
             // SAFETY: `out` holds exactly `data.len()` bytes and is freed in stream order.
-            unsafe { out.buffer.async_copy_from(data, &self.inner.stream) }.map_err(driver("cuMemcpyHtoDAsync"))?;
+            unsafe { self.copy_to_device(out.device_pointer(), data) }?;
         }
         Ok(out)
     }
@@ -229,11 +269,25 @@ impl CudaContext {
         if data.is_empty() {
             return Ok(());
         }
-        self.make_current()?;
-        let mut range: DeviceSlice<u8> = dest.buffer.index(offset..offset + data.len());
         // SAFETY: the range is in bounds (checked above) and `dest` is freed
         // in stream order, after the copy.
-        unsafe { range.async_copy_from(data, &self.inner.stream) }.map_err(driver("cuMemcpyHtoDAsync"))
+        unsafe { self.copy_to_device(dest.device_pointer() + offset as u64, data) }
+    }
+
+    /// Queues a copy of `data` to `dest` on the stream (from pageable memory
+    /// the call returns once `data` has been staged).
+    ///
+    /// # Safety
+    ///
+    /// `dest` must hold `data.len()` bytes of this context, alive until the
+    /// copy is done in stream order.
+    unsafe fn copy_to_device(&self, dest: cust::sys::CUdeviceptr, data: &[u8]) -> Result<()> {
+        self.make_current()?;
+        // SAFETY: forwarded to the caller; `data` is read during the call.
+        check(
+            unsafe { cust::sys::cuMemcpyHtoDAsync_v2(dest, data.as_ptr().cast(), data.len(), self.stream()) },
+            "cuMemcpyHtoDAsync",
+        )
     }
 
     /// Fills `buffer` with `value` bytes, queued on the stream.
@@ -252,11 +306,13 @@ impl CudaContext {
             return Ok(());
         }
         self.make_current()?;
-        let mut range: DeviceSlice<u8> = buffer.buffer.index(offset..offset + len);
         // SAFETY: the range is in bounds (checked above) and the memset is
-        // queued on our stream, which orders it with the kernels that use
+        // queued on the stream, which orders it with the kernels that use
         // the buffer.
-        unsafe { range.set_8_async(value, &self.inner.stream) }.map_err(driver("cuMemsetD8Async"))
+        check(
+            unsafe { cust::sys::cuMemsetD8Async(buffer.device_pointer() + offset as u64, value, len, self.stream()) },
+            "cuMemsetD8Async",
+        )
     }
 
     /// Waits for the stream, then copies `buffer` into `out` (same size).
@@ -304,7 +360,7 @@ impl CudaContext {
                     words.as_mut_ptr().cast(),
                     buffer.device_pointer(),
                     bytes,
-                    self.inner.stream.as_inner(),
+                    self.stream(),
                 ),
                 "cuMemcpyDtoHAsync",
             )?;
@@ -326,12 +382,26 @@ impl CudaContext {
         if len == 0 {
             return Ok(());
         }
-        self.make_current()?;
-        let from: DeviceSlice<u8> = source.buffer.index(offset..offset + len);
-        let mut to: DeviceSlice<u8> = dest.buffer.index(0..len);
         // SAFETY: both ranges are in bounds (checked above); the buffers are
         // freed in stream order, after the copy.
-        unsafe { to.async_copy_from(&from, &self.inner.stream) }.map_err(driver("cuMemcpyDtoDAsync"))
+        unsafe { self.copy_on_device(source.device_pointer() + offset as u64, dest.device_pointer(), len) }
+    }
+
+    /// Queues a copy of `len` device bytes from `from` to `to` on the stream.
+    ///
+    /// # Safety
+    ///
+    /// Both ranges must be `len` bytes of this context, alive until the copy
+    /// is done in stream order.
+    unsafe fn copy_on_device(
+        &self,
+        from: cust::sys::CUdeviceptr,
+        to: cust::sys::CUdeviceptr,
+        len: usize,
+    ) -> Result<()> {
+        self.make_current()?;
+        // SAFETY: forwarded to the caller.
+        check(unsafe { cust::sys::cuMemcpyDtoDAsync_v2(to, from, len, self.stream()) }, "cuMemcpyDtoDAsync")
     }
 
     /// Page-locked host memory of `len` bytes (zeroed), which the GPU copies
@@ -354,10 +424,8 @@ impl CudaContext {
         if source.len != dest.len {
             return Err(Error::SizeMismatch { expected: source.len, actual: dest.len });
         }
-        self.make_current()?;
-        // SAFETY: forwarded to the caller; both sides are `len` (at least 1) bytes.
-        unsafe { dest.buffer.async_copy_from(&source.buffer[..], &self.inner.stream) }
-            .map_err(driver("cuMemcpyHtoDAsync"))
+        // SAFETY: forwarded to the caller; both sides are `len` bytes.
+        unsafe { self.copy_to_device(dest.device_pointer(), &source.buffer[..source.len]) }
     }
 
     /// Queues a copy of the first `dest.len()` bytes of `source` into `dest`
@@ -375,23 +443,25 @@ impl CudaContext {
             return Err(Error::SizeMismatch { expected: dest.len, actual: source.len });
         }
         self.make_current()?;
-        let event = || CustEvent::new(EventFlags::DISABLE_TIMING).map_err(driver("cuEventCreate"));
-        let allocated = event()?;
-        allocated.record(&self.inner.stream).map_err(driver("cuEventRecord"))?;
-        self.inner
-            .copy_stream
-            .wait_event(allocated, StreamWaitEventFlags::DEFAULT)
-            .map_err(driver("cuStreamWaitEvent"))?;
+        let copy_stream = self.inner.copy_stream.as_inner();
+        let allocated = Event::recorded(self, self.stream(), false)?;
+        allocated.wait_on(copy_stream)?;
         // SAFETY: forwarded to the caller; `dest` holds `dest.len` bytes and is
         // freed in stream order, after the stream has waited for the copy.
-        unsafe { dest.buffer.async_copy_from(&source.buffer[..dest.len.max(1)], &self.inner.copy_stream) }
-            .map_err(driver("cuMemcpyHtoDAsync"))?;
-        let copied = event()?;
-        copied.record(&self.inner.copy_stream).map_err(driver("cuEventRecord"))?;
-        let done = event()?;
-        done.record(&self.inner.copy_stream).map_err(driver("cuEventRecord"))?;
-        self.inner.stream.wait_event(copied, StreamWaitEventFlags::DEFAULT).map_err(driver("cuStreamWaitEvent"))?;
-        Ok(Event { event: done, context: self.clone() })
+        check(
+            unsafe {
+                cust::sys::cuMemcpyHtoDAsync_v2(
+                    dest.device_pointer(),
+                    source.buffer.as_ptr().cast(),
+                    dest.len,
+                    copy_stream,
+                )
+            },
+            "cuMemcpyHtoDAsync",
+        )?;
+        let copied = Event::recorded(self, copy_stream, false)?;
+        copied.wait_on(self.stream())?;
+        Ok(copied)
     }
 
     /// Queues a copy of `source` into `dest` (same size) on the stream and
@@ -406,18 +476,28 @@ impl CudaContext {
             return Err(Error::SizeMismatch { expected: source.len, actual: dest.len });
         }
         self.make_current()?;
-        // SAFETY: forwarded to the caller.
-        unsafe { source.buffer.async_copy_to(&mut dest.buffer[..], &self.inner.stream) }
-            .map_err(driver("cuMemcpyDtoHAsync"))
+        // SAFETY: forwarded to the caller; both sides are `len` bytes.
+        check(
+            unsafe {
+                cust::sys::cuMemcpyDtoHAsync_v2(
+                    dest.buffer.as_mut_ptr().cast(),
+                    source.device_pointer(),
+                    source.len,
+                    self.stream(),
+                )
+            },
+            "cuMemcpyDtoHAsync",
+        )
     }
 
     /// Waits until all queued work is done; reports a kernel fault.
     pub fn synchronize(&self) -> Result<()> {
         self.make_current()?;
-        self.inner
-            .stream
-            .synchronize()
-            .map_err(|e| Error::Kernel { kernel: "(queued work)", message: crate::error::describe(e) })
+        // SAFETY: the stream belongs to this device.
+        match unsafe { cust::sys::cuStreamSynchronize(self.stream()) } {
+            cust::sys::CUresult::CUDA_SUCCESS => Ok(()),
+            other => Err(Error::Kernel { kernel: "(queued work)", message: format!("{other:?}") }),
+        }
     }
 
     /// How many blocks of `block` threads and `shared_bytes` of dynamic
@@ -488,7 +568,7 @@ impl CudaContext {
                 1,
                 1,
                 config.shared_bytes,
-                self.inner.stream.as_inner(),
+                self.stream(),
                 pointers.as_ptr() as *mut *mut c_void,
                 std::ptr::null_mut(),
             )
@@ -503,14 +583,14 @@ impl CudaContext {
     /// so far on `stream`, a raw `CUstream` of another library on the same
     /// device (0 is the legacy default stream). The host does not wait.
     pub fn wait_for_external_stream(&self, stream: u64) -> Result<()> {
-        self.order_streams(stream as cust::sys::CUstream, self.inner.stream.as_inner())
+        self.order_streams(stream as cust::sys::CUstream, self.stream())
     }
 
     /// Makes `stream`, a raw `CUstream` of another library on the same
     /// device, wait on the device for the work queued so far on this
     /// context's stream. The host does not wait.
     pub fn make_external_stream_wait(&self, stream: u64) -> Result<()> {
-        self.order_streams(self.inner.stream.as_inner(), stream as cust::sys::CUstream)
+        self.order_streams(self.stream(), stream as cust::sys::CUstream)
     }
 
     /// `waiter` waits for what `signaller` has queued: the context's
@@ -550,7 +630,7 @@ impl CudaContext {
     /// stream has completed.
     pub unsafe fn borrow(&self, address: u64, len: usize) -> DeviceBytes {
         // SAFETY: forwarded to the caller; the buffer is never freed (see Drop).
-        let buffer = unsafe { DeviceBuffer::from_raw_parts(cust::memory::DevicePointer::from_raw(address), len) };
+        let buffer = unsafe { DeviceBuffer::from_raw_parts(DevicePointer::from_raw(address), len) };
         DeviceBytes {
             buffer: std::mem::ManuallyDrop::new(buffer),
             len,
@@ -563,9 +643,7 @@ impl CudaContext {
     /// An event recorded on the stream now.
     pub fn record_event(&self) -> Result<Event> {
         self.make_current()?;
-        let event = CustEvent::new(EventFlags::DEFAULT).map_err(driver("cuEventCreate"))?;
-        event.record(&self.inner.stream).map_err(driver("cuEventRecord"))?;
-        Ok(Event { event, context: self.clone() })
+        Event::recorded(self, self.stream(), true)
     }
 }
 
@@ -573,7 +651,8 @@ impl CudaContext {
 const OWN_STREAM: u64 = u64::MAX;
 
 /// An untyped device allocation of `len` bytes. Dropping it frees the memory
-/// in stream order (`cuMemFreeAsync` on the context's stream, or the stream
+/// in stream order (`cuMemFreeAsync` on the stream of the handle that made
+/// it, or the stream
 /// [`DeviceBytes::free_on_stream`] names): after the work already queued
 /// there, without waiting for it.
 pub struct DeviceBytes {
@@ -596,19 +675,16 @@ impl Drop for DeviceBytes {
         if self.context.make_current().is_err() {
             return std::mem::forget(buffer); // no context to free in: leaked, as a failed free would
         }
-        match *self.free_stream.get_mut() {
-            // A failure here can only leak the allocation; there is no one to report it to.
-            OWN_STREAM => drop(buffer.drop_async(&self.context.inner.stream)),
-            stream => {
-                // SAFETY: the allocation is this buffer's, freed once (the
-                // buffer is forgotten below); `free_on_stream`'s caller
-                // vouched that `stream` is live and ordered after every use.
-                let _ = unsafe {
-                    cust::sys::cuMemFreeAsync(buffer.as_device_ptr().as_raw(), stream as cust::sys::CUstream)
-                };
-                std::mem::forget(buffer);
-            }
-        }
+        let stream = match *self.free_stream.get_mut() {
+            OWN_STREAM => self.context.stream(),
+            stream => stream as cust::sys::CUstream,
+        };
+        // A failure here can only leak the allocation; there is no one to report it to.
+        // SAFETY: the allocation is this buffer's, freed once (the buffer is
+        // forgotten below); the handle's stream, or the one `free_on_stream`'s
+        // caller vouched for, is live and ordered after every use.
+        let _ = unsafe { cust::sys::cuMemFreeAsync(buffer.as_device_ptr().as_raw(), stream) };
+        std::mem::forget(buffer);
     }
 }
 
@@ -663,23 +739,26 @@ impl DeviceBytes {
     /// A device copy, queued on the context's stream after the work already
     /// there (`cuMemcpyDtoDAsync`); it does not wait.
     pub fn duplicate(&self) -> Result<DeviceBytes> {
-        let mut out = self.context.alloc(self.len)?;
+        let out = self.context.alloc(self.len)?;
         if self.len > 0 {
-            self.context.make_current()?;
             // SAFETY: both buffers hold `len` bytes and are freed in stream order,
             // after the copy.
-            unsafe { out.buffer.async_copy_from(&*self.buffer, &self.context.inner.stream) }
-                .map_err(driver("cuMemcpyDtoDAsync"))?;
+            unsafe { self.context.copy_on_device(self.device_pointer(), out.device_pointer(), self.len) }?;
         }
         Ok(out)
     }
 }
 
-/// A point in the stream's work, for timing.
+/// A point in a stream's work (for timing, or to know when a copy is done).
 pub struct Event {
-    event: CustEvent,
+    event: cust::sys::CUevent,
     context: CudaContext,
 }
+
+// SAFETY: an event handle is an opaque driver token; every call through it
+// makes its context current first.
+unsafe impl Send for Event {}
+unsafe impl Sync for Event {}
 
 impl fmt::Debug for Event {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -687,27 +766,64 @@ impl fmt::Debug for Event {
     }
 }
 
+impl Drop for Event {
+    fn drop(&mut self) {
+        if self.context.make_current().is_ok() {
+            // SAFETY: the event is this value's; waits already queued on it
+            // keep it until they are done (the driver releases it then).
+            let _ = unsafe { cust::sys::cuEventDestroy_v2(self.event) };
+        }
+    }
+}
+
 impl Event {
+    /// A new event recorded on `stream` now (`timed`: it can measure elapsed
+    /// time); `context` is current.
+    fn recorded(context: &CudaContext, stream: cust::sys::CUstream, timed: bool) -> Result<Event> {
+        const DISABLE_TIMING: u32 = 2; // CU_EVENT_DISABLE_TIMING
+        let mut event = std::ptr::null_mut();
+        // SAFETY: creates an event in the current context.
+        check(
+            unsafe { cust::sys::cuEventCreate(&mut event, if timed { 0 } else { DISABLE_TIMING }) },
+            "cuEventCreate",
+        )?;
+        let event = Event { event, context: context.clone() };
+        // SAFETY: the event and the stream belong to this device.
+        check(unsafe { cust::sys::cuEventRecord(event.event, stream) }, "cuEventRecord")?;
+        Ok(event)
+    }
+
+    /// Makes `stream` wait, on the device, for the work before the event.
+    fn wait_on(&self, stream: cust::sys::CUstream) -> Result<()> {
+        // SAFETY: the event and the stream belong to this (current) device.
+        check(unsafe { cust::sys::cuStreamWaitEvent(stream, self.event, 0) }, "cuStreamWaitEvent")
+    }
+
     /// Whether the work before the event has completed (does not wait).
     pub fn is_complete(&self) -> Result<bool> {
         self.context.make_current()?;
-        match self.event.query().map_err(driver("cuEventQuery"))? {
-            EventStatus::Ready => Ok(true),
-            EventStatus::NotReady => Ok(false),
+        // SAFETY: the event is live.
+        match unsafe { cust::sys::cuEventQuery(self.event) } {
+            cust::sys::CUresult::CUDA_SUCCESS => Ok(true),
+            cust::sys::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
+            other => check(other, "cuEventQuery").map(|()| false),
         }
     }
 
     /// Waits until the work before the event has completed.
     pub fn wait(&self) -> Result<()> {
         self.context.make_current()?;
-        self.event.synchronize().map_err(driver("cuEventSynchronize"))
+        // SAFETY: the event is live.
+        check(unsafe { cust::sys::cuEventSynchronize(self.event) }, "cuEventSynchronize")
     }
 
     /// Milliseconds from `start` to this event (waits for this event).
     pub fn elapsed_ms_since(&self, start: &Event) -> Result<f32> {
-        self.context.make_current()?;
-        self.event.synchronize().map_err(driver("cuEventSynchronize"))?;
-        self.event.elapsed_time_f32(&start.event).map_err(driver("cuEventElapsedTime"))
+        self.wait()?;
+        let mut ms = 0f32;
+        // SAFETY: both events are live, timed, and of this device.
+        check(unsafe { cust::sys::cuEventElapsedTime(&mut ms, start.event, self.event) }, "cuEventElapsedTime")?;
+        Ok(ms)
     }
 }
 

@@ -121,3 +121,33 @@ fn out_of_memory_is_reported() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn a_handle_on_another_stream_queues_there() {
+    let Some(context) = context() else { return };
+    let side = cust::stream::Stream::new(cust::stream::StreamFlags::NON_BLOCKING, None).unwrap();
+    // SAFETY: `side` outlives the handle and every allocation made through it
+    // (they are dropped, and the stream synchronised, before it).
+    let handle = unsafe { context.on_external_stream(side.as_inner() as u64) };
+    assert_eq!(handle.stream_handle(), side.as_inner() as u64);
+    assert_ne!(handle.stream_handle(), context.stream_handle());
+    assert!(handle == context, "the same context, whatever the stream");
+    let data: Vec<u8> = (0..4096).map(|i| (i * 7 % 256) as u8).collect();
+    let mut buffer = handle.upload(&data).unwrap();
+    handle.fill_range(&mut buffer, 0, 16, 3).unwrap();
+    let copy = buffer.duplicate().unwrap();
+    let start = handle.record_event().unwrap();
+    let mut back = vec![0u8; 4096];
+    handle.download(&copy, &mut back).unwrap();
+    assert_eq!(&back[..16], &[3; 16]);
+    assert_eq!(&back[16..], &data[16..]);
+    let end = handle.record_event().unwrap();
+    assert!(end.elapsed_ms_since(&start).unwrap() >= 0.0);
+    assert!(end.is_complete().unwrap());
+    // The context's own stream and the handle's are ordered by events.
+    handle.wait_for_external_stream(context.stream_handle()).unwrap();
+    handle.make_external_stream_wait(context.stream_handle()).unwrap();
+    drop((buffer, copy));
+    handle.synchronize().unwrap();
+    context.synchronize().unwrap();
+}

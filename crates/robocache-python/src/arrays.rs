@@ -93,8 +93,9 @@ pub(crate) fn device_of(desc: &ArrayDesc) -> PyResult<Device> {
 /// Result tensors freed together and the CUDA streams of their consumers:
 /// the memory is freed in stream order after the work each consumer queued
 /// with it, on the one consumer's stream while the process has used only
-/// that one (see `streams`), else on robocache's stream after it has waited
-/// for each consumer. An operation's results are one group (the data and its mask
+/// that one (see `streams`), else on the stream the memory was made on (the
+/// call's, or robocache's for a loader batch) after it has waited for each
+/// consumer. An operation's results are one group (the data and its mask
 /// share one allocation), as are a loader batch's parts: one wait orders
 /// the whole group's free, once its last tensor is gone.
 #[derive(Debug)]
@@ -146,7 +147,7 @@ impl Drop for Owned {
             }
         }
         for &stream in consumers.iter() {
-            // A failure leaves the free ordered on robocache's stream only;
+            // A failure leaves the free ordered on the making stream only;
             // there is no one to report it to from a destructor.
             let _ = first.device().wait_for_external_stream(stream);
         }

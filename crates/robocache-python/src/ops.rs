@@ -88,30 +88,27 @@ impl Call {
         }
     }
 
-    /// Runs `body` with robocache's stream ordered after the caller's
-    /// `stream` before it, and the caller's stream ordered after robocache's
-    /// work when it succeeds, so results and inputs are safe to use and free
-    /// there without a host wait (on the CPU: `body` alone, then a wait for
-    /// the device). When `body` or the ordering fails, work it queued on the
-    /// inputs may be ordered before no stream of the caller's: results are
-    /// then freed on robocache's stream from here on (`streams::distrust`).
-    fn ordered<T>(&self, stream: Option<u64>, body: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    /// Runs `body` with a handle of the device that queues its work on the
+    /// caller's `stream` itself (torch's current stream), so that the work
+    /// follows what the caller queued before (its inputs are ready) and what
+    /// the caller queues next follows it (results and inputs are safe to use
+    /// and free there), with no event between streams and no host wait. On
+    /// the CPU: `body` alone, then a wait for the device. A call that fails
+    /// after queuing work leaves that work on the caller's stream too, in
+    /// order before whatever the caller does next with its arrays.
+    fn ordered<T>(&self, stream: Option<u64>, body: impl FnOnce(&Device) -> PyResult<T>) -> PyResult<T> {
         let Some(stream) = stream else {
-            let out = body()?;
+            let out = body(&self.device)?;
             self.device.synchronize().py_err()?;
             return Ok(out);
         };
         crate::streams::note(stream);
-        let result = self
-            .device
-            .wait_for_external_stream(stream)
-            .py_err()
-            .and_then(|()| body())
-            .and_then(|out| self.device.make_external_stream_wait(stream).py_err().map(|()| out));
-        if result.is_err() {
-            crate::streams::distrust();
-        }
-        result
+        // SAFETY: `stream` is the caller's current stream on this device,
+        // live for the call and, as torch's streams are, for the process;
+        // the results allocated on it are freed by `Owned` after every
+        // consumer's stream (or on it while it is the only one).
+        let device = unsafe { self.device.on_external_stream(stream) };
+        body(&device)
     }
 }
 
@@ -170,12 +167,12 @@ fn resample(
     let targets_tensor = call.targets(&targets)?;
     let lengths_tensor = lengths.as_ref().map(|l| call.tensor("lengths", l)).transpose()?;
     let out = py.detach(|| {
-        call.ordered(stream, || {
+        call.ordered(stream, |device| {
             let mut input = StreamInput::new(&data_tensor, time_axis(&times, &times_tensor));
             if let Some(l) = &lengths_tensor {
                 input = input.with_lengths(l);
             }
-            call.device.resample(&input, &target_times(&targets, &targets_tensor), &spec).py_err()
+            device.resample(&input, &target_times(&targets, &targets_tensor), &spec).py_err()
         })
     })?;
     // The results share one allocation, freed together.
@@ -207,7 +204,7 @@ fn fuse(
     }
     let targets_tensor = call.targets(&targets)?;
     let out = py.detach(|| {
-        call.ordered(stream, || {
+        call.ordered(stream, |device| {
             let inputs: Vec<FusionStreamInput<'_>> = tensors
                 .iter()
                 .zip(&streams)
@@ -219,7 +216,7 @@ fn fuse(
                     FusionStreamInput { stream: input, spec: spec.clone() }
                 })
                 .collect();
-            call.device.fuse(&inputs, &target_times(&targets, &targets_tensor), dtype).py_err()
+            device.fuse(&inputs, &target_times(&targets, &targets_tensor), dtype).py_err()
         })
     })?;
     // The results share one allocation, freed together.
@@ -252,13 +249,13 @@ fn voxelize(
     let clouds_tensor = clouds.as_ref().map(|c| call.tensor("cloud index", c)).transpose()?;
     let grid = VoxelGrid { origin, voxel_size, dims };
     let out = py.detach(|| {
-        call.ordered(stream, || {
+        call.ordered(stream, |device| {
             let input = VoxelInput {
                 points: &points_tensor,
                 features: features_tensor.as_ref(),
                 clouds: clouds_tensor.as_ref().map(|c| (c, num_clouds)),
             };
-            call.device.voxelize(&input, &grid, mode, budget_bytes).py_err()
+            device.voxelize(&input, &grid, mode, budget_bytes).py_err()
         })
     })?;
     Ok((Array::new(out.grid, stream), out.counts.map(|c| Array::new(c, stream)), Array::new(out.dropped, stream)))

@@ -1,15 +1,16 @@
 //! The CUDA streams robocache's work has been ordered with in this process,
 //! to decide how a result's memory may be freed.
 //!
-//! Every call orders the caller's stream (torch's current stream) after
-//! robocache's work on its result and on its inputs, and a loader batch is
-//! finished before it is handed over. So while every call and batch of the
-//! process has used one stream C, every use of a result's memory on
-//! robocache's stream is ordered before the work queued on C: the memory can
-//! be freed on C itself (one `cuMemFreeAsync`, and robocache's stream, on
-//! which the loader's workers run, never waits for the training step).
-//! Once two streams have been seen (a side stream, a second device), the
-//! free goes back to robocache's stream after a wait for every consumer.
+//! A call queues its work on the caller's stream itself (torch's current
+//! stream), and a loader batch is finished before it is handed over. So
+//! while every call and batch of the process has used one stream C, every
+//! use of a result's memory is ordered before the work queued on C: the
+//! memory can be freed on C itself (one `cuMemFreeAsync`; robocache's own
+//! stream, on which the loader's workers run, never waits for the training
+//! step). Once two streams have been seen (a side stream, a second device),
+//! the free goes back to the stream the memory was made on (the call's
+//! stream, or robocache's for a batch) after that stream has waited for
+//! every consumer's.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -40,10 +41,4 @@ pub(crate) fn note(stream: u64) {
 /// with so far in this process.
 pub(crate) fn only(stream: u64) -> bool {
     stream != PER_THREAD && !MANY_STREAMS.load(Ordering::Relaxed) && ONE_STREAM.load(Ordering::Acquire) == stream
-}
-
-/// Frees go back to robocache's stream for the rest of the process (a call
-/// failed after queuing work, which may then be ordered before no stream).
-pub(crate) fn distrust() {
-    MANY_STREAMS.store(true, Ordering::Relaxed);
 }

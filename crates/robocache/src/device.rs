@@ -96,6 +96,31 @@ impl Device {
         }
     }
 
+    /// A handle of this device whose operations queue all their work
+    /// (allocations of results, launches, checks, frees of what they
+    /// allocate) on `stream`, another library's raw `CUstream` on this
+    /// device (0: the legacy default stream), instead of robocache's own
+    /// stream: results are ordered with that library's work as if it had
+    /// launched them itself, without events between the streams. It is the
+    /// same device (tensors of either handle are accepted by the other's
+    /// operations); the CPU's handle is the CPU.
+    ///
+    /// # Safety
+    ///
+    /// `stream` must be a live stream of this device while the handle, or
+    /// memory allocated through it, lives. Memory allocated through it is
+    /// freed on `stream` when dropped (unless told otherwise), so every use
+    /// of it on another stream must be ordered before the work queued on
+    /// `stream` by then; inputs the work reads must be ready in `stream`'s
+    /// order.
+    pub unsafe fn on_external_stream(&self, stream: u64) -> Device {
+        match self {
+            Device::Cpu => Device::Cpu,
+            // SAFETY: forwarded to the caller.
+            Device::Cuda(cuda) => Device::Cuda(unsafe { CudaBackend::on_external_stream(cuda, stream) }),
+        }
+    }
+
     /// The CPU backend.
     pub fn cpu() -> Self {
         Device::Cpu

@@ -47,6 +47,12 @@ pub(crate) trait CudaBackend: Sized {
     fn wait_for_external_stream(&self, stream: u64) -> Result<()>;
     /// Makes `stream` wait for the work queued on robocache's stream.
     fn make_external_stream_wait(&self, stream: u64) -> Result<()>;
+    /// A handle of this device that queues its work on `stream`.
+    ///
+    /// # Safety
+    ///
+    /// As [`crate::Device::on_external_stream`].
+    unsafe fn on_external_stream(&self, stream: u64) -> Self;
 
     /// `bytes` bytes of another owner's device memory at `address`, never
     /// freed by robocache.

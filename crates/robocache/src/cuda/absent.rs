@@ -69,6 +69,10 @@ impl CudaBackend for CudaDevice {
         match self.never {}
     }
 
+    unsafe fn on_external_stream(&self, _stream: u64) -> Self {
+        match self.never {}
+    }
+
     fn synchronize(&self) -> Result<()> {
         match self.never {}
     }

@@ -51,6 +51,12 @@ impl CudaBackend for CudaDevice {
         self.context.stream_handle()
     }
 
+    unsafe fn on_external_stream(&self, stream: u64) -> Self {
+        // SAFETY: forwarded to the caller (`Device::on_external_stream`).
+        let context = unsafe { self.context.on_external_stream(stream) };
+        CudaDevice { context, scratch: self.scratch.clone(), staging: self.staging.clone() }
+    }
+
     /// Waits until the work queued on the device's stream is done.
     fn synchronize(&self) -> Result<()> {
         self.context.synchronize().map_err(cuda_error)

@@ -61,8 +61,9 @@ impl CudaDevice {
         CudaBackend::arch_name(self)
     }
 
-    /// The raw `CUstream` robocache queues work on (a non-blocking stream of
-    /// the device's primary context).
+    /// The raw `CUstream` this handle queues work on: robocache's own (a
+    /// non-blocking stream of the device's primary context), or the stream a
+    /// handle from [`crate::Device::on_external_stream`] was made for.
     pub fn stream_handle(&self) -> u64 {
         CudaBackend::stream_handle(self)
     }
