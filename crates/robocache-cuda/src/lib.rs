@@ -1,9 +1,10 @@
 //! The CUDA driver wrapper of robocache, over `cust` 0.3.2.
 //!
 //! One [`CudaContext`] per device: the device's primary context, one
-//! non-blocking stream on which all work is queued, and a cache of the PTX
-//! modules of `robocache-kernels`, loaded once for the arch the device
-//! selects. [`DeviceBytes`] are untyped device allocations (the facade tracks
+//! non-blocking stream on which all work is queued (or another library's
+//! stream, for a handle made by [`CudaContext::on_external_stream`]), and a
+//! cache of the PTX modules of `robocache-kernels`, loaded once for the arch
+//! the device selects. [`DeviceBytes`] are untyped device allocations (the facade tracks
 //! dtypes); [`Event`]s time work on the stream. No `cust` type appears in
 //! this API, and every driver call goes through here, so the mapping of
 //! driver results (cust's result enum predates CUDA 12) is fixed in one place.

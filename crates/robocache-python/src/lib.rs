@@ -3,8 +3,8 @@
 //! [`robocache::Tensor`]s (no copy), calls the facade, wraps results as
 //! [`arrays::Array`] objects that PyTorch reads in place through DLPack
 //! capsules and NumPy through `__array_interface__` (CuPy and others also
-//! through `__dlpack__` / `__cuda_array_interface__`), orders CUDA work
-//! with the caller's stream, and maps errors to the `robocache` exception
+//! through `__dlpack__` / `__cuda_array_interface__`), queues CUDA work
+//! on the caller's stream itself, and maps errors to the `robocache` exception
 //! classes. No operation is computed here; the Python package
 //! (`python/robocache`) gives it its API.
 //!
