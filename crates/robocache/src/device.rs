@@ -76,8 +76,9 @@ impl Device {
     /// Orders robocache's work after the work queued so far on `stream`, a
     /// raw `CUstream` handle of another library on this device (PyTorch's
     /// `torch.cuda.current_stream().cuda_stream`; 0 is the legacy default
-    /// stream): robocache's stream waits for it on the device, the host does
-    /// not wait. Nothing to do on the CPU.
+    /// stream): this handle's stream (robocache's own, or the one an
+    /// [`Device::on_external_stream`] handle queues on) waits for it on the
+    /// device, the host does not wait. Nothing to do on the CPU.
     pub fn wait_for_external_stream(&self, stream: u64) -> Result<()> {
         match self {
             Device::Cpu => Ok(()),
@@ -86,9 +87,9 @@ impl Device {
     }
 
     /// Orders the work queued later on `stream` (another library's raw
-    /// `CUstream` on this device) after robocache's work queued so far, so
-    /// results can be used there without a host synchronisation. Nothing to
-    /// do on the CPU.
+    /// `CUstream` on this device) after the work queued so far on this
+    /// handle's stream, so results can be used there without a host
+    /// synchronisation. Nothing to do on the CPU.
     pub fn make_external_stream_wait(&self, stream: u64) -> Result<()> {
         match self {
             Device::Cpu => Ok(()),

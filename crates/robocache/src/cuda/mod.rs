@@ -39,7 +39,7 @@ pub(crate) type DeviceEvent = <CudaDevice as CudaBackend>::Event;
 pub(crate) type StagingBuffer = <CudaDevice as CudaBackend>::Staging;
 
 /// The public face of the device handle, the same in every build (it
-/// forwards to the [`CudaBackend`] of the build).
+/// forwards to the `CudaBackend` of the build).
 impl CudaDevice {
     /// The device ordinal.
     pub fn ordinal(&self) -> usize {
