@@ -22,7 +22,7 @@ pub struct CudaDevice {
 
 impl PartialEq for CudaDevice {
     /// The same device context (there is one per ordinal: see
-    /// [`CudaDevice::open_cached`]), whatever stream the handle queues on.
+    /// `CudaDevice::open_cached`), whatever stream the handle queues on.
     fn eq(&self, other: &Self) -> bool {
         self.context == other.context
     }
