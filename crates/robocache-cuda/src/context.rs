@@ -647,21 +647,21 @@ impl CudaContext {
     }
 }
 
-/// `DeviceBytes::free_stream` when the memory is freed on the context's stream.
+/// `DeviceBytes::free_stream` when the memory is freed on the stream of the
+/// handle that made it.
 const OWN_STREAM: u64 = u64::MAX;
 
 /// An untyped device allocation of `len` bytes. Dropping it frees the memory
 /// in stream order (`cuMemFreeAsync` on the stream of the handle that made
-/// it, or the stream
-/// [`DeviceBytes::free_on_stream`] names): after the work already queued
-/// there, without waiting for it.
+/// it, or the one [`DeviceBytes::free_on_stream`] names): after the work
+/// already queued there, without waiting for it.
 pub struct DeviceBytes {
     buffer: std::mem::ManuallyDrop<DeviceBuffer<u8>>,
     len: usize,
     context: CudaContext,
     /// Memory of another owner ([`CudaContext::borrow`]): never freed here.
     borrowed: bool,
-    /// The raw stream the memory is freed on, `OWN_STREAM` for the context's.
+    /// The raw stream the memory is freed on, `OWN_STREAM` for its handle's.
     free_stream: AtomicU64,
 }
 
@@ -702,8 +702,8 @@ impl fmt::Debug for DeviceBytes {
 impl DeviceBytes {
     /// Frees the memory, once it is dropped, in stream order on `stream` (a
     /// raw `CUstream` of another library on this device; 0 the legacy
-    /// default stream) instead of the context's stream, so that the free
-    /// follows the work queued there and the context's stream never waits
+    /// default stream) instead of its handle's stream, so that the free
+    /// follows the work queued there and the handle's stream never waits
     /// for it. Stream-ordered pools let memory freed on one stream serve
     /// allocations on another, with the dependencies that takes.
     ///
@@ -736,8 +736,9 @@ impl DeviceBytes {
         &self.context
     }
 
-    /// A device copy, queued on the context's stream after the work already
-    /// there (`cuMemcpyDtoDAsync`); it does not wait.
+    /// A device copy, queued on the stream of the handle that made this
+    /// memory, after the work already there (`cuMemcpyDtoDAsync`); it does
+    /// not wait.
     pub fn duplicate(&self) -> Result<DeviceBytes> {
         let out = self.context.alloc(self.len)?;
         if self.len > 0 {
@@ -871,10 +872,14 @@ fn lock<'a, T>(mutex: &'a Mutex<T>, what: &'static str) -> Result<std::sync::Mut
     mutex.lock().map_err(|_| Error::Driver { call: what, message: "poisoned by a panic on another thread".into() })
 }
 
-/// A raw driver result as this crate's error, naming the call.
+/// A raw driver result as this crate's error, naming the call (as `driver`
+/// maps cust's: no initialised driver, or a function the loaded libcuda
+/// lacks, is `DriverUnavailable`).
 fn check(result: cust::sys::CUresult, call: &'static str) -> Result<()> {
+    use cust::sys::CUresult::{CUDA_ERROR_NOT_INITIALIZED, CUDA_ERROR_UNKNOWN, CUDA_SUCCESS};
     match result {
-        cust::sys::CUresult::CUDA_SUCCESS => Ok(()),
+        CUDA_SUCCESS => Ok(()),
+        CUDA_ERROR_NOT_INITIALIZED | CUDA_ERROR_UNKNOWN => Err(Error::DriverUnavailable(format!("{call}: {result:?}"))),
         other => Err(Error::Driver { call, message: format!("{other:?}") }),
     }
 }

@@ -105,8 +105,8 @@ pub(crate) struct Owned {
 }
 
 impl Owned {
-    /// Tensors whose producer already made `consumer_stream` (the caller's
-    /// CUDA stream) wait for them, or finished them before handing them over.
+    /// Tensors made on `consumer_stream` (the caller's CUDA stream) by a call,
+    /// or finished before they were handed over (a loader batch).
     pub(crate) fn new(tensors: Vec<Tensor>, consumer_stream: Option<u64>) -> Arc<Self> {
         Arc::new(Owned { tensors, consumers: Mutex::new(consumer_stream.into_iter().collect()) })
     }
@@ -116,8 +116,9 @@ impl Owned {
         &self.tensors
     }
 
-    /// Makes `stream` (a consumer's, not yet ordered) wait for robocache's
-    /// work so far, and remembers it for the free.
+    /// Makes `stream` (a consumer's, not yet ordered) wait for the work
+    /// queued so far on the stream the tensors were made on, and remembers
+    /// it for the free.
     fn add_consumer(&self, device: &Device, stream: u64) -> PyResult<()> {
         let mut consumers = self.consumers.lock().map_err(|_| invalid("a result's stream list is poisoned"))?;
         if !consumers.contains(&stream) {

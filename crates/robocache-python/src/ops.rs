@@ -69,8 +69,9 @@ struct Call {
 impl Call {
     fn tensor(&self, what: &str, desc: &ArrayDesc) -> PyResult<Tensor> {
         // SAFETY: the Python function that called in holds every array it
-        // described until it returns, and before it returns the caller's
-        // stream is ordered after the work queued with them (`ordered`).
+        // described until it returns, and the work that reads them is
+        // queued on the caller's stream itself (`ordered`), before whatever
+        // the caller queues there next.
         unsafe { desc.tensor(what, &self.device) }
     }
 
