@@ -12,6 +12,7 @@ use crate::cache::{CacheUsage, StreamCache};
 use crate::direct_read::RowLayout;
 use crate::formats::{self, OpenOptions};
 use crate::hdf5_file::Hdf5File;
+use crate::lerobot::{FeatureStorage, LeRobotSource};
 use crate::model::{DatasetInfo, EpisodeInfo, Format, StreamInfo, Timeline};
 use crate::rlds::RldsSource;
 use crate::streams::read_timestamps;
@@ -82,6 +83,45 @@ impl StreamTimes {
     }
 }
 
+/// What a LeRobot dataset adds to the episode model: LeRobot's own
+/// numbering (dataset `index`, `episode_index`) and its task texts.
+#[derive(Clone, Copy, Debug)]
+pub struct LeRobotView<'a> {
+    source: &'a LeRobotSource,
+}
+
+impl LeRobotView<'_> {
+    /// `meta/info.json`'s `fps`.
+    pub fn fps(&self) -> f64 {
+        self.source.fps()
+    }
+
+    /// Task texts by `task_index`.
+    pub fn tasks(&self) -> &[String] {
+        self.source.tasks()
+    }
+
+    /// The dataset `index` of the first frame of episode `episode` (robocache's episode number).
+    pub fn first_index(&self, episode: usize) -> usize {
+        self.source.first_index(episode)
+    }
+
+    /// LeRobot's `episode_index` of robocache's episode `episode`.
+    pub fn episode_index(&self, episode: usize) -> usize {
+        self.source.episode_index(episode)
+    }
+
+    /// How feature `name` is stored (parquet values, images in parquet, MP4 video).
+    pub fn storage(&self, name: &str) -> Option<FeatureStorage> {
+        self.source.feature_named(name).map(|f| f.storage)
+    }
+
+    /// `v3.0` or `v2.1`.
+    pub fn codebase_version(&self) -> &'static str {
+        self.source.version_name()
+    }
+}
+
 /// A dataset opened in one of the layouts: an HDF5 file (robomimic, CALVIN,
 /// the RT-X mirror) or an RLDS builder directory. Opening reads the
 /// metadata (and explicit timestamps, to check them); stream data is read
@@ -110,6 +150,7 @@ pub struct Dataset {
 enum Source {
     Hdf5(Hdf5Source),
     Rlds(RldsSource),
+    LeRobot(LeRobotSource),
 }
 
 /// An HDF5 file, read through the library or with positioned reads.
@@ -134,7 +175,22 @@ impl Dataset {
     /// directory (its version folder or the folder above) read as RLDS.
     pub fn open_with(path: impl AsRef<Path>, options: &OpenOptions) -> Result<Self> {
         let path = path.as_ref();
-        let (source, info) = if path.is_dir() {
+        let (source, info) = if path.is_dir() && LeRobotSource::detect(path) {
+            if let Some(format) = options.format.filter(|f| *f != Format::LeRobot) {
+                return Err(Error::Invalid(format!(
+                    "{}: a directory with meta/info.json is read as a LeRobot dataset, not as {format}",
+                    path.display()
+                )));
+            }
+            if options.split.is_some() || options.rate_hz.is_some() {
+                return Err(Error::Invalid(format!(
+                    "{}: a LeRobot dataset has its own rate (meta/info.json `fps`) and no splits to choose",
+                    path.display()
+                )));
+            }
+            let (source, info) = LeRobotSource::open(path)?;
+            (Source::LeRobot(source), info)
+        } else if path.is_dir() {
             if let Some(format) = options.format.filter(|f| *f != Format::Rlds) {
                 return Err(Error::Invalid(format!(
                     "{}: a directory is read as an RLDS builder directory, not as {format}",
@@ -237,8 +293,7 @@ impl Dataset {
             return Ok(());
         }
         match &self.source {
-            Source::Hdf5(hdf5) => hdf5.read_into(info, rows, out),
-            Source::Rlds(rlds) => rlds.read_rows_into(episode, info, rows, out),
+            _ => self.read_source_rows_into(episode, info, rows, out),
         }
     }
 
@@ -285,6 +340,7 @@ impl Dataset {
                 Source::Rlds(_) => Err(Error::Invalid(format!(
                     "stream `{stream}`: RLDS streams are on the step clock and have no explicit timestamps"
                 ))),
+                Source::LeRobot(lerobot) => lerobot.episode_times(episode).map(StreamTimes::Explicit),
             },
         }
     }
@@ -297,20 +353,43 @@ impl Dataset {
     fn read_from_source(&self, episode: usize, info: &StreamInfo, rows: Range<usize>) -> Result<HostVec> {
         match &self.source {
             Source::Hdf5(hdf5) => hdf5.read(info, rows),
-            Source::Rlds(rlds) => {
+            Source::Rlds(_) | Source::LeRobot(_) => {
                 let len = rows.len() * info.channels();
                 if info.dtype == DType::Bool {
                     let mut bytes = vec![0u8; len];
-                    rlds.read_rows_into(episode, info, rows, &mut bytes)?;
+                    self.read_source_rows_into(episode, info, rows, &mut bytes)?;
                     return Ok(HostVec::Bool(bytes.into_iter().map(|b| b != 0).collect()));
                 }
                 let mut data = HostVec::zeros(info.dtype, len);
                 let Some(bytes) = data.as_bytes_mut() else {
                     return Err(Error::Invalid(format!("{} rows have no byte view", info.dtype)));
                 };
-                rlds.read_rows_into(episode, info, rows, bytes)?;
+                self.read_source_rows_into(episode, info, rows, bytes)?;
                 Ok(data)
             }
+        }
+    }
+
+    fn read_source_rows_into(
+        &self,
+        episode: usize,
+        info: &StreamInfo,
+        rows: Range<usize>,
+        out: &mut [u8],
+    ) -> Result<()> {
+        match &self.source {
+            Source::Hdf5(hdf5) => hdf5.read_into(info, rows, out),
+            Source::Rlds(rlds) => rlds.read_rows_into(episode, info, rows, out),
+            Source::LeRobot(lerobot) => lerobot.read_rows_into(episode, info, rows, out),
+        }
+    }
+
+    /// The LeRobot dataset behind this one (`None` for other formats): its
+    /// fps, tasks, dataset indices, as `LeRobotDataset` numbers them.
+    pub fn lerobot(&self) -> Option<LeRobotView<'_>> {
+        match &self.source {
+            Source::LeRobot(source) => Some(LeRobotView { source }),
+            _ => None,
         }
     }
 }

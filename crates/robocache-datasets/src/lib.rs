@@ -56,6 +56,7 @@ mod error;
 mod formats;
 mod hdf5_file;
 mod hdf5_writer;
+mod lerobot;
 mod model;
 pub mod npy;
 mod rlds;
@@ -66,13 +67,15 @@ mod windows;
 
 pub use cache::CacheUsage;
 pub use calvin_convert::{convert_calvin, ConvertProgress};
-pub use dataset::{Dataset, StreamTimes};
+pub use dataset::{Dataset, LeRobotView, StreamTimes};
 pub use error::{Error, Result};
 pub use formats::{
     calvin::RATE_HZ as CALVIN_RATE_HZ, robomimic::DEFAULT_RATE_HZ as ROBOMIMIC_DEFAULT_RATE_HZ, OpenOptions,
 };
+pub use lerobot::{FeatureStorage, DEFAULT_COLUMNS as LEROBOT_COLUMNS};
 pub use model::{ChannelKind, DatasetInfo, EpisodeInfo, Format, StreamInfo, StreamKind, Timeline};
 pub use rlds::rates::{oxe_rate_hz, OXE_RATES_HZ};
 pub use sampler::{Sampler, Shard};
+pub use windows::delta::{DeltaTimestamps, DeltaWindow, DeltaWindows, DEFAULT_TOLERANCE_S};
 pub use windows::step::{StepWindow, StepWindowSpec, StepWindows};
 pub use windows::time::{TimeWindow, TimeWindowSpec, TimeWindows};

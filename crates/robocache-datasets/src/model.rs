@@ -23,11 +23,14 @@ pub enum Format {
     /// RLDS as TFDS publishes it (Open X-Embodiment): a builder directory
     /// of TFRecord shards, read without TensorFlow (docs/datasets.md).
     Rlds,
+    /// A LeRobot dataset root (codebase v3.0 or v2.1): parquet data, MP4
+    /// video, `meta/info.json` (docs/datasets.md).
+    LeRobot,
 }
 
 impl Format {
     /// Every format, in detection order.
-    pub const ALL: [Format; 4] = [Format::Robomimic, Format::Calvin, Format::Rtx, Format::Rlds];
+    pub const ALL: [Format; 5] = [Format::Robomimic, Format::Calvin, Format::Rtx, Format::Rlds, Format::LeRobot];
 
     /// The name used by the CLI and in JSON.
     pub const fn name(self) -> &'static str {
@@ -36,6 +39,7 @@ impl Format {
             Format::Calvin => "calvin",
             Format::Rtx => "rtx",
             Format::Rlds => "rlds",
+            Format::LeRobot => "lerobot",
         }
     }
 }
@@ -55,7 +59,8 @@ impl FromStr for Format {
             "calvin" => Ok(Format::Calvin),
             "rtx" | "rt-x" => Ok(Format::Rtx),
             "rlds" | "tfds" | "oxe" => Ok(Format::Rlds),
-            other => Err(format!("unknown format `{other}` (expected robomimic, calvin, rtx or rlds)")),
+            "lerobot" => Ok(Format::LeRobot),
+            other => Err(format!("unknown format `{other}` (expected robomimic, calvin, rtx, rlds or lerobot)")),
         }
     }
 }

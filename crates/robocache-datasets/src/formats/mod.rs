@@ -93,5 +93,9 @@ pub(crate) fn read_info(file: &Hdf5File, format: Format, options: &OpenOptions) 
             "/",
             "is an HDF5 file; the rlds format reads TFDS builder directories (dataset_info.json, features.json, TFRecord shards)",
         )),
+        Format::LeRobot => Err(file.layout_error(
+            "/",
+            "is an HDF5 file; the lerobot format reads LeRobot dataset roots (meta/info.json, data/, videos/)",
+        )),
     }
 }

@@ -1,0 +1,477 @@
+//! LeRobot datasets as the Hugging Face Hub publishes them (codebase v3.0,
+//! and v2.1), read without Python (docs/datasets.md):
+//!
+//! - opening reads `meta/` only: `info.json` (fps, features, path
+//!   templates), the episodes (their rows, tasks and, per camera, the video
+//!   file and the `from_timestamp` of their frames in it), the tasks;
+//! - rows are read per data file and column, the first time a window needs
+//!   them: low-dimensional columns are kept (they are small), image
+//!   columns (PNG/JPEG bytes in the parquet) for the few files read last,
+//!   decoded per row as PIL decodes them (PNG is lossless: the same pixels);
+//! - every feature is a stream of the episode on the step clock of the
+//!   `timestamp` column (explicit times), named as LeRobot names it
+//!   (`observation.state`, `action`, `observation.images.top`), including
+//!   LeRobot's own columns (`timestamp`, `frame_index`, `index`,
+//!   `task_index`, `episode_index`);
+//! - `video` features are listed as streams (`u8 [H, W, C]`); reading
+//!   their frames (the MP4 files under `videos/`) is not built yet and is a
+//!   clear error.
+
+pub(crate) mod columns;
+pub(crate) mod meta;
+
+use std::collections::{HashMap, VecDeque};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use robocache_cpu::DType;
+use serde_json::{json, Map, Value};
+
+use self::columns::{read_column, read_f64, read_i64, ColumnData, Expect};
+use self::meta::{EpisodeMeta, Feature, Info, Version, INFO};
+use crate::model::{ChannelKind, DatasetInfo, EpisodeInfo, Format, StreamInfo, StreamKind, Timeline};
+use crate::rlds::decode::decode_image;
+use crate::streams::StreamShape;
+use crate::{Error, Result};
+
+/// LeRobot's own per-frame columns (features of every dataset).
+pub const DEFAULT_COLUMNS: [&str; 5] = ["timestamp", "frame_index", "episode_index", "index", "task_index"];
+
+/// Image columns kept decoded-free (as bytes) for this many files at a time.
+const ENCODED_FILES_KEPT: usize = 4;
+
+/// How a feature's values are stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FeatureStorage {
+    /// A parquet column of numbers.
+    Values,
+    /// A parquet column of PNG/JPEG bytes (`image` features).
+    Image,
+    /// MP4 files under `videos/` (`video` features).
+    Video,
+}
+
+/// One feature as LeRobot declares it.
+#[derive(Clone, Debug)]
+pub struct LeRobotFeature {
+    pub name: String,
+    pub dtype: DType,
+    /// The shape of one frame as `info.json` gives it.
+    pub shape: Vec<usize>,
+    pub storage: FeatureStorage,
+}
+
+/// Where an episode's rows are in its data file.
+#[derive(Debug)]
+struct EpisodeRows {
+    file: PathBuf,
+    rows: Range<usize>,
+}
+
+/// An open LeRobot root.
+#[derive(Debug)]
+pub(crate) struct LeRobotSource {
+    root: PathBuf,
+    version: Version,
+    fps: f64,
+    features: Vec<LeRobotFeature>,
+    episodes: Vec<EpisodeMeta>,
+    tasks: Vec<String>,
+    /// Per data file: each episode's rows in it (from its `episode_index` column).
+    file_rows: Mutex<HashMap<PathBuf, Arc<HashMap<usize, Range<usize>>>>>,
+    /// Whole low-dimensional columns by (file, column).
+    values: Mutex<HashMap<(PathBuf, String), Arc<ColumnData>>>,
+    /// The last image columns read, by (file, column).
+    encoded: Mutex<VecDeque<((PathBuf, String), Arc<ColumnData>)>>,
+}
+
+fn dtype_of(name: &str, feature: &Feature, info_path: &Path) -> Result<Option<(DType, FeatureStorage)>> {
+    Ok(Some(match feature.dtype.as_str() {
+        "float32" => (DType::F32, FeatureStorage::Values),
+        "float64" => (DType::F64, FeatureStorage::Values),
+        "float16" => (DType::F16, FeatureStorage::Values),
+        "int64" => (DType::I64, FeatureStorage::Values),
+        "int32" => (DType::I32, FeatureStorage::Values),
+        "int16" => (DType::I16, FeatureStorage::Values),
+        "int8" => (DType::I8, FeatureStorage::Values),
+        "uint8" => (DType::U8, FeatureStorage::Values),
+        "uint16" => (DType::U16, FeatureStorage::Values),
+        "uint32" => (DType::U32, FeatureStorage::Values),
+        "uint64" => (DType::U64, FeatureStorage::Values),
+        "bool" => (DType::Bool, FeatureStorage::Values),
+        "image" => (DType::U8, FeatureStorage::Image),
+        "video" => (DType::U8, FeatureStorage::Video),
+        "string" | "language" => return Ok(None),
+        other => {
+            return Err(Error::Layout {
+                file: info_path.to_path_buf(),
+                path: format!("features/{name}/dtype"),
+                problem: format!(
+                    "`{other}` is not a dtype robocache reads (float32/64, int*, uint*, bool, image, video, string)"
+                ),
+            })
+        }
+    }))
+}
+
+impl LeRobotSource {
+    /// True when `dir` looks like a LeRobot root (`meta/info.json`).
+    pub fn detect(dir: &Path) -> bool {
+        dir.join(INFO).is_file()
+    }
+
+    pub fn open(root: &Path) -> Result<(LeRobotSource, DatasetInfo)> {
+        let (info, version, raw_features, raw) = Info::read(root)?;
+        let info_path = root.join(INFO);
+        let mut features = Vec::new();
+        for (name, feature) in &raw_features {
+            let Some((dtype, storage)) = dtype_of(name, feature, &info_path)? else {
+                tracing::debug!(feature = %name, "text feature left out of the streams");
+                continue;
+            };
+            if storage != FeatureStorage::Values && feature.shape.len() != 3 {
+                return Err(Error::Layout {
+                    file: info_path.clone(),
+                    path: format!("features/{name}/shape"),
+                    problem: format!("is {:?}; a camera feature is [height, width, channels]", feature.shape),
+                });
+            }
+            features.push(LeRobotFeature { name: name.clone(), dtype, shape: feature.shape.clone(), storage });
+        }
+        for column in DEFAULT_COLUMNS {
+            if !features.iter().any(|f| f.name == column) {
+                return Err(Error::Missing {
+                    file: info_path.clone(),
+                    what: "feature",
+                    path: format!("features/{column}"),
+                });
+            }
+        }
+        let video_keys: Vec<String> =
+            features.iter().filter(|f| f.storage == FeatureStorage::Video).map(|f| f.name.clone()).collect();
+        let episodes = match version {
+            Version::V30 => meta::episodes_v30(root, &info, &video_keys)?,
+            Version::V21 => meta::episodes_v21(root, &info, &video_keys)?,
+        };
+        if episodes.is_empty() {
+            return Err(Error::Layout {
+                file: root.join("meta"),
+                path: "episodes".into(),
+                problem: "lists no episodes".into(),
+            });
+        }
+        for episode in &episodes {
+            if episode.length == 0 {
+                return Err(Error::EmptyEpisode {
+                    file: root.join("meta"),
+                    episode: format!("episode_{}", episode.index),
+                });
+            }
+        }
+        let tasks = meta::tasks(root, version)?;
+        let source = LeRobotSource {
+            root: root.to_path_buf(),
+            version,
+            fps: info.fps,
+            features,
+            episodes,
+            tasks,
+            file_rows: Mutex::new(HashMap::new()),
+            values: Mutex::new(HashMap::new()),
+            encoded: Mutex::new(VecDeque::new()),
+        };
+        let dataset_info = source.dataset_info(&info, &raw);
+        Ok((source, dataset_info))
+    }
+
+    fn dataset_info(&self, info: &Info, raw: &Value) -> DatasetInfo {
+        let mut episodes = Vec::with_capacity(self.episodes.len());
+        for episode in &self.episodes {
+            let streams = self
+                .features
+                .iter()
+                .map(|feature| {
+                    let kind = match feature.storage {
+                        FeatureStorage::Image | FeatureStorage::Video => StreamKind::All(ChannelKind::Image),
+                        FeatureStorage::Values if !feature.dtype.is_float() => StreamKind::All(ChannelKind::Discrete),
+                        FeatureStorage::Values => {
+                            StreamShape { key: &feature.name, dtype: feature.dtype, step_shape: &feature.shape }
+                                .common_kind()
+                        }
+                    };
+                    StreamInfo {
+                        name: feature.name.clone(),
+                        dtype: feature.dtype,
+                        step_shape: feature.shape.clone(),
+                        len: episode.length,
+                        kind,
+                        timeline: Timeline::Explicit { key: "timestamp".into() },
+                        source: feature.name.clone(),
+                    }
+                })
+                .collect();
+            let mut metadata = Map::new();
+            metadata.insert("episode_index".into(), json!(episode.index));
+            metadata.insert("tasks".into(), json!(episode.tasks));
+            metadata.insert("data_file".into(), json!(self.relative(&episode.data_file)));
+            if let Some(from) = episode.dataset_from_index {
+                metadata.insert("dataset_from_index".into(), json!(from));
+            }
+            for (key, span) in &episode.videos {
+                metadata.insert(
+                    format!("videos/{key}"),
+                    json!({"file": self.relative(&span.file), "from_timestamp": span.from_timestamp, "to_timestamp": span.to_timestamp}),
+                );
+            }
+            episodes.push(EpisodeInfo {
+                name: format!("episode_{}", episode.index),
+                len: episode.length,
+                duration_s: episode.length.saturating_sub(1) as f64 / self.fps,
+                streams,
+                instruction: episode.tasks.first().cloned(),
+                metadata,
+            });
+        }
+        let mut metadata = Map::new();
+        metadata.insert("codebase_version".into(), json!(info.codebase_version));
+        metadata.insert("fps".into(), json!(self.fps));
+        metadata.insert("robot_type".into(), json!(info.robot_type));
+        metadata.insert("tasks".into(), json!(self.tasks));
+        if let Some(features) = raw.get("features") {
+            let names: Map<String, Value> = features
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter_map(|(k, v)| v.get("names").map(|n| (k.clone(), n.clone())))
+                .collect();
+            metadata.insert("feature_names".into(), Value::Object(names));
+        }
+        for key in ["total_episodes", "total_frames"] {
+            if let Some(value) = raw.get(key) {
+                metadata.insert(key.into(), value.clone());
+            }
+        }
+        DatasetInfo {
+            path: self.root.clone(),
+            format: Format::LeRobot,
+            rate_hz: self.fps,
+            episodes,
+            splits: Vec::new(),
+            metadata,
+        }
+    }
+
+    fn relative(&self, path: &Path) -> String {
+        path.strip_prefix(&self.root).unwrap_or(path).display().to_string()
+    }
+
+    /// The dataset's frame rate.
+    pub fn fps(&self) -> f64 {
+        self.fps
+    }
+
+    /// Task texts by `task_index`.
+    pub fn tasks(&self) -> &[String] {
+        &self.tasks
+    }
+
+    /// The feature called `name`.
+    pub fn feature_named(&self, name: &str) -> Option<&LeRobotFeature> {
+        self.features.iter().find(|f| f.name == name)
+    }
+
+    /// The dataset `index` of the first frame of `episode` (v2.1: the sum of
+    /// the lengths before it, as LeRobot numbered them).
+    pub fn first_index(&self, episode: usize) -> usize {
+        let meta = &self.episodes[episode];
+        meta.dataset_from_index.unwrap_or_else(|| self.episodes[..episode].iter().map(|e| e.length).sum())
+    }
+
+    /// The LeRobot `episode_index` of the episode at `episode`.
+    pub fn episode_index(&self, episode: usize) -> usize {
+        self.episodes[episode].index
+    }
+
+    /// The rows of `episode` in its data file, found from the file's
+    /// `episode_index` column (read once per file) and checked against the
+    /// episode's length.
+    fn episode_rows(&self, episode: usize) -> Result<EpisodeRows> {
+        let meta = &self.episodes[episode];
+        let file = meta.data_file.clone();
+        let map = {
+            let cached = self.file_rows.lock().unwrap_or_else(|p| p.into_inner()).get(&file).cloned();
+            match cached {
+                Some(map) => map,
+                None => {
+                    if !file.is_file() {
+                        return Err(Error::Missing {
+                            file: self.root.clone(),
+                            what: "data file",
+                            path: format!("{} (episode {})", self.relative(&file), meta.index),
+                        });
+                    }
+                    let indices = read_i64(&file, "episode_index")?;
+                    let mut map: HashMap<usize, Range<usize>> = HashMap::new();
+                    for (row, &index) in indices.iter().enumerate() {
+                        let index = index.max(0) as usize;
+                        let entry = map.entry(index).or_insert(row..row);
+                        if entry.end != row {
+                            return Err(Error::Layout {
+                                file: file.clone(),
+                                path: "episode_index".into(),
+                                problem: format!("episode {index}'s rows are not contiguous (row {row})"),
+                            });
+                        }
+                        entry.end = row + 1;
+                    }
+                    let map = Arc::new(map);
+                    self.file_rows.lock().unwrap_or_else(|p| p.into_inner()).insert(file.clone(), map.clone());
+                    map
+                }
+            }
+        };
+        let rows = map.get(&meta.index).cloned().ok_or_else(|| Error::Layout {
+            file: file.clone(),
+            path: "episode_index".into(),
+            problem: format!("holds no rows of episode {} (meta/ says they are in this file)", meta.index),
+        })?;
+        if rows.len() != meta.length {
+            return Err(Error::Layout {
+                file,
+                path: "episode_index".into(),
+                problem: format!("holds {} rows of episode {}, meta/ says {}", rows.len(), meta.index, meta.length),
+            });
+        }
+        Ok(EpisodeRows { file, rows })
+    }
+
+    fn feature(&self, stream: &StreamInfo) -> Result<&LeRobotFeature> {
+        self.features.iter().find(|f| f.name == stream.source).ok_or_else(|| Error::UnknownStream {
+            stream: stream.source.clone(),
+            scope: self.root.display().to_string(),
+            available: self.features.iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(", "),
+        })
+    }
+
+    /// A whole column of a data file, kept after its first read.
+    fn column(&self, file: &Path, feature: &LeRobotFeature) -> Result<Arc<ColumnData>> {
+        let key = (file.to_path_buf(), feature.name.clone());
+        match feature.storage {
+            FeatureStorage::Values => {
+                if let Some(column) = self.values.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+                    return Ok(column.clone());
+                }
+                let channels = feature.shape.iter().product();
+                let column =
+                    Arc::new(read_column(file, &feature.name, Expect::Values { dtype: feature.dtype, channels })?);
+                self.values.lock().unwrap_or_else(|p| p.into_inner()).insert(key, column.clone());
+                Ok(column)
+            }
+            FeatureStorage::Image => {
+                {
+                    let kept = self.encoded.lock().unwrap_or_else(|p| p.into_inner());
+                    if let Some((_, column)) = kept.iter().find(|(k, _)| *k == key) {
+                        return Ok(column.clone());
+                    }
+                }
+                let column = Arc::new(read_column(file, &feature.name, Expect::Encoded)?);
+                let mut kept = self.encoded.lock().unwrap_or_else(|p| p.into_inner());
+                kept.push_back((key, column.clone()));
+                while kept.len() > ENCODED_FILES_KEPT {
+                    kept.pop_front();
+                }
+                Ok(column)
+            }
+            FeatureStorage::Video => {
+                Err(Error::Invalid(format!("`{}` is a video feature, not a column", feature.name)))
+            }
+        }
+    }
+
+    /// Rows `rows` of `stream` of `episode` into `out`.
+    pub fn read_rows_into(
+        &self,
+        episode: usize,
+        stream: &StreamInfo,
+        rows: Range<usize>,
+        out: &mut [u8],
+    ) -> Result<()> {
+        let feature = self.feature(stream)?;
+        if feature.storage == FeatureStorage::Video {
+            return Err(Error::Invalid(format!(
+                "`{}` of episode {} is a video feature: this build of robocache reads LeRobot's low-dimensional and image features; decoding the MP4 files under videos/ is not built yet",
+                feature.name, self.episodes[episode].index
+            )));
+        }
+        let located = self.episode_rows(episode)?;
+        let column = self.column(&located.file, feature)?;
+        let first = located.rows.start + rows.start;
+        let last = located.rows.start + rows.end;
+        if last > column.rows() {
+            return Err(Error::Layout {
+                file: located.file,
+                path: feature.name.clone(),
+                problem: format!(
+                    "has {} rows, episode {} needs rows up to {last}",
+                    column.rows(),
+                    self.episodes[episode].index
+                ),
+            });
+        }
+        match &*column {
+            ColumnData::Values { bytes, .. } => {
+                let row_bytes = stream.step_bytes();
+                out.copy_from_slice(&bytes[first * row_bytes..last * row_bytes]);
+            }
+            ColumnData::Encoded(images) => {
+                let row_bytes = stream.step_bytes();
+                for (i, chunk) in out.chunks_exact_mut(row_bytes.max(1)).enumerate() {
+                    let row = first + i;
+                    decode_image(&images[row], DType::U8, &feature.shape, chunk).map_err(|problem| Error::Decode {
+                        file: located.file.clone(),
+                        episode: format!("episode_{}", self.episodes[episode].index),
+                        key: feature.name.clone(),
+                        step: rows.start + i,
+                        problem,
+                    })?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The `timestamp` column of `episode`, as `f64`, checked to increase.
+    pub fn episode_times(&self, episode: usize) -> Result<Arc<[f64]>> {
+        let located = self.episode_rows(episode)?;
+        let all = read_f64(&located.file, "timestamp")?;
+        let times = all.get(located.rows.clone()).ok_or_else(|| Error::Layout {
+            file: located.file.clone(),
+            path: "timestamp".into(),
+            problem: format!("has {} rows, fewer than episode {}'s", all.len(), self.episodes[episode].index),
+        })?;
+        let mut previous = f64::NEG_INFINITY;
+        for (row, &value) in times.iter().enumerate() {
+            if !value.is_finite() || value <= previous {
+                return Err(Error::NonMonotonic {
+                    file: located.file.clone(),
+                    episode: format!("episode_{}", self.episodes[episode].index),
+                    key: "timestamp".into(),
+                    row,
+                    previous,
+                    value,
+                });
+            }
+            previous = value;
+        }
+        Ok(times.into())
+    }
+
+    /// The codebase version, as `info.json` spells it.
+    pub fn version_name(&self) -> &'static str {
+        match self.version {
+            Version::V21 => "v2.1",
+            Version::V30 => "v3.0",
+        }
+    }
+}

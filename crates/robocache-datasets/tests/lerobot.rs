@@ -1,0 +1,208 @@
+//! LeRobot roots written by LeRobot 0.6.1 itself (`fixtures/make_lerobot_fixtures.py`,
+//! committed under `fixtures/lerobot/`) read natively: every sample's
+//! `delta_timestamps` window equals what `LeRobotDataset.__getitem__`
+//! returned, bit for bit, pad masks, LeRobot's own columns and task texts
+//! included.
+
+use std::path::PathBuf;
+
+use robocache_cpu::{DType, HostVec};
+use robocache_datasets::{Dataset, DeltaTimestamps, DeltaWindows, FeatureStorage, Format};
+use serde_json::Value;
+
+type Archive = npyz::npz::NpzArchive<std::io::BufReader<std::fs::File>>;
+
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/lerobot")
+}
+
+fn expected(name: &str) -> (Archive, Value) {
+    let dir = fixtures().join("expected");
+    let archive = npyz::npz::NpzArchive::open(dir.join(format!("{name}.npz"))).unwrap();
+    let json = serde_json::from_str(&std::fs::read_to_string(dir.join(format!("{name}.json"))).unwrap()).unwrap();
+    (archive, json)
+}
+
+fn npz(archive: &mut Archive, name: &str) -> (HostVec, Vec<usize>) {
+    let npy = archive.by_name(name).unwrap().unwrap_or_else(|| panic!("LeRobot's dump has no {name}"));
+    let array = robocache_datasets::npy::read_array(npy, u64::MAX).unwrap();
+    (array.data, array.shape)
+}
+
+/// The bytes LeRobot's value has in robocache's dtype: LeRobot returns
+/// float64 features as float32 (`torch.tensor` of Python floats); robocache
+/// keeps float64, which rounds to LeRobot's value.
+fn as_lerobot(data: HostVec) -> HostVec {
+    match data {
+        HostVec::F64(v) => HostVec::F32(v.into_iter().map(|x| x as f32).collect()),
+        other => other,
+    }
+}
+
+fn deltas(json: &Value) -> DeltaTimestamps {
+    let deltas = json["deltas"].as_object().unwrap();
+    DeltaTimestamps::new(
+        deltas
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect()))
+            .collect(),
+    )
+}
+
+fn read_rows(dataset: &Dataset, episode: usize, stream: &str, rows: &[usize]) -> HostVec {
+    let mut parts = Vec::new();
+    let dtype = dataset.stream(episode, stream).unwrap().1.dtype;
+    for &row in rows {
+        parts.push(dataset.read_rows(episode, stream, row..row + 1).unwrap());
+    }
+    let bytes: Vec<u8> = parts.iter().flat_map(|p| p.as_slice().as_bytes().to_vec()).collect();
+    host_from_bytes(dtype, &bytes)
+}
+
+fn host_from_bytes(dtype: DType, bytes: &[u8]) -> HostVec {
+    if dtype == DType::Bool {
+        return HostVec::Bool(bytes.iter().map(|&b| b != 0).collect());
+    }
+    let mut out = HostVec::zeros(dtype, bytes.len() / dtype.size_in_bytes());
+    out.as_bytes_mut().unwrap().copy_from_slice(bytes);
+    out
+}
+
+/// `[C, H, W]` frames of LeRobot's dump as `[H, W, C]`.
+fn hwc(chw: &[u8], c: usize, h: usize, w: usize) -> Vec<u8> {
+    let mut out = vec![0; chw.len()];
+    for ch in 0..c {
+        for y in 0..h {
+            for x in 0..w {
+                out[(y * w + x) * c + ch] = chw[(ch * h + y) * w + x];
+            }
+        }
+    }
+    out
+}
+
+fn check_against_lerobot(root: &str, answers: &str) {
+    let dataset = Dataset::open(fixtures().join(root)).unwrap();
+    assert_eq!(dataset.format(), Format::LeRobot);
+    let lerobot = dataset.lerobot().unwrap();
+    assert_eq!(lerobot.fps(), 10.0);
+    assert_eq!(dataset.len(), 5);
+    assert_eq!(dataset.info().episodes.iter().map(|e| e.len).collect::<Vec<_>>(), [13, 21, 6, 25, 11]);
+    let (mut archive, json) = expected(answers);
+    let spec = deltas(&json);
+    let windows = DeltaWindows::new(dataset.info(), &spec).unwrap();
+    assert_eq!(windows.len(), json["len"].as_u64().unwrap() as usize);
+    let tasks = json["tasks"].as_array().unwrap();
+    let mut frames_checked = 0;
+    for sample in 0..windows.len() {
+        let window = windows.window(sample).unwrap();
+        for (i, (key, _)) in spec.deltas.iter().enumerate() {
+            let offsets = windows.offsets(i);
+            let rows: Vec<(usize, bool)> = offsets.iter().map(|&d| window.row(d)).collect();
+            let (pad, _) = npz(&mut archive, &format!("{sample}/{key}_is_pad"));
+            assert_eq!(pad, HostVec::Bool(rows.iter().map(|r| r.1).collect()), "{root} sample {sample}: {key}_is_pad");
+            let picked: Vec<usize> = rows.iter().map(|r| r.0).collect();
+            match lerobot.storage(key).unwrap() {
+                FeatureStorage::Values => {
+                    let (theirs, _) = npz(&mut archive, &format!("{sample}/{key}"));
+                    let mut out =
+                        vec![0u8; offsets.len() * dataset.stream(window.episode, key).unwrap().1.step_bytes()];
+                    let pads = dataset.read_delta_window_into(&window, key, offsets, &mut out).unwrap();
+                    assert_eq!(pads, rows.iter().map(|r| r.1).collect::<Vec<_>>());
+                    let ours = host_from_bytes(dataset.stream(0, key).unwrap().1.dtype, &out);
+                    assert_eq!(as_lerobot(ours), theirs, "{root} sample {sample}: {key}");
+                }
+                FeatureStorage::Image => {
+                    let (ids, _) = npz(&mut archive, &format!("{sample}/{key}"));
+                    let (table, shape) = npz(&mut archive, &format!("frames/{key}"));
+                    let (c, h, w) = (shape[1], shape[2], shape[3]);
+                    let HostVec::U8(table) = table else { panic!("frames are u8") };
+                    let ours = read_rows(&dataset, window.episode, key, &picked);
+                    let HostVec::I64(ids) = ids else { panic!("ids are i64") };
+                    for (t, id) in ids.iter().enumerate() {
+                        let frame = &table[*id as usize * c * h * w..(*id as usize + 1) * c * h * w];
+                        let theirs = hwc(frame, c, h, w);
+                        assert_eq!(
+                            &ours.as_slice().as_bytes()[t * c * h * w..(t + 1) * c * h * w],
+                            theirs.as_slice(),
+                            "{root} sample {sample}: {key} frame {t}"
+                        );
+                        frames_checked += 1;
+                    }
+                }
+                FeatureStorage::Video => {
+                    let err = dataset.read_rows(window.episode, key, 0..1).unwrap_err().to_string();
+                    assert!(err.contains("video feature") && err.contains(key), "{err}");
+                }
+            }
+        }
+        // Features without offsets: the sample's own frame.
+        for key in [
+            "observation.effort",
+            "observation.counter",
+            "timestamp",
+            "frame_index",
+            "episode_index",
+            "index",
+            "task_index",
+        ] {
+            let (theirs, _) = npz(&mut archive, &format!("{sample}/{key}"));
+            let ours = as_lerobot(read_rows(&dataset, window.episode, key, &[window.frame]));
+            assert_eq!(ours, theirs, "{root} sample {sample}: {key}");
+        }
+        let task_index = read_rows(&dataset, window.episode, "task_index", &[window.frame]);
+        let HostVec::I64(task_index) = task_index else { panic!("task_index is i64") };
+        assert_eq!(
+            lerobot.tasks()[task_index[0] as usize],
+            tasks[sample].as_str().unwrap(),
+            "{root} sample {sample}: task"
+        );
+        // LeRobot's dataset index is robocache's sample number.
+        assert_eq!(lerobot.first_index(window.episode) + window.frame, sample);
+    }
+    if root == "images" || root == "v21" {
+        assert!(frames_checked > 0);
+    }
+}
+
+#[test]
+fn lerobot_v30_av1_root_windows_equal_lerobot() {
+    check_against_lerobot("av1", "av1");
+}
+
+#[test]
+fn lerobot_v30_h264_root_windows_equal_lerobot() {
+    check_against_lerobot("h264", "h264");
+}
+
+#[test]
+fn lerobot_v30_image_features_equal_lerobot_bit_for_bit() {
+    check_against_lerobot("images", "images");
+}
+
+#[test]
+fn lerobot_v21_root_answers_as_the_v30_root_it_was_written_from() {
+    let dataset = Dataset::open(fixtures().join("v21")).unwrap();
+    assert_eq!(dataset.lerobot().unwrap().codebase_version(), "v2.1");
+    check_against_lerobot("v21", "images");
+}
+
+#[test]
+fn lerobot_metadata_lists_tasks_streams_and_video_spans() {
+    let dataset = Dataset::open(fixtures().join("av1")).unwrap();
+    let info = dataset.info();
+    assert_eq!(info.metadata["tasks"], serde_json::json!(["pick the red cube", "open the drawer", "push the button"]));
+    let first = &info.episodes[0];
+    let state = first.stream("observation.state").unwrap();
+    assert_eq!((state.dtype, state.step_shape.as_slice()), (DType::F32, &[6usize][..]));
+    let camera = first.stream("observation.images.front").unwrap();
+    assert_eq!(
+        (camera.dtype, camera.step_shape.as_slice(), camera.is_image()),
+        (DType::U8, &[32usize, 48, 3][..], true)
+    );
+    assert_eq!(info.episodes[4].metadata["videos/observation.images.front"]["from_timestamp"], serde_json::json!(6.5));
+    // Explicit times from the `timestamp` column.
+    let times = dataset.times(1, "action").unwrap();
+    assert_eq!(times.len(), 21);
+    assert_eq!(times.time(3), 0.3f32 as f64);
+}
