@@ -11,7 +11,7 @@
 //!   result is continuous inside a window and equals the angle modulo 2π.
 
 use robocache_cpu::{Boundary, DType, Element, HostVec, ResampleSpec};
-use robocache_datasets::{Dataset, StepWindows, StreamInfo, TimeWindows};
+use robocache_datasets::{Dataset, DeltaWindows, StepWindows, StreamInfo, TimeWindows};
 
 pub use crate::assembly::{BatchStream, MaskKind};
 use crate::batch_buffer::BatchBuffer;
@@ -117,6 +117,77 @@ impl Device {
             samples: samples.to_vec(),
             episodes: cut.iter().map(|w| w.episode).collect(),
             anchors: cut.iter().map(|w| w.step as f64 / rate).collect(),
+            columns: None,
+        })
+    }
+
+    /// LeRobot `delta_timestamps` windows `samples` of `windows` for
+    /// `streams`, on this device: stream `k` as `[B, T_k, ...step_shape]`
+    /// (`T_k` its offsets; a stream the spec does not name reads the
+    /// sample's own frame, `T = 1`), rows clamped into the episode, with
+    /// [`MaskKind::Pad`] masks (LeRobot's `<key>_is_pad`). Values are the
+    /// dataset's own, bit for bit.
+    ///
+    /// ```
+    /// use robocache::datasets::{synthetic, Dataset, DeltaTimestamps, DeltaWindows};
+    /// use robocache::Device;
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("demo.hdf5");
+    /// synthetic::write_robomimic(&path, &synthetic::SyntheticSpec { episodes: 2, image: None, ..Default::default() })?;
+    /// let dataset = Dataset::open(&path)?; // 20 Hz
+    /// let spec = DeltaTimestamps::new(vec![("actions".into(), vec![-0.05, 0.0, 0.05, 0.1])]);
+    /// let windows = DeltaWindows::new(dataset.info(), &spec)?;
+    /// let batch = Device::Cpu.delta_window_batch(&dataset, &windows, &[0, 1], &["actions"])?;
+    /// assert_eq!(batch.streams[0].data.shape(), [2, 4, 7]);
+    /// assert_eq!(batch.streams[0].mask.to_vec::<bool>()?, [true, false, false, false, false, false, false, false]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn delta_window_batch(
+        &self,
+        dataset: &Dataset,
+        windows: &DeltaWindows,
+        samples: &[usize],
+        streams: &[&str],
+    ) -> Result<WindowBatch> {
+        let cut: Vec<_> = samples.iter().map(|&s| windows.window(s)).collect::<Result<_, _>>()?;
+        let mut out = Vec::with_capacity(streams.len());
+        for &name in streams {
+            let offsets = windows.offsets_of(name).unwrap_or(&[0]);
+            let steps = offsets.len();
+            let Some(first) = cut.first() else {
+                out.push(empty_stream(self, name, steps)?);
+                continue;
+            };
+            let info = dataset.stream(first.episode, name)?.1;
+            let row_bytes = info.step_bytes();
+            let mut data = BatchBuffer::new(self, info.dtype, cut.len() * steps * info.channels())?;
+            let mut pad = Vec::with_capacity(cut.len() * steps);
+            for (window, bytes) in cut.iter().zip(data.as_mut_bytes().chunks_exact_mut((steps * row_bytes).max(1))) {
+                let (_, here) = dataset.stream(window.episode, name)?;
+                if here.dtype != info.dtype || here.step_shape != info.step_shape {
+                    return Err(Error::Dataset(robocache_datasets::Error::Invalid(format!(
+                        "stream `{name}` is {} {:?} in episode {} but {} {:?} in episode {}: a batch needs one layout per stream",
+                        info.dtype, info.step_shape, first.episode, here.dtype, here.step_shape, window.episode
+                    ))));
+                }
+                pad.extend(dataset.read_delta_window_into(window, name, offsets, bytes)?);
+            }
+            let mut shape = vec![cut.len(), steps];
+            shape.extend(&info.step_shape);
+            out.push(BatchStream {
+                name: name.to_owned(),
+                data: data.into_tensor(self, &shape, name)?,
+                mask: Tensor::from_host_vec(self, HostVec::Bool(pad), &[cut.len(), steps])?,
+                mask_kind: MaskKind::Pad,
+            });
+        }
+        let fps = windows.fps();
+        Ok(WindowBatch {
+            streams: out,
+            samples: samples.to_vec(),
+            episodes: cut.iter().map(|w| w.episode).collect(),
+            anchors: cut.iter().map(|w| w.frame as f64 / fps).collect(),
             columns: None,
         })
     }

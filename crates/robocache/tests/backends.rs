@@ -368,7 +368,9 @@ fn loader_batches_match_reference(device: &Device) {
     use std::sync::Arc;
 
     use robocache::datasets::synthetic::{write_robomimic, SyntheticSpec};
-    use robocache::datasets::{Dataset, StepWindowSpec, StepWindows, TimeWindowSpec, TimeWindows};
+    use robocache::datasets::{
+        Dataset, DeltaTimestamps, DeltaWindows, StepWindowSpec, StepWindows, TimeWindowSpec, TimeWindows,
+    };
     use robocache::{Loader, LoaderConfig, WindowSpec};
 
     let dir = tempfile::tempdir().unwrap();
@@ -381,20 +383,27 @@ fn loader_batches_match_reference(device: &Device) {
     let dataset = Arc::new(Dataset::open(&path).unwrap());
     let time_streams = ["actions", "obs/joint_pos", "obs/robot0_eef_quat", "obs/gripper_closed", "obs/agentview_image"];
     let step_streams = ["actions", "obs/robot0_eef_pos", "obs/robot0_eef_quat", "rewards", "dones"];
+    // LeRobot's delta_timestamps at the file's 20 Hz: history, horizon, a gap.
+    let delta_offsets = vec![
+        ("actions".to_owned(), vec![0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35]),
+        ("obs/robot0_eef_pos".to_owned(), vec![-0.1, -0.05, 0.0]),
+        ("rewards".to_owned(), vec![-0.5, 0.0, 0.5]),
+    ];
     let cases = [
         (WindowSpec::Times(TimeWindowSpec { hz: 40.0, history: 2, horizon: 14 }), &time_streams[..]),
         (WindowSpec::Steps(StepWindowSpec { seq_length: 10, frame_stack: 3, ..Default::default() }), &step_streams[..]),
+        (WindowSpec::Deltas(DeltaTimestamps::new(delta_offsets)), &step_streams[..]),
     ];
-    for (windows, streams) in cases {
+    for (windows, streams) in cases.clone() {
         // compute-sanitizer's racecheck hangs on CUDA calls from several threads
         // at once (see the GPU bundle): one worker there.
         let workers = if std::env::var_os("ROBOCACHE_SKIP_CONCURRENT").is_some() { 1 } else { 2 };
-        let config = LoaderConfig { seed: 11, prefetch: 2, workers, ..LoaderConfig::new(streams, windows, 24) };
+        let config = LoaderConfig { seed: 11, prefetch: 2, workers, ..LoaderConfig::new(streams, windows.clone(), 24) };
         let ours = Loader::new(device, dataset.clone(), config).unwrap();
         // The reference is not a loader: the windows of the same samples cut
         // one by one by the CPU reference's window functions (a loader
         // assembles resident streams on its own path, in f32).
-        let reference = |samples: &[usize]| match windows {
+        let reference = |samples: &[usize]| match windows.clone() {
             WindowSpec::Times(spec) => {
                 let cut = TimeWindows::new(&dataset, streams, &spec).unwrap();
                 Device::Cpu.time_window_batch(&dataset, &cut, samples, streams).unwrap()
@@ -402,6 +411,10 @@ fn loader_batches_match_reference(device: &Device) {
             WindowSpec::Steps(spec) => {
                 let cut = StepWindows::new(dataset.info(), &spec).unwrap();
                 Device::Cpu.step_window_batch(&dataset, &cut, samples, streams).unwrap()
+            }
+            WindowSpec::Deltas(spec) => {
+                let cut = DeltaWindows::new(dataset.info(), &spec).unwrap();
+                Device::Cpu.delta_window_batch(&dataset, &cut, samples, streams).unwrap()
             }
         };
         let mut batches = 0;
@@ -436,16 +449,20 @@ fn loader_batches_match_reference(device: &Device) {
             prefetch: 2,
             workers,
             masks: MaskKind::Pad,
-            ..LoaderConfig::new(streams, windows, 24)
+            ..LoaderConfig::new(streams, windows.clone(), 24)
         };
         let padded = Loader::new(device, dataset.clone(), config).unwrap();
         for got in padded.epoch(1) {
             let got = got.unwrap();
             let want = reference(&got.samples);
             for (g, w) in got.streams.iter().zip(&want.streams) {
-                assert_eq!((g.mask_kind, w.mask_kind), (MaskKind::Pad, MaskKind::Valid), "{}", g.name);
-                let negated: Vec<bool> = w.mask.to_vec::<bool>().unwrap().into_iter().map(|x| !x).collect();
-                assert_eq!(g.mask.to_vec::<bool>().unwrap(), negated, "{} padding mask", g.name);
+                assert_eq!(g.mask_kind, MaskKind::Pad, "{}", g.name);
+                // delta_timestamps windows have padding masks whatever the config says.
+                let want_pad: Vec<bool> = match w.mask_kind {
+                    MaskKind::Valid => w.mask.to_vec::<bool>().unwrap().into_iter().map(|x| !x).collect(),
+                    MaskKind::Pad => w.mask.to_vec::<bool>().unwrap(),
+                };
+                assert_eq!(g.mask.to_vec::<bool>().unwrap(), want_pad, "{} padding mask", g.name);
             }
             let columns = got.columns.as_ref().expect("a loader batch has its columns").to_vec::<i64>().unwrap();
             let n = got.len();
@@ -467,7 +484,7 @@ fn loader_batches_match_reference(device: &Device) {
         workers,
         mode: robocache::LoaderMode::Streaming,
         staging_bytes: budget,
-        ..LoaderConfig::new(&time_streams, cases[0].0, 24)
+        ..LoaderConfig::new(&time_streams, cases[0].0.clone(), 24)
     };
     let ours = Loader::new(device, dataset.clone(), config.clone()).unwrap();
     let reference = Loader::new(&Device::Cpu, dataset.clone(), config.clone()).unwrap();

@@ -31,7 +31,7 @@ fn every_window_once_per_epoch_across_ranks_and_devices() {
         let config = LoaderConfig {
             shard: Shard::new(rank, world).unwrap(),
             seed: 9,
-            ..LoaderConfig::new(&streams, windows, 10)
+            ..LoaderConfig::new(&streams, windows.clone(), 10)
         };
         // Two "devices" in this process (both the CPU), as Loader::per_device splits them.
         for loader in Loader::per_device(&[Device::Cpu, Device::Cpu], dataset.clone(), config).unwrap() {
@@ -56,7 +56,7 @@ fn without_shuffle_an_epoch_is_in_order_and_the_same_every_epoch() {
         let config = LoaderConfig {
             shuffle: false,
             shard: Shard::new(rank, world).unwrap(),
-            ..LoaderConfig::new(&["actions"], windows, 7)
+            ..LoaderConfig::new(&["actions"], windows.clone(), 7)
         };
         let loader = Loader::new(&Device::Cpu, dataset.clone(), config).unwrap();
         let epoch = |e| loader.epoch(e).flat_map(|b| b.unwrap().samples).collect::<Vec<_>>();
@@ -68,7 +68,8 @@ fn without_shuffle_an_epoch_is_in_order_and_the_same_every_epoch() {
     assert_eq!(all, (0..total).collect::<Vec<_>>());
     let (rank_1, _) = in_order(1, 2);
     assert_eq!(rank_1, (1..total).step_by(2).collect::<Vec<_>>(), "sharded as the shuffled order is");
-    let shuffled = Loader::new(&Device::Cpu, dataset.clone(), LoaderConfig::new(&["actions"], windows, 7)).unwrap();
+    let shuffled =
+        Loader::new(&Device::Cpu, dataset.clone(), LoaderConfig::new(&["actions"], windows.clone(), 7)).unwrap();
     assert_ne!(shuffled.epoch(0).flat_map(|b| b.unwrap().samples).collect::<Vec<_>>(), all);
 }
 
@@ -92,9 +93,9 @@ fn normalization_statistics_round_trip_and_apply() {
 
     let spec = WindowSpec::Steps(StepWindowSpec { seq_length: 4, ..Default::default() });
     let streams = ["actions", "obs/robot0_eef_quat"];
-    let config = LoaderConfig { normalization: Some(stats.clone()), ..LoaderConfig::new(&streams, spec, 64) };
+    let config = LoaderConfig { normalization: Some(stats.clone()), ..LoaderConfig::new(&streams, spec.clone(), 64) };
     let normalized = Loader::new(&Device::Cpu, dataset.clone(), config).unwrap();
-    let plain = Loader::new(&Device::Cpu, dataset.clone(), LoaderConfig::new(&streams, spec, 64)).unwrap();
+    let plain = Loader::new(&Device::Cpu, dataset.clone(), LoaderConfig::new(&streams, spec.clone(), 64)).unwrap();
     let (a, b) = (normalized.epoch(0).next().unwrap().unwrap(), plain.epoch(0).next().unwrap().unwrap());
     let (x, y) = (a.streams[0].data.to_vec::<f32>().unwrap(), b.streams[0].data.to_vec::<f32>().unwrap());
     for (i, (&x, &y)) in x.iter().zip(&y).enumerate() {
@@ -114,17 +115,17 @@ fn bad_configurations_are_errors() {
     let windows = WindowSpec::Steps(StepWindowSpec::default());
     let make =
         |config: LoaderConfig| Loader::new(&Device::Cpu, dataset.clone(), config).map(|_| ()).unwrap_err().to_string();
-    assert!(make(LoaderConfig::new(&["actions"], windows, 0)).contains("batch_size"));
-    assert!(make(LoaderConfig::new(&[], windows, 4)).contains("at least one stream"));
-    assert!(make(LoaderConfig::new(&["nope"], windows, 4)).contains("no stream `nope`"));
+    assert!(make(LoaderConfig::new(&["actions"], windows.clone(), 0)).contains("batch_size"));
+    assert!(make(LoaderConfig::new(&[], windows.clone(), 4)).contains("at least one stream"));
+    assert!(make(LoaderConfig::new(&["nope"], windows.clone(), 4)).contains("no stream `nope`"));
     let resident_images =
-        LoaderConfig { mode: LoaderMode::Resident, ..LoaderConfig::new(&["obs/agentview_image"], windows, 4) };
+        LoaderConfig { mode: LoaderMode::Resident, ..LoaderConfig::new(&["obs/agentview_image"], windows.clone(), 4) };
     assert!(make(resident_images).contains("image stream"));
     // A stream on its own clock cannot be cut into step windows.
     let loader = Loader::new(
         &Device::Cpu,
         dataset.clone(),
-        LoaderConfig { mode: LoaderMode::Streaming, ..LoaderConfig::new(&["obs/joint_pos"], windows, 4) },
+        LoaderConfig { mode: LoaderMode::Streaming, ..LoaderConfig::new(&["obs/joint_pos"], windows.clone(), 4) },
     )
     .unwrap();
     let err = loader.epoch(0).next().unwrap().unwrap_err().to_string();

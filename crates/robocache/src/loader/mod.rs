@@ -49,7 +49,9 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use robocache_cpu::HostVec;
-use robocache_datasets::{Dataset, Sampler, Shard, StepWindowSpec, StepWindows, TimeWindowSpec, TimeWindows};
+use robocache_datasets::{
+    Dataset, DeltaTimestamps, DeltaWindows, Sampler, Shard, StepWindowSpec, StepWindows, TimeWindowSpec, TimeWindows,
+};
 
 pub use crate::assembly::{MaskKind, WindowShape};
 pub use normalization::{Normalization, NormalizationMode, StreamStatistics};
@@ -63,12 +65,17 @@ use crate::windows::{BatchStream, WindowBatch};
 use crate::{Device, Error, Result, Tensor};
 
 /// How windows are cut.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum WindowSpec {
     /// robomimic `SequenceDataset` step windows.
     Steps(StepWindowSpec),
     /// Windows on a policy clock.
     Times(TimeWindowSpec),
+    /// LeRobot's `delta_timestamps`: every frame a sample, each stream at
+    /// its own frame offsets (a stream without offsets: the sample's frame).
+    /// Every stream is read per batch (streamed), pad masks
+    /// ([`MaskKind::Pad`]) whatever [`LoaderConfig::masks`] says.
+    Deltas(DeltaTimestamps),
 }
 
 /// Where streams live.
@@ -150,6 +157,7 @@ impl LoaderConfig {
 enum Cut {
     Steps(StepWindows),
     Times(TimeWindows),
+    Deltas(DeltaWindows),
 }
 
 impl Cut {
@@ -157,6 +165,7 @@ impl Cut {
         match self {
             Cut::Steps(w) => w.len(),
             Cut::Times(w) => w.len(),
+            Cut::Deltas(w) => w.len(),
         }
     }
 
@@ -171,6 +180,10 @@ impl Cut {
                 let window = w.window(sample)?;
                 (window.episode, window.anchor)
             }
+            Cut::Deltas(w) => {
+                let window = w.window(sample)?;
+                (window.episode, window.frame as f64 / w.fps())
+            }
         })
     }
 
@@ -181,6 +194,8 @@ impl Cut {
                 let spec = w.spec();
                 WindowShape::Times { hz: spec.hz, history: spec.history, len: spec.window_len() }
             }
+            // Never resident (Loader::new streams every stream of these).
+            Cut::Deltas(w) => WindowShape::Steps { history: 0, len: w.spec().deltas.first().map_or(1, |d| d.1.len()) },
         }
     }
 }
@@ -212,13 +227,30 @@ impl Loader {
         let cut = match &config.windows {
             WindowSpec::Steps(spec) => Cut::Steps(StepWindows::new(dataset.info(), spec)?),
             WindowSpec::Times(spec) => Cut::Times(TimeWindows::new(&dataset, &names, spec)?),
+            WindowSpec::Deltas(spec) => {
+                if let Some((key, _)) = spec.deltas.iter().find(|(key, _)| !config.streams.contains(key)) {
+                    return Err(invalid(format!(
+                        "delta_timestamps names `{key}`, which is not among the loader's streams ({})",
+                        config.streams.join(", ")
+                    )));
+                }
+                if config.mode == LoaderMode::Resident {
+                    return Err(invalid(
+                        "delta_timestamps windows read every stream per batch: use LoaderMode::Auto or Streaming"
+                            .into(),
+                    ));
+                }
+                Cut::Deltas(DeltaWindows::new(dataset.info(), spec)?)
+            }
         };
+        let deltas = matches!(cut, Cut::Deltas(_));
         let first = dataset.info().episodes.first().ok_or_else(|| invalid("the dataset has no episodes".into()))?;
         let (mut resident_names, mut streamed) = (Vec::new(), Vec::new());
         for &name in &names {
             let (_, info) = dataset.stream(0, name)?;
             let image = info.is_image();
             match config.mode {
+                _ if deltas => streamed.push(name.to_owned()),
                 LoaderMode::Streaming => streamed.push(name.to_owned()),
                 LoaderMode::Resident if image => {
                     return Err(invalid(format!(
@@ -430,7 +462,7 @@ impl Job {
                 let rate = self.dataset.info().rate_hz;
                 pairs.iter().map(|&(_, step)| step / rate).collect()
             }
-            Cut::Times(_) => pairs.iter().map(|&(_, a)| a).collect(),
+            Cut::Times(_) | Cut::Deltas(_) => pairs.iter().map(|&(_, a)| a).collect(),
         };
         let columns: Vec<i64> = (samples.iter().map(|&s| s as i64))
             .chain(episodes.iter().map(|&e| e as i64))
@@ -450,9 +482,11 @@ impl Job {
             let batch = match self.cut.as_ref() {
                 Cut::Steps(w) => self.device.step_window_batch(&self.dataset, w, &samples, &names)?,
                 Cut::Times(w) => self.device.time_window_batch(&self.dataset, w, &samples, &names)?,
+                Cut::Deltas(w) => self.device.delta_window_batch(&self.dataset, w, &samples, &names)?,
             };
+            let keep_pad = matches!(*self.cut, Cut::Deltas(_));
             for mut stream in batch.streams {
-                if stream.mask_kind != self.masks {
+                if stream.mask_kind != self.masks && !keep_pad {
                     flip_mask(&self.device, &mut stream)?;
                 }
                 parts.push(stream);

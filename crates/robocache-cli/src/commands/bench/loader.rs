@@ -87,7 +87,7 @@ pub fn run(args: Args) -> Result<()> {
     let mut results = Vec::new();
     for device in &devices {
         for (mode, label) in [(LoaderMode::Auto, "resident"), (LoaderMode::Streaming, "streaming")] {
-            let config = LoaderConfig { mode, ..LoaderConfig::new(&names, windows, args.batch) };
+            let config = LoaderConfig { mode, ..LoaderConfig::new(&names, windows.clone(), args.batch) };
             let loader = Loader::new(device, dataset.clone(), config)?;
             let seconds = loader.time_batches(args.batches)?.as_secs_f64();
             let timed = args.batches;
