@@ -292,9 +292,7 @@ impl Dataset {
             out.copy_from_slice(&whole.as_slice().as_bytes()[rows.start * row_bytes..rows.end * row_bytes]);
             return Ok(());
         }
-        match &self.source {
-            _ => self.read_source_rows_into(episode, info, rows, out),
-        }
+        self.read_source_rows_into(episode, info, rows, out)
     }
 
     /// The stream's index and description, after checking that `rows` lie in it.

@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
-use robocache::datasets::{Dataset as RustDataset, OpenOptions, Shard, StepWindowSpec, TimeWindowSpec};
+use robocache::datasets::{
+    Dataset as RustDataset, DeltaTimestamps, OpenOptions, Shard, StepWindowSpec, TimeWindowSpec,
+};
 use robocache::{
     DType, Device, Loader as RustLoader, LoaderConfig, LoaderMode, MaskKind, Normalization, NormalizationMode, Tensor,
     WindowSpec,
@@ -47,7 +49,7 @@ impl Dataset {
         serde_json::to_string(self.inner.info()).map_err(|e| invalid(format!("dataset info: {e}")))
     }
 
-    /// The layout: `robomimic`, `calvin`, `rtx` or `rlds`.
+    /// The layout: `robomimic`, `calvin`, `rtx`, `rlds` or `lerobot`.
     #[getter]
     fn format(&self) -> String {
         self.inner.format().to_string()
@@ -61,12 +63,15 @@ pub struct Loader {
     inner: Arc<RustLoader>,
 }
 
-/// Windows: `("times", hz, history, horizon)` or
-/// `("steps", seq_length, frame_stack, pad_seq_length, pad_frame_stack)`.
+/// Windows: `("times", hz, history, horizon)`,
+/// `("steps", seq_length, frame_stack, pad_seq_length, pad_frame_stack)` or
+/// `("deltas", [(stream, [offset_s, ...]), ...], tolerance_s)` (LeRobot's
+/// `delta_timestamps`).
 #[derive(Debug, FromPyObject)]
 enum WindowsArg {
     Times(String, f64, usize, usize),
     Steps(String, usize, usize, bool, bool),
+    Deltas(String, Vec<(String, Vec<f64>)>, f64),
 }
 
 fn window_spec(windows: WindowsArg) -> PyResult<WindowSpec> {
@@ -77,7 +82,12 @@ fn window_spec(windows: WindowsArg) -> PyResult<WindowSpec> {
         WindowsArg::Steps(tag, seq_length, frame_stack, pad_seq_length, pad_frame_stack) if tag == "steps" => {
             Ok(WindowSpec::Steps(StepWindowSpec { seq_length, frame_stack, pad_seq_length, pad_frame_stack }))
         }
-        other => Err(invalid(format!("windows {other:?}: expected ('times', hz, history, horizon) or ('steps', ...)"))),
+        WindowsArg::Deltas(tag, deltas, tolerance_s) if tag == "deltas" => {
+            Ok(WindowSpec::Deltas(DeltaTimestamps { deltas, tolerance_s }))
+        }
+        other => Err(invalid(format!(
+            "windows {other:?}: expected ('times', hz, history, horizon), ('steps', ...) or ('deltas', ...)"
+        ))),
     }
 }
 

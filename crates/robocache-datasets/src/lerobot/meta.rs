@@ -46,8 +46,11 @@ pub(crate) struct Info {
     pub robot_type: Option<String>,
 }
 
+/// `info.json` read: the typed part, its version, its features in order, the raw JSON.
+pub(crate) type InfoRead = (Info, Version, Vec<(String, Feature)>, Value);
+
 impl Info {
-    pub fn read(root: &Path) -> Result<(Info, Version, Vec<(String, Feature)>, Value)> {
+    pub fn read(root: &Path) -> Result<InfoRead> {
         let path = root.join(INFO);
         let text = std::fs::read_to_string(&path).map_err(|error| Error::Io { file: path.clone(), error })?;
         let raw: Value = serde_json::from_str(&text).map_err(|e| Error::Layout {

@@ -69,6 +69,11 @@ struct EpisodeRows {
     rows: Range<usize>,
 }
 
+/// Each episode's rows in one data file, by LeRobot `episode_index`.
+type FileRows = HashMap<usize, Range<usize>>;
+/// A whole column of a data file: (file, column).
+type ColumnKey = (PathBuf, String);
+
 /// An open LeRobot root.
 #[derive(Debug)]
 pub(crate) struct LeRobotSource {
@@ -79,11 +84,11 @@ pub(crate) struct LeRobotSource {
     episodes: Vec<EpisodeMeta>,
     tasks: Vec<String>,
     /// Per data file: each episode's rows in it (from its `episode_index` column).
-    file_rows: Mutex<HashMap<PathBuf, Arc<HashMap<usize, Range<usize>>>>>,
+    file_rows: Mutex<HashMap<PathBuf, Arc<FileRows>>>,
     /// Whole low-dimensional columns by (file, column).
-    values: Mutex<HashMap<(PathBuf, String), Arc<ColumnData>>>,
+    values: Mutex<HashMap<ColumnKey, Arc<ColumnData>>>,
     /// The last image columns read, by (file, column).
-    encoded: Mutex<VecDeque<((PathBuf, String), Arc<ColumnData>)>>,
+    encoded: Mutex<VecDeque<(ColumnKey, Arc<ColumnData>)>>,
 }
 
 fn dtype_of(name: &str, feature: &Feature, info_path: &Path) -> Result<Option<(DType, FeatureStorage)>> {
@@ -238,6 +243,11 @@ impl LeRobotSource {
         metadata.insert("fps".into(), json!(self.fps));
         metadata.insert("robot_type".into(), json!(info.robot_type));
         metadata.insert("tasks".into(), json!(self.tasks));
+        let keys = |storage| -> Vec<&str> {
+            self.features.iter().filter(|f| f.storage == storage).map(|f| f.name.as_str()).collect()
+        };
+        metadata.insert("video_keys".into(), json!(keys(FeatureStorage::Video)));
+        metadata.insert("image_keys".into(), json!(keys(FeatureStorage::Image)));
         if let Some(features) = raw.get("features") {
             let names: Map<String, Value> = features
                 .as_object()
@@ -312,7 +322,7 @@ impl LeRobotSource {
                         });
                     }
                     let indices = read_i64(&file, "episode_index")?;
-                    let mut map: HashMap<usize, Range<usize>> = HashMap::new();
+                    let mut map = FileRows::new();
                     for (row, &index) in indices.iter().enumerate() {
                         let index = index.max(0) as usize;
                         let entry = map.entry(index).or_insert(row..row);

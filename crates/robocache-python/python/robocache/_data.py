@@ -14,10 +14,16 @@ from ._native import Dataset as _NativeDataset
 from ._native import Loader as _NativeLoader
 
 
+# LeRobot's own per-frame columns, in every LeRobot batch.
+_LEROBOT_COLUMNS = ("timestamp", "frame_index", "episode_index", "index", "task_index")
+
+
 class Dataset:
-    """A RoboMimic, CALVIN or RT-X HDF5 file, or an RLDS builder directory
-    as TFDS writes it (an Open X-Embodiment download, ``bridge/0.1.0``),
-    read as episodes of streams (RLDS without TensorFlow).
+    """A RoboMimic, CALVIN or RT-X HDF5 file, an RLDS builder directory
+    as TFDS writes it (an Open X-Embodiment download, ``bridge/0.1.0``), or
+    a LeRobot dataset root (codebase v3.0 or v2.1, as the Hugging Face Hub
+    holds it), read as episodes of streams (RLDS without TensorFlow,
+    LeRobot without Python's parquet and video stack).
 
     ``info`` is the episode model (what ``robocache inspect --json``
     prints): ``format``, ``rate_hz``, ``episodes`` (each with its ``name``,
@@ -52,8 +58,9 @@ class Dataset:
 
 
 def open(path: Union[str, os.PathLike], **options) -> Dataset:  # noqa: A001
-    """Opens a dataset file or RLDS directory; ``options``: ``format``
-    (``robomimic``, ``calvin``, ``rtx``, ``rlds``; detected when absent),
+    """Opens a dataset file, an RLDS directory or a LeRobot root (a folder
+    with ``meta/info.json``); ``options``: ``format``
+    (``robomimic``, ``calvin``, ``rtx``, ``rlds``, ``lerobot``; detected when absent),
     ``split`` (robomimic's ``mask/<split>``; RLDS: the TFDS split, default
     ``train``), ``rate_hz`` (the step clock; RLDS datasets not in the Open
     X-Embodiment rate table need it), ``cache_bytes``."""
@@ -92,11 +99,28 @@ class Loader:
     ``windows``: ``{"hz": 50, "history": 2, "horizon": 16}`` (policy-clock
     time windows) or ``{"seq_length": 16, "frame_stack": 2}`` (robomimic
     step windows; ``pad_seq_length``/``pad_frame_stack`` default True).
+
+    ``delta_timestamps={key: [offsets in s]}`` instead of ``windows`` gives
+    LeRobot's batches, as ``LeRobotDataset(root, delta_timestamps=...)``
+    with a ``DataLoader`` collates them: every frame is a sample; each key
+    at ``frame + round(offset * fps)`` clamped to the episode, with
+    ``<key>_is_pad``; ``streams`` (``None``: every feature of the dataset)
+    at the sample's own frame; LeRobot's ``timestamp``, ``frame_index``,
+    ``episode_index``, ``index``, ``task_index`` and ``task`` (a list of
+    texts). Shapes and dtypes are LeRobot's: a key with offsets is ``[B, T,
+    ...]``, one without ``[B, ...]``, shape-``[1]`` features lose that
+    axis, float64 features come as float32, camera frames as float32
+    ``[B, T, C, H, W]`` in [0, 1] (``return_uint8=True``: uint8, 4× less
+    memory); a video key with one offset is ``[B, C, H, W]``, as LeRobot
+    squeezes it. ``tolerance_s`` as LeRobot's.
     Sharding defaults to ``RANK``/``WORLD_SIZE`` (torchrun); ``device``
     defaults to ``cuda:$LOCAL_RANK`` when a GPU answers.
     """
 
-    def __init__(self, dataset: Union[Dataset, str, os.PathLike], streams: Sequence[str], *, windows: Dict[str, Any],
+    def __init__(self, dataset: Union[Dataset, str, os.PathLike], streams: Optional[Sequence[str]] = None, *,
+                 windows: Optional[Dict[str, Any]] = None,
+                 delta_timestamps: Optional[Dict[str, Sequence[float]]] = None, tolerance_s: float = 1e-4,
+                 return_uint8: bool = False,
                  batch_size: int, device: Optional[str] = None, seed: int = 0, shuffle: bool = True,
                  drop_last: bool = False, workers: int = 2, prefetch: int = 4,
                  normalization: Optional[str] = None, mode: str = "auto",
@@ -104,6 +128,17 @@ class Loader:
         if not isinstance(dataset, Dataset):
             dataset = Dataset(dataset)
         self.dataset = dataset
+        self._lerobot = None
+        if delta_timestamps is not None:
+            if windows is not None:
+                raise InvalidInputError("pass windows= or delta_timestamps=, not both")
+            streams = _lerobot_streams(dataset, streams, delta_timestamps)
+            deltas = [(str(k), [float(x) for x in v]) for k, v in delta_timestamps.items()]
+            self._lerobot = _LeRobotBatches(dataset, streams, dict(deltas), bool(return_uint8))
+        elif streams is None:
+            raise InvalidInputError("streams are required with windows= (with delta_timestamps= None means every feature)")
+        elif windows is None:
+            raise InvalidInputError("pass windows= (time or step windows) or delta_timestamps= (LeRobot's)")
         self.streams = list(streams)
         self.batch_size = int(batch_size)
         self.device = device or _default_device()
@@ -117,7 +152,9 @@ class Loader:
         elif rank is None or world_size is None:
             raise InvalidInputError("pass both rank= and world_size=, or neither (then RANK/WORLD_SIZE)")
         self.rank, self.world_size = int(rank), int(world_size)
-        if "hz" in windows:
+        if delta_timestamps is not None:
+            spec = ("deltas", deltas, float(tolerance_s))
+        elif "hz" in windows:
             spec = ("times", float(windows["hz"]), int(windows.get("history", 0)), int(windows["horizon"]))
         elif "seq_length" in windows:
             spec = ("steps", int(windows["seq_length"]), int(windows.get("frame_stack", 1)),
@@ -131,7 +168,12 @@ class Loader:
         self._next_batch = 0
         # What each batch holds, in the order the native loader hands it over.
         self._keys = [key for name in self.streams for key in (name, f"{name}_is_pad")]
-        self._keys += ["sample_index", "episode_index", "anchor"]
+        # The loader's own columns; LeRobot batches have their own
+        # `episode_index` (a stream) and leave these out.
+        self._columns = ["sample_index", "episode_index", "anchor"]
+        if self._lerobot is not None:
+            self._columns = ["_sample_index", "_episode", "_anchor"]
+        self._keys += self._columns
 
     def __len__(self) -> int:
         """Batches per epoch on this rank."""
@@ -172,6 +214,8 @@ class Loader:
                 batch = dict(zip(keys, map(from_dlpack, parts)))
             else:
                 batch = self._numpy_batch(parts)
+            if self._lerobot is not None:
+                batch = self._lerobot.convert(batch)
             self._next_batch += 1
             yield batch
         self._epoch += 1
@@ -182,9 +226,9 @@ class Loader:
         *streams, columns = parts
         batch = dict(zip(self._keys, map(np.asarray, streams)))
         columns = np.asarray(columns)
-        batch["sample_index"] = columns[0]
-        batch["episode_index"] = columns[1]
-        batch["anchor"] = columns[2].view(np.float64)
+        batch[self._columns[0]] = columns[0]
+        batch[self._columns[1]] = columns[1]
+        batch[self._columns[2]] = columns[2].view(np.float64)
         return batch
 
     def telemetry(self) -> Dict[str, Any]:
@@ -193,3 +237,77 @@ class Loader:
 
     def reset_telemetry(self) -> None:
         self._native.reset_telemetry()
+
+
+def _lerobot_streams(dataset: Dataset, streams: Optional[Sequence[str]],
+                     delta_timestamps: Dict[str, Sequence[float]]) -> List[str]:
+    """The streams a LeRobot batch reads: the ones asked for (every feature
+    when None), the keys with offsets, LeRobot's own columns."""
+    available = dataset.streams
+    wanted = list(available if streams is None else streams)
+    for key in list(delta_timestamps) + [c for c in _LEROBOT_COLUMNS if c in available]:
+        if key not in wanted:
+            wanted.append(key)
+    return wanted
+
+
+class _LeRobotBatches:
+    """Turns a loader batch into LeRobot's collated batch (see :class:`Loader`)."""
+
+    def __init__(self, dataset: Dataset, streams: List[str], deltas: Dict[str, List[float]], return_uint8: bool):
+        first = dataset.episodes[0]["streams"] if dataset.episodes else []
+        self._streams = {s["name"]: s for s in first}
+        self._deltas = deltas
+        self._return_uint8 = return_uint8
+        metadata = dataset.info.get("metadata", {})
+        self._tasks = list(metadata.get("tasks", []))
+        self._video = set(metadata.get("video_keys", []))
+        self._camera = self._video | set(metadata.get("image_keys", []))
+        self._keys = list(streams)
+
+    def convert(self, batch: Dict[str, Any]) -> Dict[str, Any]:
+        out: Dict[str, Any] = {}
+        for key in self._keys:
+            value = batch[key]
+            stream = self._streams.get(key, {})
+            shape = stream.get("step_shape", [])
+            if key not in self._deltas:
+                value = value[:, 0]
+            if key in self._camera:
+                # [B, (T,) H, W, C] -> [B, (T,) C, H, W]
+                value = _move_channels_first(value)
+                if not self._return_uint8:
+                    value = _to_float_frames(value)
+                if key in self._video and key in self._deltas and len(self._deltas[key]) == 1:
+                    value = value[:, 0]
+            elif list(shape) == [1]:
+                value = value[..., 0]
+            if stream.get("dtype") == "f64" and key not in _LEROBOT_COLUMNS:
+                value = _as_float32(value)
+            out[key] = value
+            if key in self._deltas:
+                out[f"{key}_is_pad"] = batch[f"{key}_is_pad"]
+        if "task_index" in out and self._tasks:
+            indices = out["task_index"]
+            indices = indices.tolist() if hasattr(indices, "tolist") else list(indices)
+            out["task"] = [self._tasks[int(i)] for i in indices]
+        return out
+
+
+def _move_channels_first(value):
+    if isinstance(value, np.ndarray):
+        return np.moveaxis(value, -1, -3)
+    return value.movedim(-1, -3)
+
+
+def _to_float_frames(value):
+    """LeRobot's ``frames / 255.0`` in float32."""
+    if isinstance(value, np.ndarray):
+        return value.astype(np.float32) / np.float32(255.0)
+    return value.float() / 255.0
+
+
+def _as_float32(value):
+    if isinstance(value, np.ndarray):
+        return value.astype(np.float32)
+    return value.float()

@@ -1,0 +1,122 @@
+"""LeRobot roots written by LeRobot 0.6.1 itself (the committed fixtures of
+robocache-datasets), read from Python through ``robocache.Loader(root,
+delta_timestamps=...)`` and compared with what ``LeRobotDataset`` returned
+for every index, collated as a ``DataLoader`` collates it."""
+
+import json
+import pathlib
+
+import numpy as np
+import pytest
+
+import robocache
+
+FIXTURES = next(
+    (p / "crates" / "robocache-datasets" / "tests" / "fixtures" / "lerobot"
+     for p in pathlib.Path(__file__).resolve().parents
+     if (p / "crates" / "robocache-datasets" / "tests" / "fixtures" / "lerobot").is_dir()),
+    pathlib.Path("no-lerobot-fixtures"),
+)
+
+if not FIXTURES.is_dir():  # the Python tests copied outside a checkout
+    pytest.skip(f"no LeRobot fixtures at {FIXTURES}", allow_module_level=True)
+
+LOW_DIM = ["observation.state", "action", "observation.effort", "observation.counter", "next.done"]
+
+
+def expected(name):
+    archive = np.load(FIXTURES / "expected" / f"{name}.npz")
+    meta = json.loads((FIXTURES / "expected" / f"{name}.json").read_text())
+    return archive, meta
+
+
+def lerobot_item(archive, meta, i, keys):
+    """Item ``i`` as LeRobotDataset returned it (camera frames as float32 from their uint8 rows)."""
+    item = {}
+    for key in keys:
+        value = archive[f"{i}/{key}"]
+        if f"frames/{key}" in archive.files:
+            frames = archive[f"frames/{key}"][value]
+            value = frames.astype(np.float32) / np.float32(255.0)
+        item[key] = value
+    item["task"] = meta["tasks"][i]
+    return item
+
+
+def to_numpy(value):
+    return value.cpu().numpy() if hasattr(value, "cpu") else np.asarray(value)
+
+
+def check_root(root, answers, keys, device="cpu"):
+    archive, meta = expected(answers)
+    deltas = {k: v for k, v in meta["deltas"].items() if k in keys}
+    loader = robocache.Loader(FIXTURES / root, keys, delta_timestamps=deltas, batch_size=16, shuffle=False,
+                              device=device, rank=0, world_size=1)
+    assert loader.samples_per_epoch == meta["len"]
+    seen = 0
+    compared = list(keys) + [f"{k}_is_pad" for k in deltas]
+    compared += ["timestamp", "frame_index", "episode_index", "index", "task_index"]
+    for batch in loader:
+        index = to_numpy(batch["index"])
+        for row, i in enumerate(index):
+            assert i == seen + row
+            want = lerobot_item(archive, meta, int(i), [k for k in compared if f"{i}/{k}" in archive.files])
+            for key, value in want.items():
+                if key == "task":
+                    assert batch["task"][row] == value, (root, i)
+                    continue
+                got = to_numpy(batch[key])[row]
+                assert got.dtype == value.dtype and got.shape == value.shape, (root, i, key, got.dtype, got.shape,
+                                                                                value.dtype, value.shape)
+                np.testing.assert_array_equal(got, value, err_msg=f"{root} item {i}: {key}")
+        seen += len(index)
+    assert seen == meta["len"]
+
+
+def test_open_reads_a_lerobot_root():
+    dataset = robocache.open(FIXTURES / "av1")
+    assert dataset.format == "lerobot" and len(dataset) == 5
+    assert dataset.info["rate_hz"] == 10.0
+    assert {"observation.state", "action", "observation.images.front", "timestamp"} <= set(dataset.streams)
+    assert dataset.info["metadata"]["video_keys"] == ["observation.images.front", "observation.images.wrist"]
+    assert [e["len"] for e in dataset.episodes] == [13, 21, 6, 25, 11]
+
+
+def test_loader_batches_equal_lerobot_low_dimensional():
+    pytest.importorskip("torch")
+    check_root("av1", "av1", LOW_DIM)
+    check_root("h264", "h264", LOW_DIM)
+
+
+def test_loader_batches_equal_lerobot_with_image_features():
+    pytest.importorskip("torch")
+    cameras = ["observation.images.front", "observation.images.wrist"]
+    check_root("images", "images", LOW_DIM + cameras)
+    check_root("v21", "images", LOW_DIM + cameras)
+
+
+def test_loader_returns_uint8_frames_on_request_without_torch_arrays():
+    loader = robocache.Loader(FIXTURES / "images", ["observation.images.front"],
+                              delta_timestamps={"observation.images.front": [-0.1, 0.0]}, return_uint8=True,
+                              batch_size=4, shuffle=False, device="cpu", rank=0, world_size=1)
+    batch = next(iter(loader))
+    frames = to_numpy(batch["observation.images.front"])
+    assert frames.dtype == np.uint8 and frames.shape == (4, 2, 3, 32, 48)
+    assert to_numpy(batch["observation.images.front_is_pad"]).tolist()[0] == [True, False]
+
+
+def test_bad_delta_timestamps_are_clear_errors():
+    with pytest.raises(robocache.Error, match="multiples of 1/fps"):
+        robocache.Loader(FIXTURES / "av1", ["action"], delta_timestamps={"action": [0.0, 0.05]}, batch_size=4,
+                         device="cpu")
+    with pytest.raises(robocache.Error, match="nope"):
+        robocache.Loader(FIXTURES / "av1", ["action"], delta_timestamps={"nope": [0.0]}, batch_size=4, device="cpu")
+    loader = robocache.Loader(FIXTURES / "av1", ["observation.images.front"],
+                              delta_timestamps={"observation.images.front": [0.0]}, batch_size=4, device="cpu")
+    with pytest.raises(robocache.Error, match="video feature"):
+        next(iter(loader))
+
+
+def test_cuda_loader_equals_the_cpu_one(cuda):
+    cameras = ["observation.images.front", "observation.images.wrist"]
+    check_root("images", "images", LOW_DIM + cameras, device=cuda)
