@@ -56,6 +56,22 @@ pub enum Error {
     /// values that do not fill the declared shape).
     #[error("{}: episode `{episode}`, `{key}`, step {step}: {problem}", file.display())]
     Decode { file: PathBuf, episode: String, key: String, step: usize, problem: String },
+    /// A camera's video that cannot be read or decoded for an episode, or
+    /// whose frame times do not match the episode's timestamps.
+    #[error("episode `{episode}`, `{key}`: {source}")]
+    Video {
+        episode: String,
+        key: String,
+        #[source]
+        source: robocache_video::Error,
+    },
+    /// A frame LeRobot would not load either: the closest frame of the
+    /// video is further than `tolerance_s` from the time asked for.
+    #[error(
+        "{}: episode `{episode}`, `{key}`, row {row}: the frame for t = {query} s is at {found} s, beyond tolerance_s = {tolerance_s} (LeRobot's FrameTimestampError)",
+        file.display()
+    )]
+    FrameTime { file: PathBuf, episode: String, key: String, row: usize, query: f64, found: f64, tolerance_s: f64 },
     /// A native CALVIN split that cannot be converted.
     #[error("{}: {problem}", file.display())]
     Convert { file: PathBuf, problem: String },

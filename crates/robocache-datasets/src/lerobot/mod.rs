@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use robocache_cpu::DType;
+use robocache_video::VideoFile;
 use serde_json::{json, Map, Value};
 
 use self::columns::{read_column, read_f64, read_i64, ColumnData, Expect};
@@ -38,8 +39,12 @@ use crate::{Error, Result};
 /// LeRobot's own per-frame columns (features of every dataset).
 pub const DEFAULT_COLUMNS: [&str; 5] = ["timestamp", "frame_index", "episode_index", "index", "task_index"];
 
-/// Image columns kept decoded-free (as bytes) for this many files at a time.
+/// Image columns kept (as encoded bytes) for this many files at a time.
 const ENCODED_FILES_KEPT: usize = 4;
+
+/// How far a decoded frame's time may be from the time asked for:
+/// `LeRobotDataset`'s default `tolerance_s`.
+pub const VIDEO_TOLERANCE_S: f64 = 1e-4;
 
 /// How a feature's values are stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,6 +94,8 @@ pub(crate) struct LeRobotSource {
     values: Mutex<HashMap<ColumnKey, Arc<ColumnData>>>,
     /// The last image columns read, by (file, column).
     encoded: Mutex<VecDeque<(ColumnKey, Arc<ColumnData>)>>,
+    /// Open video files (sample tables read once).
+    videos: Mutex<HashMap<PathBuf, Arc<VideoFile>>>,
 }
 
 fn dtype_of(name: &str, feature: &Feature, info_path: &Path) -> Result<Option<(DType, FeatureStorage)>> {
@@ -185,6 +192,7 @@ impl LeRobotSource {
             file_rows: Mutex::new(HashMap::new()),
             values: Mutex::new(HashMap::new()),
             encoded: Mutex::new(VecDeque::new()),
+            videos: Mutex::new(HashMap::new()),
         };
         let dataset_info = source.dataset_info(&info, &raw);
         Ok((source, dataset_info))
@@ -409,10 +417,7 @@ impl LeRobotSource {
     ) -> Result<()> {
         let feature = self.feature(stream)?;
         if feature.storage == FeatureStorage::Video {
-            return Err(Error::Invalid(format!(
-                "`{}` of episode {} is a video feature: this build of robocache reads LeRobot's low-dimensional and image features; decoding the MP4 files under videos/ is not built yet",
-                feature.name, self.episodes[episode].index
-            )));
+            return self.read_frames_into(episode, feature, rows, out);
         }
         let located = self.episode_rows(episode)?;
         let column = self.column(&located.file, feature)?;
@@ -451,10 +456,103 @@ impl LeRobotSource {
         Ok(())
     }
 
+    /// An open video file.
+    fn video(&self, path: &Path, episode: usize, key: &str) -> Result<Arc<VideoFile>> {
+        if let Some(video) = self.videos.lock().unwrap_or_else(|p| p.into_inner()).get(path) {
+            return Ok(video.clone());
+        }
+        let video = Arc::new(VideoFile::open(path).map_err(|source| Error::Video {
+            episode: format!("episode_{}", self.episodes[episode].index),
+            key: key.to_owned(),
+            source,
+        })?);
+        self.videos.lock().unwrap_or_else(|p| p.into_inner()).insert(path.to_path_buf(), video.clone());
+        Ok(video)
+    }
+
+    /// Frames of a video feature for rows `rows` of `episode`, chosen as
+    /// LeRobot chooses them: the row's `timestamp` plus the episode's
+    /// `from_timestamp` in its video file, `round(t · average_fps)`, the
+    /// frame's time within [`VIDEO_TOLERANCE_S`] of `t`; RGB `[H, W, 3]`.
+    fn read_frames_into(
+        &self,
+        episode: usize,
+        feature: &LeRobotFeature,
+        rows: Range<usize>,
+        out: &mut [u8],
+    ) -> Result<()> {
+        let meta = &self.episodes[episode];
+        let name = format!("episode_{}", meta.index);
+        let span = meta.videos.get(&feature.name).ok_or_else(|| Error::Layout {
+            file: self.root.join("meta"),
+            path: format!("videos/{}", feature.name),
+            problem: format!("episode {} has no video file for this camera", meta.index),
+        })?;
+        let video = self.video(&span.file, episode, &feature.name)?;
+        if [video.height(), video.width(), 3] != feature.shape[..] {
+            return Err(Error::Layout {
+                file: span.file.clone(),
+                path: feature.name.clone(),
+                problem: format!(
+                    "the video is {}x{} (HxW), meta/info.json declares {:?}",
+                    video.height(),
+                    video.width(),
+                    feature.shape
+                ),
+            });
+        }
+        let times = self.episode_times(episode)?;
+        let mut indices = Vec::with_capacity(rows.len());
+        for row in rows.clone() {
+            let query = span.from_timestamp + times[row];
+            let index = video.frame_at(query).map_err(|source| Error::Video {
+                episode: name.clone(),
+                key: feature.name.clone(),
+                source,
+            })?;
+            let found = video.frame_time(index).unwrap_or(f64::NAN);
+            if !((query - found).abs() < VIDEO_TOLERANCE_S) {
+                return Err(Error::FrameTime {
+                    file: span.file.clone(),
+                    episode: name,
+                    key: feature.name.clone(),
+                    row,
+                    query,
+                    found,
+                    tolerance_s: VIDEO_TOLERANCE_S,
+                });
+            }
+            indices.push(index);
+        }
+        let frames = video.decode_yuv(&indices).map_err(|source| Error::Video {
+            episode: name.clone(),
+            key: feature.name.clone(),
+            source,
+        })?;
+        let frame_bytes = video.height() * video.width() * 3;
+        for (frame, chunk) in frames.iter().zip(out.chunks_exact_mut(frame_bytes.max(1))) {
+            frame.to_rgb_into(chunk);
+        }
+        Ok(())
+    }
+
     /// The `timestamp` column of `episode`, as `f64`, checked to increase.
     pub fn episode_times(&self, episode: usize) -> Result<Arc<[f64]>> {
         let located = self.episode_rows(episode)?;
-        let all = read_f64(&located.file, "timestamp")?;
+        let feature = self.feature_named("timestamp").ok_or_else(|| Error::Missing {
+            file: self.root.join(INFO),
+            what: "feature",
+            path: "features/timestamp".into(),
+        })?;
+        let all: Vec<f64> = match (&*self.column(&located.file, feature)?, feature.dtype) {
+            (ColumnData::Values { bytes, .. }, DType::F32) => {
+                bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64).collect()
+            }
+            (ColumnData::Values { bytes, .. }, DType::F64) => {
+                bytes.chunks_exact(8).map(|b| f64::from_le_bytes(b.try_into().unwrap_or_default())).collect()
+            }
+            _ => read_f64(&located.file, "timestamp")?,
+        };
         let times = all.get(located.rows.clone()).ok_or_else(|| Error::Layout {
             file: located.file.clone(),
             path: "timestamp".into(),

@@ -1,0 +1,26 @@
+//! The one error type of the crate: every variant names the file.
+
+use std::path::PathBuf;
+
+/// What went wrong reading or decoding a video file.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The file is missing or unreadable.
+    #[error("{}: {error}", file.display())]
+    Io { file: PathBuf, error: std::io::Error },
+    /// Not an MP4 file robocache reads: truncated, no video track, broken tables.
+    #[error("{}: {problem}", file.display())]
+    Container { file: PathBuf, problem: String },
+    /// A codec this build does not decode on the CPU.
+    #[error("{}: {codec} video is not decoded on the CPU by this build of robocache ({hint})", file.display())]
+    UnsupportedCodec { file: PathBuf, codec: &'static str, hint: &'static str },
+    /// A frame that does not decode (corrupt data), or decodes to the wrong size.
+    #[error("{}: frame {frame}: {problem}", file.display())]
+    Decode { file: PathBuf, frame: usize, problem: String },
+    /// A frame index past the end of the video.
+    #[error("{}: frame {frame} asked for, the video has {frames} frames", file.display())]
+    FrameOutOfRange { file: PathBuf, frame: usize, frames: usize },
+}
+
+/// Result alias of the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,180 @@
+//! Camera video for robocache: MP4 files demuxed in Rust ([`mp4`]), AV1
+//! decoded on the CPU by rav1d (the Rust port of dav1d), frames converted
+//! to RGB exactly as FFmpeg's swscale converts them ([`yuv`]), so that a
+//! frame equals what PyAV, torchcodec and LeRobot return for it.
+//!
+//! [`VideoFile`] opens a file (reading its sample table only) and decodes
+//! frames by their index in presentation order, each from the key frame
+//! before it; frames asked for together share the decoding of their
+//! group of pictures.
+//!
+//! ```no_run
+//! use robocache_video::VideoFile;
+//!
+//! let video = VideoFile::open("videos/observation.images.top/chunk-000/file-000.mp4")?;
+//! let fps = video.average_fps();
+//! let index = video.frame_at(2.5)?; // the frame LeRobot picks for t = 2.5 s
+//! let frames = video.decode_rgb(&[index, index + 1])?; // [H, W, 3] each
+//! println!("{} frames at {fps} fps, {}x{}", video.frames(), video.width(), video.height());
+//! # Ok::<(), robocache_video::Error>(())
+//! ```
+//!
+//! H.264 and HEVC files are demuxed; their decoding (NVDEC on the GPU) is
+//! not built yet and is a clear error.
+
+mod av1;
+mod error;
+pub mod mp4;
+pub mod yuv;
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+pub use error::{Error, Result};
+pub use mp4::{Codec, Track};
+pub use yuv::Yuv420;
+
+use av1::Av1Decoder;
+
+/// An open video file: its track's sample table and the decoders that
+/// reading threads share.
+#[derive(Debug)]
+pub struct VideoFile {
+    path: PathBuf,
+    file: File,
+    track: Track,
+    /// Decode-order sample of each presentation-order frame.
+    order: Vec<usize>,
+    /// Idle decoders, taken by a reading thread and put back.
+    decoders: Mutex<Vec<Av1Decoder>>,
+}
+
+impl VideoFile {
+    /// Opens `path` and reads its sample table.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref().to_path_buf();
+        let (file, track) = mp4::read_track(&path)?;
+        if track.samples.is_empty() {
+            return Err(Error::Container { file: path, problem: "the video track has no frames".into() });
+        }
+        let order = track.presentation_order();
+        Ok(VideoFile { path, file, track, order, decoders: Mutex::new(Vec::new()) })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn codec(&self) -> Codec {
+        self.track.codec
+    }
+
+    pub fn width(&self) -> usize {
+        self.track.width as usize
+    }
+
+    pub fn height(&self) -> usize {
+        self.track.height as usize
+    }
+
+    /// Frames in the file.
+    pub fn frames(&self) -> usize {
+        self.order.len()
+    }
+
+    /// Frames per second as torchcodec's `average_fps` gives it.
+    pub fn average_fps(&self) -> f64 {
+        self.track.average_fps()
+    }
+
+    /// The presentation time of frame `index` in seconds.
+    pub fn frame_time(&self, index: usize) -> Option<f64> {
+        let sample = self.track.samples.get(*self.order.get(index)?)?;
+        Some(sample.pts as f64 / self.track.timescale as f64)
+    }
+
+    /// The frame LeRobot's decode picks for time `t` (seconds in the file):
+    /// `round(t · average_fps)` (Python's round, half to even).
+    pub fn frame_at(&self, t: f64) -> Result<usize> {
+        let scaled = (t * self.average_fps()).round_ties_even();
+        if !(scaled >= 0.0 && scaled < self.frames() as f64) {
+            return Err(Error::FrameOutOfRange {
+                file: self.path.clone(),
+                frame: if scaled.is_finite() && scaled > 0.0 { scaled as usize } else { 0 },
+                frames: self.frames(),
+            });
+        }
+        Ok(scaled as usize)
+    }
+
+    /// Frames `indices` (presentation order) as YUV 4:2:0, in the order asked.
+    /// Each group of pictures is decoded once, from its key frame to the
+    /// last frame asked for in it.
+    pub fn decode_yuv(&self, indices: &[usize]) -> Result<Vec<Yuv420>> {
+        if self.track.codec != Codec::Av1 {
+            return Err(Error::UnsupportedCodec {
+                file: self.path.clone(),
+                codec: self.track.codec.name(),
+                hint: "AV1 is; H.264 and HEVC decoding through NVDEC is not built yet",
+            });
+        }
+        // Decode-order samples wanted, grouped by the key frame they start from.
+        let mut wanted: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+        for &index in indices {
+            let sample = *self.order.get(index).ok_or_else(|| Error::FrameOutOfRange {
+                file: self.path.clone(),
+                frame: index,
+                frames: self.frames(),
+            })?;
+            let key = (0..=sample).rev().find(|&s| self.track.samples[s].sync).unwrap_or(0);
+            wanted.entry(key).or_default().push(sample);
+        }
+        let mut decoder = match self.decoders.lock().ok().and_then(|mut d| d.pop()) {
+            Some(decoder) => decoder,
+            None => {
+                Av1Decoder::new().map_err(|problem| Error::Decode { file: self.path.clone(), frame: 0, problem })?
+            }
+        };
+        let mut decoded: BTreeMap<usize, Yuv420> = BTreeMap::new();
+        let result = (|| {
+            for (key, samples) in &wanted {
+                let last = samples.iter().copied().max().unwrap_or(*key);
+                decoder.flush();
+                for sample in *key..=last {
+                    let bytes = mp4::read_sample(&self.path, &self.file, &self.track.samples[sample])?;
+                    let frame_error =
+                        |problem: String| Error::Decode { file: self.path.clone(), frame: sample, problem };
+                    let frame = decoder.decode(&bytes).map_err(frame_error)?;
+                    if samples.contains(&sample) {
+                        let frame = frame.ok_or_else(|| frame_error("the sample shows no frame".into()))?;
+                        if (frame.width, frame.height) != (self.width(), self.height()) {
+                            return Err(frame_error(format!(
+                                "decodes to {}x{}, the track says {}x{}",
+                                frame.width,
+                                frame.height,
+                                self.width(),
+                                self.height()
+                            )));
+                        }
+                        decoded.insert(sample, frame);
+                    }
+                }
+            }
+            Ok(())
+        })();
+        if result.is_ok() {
+            if let Ok(mut idle) = self.decoders.lock() {
+                idle.push(decoder);
+            }
+        }
+        result?;
+        indices.iter().map(|&index| Ok(decoded[&self.order[index]].clone())).collect()
+    }
+
+    /// Frames `indices` (presentation order) as RGB `[H, W, 3]`, in the order asked.
+    pub fn decode_rgb(&self, indices: &[usize]) -> Result<Vec<Vec<u8>>> {
+        Ok(self.decode_yuv(indices)?.iter().map(Yuv420::to_rgb).collect())
+    }
+}
