@@ -226,3 +226,81 @@ fn lerobot_metadata_lists_tasks_streams_and_video_spans() {
     assert_eq!(times.len(), 21);
     assert_eq!(times.time(3), 0.3f32 as f64);
 }
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// Reads every camera frame and every low-dimensional row of every
+/// episode; the first error, as text.
+fn read_everything(root: &std::path::Path) -> Result<(), String> {
+    let dataset = Dataset::open(root).map_err(|e| e.to_string())?;
+    for (e, episode) in dataset.info().episodes.iter().enumerate() {
+        for stream in &episode.streams {
+            dataset.read_rows(e, &stream.name, 0..episode.len).map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn broken_lerobot_roots_are_clear_errors() {
+    let scratch = tempfile::tempdir().unwrap();
+    let fresh = |name: &str| {
+        let root = scratch.path().join(name);
+        copy_dir(&fixtures().join("av1"), &root);
+        root
+    };
+    let front = "videos/observation.images.front/chunk-000/file-000.mp4";
+
+    let root = fresh("truncated_video");
+    let bytes = std::fs::read(root.join(front)).unwrap();
+    std::fs::write(root.join(front), &bytes[..bytes.len() / 2]).unwrap();
+    let err = read_everything(&root).unwrap_err();
+    assert!(
+        err.contains("file-000.mp4") && err.contains("observation.images.front") && err.contains("truncated"),
+        "{err}"
+    );
+
+    let root = fresh("missing_video");
+    std::fs::remove_file(root.join(front)).unwrap();
+    let err = read_everything(&root).unwrap_err();
+    assert!(err.contains("file-000.mp4") && err.contains("episode_0"), "{err}");
+
+    // Junk in the middle of the coded frames: an error or frames, never a panic.
+    let root = fresh("corrupt_frames");
+    let mut bytes = std::fs::read(root.join(front)).unwrap();
+    let n = bytes.len();
+    for b in &mut bytes[n / 3..n / 3 + 400] {
+        *b ^= 0x5a;
+    }
+    std::fs::write(root.join(front), &bytes).unwrap();
+    let _ = read_everything(&root);
+
+    let root = fresh("truncated_parquet");
+    let data = root.join("data/chunk-000/file-001.parquet");
+    let bytes = std::fs::read(&data).unwrap();
+    std::fs::write(&data, &bytes[..bytes.len() - 100]).unwrap();
+    let err = read_everything(&root).unwrap_err();
+    assert!(err.contains("file-001.parquet"), "{err}");
+
+    let root = fresh("missing_data");
+    std::fs::remove_file(root.join("data/chunk-000/file-002.parquet")).unwrap();
+    let err = read_everything(&root).unwrap_err();
+    assert!(err.contains("file-002.parquet") && err.contains("(episode "), "{err}");
+
+    let root = fresh("future_version");
+    let info = std::fs::read_to_string(root.join("meta/info.json")).unwrap().replace("\"v3.0\"", "\"v4.0\"");
+    std::fs::write(root.join("meta/info.json"), info).unwrap();
+    let err = Dataset::open(&root).unwrap_err().to_string();
+    assert!(err.contains("v4.0") && err.contains("codebase_version"), "{err}");
+}

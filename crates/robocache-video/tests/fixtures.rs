@@ -1,0 +1,57 @@
+//! The LeRobot fixtures' MP4 files (written by LeRobot 0.6.1 with FFmpeg:
+//! libsvtav1 and libx264) demuxed, and the AV1 ones decoded.
+
+use std::path::PathBuf;
+
+use robocache_video::{Codec, Error, VideoFile};
+
+fn video(root: &str, camera: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../robocache-datasets/tests/fixtures/lerobot")
+        .join(root)
+        .join(format!("videos/observation.images.{camera}/chunk-000/file-000.mp4"))
+}
+
+#[test]
+fn lerobot_av1_files_demux_and_decode() {
+    let file = VideoFile::open(video("av1", "front")).unwrap();
+    assert_eq!((file.codec(), file.width(), file.height(), file.frames()), (Codec::Av1, 48, 32, 76));
+    assert_eq!(file.average_fps(), 10.0);
+    assert_eq!(file.frame_time(13), Some(1.3));
+    assert_eq!(file.frame_at(1.3).unwrap(), 13);
+    assert_eq!(file.frame_at(1.349).unwrap(), 13);
+    assert!(matches!(file.frame_at(7.6), Err(Error::FrameOutOfRange { frame: 76, frames: 76, .. })));
+    // Any order, repeats, frames of several groups of pictures at once.
+    let frames = file.decode_rgb(&[75, 3, 3, 0, 40]).unwrap();
+    assert_eq!(frames.len(), 5);
+    assert_eq!(frames[1], frames[2]);
+    assert!(frames.iter().all(|f| f.len() == 48 * 32 * 3));
+    let one = file.decode_rgb(&[40]).unwrap();
+    assert_eq!(one[0], frames[4], "a frame decodes the same from any starting point");
+}
+
+#[test]
+fn lerobot_h264_files_demux_and_say_their_decoder_is_missing() {
+    let file = VideoFile::open(video("h264", "wrist")).unwrap();
+    assert_eq!((file.codec(), file.frames()), (Codec::H264, 76));
+    let err = file.decode_rgb(&[0]).unwrap_err().to_string();
+    assert!(err.contains("h264") && err.contains("file-000.mp4"), "{err}");
+}
+
+#[test]
+fn broken_files_are_clear_errors() {
+    let dir = std::env::temp_dir().join(format!("robocache-video-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bytes = std::fs::read(video("av1", "front")).unwrap();
+    for (name, data) in
+        [("empty.mp4", &bytes[..0]), ("half.mp4", &bytes[..bytes.len() / 2]), ("head.mp4", &bytes[..40])]
+    {
+        let path = dir.join(name);
+        std::fs::write(&path, data).unwrap();
+        let err = VideoFile::open(&path).unwrap_err().to_string();
+        assert!(err.contains(name), "{err}");
+    }
+    let err = VideoFile::open(dir.join("missing.mp4")).unwrap_err().to_string();
+    assert!(err.contains("missing.mp4"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
