@@ -1,7 +1,9 @@
-//! Readers for RoboMimic, CALVIN and RT-X HDF5 files and for RLDS builder
+//! Readers for RoboMimic, CALVIN and RT-X HDF5 files, for RLDS builder
 //! directories as TFDS publishes them (Open X-Embodiment, read without
-//! TensorFlow) into one episode model, with step windows, time windows and
-//! a sampler (docs/datasets.md).
+//! TensorFlow) and for LeRobot dataset roots (codebase v3.0 and v2.1:
+//! parquet and MP4, read without Python) into one episode model, with step
+//! windows, time windows, LeRobot's `delta_timestamps` windows and a
+//! sampler (docs/datasets.md).
 //!
 //! - [`Dataset::open`] detects the layout ([`Format`]; a directory is RLDS)
 //!   and reads metadata only: episodes, streams (dtype, per-step shape,
@@ -17,6 +19,8 @@
 //! - [`TimeWindows`]: anchors on a policy clock and their target times; the
 //!   `robocache` facade resamples every stream onto them by its kind, on the
 //!   CPU or the GPU.
+//! - [`DeltaWindows`]: LeRobot's `delta_timestamps` (every frame a sample,
+//!   per-stream frame offsets, rows clamped into the episode, pad masks).
 //! - [`Sampler`]: a seeded permutation per epoch, sharded by rank.
 //! - [`convert_calvin`]: a native CALVIN split into robocache's CALVIN layout.
 //! - [`synthetic::write_robomimic`]: a multi-rate RoboMimic-layout file for demos and tests;
@@ -45,6 +49,21 @@
 //! let bridge = Dataset::open("/data/oxe/bridge/0.1.0")?; // 5 Hz, from the rate table
 //! let frames = bridge.read_rows(0, "observation/image", 0..4)?; // u8 [4, 256, 256, 3], 4 JPEGs decoded
 //! let mine = Dataset::open_with("/data/my_robot/1.0.0", &OpenOptions { rate_hz: Some(15.0), ..Default::default() })?;
+//! # Ok::<(), robocache_datasets::Error>(())
+//! ```
+//!
+//! A LeRobot root, windows as `LeRobotDataset(delta_timestamps=...)` cuts them:
+//!
+//! ```no_run
+//! use robocache_datasets::{Dataset, DeltaTimestamps, DeltaWindows};
+//!
+//! let aloha = Dataset::open("/data/lerobot/aloha_sim_insertion_human")?; // meta/info.json: v3.0
+//! let spec = DeltaTimestamps::new(vec![("action".into(), (0..16).map(|k| k as f64 / 50.0).collect())]);
+//! let windows = DeltaWindows::new(aloha.info(), &spec)?;
+//! let window = windows.window(1000)?;
+//! let mut actions = vec![0u8; 16 * aloha.stream(window.episode, "action")?.1.step_bytes()];
+//! let is_pad = aloha.read_delta_window_into(&window, "action", windows.offsets(0), &mut actions)?;
+//! let frame = aloha.read_rows(window.episode, "observation.images.top", window.frame..window.frame + 1)?; // AV1, decoded
 //! # Ok::<(), robocache_datasets::Error>(())
 //! ```
 
