@@ -99,7 +99,8 @@ impl VideoFile {
     /// `round(t · average_fps)` (Python's round, half to even).
     pub fn frame_at(&self, t: f64) -> Result<usize> {
         let scaled = (t * self.average_fps()).round_ties_even();
-        if !(scaled >= 0.0 && scaled < self.frames() as f64) {
+        let inside = scaled >= 0.0 && scaled < self.frames() as f64; // false for NaN too
+        if !inside {
             return Err(Error::FrameOutOfRange {
                 file: self.path.clone(),
                 frame: if scaled.is_finite() && scaled > 0.0 { scaled as usize } else { 0 },

@@ -11,7 +11,7 @@
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::{Error, Result};
 
@@ -519,8 +519,8 @@ fn check_count(path: &Path, what: &str, count: usize, left: usize, entry: usize)
 }
 
 /// Reads sample `sample`'s bytes from `file`.
-pub fn read_sample(path: &PathBuf, file: &File, sample: &Sample) -> Result<Vec<u8>> {
+pub fn read_sample(path: &Path, file: &File, sample: &Sample) -> Result<Vec<u8>> {
     let mut out = vec![0u8; sample.size as usize];
-    file.read_exact_at(&mut out, sample.offset).map_err(|error| Error::Io { file: path.clone(), error })?;
+    file.read_exact_at(&mut out, sample.offset).map_err(|error| Error::Io { file: path.to_path_buf(), error })?;
     Ok(out)
 }

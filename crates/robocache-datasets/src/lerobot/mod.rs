@@ -511,7 +511,8 @@ impl LeRobotSource {
                 source,
             })?;
             let found = video.frame_time(index).unwrap_or(f64::NAN);
-            if !((query - found).abs() < VIDEO_TOLERANCE_S) {
+            let within = (query - found).abs() < VIDEO_TOLERANCE_S; // false for NaN too
+            if !within {
                 return Err(Error::FrameTime {
                     file: span.file.clone(),
                     episode: name,
