@@ -263,6 +263,51 @@ fn cust_raw_bindings() -> Result<PathBuf> {
     Ok(Path::new(manifest).with_file_name("src/cuda.rs"))
 }
 
+/// NASM for rav1d's assembly, from Debian's package unpacked into
+/// `target/tools/nasm` (`apt-get download`, `dpkg-deb -x`): the folder
+/// holding the `nasm` binary, or `None` (with a warning) where apt cannot
+/// fetch it, in which case the bundle decodes AV1 with rav1d's Rust code.
+pub fn nasm_tools() -> Option<PathBuf> {
+    let dir = root().join("target/tools/nasm");
+    let bin = dir.join("root/usr/bin");
+    if bin.join("nasm").is_file() {
+        return Some(bin);
+    }
+    let fetched = (|| -> Result<()> {
+        std::fs::create_dir_all(&dir)?;
+        run(Command::new("apt-get").current_dir(&dir).args(["download", "nasm"]))?;
+        let deb = std::fs::read_dir(&dir)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .find(|p| p.extension().is_some_and(|e| e == "deb"))
+            .context("apt-get download nasm wrote no .deb")?;
+        run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(dir.join("root")))?;
+        Ok(())
+    })();
+    match fetched {
+        Ok(()) if bin.join("nasm").is_file() => Some(bin),
+        Ok(()) => None,
+        Err(e) => {
+            eprintln!("warning: no NASM ({e:#}): AV1 decodes with rav1d's Rust code in this bundle (slower)");
+            None
+        }
+    }
+}
+
+/// Puts `dir` first on `command`'s PATH.
+pub fn prepend_command_path(command: &mut Command, dir: &Path) {
+    let path = command
+        .get_envs()
+        .find(|(k, _)| *k == "PATH")
+        .and_then(|(_, v)| v.map(|v| v.to_owned()))
+        .or_else(|| std::env::var_os("PATH"))
+        .unwrap_or_default();
+    let mut paths = vec![dir.to_path_buf()];
+    paths.extend(std::env::split_paths(&path));
+    if let Ok(joined) = std::env::join_paths(paths) {
+        command.env("PATH", joined);
+    }
+}
+
 /// Integration tests of the bundled crates that never touch a GPU (the
 /// module graph test reads the checkout's sources, which the bundle lacks).
 const CPU_ONLY_TESTS: [&str; 2] = ["test-loader", "test-module_graph"];
@@ -300,9 +345,14 @@ pub fn gpu_bundle() -> Result<()> {
         std::fs::copy(path, bundle.join(&short))?;
         copied.push(short);
     }
+    let nasm = nasm_tools();
     let mut cli = Command::new(env!("CARGO"));
     cli.current_dir(root()).args(["build", "--release", "-p", "robocache-cli", "--features", "cuda"]);
     tools.apply(&mut cli);
+    if let Some(nasm) = &nasm {
+        cli.args(["--features", "video-asm"]);
+        prepend_command_path(&mut cli, nasm);
+    }
     run(&mut cli)?;
     std::fs::copy(root().join("target/release/robocache"), bundle.join("robocache"))?;
     // Debug info and symbols would take the bundle past what travels to a GPU machine.
@@ -311,7 +361,7 @@ pub fn gpu_bundle() -> Result<()> {
     }
     let mut script = String::from(
         "#!/usr/bin/env bash\n# Runs the GPU checks of the bundle: `run.sh [PART...]` with parts tests, \
-         sanitize, python, cli, demo, loader, bench, train (default: all).\n\
+         sanitize, python, cli, demo, loader, lerobot, bench, train (default: all).\n\
          set -uo pipefail\ncd \"$(dirname \"$0\")\"\nstatus=0\nOUT=${OUT:-.}\nPARTS=\" ${*:-all} \"\n\
          # On the GPU machine a CUDA test that finds no device fails instead of skipping.\n\
          export ROBOCACHE_REQUIRE_CUDA=1\n\
@@ -387,7 +437,23 @@ pub fn gpu_bundle() -> Result<()> {
         "echo \"== python per-call time vs torch\"\n",
         "PYTHONPATH=pydeps-python python3 python_call_overhead.py --json $OUT/python-calls.json || status=1\n",
         "PYTHONPATH=pydeps-python python3 python_call_pieces.py || status=1\n",
-        "PYTHONPATH=pydeps-python python3 python_loader.py bench-loader.hdf5 --batches 2000 --profile --rust-json $OUT/bench-loader.json --json $OUT/python-loader.json || status=1\n",
+        "RUST_JSON=; [ -f $OUT/bench-loader.json ] && RUST_JSON=\"--rust-json $OUT/bench-loader.json\"\n",
+        "PYTHONPATH=pydeps-python python3 python_loader.py bench-loader.hdf5 --batches 2000 --profile $RUST_JSON --json $OUT/python-loader.json || status=1\n",
+    ));
+    // LeRobot's loader against robocache's on a LeRobot root LeRobot writes
+    // there (docs/benchmarks.md): LeRobot, PyAV (FFmpeg) and torchcodec come
+    // as wheels in `../lerobot-wheels` (`cargo xtask lerobot-wheels`), too
+    // large to travel with the rest of the bundle in one call.
+    script.push_str(concat!(
+        "fi\nif want lerobot; then\n",
+        "echo \"== LeRobot loader vs robocache\"\n",
+        "python3 -m pip install --quiet --no-index --no-deps --target pydeps-lerobot ../lerobot-wheels/*.whl python/*.whl || status=1\n",
+        "# torchcodec loads FFmpeg's libraries by their sonames: PyAV's wheel carries them.\n",
+        "mkdir -p ffmpeg; for lib in pydeps-lerobot/av.libs/lib{avcodec,avdevice,avfilter,avformat,avutil,swresample,swscale}-*; do\n",
+        "  name=$(basename $lib); ln -sf $PWD/$lib ffmpeg/$(echo $name | sed -E 's/-[0-9a-f]+\\.so\\.([0-9]+).*/.so.\\1/'); done\n",
+        "export LD_LIBRARY_PATH=$PWD/ffmpeg:$PWD/pydeps-lerobot/av.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\n",
+        "[ -d lerobot-av1 ] || PYTHONPATH=pydeps-lerobot python3 lerobot_loader.py write lerobot-av1 || status=1\n",
+        "PYTHONPATH=pydeps-lerobot python3 lerobot_loader.py all lerobot-av1 --json $OUT/lerobot-loader.json || status=1\n",
     ));
     // The harness with the PyTorch baseline in the same run (docs/performance.md).
     script.push_str(concat!(
@@ -410,8 +476,9 @@ pub fn gpu_bundle() -> Result<()> {
     std::fs::copy(root().join("benches/python_loader.py"), bundle.join("python_loader.py"))?;
     std::fs::copy(root().join("benches/python_call_pieces.py"), bundle.join("python_call_pieces.py"))?;
     std::fs::copy(root().join("benches/train_policy.py"), bundle.join("train_policy.py"))?;
+    std::fs::copy(root().join("benches/lerobot_loader.py"), bundle.join("lerobot_loader.py"))?;
     let python = bundle.join("python");
-    crate::wheel(&python)?;
+    crate::wheel_with(&python, nasm.as_deref())?;
     std::fs::create_dir_all(python.join("tests"))?;
     for test in std::fs::read_dir(root().join("crates/robocache-python/tests"))? {
         let test = test?.path();
@@ -425,6 +492,43 @@ pub fn gpu_bundle() -> Result<()> {
     std::fs::write(&script_path, script)?;
     run(Command::new("chmod").arg("+x").arg(&script_path))?;
     eprintln!("bundle: {} ({})", bundle.display(), copied.join(", "));
+    Ok(())
+}
+
+/// What LeRobot 0.6.1's dataset code needs beyond the GPU machines' image
+/// (which has torch, pandas, pyarrow, huggingface-hub): versions pinned to
+/// the ones the fixtures were written with.
+const LEROBOT_WHEELS: [&str; 14] = [
+    "lerobot==0.6.1",
+    "datasets==4.8.5",
+    "av==15.1.0",
+    "torchcodec==0.11.1",
+    "draccus==0.11.6",
+    "dill==0.4.1",
+    "multiprocess==0.70.19",
+    "jsonlines==4.0.0",
+    "termcolor==3.3.0",
+    "toml==0.10.2",
+    "mergedeep==1.3.4",
+    "gymnasium==1.4.0",
+    "farama-notifications==0.0.6",
+    "xxhash==4.1.0",
+];
+
+/// [`LEROBOT_WHEELS`] for CPython 3.12 on x86-64 Linux into `target/lerobot-wheels`.
+pub fn lerobot_wheels() -> Result<()> {
+    let tools = crate::python_tools::PythonTools::ensure()?;
+    let out = root().join("target/lerobot-wheels");
+    std::fs::create_dir_all(&out)?;
+    let mut pip = Command::new(tools.bin.join("python"));
+    pip.args(["-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--no-deps", "--only-binary=:all:"])
+        .args(["--python-version", "3.12", "--implementation", "cp"])
+        .args(["--platform", "manylinux_2_28_x86_64", "--platform", "manylinux_2_17_x86_64"])
+        .args(["--platform", "manylinux2014_x86_64", "-d"])
+        .arg(&out)
+        .args(LEROBOT_WHEELS);
+    run(&mut pip)?;
+    eprintln!("LeRobot wheels: {}", out.display());
     Ok(())
 }
 

@@ -18,6 +18,8 @@
 //!   driver functions; `--check` fails when the committed one is stale.
 //! - `gpu-bundle`: the GPU test and benchmark binaries in one folder to carry
 //!   to a GPU machine (no Rust needed there).
+//! - `lerobot-wheels`: LeRobot and what it needs beyond the GPU machines'
+//!   image, as wheels for their Python 3.12 (the bundle's `lerobot` part).
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -75,6 +77,9 @@ enum Task {
     GpuBundle,
     /// Build the Python package's wheel (release) into target/wheels.
     Wheel,
+    /// LeRobot 0.6.1, PyAV and torchcodec as wheels for the GPU machines'
+    /// Python 3.12, into target/lerobot-wheels (the bundle's `lerobot` part).
+    LerobotWheels,
 }
 
 fn main() -> Result<()> {
@@ -94,6 +99,7 @@ fn main() -> Result<()> {
         Task::BuildPtx { check } => cuda_tools::build_ptx(check),
         Task::DriverLoader { check } => cuda_tools::driver_loader(check),
         Task::GpuBundle => cuda_tools::gpu_bundle(),
+        Task::LerobotWheels => cuda_tools::lerobot_wheels(),
     }
 }
 
@@ -138,6 +144,12 @@ fn python_tests() -> Result<()> {
 
 /// The Python package's wheel (release, abi3) in `out`; returns its path.
 pub(crate) fn wheel(out: &Path) -> Result<PathBuf> {
+    wheel_with(out, None)
+}
+
+/// The wheel, with rav1d's assembly when `nasm` (a folder holding the
+/// `nasm` binary) is given.
+pub(crate) fn wheel_with(out: &Path, nasm: Option<&Path>) -> Result<PathBuf> {
     let tools = python_tools::PythonTools::ensure()?;
     let _ = std::fs::remove_dir_all(out);
     let mut build = Command::new(tools.bin.join("maturin"));
@@ -146,6 +158,10 @@ pub(crate) fn wheel(out: &Path) -> Result<PathBuf> {
         .args(["build", "--release", "--strip", "--quiet", "-m", "crates/robocache-python/Cargo.toml", "-o"])
         .arg(out);
     tools.apply(&mut build);
+    if let Some(nasm) = nasm {
+        build.args(["--features", "video-asm"]);
+        cuda_tools::prepend_command_path(&mut build, nasm);
+    }
     run(&mut build)?;
     std::fs::read_dir(out)?
         .filter_map(|e| e.ok().map(|e| e.path()))

@@ -94,6 +94,8 @@ pub(crate) struct LeRobotSource {
     values: Mutex<HashMap<ColumnKey, Arc<ColumnData>>>,
     /// The last image columns read, by (file, column).
     encoded: Mutex<VecDeque<(ColumnKey, Arc<ColumnData>)>>,
+    /// Each episode's `timestamp` column, once read.
+    times: Mutex<HashMap<usize, Arc<[f64]>>>,
     /// Open video files (sample tables read once).
     videos: Mutex<HashMap<PathBuf, Arc<VideoFile>>>,
 }
@@ -193,6 +195,7 @@ impl LeRobotSource {
             values: Mutex::new(HashMap::new()),
             encoded: Mutex::new(VecDeque::new()),
             videos: Mutex::new(HashMap::new()),
+            times: Mutex::new(HashMap::new()),
         };
         let dataset_info = source.dataset_info(&info, &raw);
         Ok((source, dataset_info))
@@ -538,27 +541,41 @@ impl LeRobotSource {
     }
 
     /// The `timestamp` column of `episode`, as `f64`, checked to increase.
+    /// Computed once per episode and kept.
     pub fn episode_times(&self, episode: usize) -> Result<Arc<[f64]>> {
+        if let Some(times) = self.times.lock().unwrap_or_else(|p| p.into_inner()).get(&episode) {
+            return Ok(times.clone());
+        }
         let located = self.episode_rows(episode)?;
         let feature = self.feature_named("timestamp").ok_or_else(|| Error::Missing {
             file: self.root.join(INFO),
             what: "feature",
             path: "features/timestamp".into(),
         })?;
-        let all: Vec<f64> = match (&*self.column(&located.file, feature)?, feature.dtype) {
-            (ColumnData::Values { bytes, .. }, DType::F32) => {
-                bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64).collect()
-            }
-            (ColumnData::Values { bytes, .. }, DType::F64) => {
-                bytes.chunks_exact(8).map(|b| f64::from_le_bytes(b.try_into().unwrap_or_default())).collect()
-            }
-            _ => read_f64(&located.file, "timestamp")?,
-        };
-        let times = all.get(located.rows.clone()).ok_or_else(|| Error::Layout {
+        let rows = located.rows.clone();
+        let short = |have: usize| Error::Layout {
             file: located.file.clone(),
             path: "timestamp".into(),
-            problem: format!("has {} rows, fewer than episode {}'s", all.len(), self.episodes[episode].index),
-        })?;
+            problem: format!("has {have} rows, fewer than episode {}'s", self.episodes[episode].index),
+        };
+        let times: Vec<f64> = match (&*self.column(&located.file, feature)?, feature.dtype) {
+            (ColumnData::Values { bytes, .. }, DType::F32) => bytes
+                .get(rows.start * 4..rows.end * 4)
+                .ok_or_else(|| short(bytes.len() / 4))?
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64)
+                .collect(),
+            (ColumnData::Values { bytes, .. }, DType::F64) => bytes
+                .get(rows.start * 8..rows.end * 8)
+                .ok_or_else(|| short(bytes.len() / 8))?
+                .chunks_exact(8)
+                .map(|b| f64::from_le_bytes(b.try_into().unwrap_or_default()))
+                .collect(),
+            _ => {
+                let all = read_f64(&located.file, "timestamp")?;
+                all.get(rows.clone()).ok_or_else(|| short(all.len()))?.to_vec()
+            }
+        };
         let mut previous = f64::NEG_INFINITY;
         for (row, &value) in times.iter().enumerate() {
             if !value.is_finite() || value <= previous {
@@ -573,7 +590,9 @@ impl LeRobotSource {
             }
             previous = value;
         }
-        Ok(times.into())
+        let times: Arc<[f64]> = times.into();
+        self.times.lock().unwrap_or_else(|p| p.into_inner()).insert(episode, times.clone());
+        Ok(times)
     }
 
     /// The codebase version, as `info.json` spells it.

@@ -1,0 +1,245 @@
+"""LeRobot's loader against robocache's on the same LeRobot root, in one run
+on one machine, with the host's decode ceiling beside them.
+
+    python lerobot_loader.py write ROOT [--episodes 8 --frames 250 --vcodec libsvtav1]
+    python lerobot_loader.py all ROOT [--batches 40] [--json out.json]
+
+`write` makes a dataset with LeRobot itself (`LeRobotDataset.create`,
+`add_frame`, `save_episode`): two 480x640 cameras at 30 fps (AV1 by
+LeRobot's default encoder, or `--vcodec h264`), a 14-dim state and action,
+episodes of `--frames` frames. The frames are synthetic but not flat: moving
+gradients, a moving object and sensor noise, so the encoder has work to do.
+
+`all` measures, each for `--batches` batches after warm-up, batches of 64
+windows with 2 frames per camera (offsets -1/fps and 0) and 16 actions:
+
+- ceiling: every MP4 of the root decoded by FFmpeg (PyAV, dav1d for AV1),
+  one single-threaded process per core, frames/s to YUV;
+- lerobot: `LeRobotDataset(root, delta_timestamps=...)` + `DataLoader(batch_size=64,
+  shuffle=True, num_workers=W)` for W in `--workers`, with its default video
+  backend (torchcodec) and with pyav, each batch moved to the GPU;
+- robocache: `robocache.Loader(root, None, delta_timestamps=..., batch_size=64,
+  workers=W)` on the GPU.
+
+Reported: frames/s and batches/s delivered to the training loop, host cores
+busy (from /proc/stat over the timed batches), peak GPU memory, and each
+figure as a fraction of the ceiling. Nothing is cached between epochs: every
+batch decodes its frames.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+CAMERAS = ["observation.images.front", "observation.images.wrist"]
+BATCH = 64
+
+
+def deltas(fps):
+    return {
+        **{cam: [-1 / fps, 0.0] for cam in CAMERAS},
+        "observation.state": [-1 / fps, 0.0],
+        "action": [k / fps for k in range(16)],
+    }
+
+
+def write(args):
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    features = {
+        "observation.state": {"dtype": "float32", "shape": (14,), "names": None},
+        "action": {"dtype": "float32", "shape": (14,), "names": None},
+    }
+    for cam in CAMERAS:
+        features[cam] = {"dtype": "video", "shape": (args.height, args.width, 3),
+                         "names": ["height", "width", "channels"]}
+    kwargs = {}
+    if args.vcodec != "libsvtav1":
+        from lerobot.configs.video import RGBEncoderConfig
+        kwargs["rgb_encoder"] = RGBEncoderConfig(vcodec=args.vcodec)
+    dataset = LeRobotDataset.create(repo_id="robocache/bench", fps=args.fps, features=features, root=args.root,
+                                    use_videos=True, image_writer_threads=8, **kwargs)
+    rng = np.random.default_rng(0)
+    h, w = args.height, args.width
+    y, x = np.mgrid[0:h, 0:w]
+    started = time.perf_counter()
+    for episode in range(args.episodes):
+        for step in range(args.frames):
+            frame = {"observation.state": rng.standard_normal(14).astype(np.float32),
+                     "action": rng.standard_normal(14).astype(np.float32), "task": f"task {episode % 3}"}
+            for c, cam in enumerate(CAMERAS):
+                img = np.empty((h, w, 3), np.float32)
+                img[..., 0] = 120 + 80 * np.sin((x + 4 * step) / 37.0 + episode + c)
+                img[..., 1] = 110 + 70 * np.cos((y - 3 * step) / 23.0)
+                img[..., 2] = 90 + 60 * np.sin((x + y + 5 * step) / 51.0)
+                cx, cy = (40 + 6 * step) % (w - 80), (60 + 3 * step) % (h - 80)
+                img[cy:cy + 80, cx:cx + 80] = [200, 50 + 40 * c, 40]
+                img += rng.normal(0, 6, (h, w, 1))
+                frame[cam] = np.clip(img, 0, 255).astype(np.uint8)
+            dataset.add_frame(frame)
+        dataset.save_episode()
+        print(f"episode {episode}: {time.perf_counter() - started:.1f} s", flush=True)
+    dataset.finalize()
+
+
+def cpu_jiffies():
+    with open("/proc/stat") as f:
+        parts = [int(v) for v in f.readline().split()[1:]]
+    idle = parts[3] + parts[4]
+    return sum(parts) - idle
+
+
+def timed(batches, warmup, iterate, frames_per_batch):
+    """Runs `iterate` (a generator of batches) for warm-up + timed batches."""
+    it = iterate()
+    for _ in range(warmup):
+        next(it)
+    hz = os.sysconf("SC_CLK_TCK")
+    busy0, t0 = cpu_jiffies(), time.perf_counter()
+    for _ in range(batches):
+        next(it)
+    elapsed = time.perf_counter() - t0
+    cores = (cpu_jiffies() - busy0) / hz / elapsed
+    del it
+    return {"batches_per_s": batches / elapsed, "frames_per_s": batches * frames_per_batch / elapsed,
+            "cores_busy": cores, "seconds": elapsed}
+
+
+def decode_file(path):
+    import av
+    with av.open(path) as container:
+        stream = container.streams.video[0]
+        stream.thread_type = "NONE"
+        stream.codec_context.thread_count = 1
+        n = 0
+        for frame in container.decode(stream):
+            frame.planes  # noqa: B018 (YUV planes, no conversion)
+            n += 1
+    return n
+
+
+def ceiling(root, processes, seconds=12.0):
+    """Frames/s of FFmpeg's software decoder, one single-threaded process per core."""
+    import multiprocessing as mp
+    files = [os.path.join(d, f) for d, _, fs in os.walk(os.path.join(root, "videos")) for f in fs if f.endswith(".mp4")]
+    jobs = (files * 1000)
+    with mp.get_context("spawn").Pool(processes) as pool:
+        pool.map(decode_file, files[:processes])  # warm up (imports)
+        t0 = time.perf_counter()
+        frames = 0
+        results = pool.imap_unordered(decode_file, jobs)
+        for n in results:
+            frames += n
+            if time.perf_counter() - t0 > seconds:
+                break
+        elapsed = time.perf_counter() - t0
+        pool.terminate()
+    return {"frames_per_s": frames / elapsed, "processes": processes, "files": len(files)}
+
+
+def lerobot_run(root, workers, backend, batches, fps):
+    import torch
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    dataset = LeRobotDataset("robocache/bench", root=root, delta_timestamps=deltas(fps), video_backend=backend)
+    loader = torch.utils.data.DataLoader(dataset, batch_size=BATCH, shuffle=True, num_workers=workers,
+                                         pin_memory=True, drop_last=True, persistent_workers=False,
+                                         prefetch_factor=2)
+
+    def iterate():
+        while True:
+            for batch in loader:
+                out = {k: v.to("cuda", non_blocking=True) for k, v in batch.items() if isinstance(v, torch.Tensor)}
+                torch.cuda.synchronize()
+                yield out
+
+    torch.cuda.reset_peak_memory_stats()
+    result = timed(batches, 3, iterate, BATCH * 4)
+    result["gpu_peak_bytes"] = torch.cuda.max_memory_allocated()
+    return result
+
+
+def robocache_run(root, workers, batches, fps, return_uint8):
+    import torch
+    import robocache
+
+    loader = robocache.Loader(root, None, delta_timestamps=deltas(fps), batch_size=BATCH, shuffle=True,
+                              workers=workers, prefetch=2 * workers, device="cuda:0", drop_last=True,
+                              return_uint8=return_uint8)
+
+    def iterate():
+        epoch = 0
+        while True:
+            loader.set_epoch(epoch)
+            for batch in loader:
+                torch.cuda.synchronize()
+                yield batch
+            epoch += 1
+
+    torch.cuda.reset_peak_memory_stats()
+    result = timed(batches, 3, iterate, BATCH * 4)
+    result["gpu_peak_bytes"] = torch.cuda.max_memory_allocated()
+    return result
+
+
+def all_runs(args):
+    info = json.load(open(os.path.join(args.root, "meta", "info.json")))
+    fps = info["fps"]
+    codec = info["features"][CAMERAS[0]]["info"]["video.codec"]
+    rows = []
+    ceil = ceiling(args.root, os.cpu_count())
+    print(f"ceiling: {ceil['frames_per_s']:.0f} frames/s ({ceil['processes']} processes)", flush=True)
+    rows.append({"loader": f"ceiling: FFmpeg {codec} decode, 1 process/core", "frames_per_s": ceil["frames_per_s"],
+                 "batches_per_s": ceil["frames_per_s"] / (BATCH * 4), "cores_busy": float(ceil["processes"])})
+    for workers in args.robocache_workers:
+        for uint8 in (False, True):
+            r = robocache_run(args.root, workers, args.batches, fps, uint8)
+            rows.append({"loader": f"robocache.Loader workers={workers}{' uint8' if uint8 else ''}", **r})
+            print(rows[-1], flush=True)
+    for backend in args.backends:
+        for workers in args.workers:
+            try:
+                r = lerobot_run(args.root, workers, backend, args.batches, fps)
+            except Exception as e:  # noqa: BLE001 (report and go on)
+                print(f"lerobot {backend} workers={workers}: {e!r}", flush=True)
+                continue
+            rows.append({"loader": f"LeRobotDataset+DataLoader {backend} workers={workers}", **r})
+            print(rows[-1], flush=True)
+    print(f"\n{codec}, {info['total_episodes']} episodes x {info['total_frames'] // info['total_episodes']} frames, "
+          f"2 cameras {info['features'][CAMERAS[0]]['shape']}, batch {BATCH} x (2 frames x 2 cameras + 16 actions)")
+    print(f"{'loader':<52} {'frames/s':>9} {'batches/s':>9} {'cores':>6} {'of ceiling':>10} {'GPU MiB':>8}")
+    for r in rows:
+        print(f"{r['loader']:<52} {r['frames_per_s']:>9.0f} {r['batches_per_s']:>9.1f} {r.get('cores_busy', 0):>6.1f} "
+              f"{r['frames_per_s'] / ceil['frames_per_s']:>10.2f} {r.get('gpu_peak_bytes', 0) / 2**20:>8.0f}")
+    if args.json:
+        json.dump({"codec": codec, "rows": rows, "ceiling": ceil}, open(args.json, "w"), indent=1)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    w = sub.add_parser("write")
+    w.add_argument("root")
+    w.add_argument("--episodes", type=int, default=8)
+    w.add_argument("--frames", type=int, default=250)
+    w.add_argument("--height", type=int, default=480)
+    w.add_argument("--width", type=int, default=640)
+    w.add_argument("--fps", type=int, default=30)
+    w.add_argument("--vcodec", default="libsvtav1")
+    a = sub.add_parser("all")
+    a.add_argument("root")
+    a.add_argument("--batches", type=int, default=40)
+    a.add_argument("--workers", type=int, nargs="+", default=[4, 8, 16])
+    a.add_argument("--robocache-workers", type=int, nargs="+", default=[16])
+    a.add_argument("--backends", nargs="+", default=["torchcodec", "pyav"])
+    a.add_argument("--json")
+    args = parser.parse_args()
+    {"write": write, "all": all_runs}[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
