@@ -141,7 +141,24 @@ def ceiling(root, processes, seconds=12.0):
     return {"frames_per_s": frames / elapsed, "processes": processes, "files": len(files)}
 
 
-def lerobot_run(root, workers, backend, batches, fps):
+def sync(device):
+    import torch
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def peak_gpu_bytes(device):
+    import torch
+    return torch.cuda.max_memory_allocated() if device.startswith("cuda") else 0
+
+
+def reset_gpu_peak(device):
+    import torch
+    if device.startswith("cuda"):
+        torch.cuda.reset_peak_memory_stats()
+
+
+def lerobot_run(root, workers, backend, batches, fps, device):
     import torch
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
@@ -153,22 +170,21 @@ def lerobot_run(root, workers, backend, batches, fps):
     def iterate():
         while True:
             for batch in loader:
-                out = {k: v.to("cuda", non_blocking=True) for k, v in batch.items() if isinstance(v, torch.Tensor)}
-                torch.cuda.synchronize()
+                out = {k: v.to(device, non_blocking=True) for k, v in batch.items() if isinstance(v, torch.Tensor)}
+                sync(device)
                 yield out
 
-    torch.cuda.reset_peak_memory_stats()
+    reset_gpu_peak(device)
     result = timed(batches, 3, iterate, BATCH * 4)
-    result["gpu_peak_bytes"] = torch.cuda.max_memory_allocated()
+    result["gpu_peak_bytes"] = peak_gpu_bytes(device)
     return result
 
 
-def robocache_run(root, workers, batches, fps, return_uint8):
-    import torch
+def robocache_run(root, workers, batches, fps, return_uint8, device):
     import robocache
 
     loader = robocache.Loader(root, None, delta_timestamps=deltas(fps), batch_size=BATCH, shuffle=True,
-                              workers=workers, prefetch=2 * workers, device="cuda:0", drop_last=True,
+                              workers=workers, prefetch=2 * workers, device=device, drop_last=True,
                               return_uint8=return_uint8)
 
     def iterate():
@@ -176,13 +192,13 @@ def robocache_run(root, workers, batches, fps, return_uint8):
         while True:
             loader.set_epoch(epoch)
             for batch in loader:
-                torch.cuda.synchronize()
+                sync(device)
                 yield batch
             epoch += 1
 
-    torch.cuda.reset_peak_memory_stats()
+    reset_gpu_peak(device)
     result = timed(batches, 3, iterate, BATCH * 4)
-    result["gpu_peak_bytes"] = torch.cuda.max_memory_allocated()
+    result["gpu_peak_bytes"] = peak_gpu_bytes(device)
     return result
 
 
@@ -191,19 +207,19 @@ def all_runs(args):
     fps = info["fps"]
     codec = info["features"][CAMERAS[0]]["info"]["video.codec"]
     rows = []
-    ceil = ceiling(args.root, os.cpu_count())
+    ceil = ceiling(args.root, args.processes or os.cpu_count())
     print(f"ceiling: {ceil['frames_per_s']:.0f} frames/s ({ceil['processes']} processes)", flush=True)
     rows.append({"loader": f"ceiling: FFmpeg {codec} decode, 1 process/core", "frames_per_s": ceil["frames_per_s"],
                  "batches_per_s": ceil["frames_per_s"] / (BATCH * 4), "cores_busy": float(ceil["processes"])})
     for workers in args.robocache_workers:
         for uint8 in (False, True):
-            r = robocache_run(args.root, workers, args.batches, fps, uint8)
+            r = robocache_run(args.root, workers, args.batches, fps, uint8, args.device)
             rows.append({"loader": f"robocache.Loader workers={workers}{' uint8' if uint8 else ''}", **r})
             print(rows[-1], flush=True)
     for backend in args.backends:
         for workers in args.workers:
             try:
-                r = lerobot_run(args.root, workers, backend, args.batches, fps)
+                r = lerobot_run(args.root, workers, backend, args.batches, fps, args.device)
             except Exception as e:  # noqa: BLE001 (report and go on)
                 print(f"lerobot {backend} workers={workers}: {e!r}", flush=True)
                 continue
@@ -234,8 +250,10 @@ def main():
     a.add_argument("root")
     a.add_argument("--batches", type=int, default=40)
     a.add_argument("--workers", type=int, nargs="+", default=[4, 8, 16])
-    a.add_argument("--robocache-workers", type=int, nargs="+", default=[16])
+    a.add_argument("--robocache-workers", type=int, nargs="*", default=[16])
+    a.add_argument("--device", default="cuda:0")
     a.add_argument("--backends", nargs="+", default=["torchcodec", "pyav"])
+    a.add_argument("--processes", type=int, help="decode ceiling processes (default: one per core)")
     a.add_argument("--json")
     args = parser.parse_args()
     {"write": write, "all": all_runs}[args.command](args)
