@@ -19,12 +19,14 @@ windows with 2 frames per camera (offsets -1/fps and 0) and 16 actions:
   shuffle=True, num_workers=W)` for W in `--workers`, with its default video
   backend (torchcodec) and with pyav, each batch moved to the GPU;
 - robocache: `robocache.Loader(root, None, delta_timestamps=..., batch_size=64,
-  workers=W)` on the GPU.
+  workers=W)` on the GPU, float32 frames and uint8 frames;
+- robocache with a decoded-frame cache of `--cache-gib`: its first epoch
+  (cold: every frame decoded, the cache filled) and the epochs after it.
 
 Reported: frames/s and batches/s delivered to the training loop, host cores
 busy (from /proc/stat over the timed batches), peak GPU memory, and each
-figure as a fraction of the ceiling. Nothing is cached between epochs: every
-batch decodes its frames.
+figure as a fraction of the ceiling. Only the cached run keeps frames
+between epochs: in every other run each batch decodes its frames.
 """
 
 import argparse
@@ -202,6 +204,44 @@ def robocache_run(root, workers, batches, fps, return_uint8, device):
     return result
 
 
+def robocache_cached_run(root, workers, batches, fps, device, cache_bytes):
+    """One loader with a decoded-frame cache: its first epoch (every frame
+    decoded once, the cache filled) timed whole, then `batches` batches of
+    the epochs after it."""
+    import robocache
+
+    loader = robocache.Loader(root, None, delta_timestamps=deltas(fps), batch_size=BATCH, shuffle=True,
+                              workers=workers, prefetch=2 * workers, device=device, drop_last=True,
+                              return_uint8=True, frame_cache_bytes=cache_bytes)
+    hz = os.sysconf("SC_CLK_TCK")
+    reset_gpu_peak(device)
+    busy0, t0 = cpu_jiffies(), time.perf_counter()
+    n = 0
+    for batch in loader:
+        sync(device)
+        n += 1
+    elapsed = time.perf_counter() - t0
+    cold = {"batches_per_s": n / elapsed, "frames_per_s": n * BATCH * 4 / elapsed, "seconds": elapsed,
+            "cores_busy": (cpu_jiffies() - busy0) / hz / elapsed, "frame_cache": loader.telemetry()["frame_cache"]}
+    loader.reset_telemetry()
+
+    def iterate():
+        epoch = 1
+        while True:
+            loader.set_epoch(epoch)
+            for batch in loader:
+                sync(device)
+                yield batch
+            epoch += 1
+
+    warm = timed(batches, 3, iterate, BATCH * 4)
+    telemetry = loader.telemetry()
+    warm["frame_cache"] = telemetry["frame_cache"]
+    warm["host_cores_busy"] = telemetry["host_cores_busy"]
+    warm["gpu_peak_bytes"] = cold["gpu_peak_bytes"] = peak_gpu_bytes(device)
+    return cold, warm
+
+
 def all_runs(args):
     info = json.load(open(os.path.join(args.root, "meta", "info.json")))
     fps = info["fps"]
@@ -216,6 +256,15 @@ def all_runs(args):
             r = robocache_run(args.root, workers, args.batches, fps, uint8, args.device)
             rows.append({"loader": f"robocache.Loader workers={workers}{' uint8' if uint8 else ''}", **r})
             print(rows[-1], flush=True)
+    for workers in args.robocache_workers:
+        if args.cache_gib <= 0:
+            break
+        cold, warm = robocache_cached_run(args.root, workers, args.batches, fps, args.device,
+                                          int(args.cache_gib * 2**30))
+        rows.append({"loader": f"robocache.Loader workers={workers} uint8 cache, epoch 1", **cold})
+        print(rows[-1], flush=True)
+        rows.append({"loader": f"robocache.Loader workers={workers} uint8 cache, epoch 2+", **warm})
+        print(rows[-1], flush=True)
     for backend in args.backends:
         for workers in args.workers:
             try:
@@ -254,6 +303,7 @@ def main():
     a.add_argument("--device", default="cuda:0")
     a.add_argument("--backends", nargs="+", default=["torchcodec", "pyav"])
     a.add_argument("--processes", type=int, help="decode ceiling processes (default: one per core)")
+    a.add_argument("--cache-gib", type=float, default=8.0, help="frame cache of the cached robocache run (0: none)")
     a.add_argument("--json")
     args = parser.parse_args()
     {"write": write, "all": all_runs}[args.command](args)

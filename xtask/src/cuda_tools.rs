@@ -447,13 +447,18 @@ pub fn gpu_bundle() -> Result<()> {
     script.push_str(concat!(
         "fi\nif want lerobot; then\n",
         "echo \"== LeRobot loader vs robocache\"\n",
-        "python3 -m pip install --quiet --no-index --no-deps --target pydeps-lerobot ../lerobot-wheels/*.whl python/*.whl || status=1\n",
+        "# LeRobot, PyAV and torchcodec: from ../lerobot-wheels when it is there, else already\n",
+        "# installed in $LEROBOT_DEPS (an earlier call on the same machine); the root LeRobot\n",
+        "# writes is kept in $LEROBOT_ROOT the same way.\n",
+        "DEPS=${LEROBOT_DEPS:-$PWD/pydeps-lerobot}; ROOT=${LEROBOT_ROOT:-$PWD/lerobot-av1}\n",
+        "if [ -d ../lerobot-wheels ]; then python3 -m pip install --quiet --no-index --no-deps --target $DEPS ../lerobot-wheels/*.whl || status=1; fi\n",
+        "python3 -m pip install --quiet --no-index --no-deps --target pydeps-robocache python/*.whl || status=1\n",
         "# torchcodec loads FFmpeg's libraries by their sonames: PyAV's wheel carries them.\n",
-        "mkdir -p ffmpeg; for lib in pydeps-lerobot/av.libs/lib{avcodec,avdevice,avfilter,avformat,avutil,swresample,swscale}-*; do\n",
-        "  name=$(basename $lib); ln -sf $PWD/$lib ffmpeg/$(echo $name | sed -E 's/-[0-9a-f]+\\.so\\.([0-9]+).*/.so.\\1/'); done\n",
-        "export LD_LIBRARY_PATH=$PWD/ffmpeg:$PWD/pydeps-lerobot/av.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\n",
-        "[ -d lerobot-av1 ] || PYTHONPATH=pydeps-lerobot python3 lerobot_loader.py write lerobot-av1 || status=1\n",
-        "PYTHONPATH=pydeps-lerobot python3 lerobot_loader.py all lerobot-av1 --json $OUT/lerobot-loader.json || status=1\n",
+        "mkdir -p ffmpeg; for lib in $DEPS/av.libs/lib{avcodec,avdevice,avfilter,avformat,avutil,swresample,swscale}-*; do\n",
+        "  name=$(basename $lib); ln -sf $lib ffmpeg/$(echo $name | sed -E 's/-[0-9a-f]+\\.so\\.([0-9]+).*/.so.\\1/'); done\n",
+        "export LD_LIBRARY_PATH=$PWD/ffmpeg:$DEPS/av.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\n",
+        "[ -d $ROOT ] || PYTHONPATH=$DEPS python3 lerobot_loader.py write $ROOT || status=1\n",
+        "PYTHONPATH=pydeps-robocache:$DEPS python3 lerobot_loader.py all $ROOT --json $OUT/lerobot-loader.json || status=1\n",
     ));
     // The harness with the PyTorch baseline in the same run (docs/performance.md).
     script.push_str(concat!(

@@ -7,6 +7,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use robocache_cpu::{with_host_data, DType, Element, HostVec};
+use robocache_video::FrameCacheUsage;
 
 use crate::cache::{CacheUsage, StreamCache};
 use crate::direct_read::RowLayout;
@@ -293,6 +294,74 @@ impl Dataset {
             return Ok(());
         }
         self.read_source_rows_into(episode, info, rows, out)
+    }
+
+    /// Rows of `stream` at `(episode, row)` pairs, in that order, as bytes
+    /// into `out` (one row after the other, as [`Dataset::read_rows_into`]).
+    /// Camera video is read for all pairs at once: each group of pictures
+    /// decoded once for every frame asked of it, through the frame cache.
+    /// Other streams are read row by row.
+    pub fn read_rows_at_into(&self, stream: &str, wanted: &[(usize, usize)], out: &mut [u8]) -> Result<()> {
+        let Some(&(first, _)) = wanted.first() else {
+            return Ok(());
+        };
+        let row_bytes = self.stream(first, stream)?.1.step_bytes();
+        if out.len() != wanted.len() * row_bytes {
+            return Err(Error::Invalid(format!(
+                "{} rows of stream `{stream}` are {} bytes ({row_bytes} a row), not the {} bytes of the buffer given",
+                wanted.len(),
+                wanted.len() * row_bytes,
+                out.len()
+            )));
+        }
+        for &(episode, row) in wanted {
+            let (_, info) = self.checked_rows(episode, stream, &(row..row + 1))?;
+            if info.step_bytes() != row_bytes {
+                return Err(Error::Invalid(format!(
+                    "stream `{stream}` has rows of {} bytes in episode `{}`, {row_bytes} in episode `{}`",
+                    info.step_bytes(),
+                    self.info.episodes[episode].name,
+                    self.info.episodes[first].name
+                )));
+            }
+        }
+        if let Source::LeRobot(lerobot) = &self.source {
+            let info = self.stream(first, stream)?.1;
+            if let Some(feature) = lerobot.video_feature(info) {
+                return lerobot.read_video_frames_into(feature, wanted, out);
+            }
+        }
+        for (&(episode, row), chunk) in wanted.iter().zip(out.chunks_exact_mut(row_bytes.max(1))) {
+            self.read_rows_into(episode, stream, row..row + 1, chunk)?;
+        }
+        Ok(())
+    }
+
+    /// Sets the byte budget of the decoded-frame cache: camera frames
+    /// decoded from video (LeRobot `video` features) are kept as RGB bytes
+    /// in host memory up to this many bytes, the first ones decoded, and
+    /// read from there afterwards (0, the default: none kept). Datasets
+    /// without video ignore it.
+    pub fn set_frame_cache_budget(&self, bytes: usize) {
+        if let Source::LeRobot(lerobot) = &self.source {
+            lerobot.set_frame_cache_budget(bytes);
+        }
+    }
+
+    /// What the decoded-frame cache holds and how often it served a frame
+    /// (`None` for datasets without video).
+    pub fn frame_cache_usage(&self) -> Option<FrameCacheUsage> {
+        match &self.source {
+            Source::LeRobot(lerobot) if lerobot.has_video() => Some(lerobot.frame_cache_usage()),
+            _ => None,
+        }
+    }
+
+    /// Forgets the frame cache's hit and miss counts (after warm-up).
+    pub fn reset_frame_cache_counts(&self) {
+        if let Source::LeRobot(lerobot) = &self.source {
+            lerobot.reset_frame_cache_counts();
+        }
     }
 
     /// The stream's index and description, after checking that `rows` lie in it.

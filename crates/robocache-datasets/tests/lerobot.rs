@@ -304,3 +304,77 @@ fn broken_lerobot_roots_are_clear_errors() {
     let err = Dataset::open(&root).unwrap_err().to_string();
     assert!(err.contains("v4.0") && err.contains("codebase_version"), "{err}");
 }
+
+/// Every window of `root` read in batches of `batch` (samples in a
+/// scrambled order, so that a batch mixes episodes and groups of pictures)
+/// through [`Dataset::read_delta_windows_into`]: per key of the spec, the
+/// bytes and pads of all windows in that order, each checked against the
+/// same window read alone.
+fn batched_windows(dataset: &Dataset, spec: &DeltaTimestamps, batch: usize) -> Vec<(Vec<u8>, Vec<bool>)> {
+    let windows = DeltaWindows::new(dataset.info(), spec).unwrap();
+    let order: Vec<usize> = (0..windows.len()).map(|i| (i * 37) % windows.len()).collect();
+    let mut out = vec![(Vec::new(), Vec::new()); spec.deltas.len()];
+    for samples in order.chunks(batch) {
+        let cut: Vec<_> = samples.iter().map(|&s| windows.window(s).unwrap()).collect();
+        for (i, (key, _)) in spec.deltas.iter().enumerate() {
+            let offsets = windows.offsets(i);
+            let row_bytes = dataset.stream(0, key).unwrap().1.step_bytes();
+            let mut bytes = vec![0u8; cut.len() * offsets.len() * row_bytes];
+            let pads = dataset.read_delta_windows_into(&cut, key, offsets, &mut bytes).unwrap();
+            // The same windows one at a time.
+            let mut one = vec![0u8; offsets.len() * row_bytes];
+            for (w, window) in cut.iter().enumerate() {
+                let pad = dataset.read_delta_window_into(window, key, offsets, &mut one).unwrap();
+                let span = w * one.len()..(w + 1) * one.len();
+                assert_eq!(&bytes[span], one.as_slice(), "sample {}: {key}", window.sample);
+                assert_eq!(&pads[w * offsets.len()..(w + 1) * offsets.len()], pad.as_slice());
+            }
+            out[i].0.extend(bytes);
+            out[i].1.extend(pads);
+        }
+    }
+    out
+}
+
+#[test]
+fn batched_windows_equal_single_windows_and_the_frame_cache_serves_later_epochs() {
+    let dataset = Dataset::open(fixtures().join("av1")).unwrap();
+    let (_, json) = expected("av1");
+    let spec = deltas(&json);
+    assert!(spec.deltas.iter().any(|(k, _)| k.starts_with("observation.images")), "the spec reads video");
+    let usage = dataset.frame_cache_usage().unwrap();
+    assert_eq!((usage.budget_bytes, usage.frames), (0, 0), "no frames kept by default");
+    let uncached = batched_windows(&dataset, &spec, 16);
+
+    // A budget for every frame: the first pass fills it, the second reads it.
+    dataset.set_frame_cache_budget(64 << 20);
+    let first = batched_windows(&dataset, &spec, 16);
+    let filled = dataset.frame_cache_usage().unwrap();
+    assert!(filled.frames > 0 && filled.misses > 0);
+    assert_eq!(filled.bytes, filled.frames * 32 * 48 * 3);
+    dataset.reset_frame_cache_counts();
+    let second = batched_windows(&dataset, &spec, 7);
+    let warm = dataset.frame_cache_usage().unwrap();
+    assert_eq!(warm.misses, 0, "every frame comes from the cache");
+    assert!(warm.hits > 0 && warm.hit_rate() == 1.0);
+    assert_eq!(warm.frames, filled.frames);
+    assert!(uncached == first && uncached == second, "frames from the cache equal decoded ones");
+
+    // A budget of 10 frames: it keeps 10, the others are decoded every time.
+    dataset.set_frame_cache_budget(10 * 32 * 48 * 3);
+    let usage = dataset.frame_cache_usage().unwrap();
+    assert_eq!((usage.frames, usage.bytes), (0, 0), "a lower budget drops what no longer fits");
+    let partial = batched_windows(&dataset, &spec, 16);
+    let usage = dataset.frame_cache_usage().unwrap();
+    assert_eq!(usage.frames, 10);
+    assert!(usage.misses > 0);
+    assert!(uncached == partial);
+}
+
+#[test]
+fn batched_image_feature_windows_equal_single_windows() {
+    let dataset = Dataset::open(fixtures().join("images")).unwrap();
+    let (_, json) = expected("images");
+    assert!(dataset.frame_cache_usage().is_none(), "no video, no frame cache");
+    batched_windows(&dataset, &deltas(&json), 16);
+}

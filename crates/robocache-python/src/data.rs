@@ -94,7 +94,7 @@ fn window_spec(windows: WindowsArg) -> PyResult<WindowSpec> {
 #[pymethods]
 impl Loader {
     #[new]
-    #[pyo3(signature = (dataset, streams, windows, batch_size, device, seed, shuffle, rank, world_size, drop_last, workers, prefetch, normalization, mode))]
+    #[pyo3(signature = (dataset, streams, windows, batch_size, device, seed, shuffle, rank, world_size, drop_last, workers, prefetch, normalization, mode, frame_cache_bytes=0))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -112,6 +112,7 @@ impl Loader {
         prefetch: usize,
         normalization: Option<&str>,
         mode: &str,
+        frame_cache_bytes: usize,
     ) -> PyResult<Self> {
         let device =
             Device::from_request(device.parse().map_err(|e: String| invalid(format!("device: {e}")))?).py_err()?;
@@ -152,6 +153,7 @@ impl Loader {
             masks: MaskKind::Pad,
             // `Epoch::next_batch` hands batches to torch without a stream wait.
             wait_until_ready: true,
+            frame_cache_bytes: Some(frame_cache_bytes),
             ..LoaderConfig::new(&names, window_spec(windows)?, batch_size)
         };
         let dataset = dataset.inner.clone();

@@ -19,11 +19,15 @@
 //! # Ok::<(), robocache_video::Error>(())
 //! ```
 //!
+//! [`FrameCache`] keeps decoded frames within a byte budget for the
+//! epochs after the first.
+//!
 //! H.264 and HEVC files are demuxed; their decoding (NVDEC on the GPU) is
 //! not built yet and is a clear error.
 
 mod av1;
 mod error;
+mod frame_cache;
 pub mod mp4;
 pub mod yuv;
 
@@ -33,6 +37,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 pub use error::{Error, Result};
+pub use frame_cache::{FrameCache, FrameCacheUsage, FrameKey};
 pub use mp4::{Codec, Track};
 pub use yuv::Yuv420;
 

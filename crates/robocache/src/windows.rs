@@ -160,10 +160,8 @@ impl Device {
                 continue;
             };
             let info = dataset.stream(first.episode, name)?.1;
-            let row_bytes = info.step_bytes();
             let mut data = BatchBuffer::new(self, info.dtype, cut.len() * steps * info.channels())?;
-            let mut pad = Vec::with_capacity(cut.len() * steps);
-            for (window, bytes) in cut.iter().zip(data.as_mut_bytes().chunks_exact_mut((steps * row_bytes).max(1))) {
+            for window in &cut {
                 let (_, here) = dataset.stream(window.episode, name)?;
                 if here.dtype != info.dtype || here.step_shape != info.step_shape {
                     return Err(Error::Dataset(robocache_datasets::Error::Invalid(format!(
@@ -171,8 +169,10 @@ impl Device {
                         info.dtype, info.step_shape, first.episode, here.dtype, here.step_shape, window.episode
                     ))));
                 }
-                pad.extend(dataset.read_delta_window_into(window, name, offsets, bytes)?);
             }
+            // The whole batch in one read: camera video decodes each group
+            // of pictures once for all the windows that need a frame of it.
+            let pad = dataset.read_delta_windows_into(&cut, name, offsets, data.as_mut_bytes())?;
             let mut shape = vec![cut.len(), steps];
             shape.extend(&info.step_shape);
             out.push(BatchStream {

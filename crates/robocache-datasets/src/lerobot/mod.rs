@@ -13,9 +13,12 @@
 //!   (`observation.state`, `action`, `observation.images.top`), including
 //!   LeRobot's own columns (`timestamp`, `frame_index`, `index`,
 //!   `task_index`, `episode_index`);
-//! - `video` features are listed as streams (`u8 [H, W, C]`); reading
-//!   their frames (the MP4 files under `videos/`) is not built yet and is a
-//!   clear error.
+//! - `video` features are streams of RGB frames (`u8 [H, W, 3]`), decoded
+//!   from the MP4 files under `videos/` (robocache-video): the frame of a
+//!   row is the one LeRobot's decode picks for the row's time; frames read
+//!   together (a batch's windows) share the decoding of their groups of
+//!   pictures, and decoded frames are kept in a [`FrameCache`] within its
+//!   budget ([`crate::Dataset::set_frame_cache_budget`]).
 
 pub(crate) mod columns;
 pub(crate) mod meta;
@@ -26,7 +29,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use robocache_cpu::DType;
-use robocache_video::VideoFile;
+use robocache_video::{FrameCache, FrameCacheUsage, FrameKey, VideoFile};
 use serde_json::{json, Map, Value};
 
 use self::columns::{read_column, read_f64, read_i64, ColumnData, Expect};
@@ -96,8 +99,11 @@ pub(crate) struct LeRobotSource {
     encoded: Mutex<VecDeque<(ColumnKey, Arc<ColumnData>)>>,
     /// Each episode's `timestamp` column, once read.
     times: Mutex<HashMap<usize, Arc<[f64]>>>,
-    /// Open video files (sample tables read once).
-    videos: Mutex<HashMap<PathBuf, Arc<VideoFile>>>,
+    /// Open video files (sample tables read once), each with the number
+    /// its frames have in `frames`.
+    videos: Mutex<HashMap<PathBuf, (usize, Arc<VideoFile>)>>,
+    /// Decoded RGB frames kept for later reads (empty budget by default).
+    frames: FrameCache,
 }
 
 fn dtype_of(name: &str, feature: &Feature, info_path: &Path) -> Result<Option<(DType, FeatureStorage)>> {
@@ -195,6 +201,7 @@ impl LeRobotSource {
             values: Mutex::new(HashMap::new()),
             encoded: Mutex::new(VecDeque::new()),
             videos: Mutex::new(HashMap::new()),
+            frames: FrameCache::new(0),
             times: Mutex::new(HashMap::new()),
         };
         let dataset_info = source.dataset_info(&info, &raw);
@@ -367,6 +374,16 @@ impl LeRobotSource {
         Ok(EpisodeRows { file, rows })
     }
 
+    /// The `video` feature behind `stream`, if it is one.
+    pub fn video_feature(&self, stream: &StreamInfo) -> Option<&LeRobotFeature> {
+        self.features.iter().find(|f| f.name == stream.source && f.storage == FeatureStorage::Video)
+    }
+
+    /// True when a feature is stored as video.
+    pub fn has_video(&self) -> bool {
+        self.features.iter().any(|f| f.storage == FeatureStorage::Video)
+    }
+
     fn feature(&self, stream: &StreamInfo) -> Result<&LeRobotFeature> {
         self.features.iter().find(|f| f.name == stream.source).ok_or_else(|| Error::UnknownStream {
             stream: stream.source.clone(),
@@ -459,8 +476,8 @@ impl LeRobotSource {
         Ok(())
     }
 
-    /// An open video file.
-    fn video(&self, path: &Path, episode: usize, key: &str) -> Result<Arc<VideoFile>> {
+    /// An open video file and its number in the frame cache.
+    fn video(&self, path: &Path, episode: usize, key: &str) -> Result<(usize, Arc<VideoFile>)> {
         if let Some(video) = self.videos.lock().unwrap_or_else(|p| p.into_inner()).get(path) {
             return Ok(video.clone());
         }
@@ -469,14 +486,13 @@ impl LeRobotSource {
             key: key.to_owned(),
             source,
         })?);
-        self.videos.lock().unwrap_or_else(|p| p.into_inner()).insert(path.to_path_buf(), video.clone());
-        Ok(video)
+        let mut videos = self.videos.lock().unwrap_or_else(|p| p.into_inner());
+        let id = videos.len();
+        Ok(videos.entry(path.to_path_buf()).or_insert((id, video)).clone())
     }
 
-    /// Frames of a video feature for rows `rows` of `episode`, chosen as
-    /// LeRobot chooses them: the row's `timestamp` plus the episode's
-    /// `from_timestamp` in its video file, `round(t · average_fps)`, the
-    /// frame's time within [`VIDEO_TOLERANCE_S`] of `t`; RGB `[H, W, 3]`.
+    /// Frames of a video feature for rows `rows` of `episode`, RGB `[H, W, 3]`
+    /// each (see [`LeRobotSource::read_video_frames_into`]).
     fn read_frames_into(
         &self,
         episode: usize,
@@ -484,14 +500,85 @@ impl LeRobotSource {
         rows: Range<usize>,
         out: &mut [u8],
     ) -> Result<()> {
-        let meta = &self.episodes[episode];
-        let name = format!("episode_{}", meta.index);
+        let wanted: Vec<(usize, usize)> = rows.map(|row| (episode, row)).collect();
+        self.read_video_frames_into(feature, &wanted, out)
+    }
+
+    /// The frames of video feature `feature` at `(episode, row)` pairs, in
+    /// that order, RGB `[H, W, 3]` each, into `out`. Each frame is chosen as
+    /// LeRobot chooses it: the row's `timestamp` plus the episode's
+    /// `from_timestamp` in its video file, `round(t · average_fps)`, the
+    /// frame's time within [`VIDEO_TOLERANCE_S`] of `t`. Frames the cache
+    /// holds are copied; the others are decoded together, per file, each
+    /// group of pictures once for all the frames asked of it, and offered
+    /// to the cache.
+    pub fn read_video_frames_into(
+        &self,
+        feature: &LeRobotFeature,
+        wanted: &[(usize, usize)],
+        out: &mut [u8],
+    ) -> Result<()> {
+        let frame_bytes: usize = feature.shape.iter().product();
+        if out.len() != wanted.len() * frame_bytes {
+            return Err(Error::Invalid(format!(
+                "{} frames of `{}` are {} bytes, the buffer given has {}",
+                wanted.len(),
+                feature.name,
+                wanted.len() * frame_bytes,
+                out.len()
+            )));
+        }
+        // Per file: the video, the episode that first named it (for errors),
+        // and (slot in `out`, frame index) of every frame the cache lacks.
+        let mut missing: HashMap<usize, (Arc<VideoFile>, usize, Vec<(usize, usize)>)> = HashMap::new();
+        let caching = self.frames.is_enabled();
+        for (slot, &(episode, row)) in wanted.iter().enumerate() {
+            let (id, video, index) = self.frame_of(episode, feature, row)?;
+            let chunk = &mut out[slot * frame_bytes..(slot + 1) * frame_bytes];
+            if caching {
+                if let Some(frame) = self.frames.get(FrameKey { file: id, frame: index }) {
+                    chunk.copy_from_slice(&frame);
+                    continue;
+                }
+            }
+            missing.entry(id).or_insert_with(|| (video, episode, Vec::new())).2.push((slot, index));
+        }
+        for (id, (video, episode, slots)) in missing {
+            let mut indices: Vec<usize> = slots.iter().map(|&(_, index)| index).collect();
+            indices.sort_unstable();
+            indices.dedup();
+            let frames = video.decode_yuv(&indices).map_err(|source| Error::Video {
+                episode: format!("episode_{}", self.episodes[episode].index),
+                key: feature.name.clone(),
+                source,
+            })?;
+            for (&index, frame) in indices.iter().zip(&frames) {
+                let mut rgb = vec![0u8; frame_bytes];
+                frame.to_rgb_into(&mut rgb);
+                let rgb: Arc<[u8]> = rgb.into();
+                for &(slot, _) in slots.iter().filter(|&&(_, i)| i == index) {
+                    out[slot * frame_bytes..(slot + 1) * frame_bytes].copy_from_slice(&rgb);
+                }
+                if caching {
+                    self.frames.insert(FrameKey { file: id, frame: index }, rgb);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The video file of `feature` for `episode` (its cache number and the
+    /// file) and the index of the frame LeRobot shows for `row`.
+    fn frame_of(&self, episode: usize, feature: &LeRobotFeature, row: usize) -> Result<(usize, Arc<VideoFile>, usize)> {
+        let meta = self.episodes.get(episode).ok_or_else(|| {
+            Error::Invalid(format!("episode {episode} is out of range: the dataset has {}", self.episodes.len()))
+        })?;
         let span = meta.videos.get(&feature.name).ok_or_else(|| Error::Layout {
             file: self.root.join("meta"),
             path: format!("videos/{}", feature.name),
             problem: format!("episode {} has no video file for this camera", meta.index),
         })?;
-        let video = self.video(&span.file, episode, &feature.name)?;
+        let (id, video) = self.video(&span.file, episode, &feature.name)?;
         if [video.height(), video.width(), 3] != feature.shape[..] {
             return Err(Error::Layout {
                 file: span.file.clone(),
@@ -505,39 +592,50 @@ impl LeRobotSource {
             });
         }
         let times = self.episode_times(episode)?;
-        let mut indices = Vec::with_capacity(rows.len());
-        for row in rows.clone() {
-            let query = span.from_timestamp + times[row];
-            let index = video.frame_at(query).map_err(|source| Error::Video {
-                episode: name.clone(),
-                key: feature.name.clone(),
-                source,
-            })?;
-            let found = video.frame_time(index).unwrap_or(f64::NAN);
-            let within = (query - found).abs() < VIDEO_TOLERANCE_S; // false for NaN too
-            if !within {
-                return Err(Error::FrameTime {
-                    file: span.file.clone(),
-                    episode: name,
-                    key: feature.name.clone(),
-                    row,
-                    query,
-                    found,
-                    tolerance_s: VIDEO_TOLERANCE_S,
-                });
-            }
-            indices.push(index);
-        }
-        let frames = video.decode_yuv(&indices).map_err(|source| Error::Video {
-            episode: name.clone(),
+        let name = || format!("episode_{}", meta.index);
+        let time = *times.get(row).ok_or_else(|| {
+            Error::Invalid(format!(
+                "row {row} of `{}` in {}: the episode has {} rows",
+                feature.name,
+                name(),
+                times.len()
+            ))
+        })?;
+        let query = span.from_timestamp + time;
+        let index = video.frame_at(query).map_err(|source| Error::Video {
+            episode: name(),
             key: feature.name.clone(),
             source,
         })?;
-        let frame_bytes = video.height() * video.width() * 3;
-        for (frame, chunk) in frames.iter().zip(out.chunks_exact_mut(frame_bytes.max(1))) {
-            frame.to_rgb_into(chunk);
+        let found = video.frame_time(index).unwrap_or(f64::NAN);
+        let within = (query - found).abs() < VIDEO_TOLERANCE_S; // false for NaN too
+        if !within {
+            return Err(Error::FrameTime {
+                file: span.file.clone(),
+                episode: name(),
+                key: feature.name.clone(),
+                row,
+                query,
+                found,
+                tolerance_s: VIDEO_TOLERANCE_S,
+            });
         }
-        Ok(())
+        Ok((id, video, index))
+    }
+
+    /// Sets the byte budget of the decoded-frame cache (0: none kept).
+    pub fn set_frame_cache_budget(&self, bytes: usize) {
+        self.frames.set_budget(bytes);
+    }
+
+    /// What the decoded-frame cache holds, and its hits and misses.
+    pub fn frame_cache_usage(&self) -> FrameCacheUsage {
+        self.frames.usage()
+    }
+
+    /// Forgets the frame cache's hit and miss counts.
+    pub fn reset_frame_cache_counts(&self) {
+        self.frames.reset_counts();
     }
 
     /// The `timestamp` column of `episode`, as `f64`, checked to increase.

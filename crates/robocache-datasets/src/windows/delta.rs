@@ -210,6 +210,48 @@ impl Dataset {
     }
 }
 
+impl Dataset {
+    /// [`Dataset::read_delta_window_into`] for a batch of windows at once:
+    /// `windows.len() × offsets.len()` rows of `stream` into `out`, window
+    /// after window, and their pad masks. Camera video is read for the whole
+    /// batch in one request ([`Dataset::read_rows_at_into`]: neighbouring
+    /// windows share the decoding of their groups of pictures, only the
+    /// frames the offsets name are decoded); other streams window by window.
+    pub fn read_delta_windows_into(
+        &self,
+        windows: &[DeltaWindow],
+        stream: &str,
+        offsets: &[i64],
+        out: &mut [u8],
+    ) -> Result<Vec<bool>> {
+        let Some(first) = windows.first() else {
+            return Ok(Vec::new());
+        };
+        let info = self.stream(first.episode, stream)?.1;
+        let window_bytes = offsets.len() * info.step_bytes();
+        if out.len() != windows.len() * window_bytes {
+            return Err(Error::Invalid(format!(
+                "{} windows of {} rows of `{stream}` are {} bytes, the buffer given has {}",
+                windows.len(),
+                offsets.len(),
+                windows.len() * window_bytes,
+                out.len()
+            )));
+        }
+        if !info.is_image() {
+            let mut pads = Vec::with_capacity(windows.len() * offsets.len());
+            for (window, chunk) in windows.iter().zip(out.chunks_exact_mut(window_bytes.max(1))) {
+                pads.extend(self.read_delta_window_into(window, stream, offsets, chunk)?);
+            }
+            return Ok(pads);
+        }
+        let wanted: Vec<(usize, usize)> =
+            windows.iter().flat_map(|w| offsets.iter().map(move |&d| (w.episode, w.row(d).0))).collect();
+        self.read_rows_at_into(stream, &wanted, out)?;
+        Ok(windows.iter().flat_map(|w| offsets.iter().map(move |&d| w.row(d).1)).collect())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

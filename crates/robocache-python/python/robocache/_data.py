@@ -113,6 +113,16 @@ class Loader:
     ``[B, T, C, H, W]`` in [0, 1] (``return_uint8=True``: uint8, 4× less
     memory); a video key with one offset is ``[B, C, H, W]``, as LeRobot
     squeezes it. ``tolerance_s`` as LeRobot's.
+
+    Camera video is decoded in the loader's ``workers`` (Rust threads; AV1
+    on the CPU), each batch's frames together: a group of pictures is
+    decoded once for every window of the batch that needs a frame of it.
+    ``frame_cache_bytes`` keeps decoded frames (RGB, uint8, in host memory)
+    up to that many bytes, the first ones decoded: every epoch after the
+    first reads them instead of decoding them again (a cache holding part of
+    the dataset serves that part). ``telemetry()`` reports its hit rate
+    (``frame_cache``) and the host cores the process kept busy
+    (``host_cores_busy``).
     Sharding defaults to ``RANK``/``WORLD_SIZE`` (torchrun); ``device``
     defaults to ``cuda:$LOCAL_RANK`` when a GPU answers.
     """
@@ -120,11 +130,13 @@ class Loader:
     def __init__(self, dataset: Union[Dataset, str, os.PathLike], streams: Optional[Sequence[str]] = None, *,
                  windows: Optional[Dict[str, Any]] = None,
                  delta_timestamps: Optional[Dict[str, Sequence[float]]] = None, tolerance_s: float = 1e-4,
-                 return_uint8: bool = False,
+                 return_uint8: bool = False, frame_cache_bytes: int = 0,
                  batch_size: int, device: Optional[str] = None, seed: int = 0, shuffle: bool = True,
                  drop_last: bool = False, workers: int = 2, prefetch: int = 4,
                  normalization: Optional[str] = None, mode: str = "auto",
                  rank: Optional[int] = None, world_size: Optional[int] = None):
+        if int(frame_cache_bytes) < 0:
+            raise InvalidInputError(f"frame_cache_bytes must be 0 or more, not {frame_cache_bytes}")
         if not isinstance(dataset, Dataset):
             dataset = Dataset(dataset)
         self.dataset = dataset
@@ -163,7 +175,7 @@ class Loader:
             raise InvalidInputError("windows needs hz/history/horizon (time windows) or seq_length/frame_stack")
         self._native = _NativeLoader(dataset._native, self.streams, spec, self.batch_size, self.device, int(seed),
                                      bool(shuffle), self.rank, self.world_size, bool(drop_last), int(workers), int(prefetch),
-                                     normalization, mode)
+                                     normalization, mode, int(frame_cache_bytes))
         self._epoch = 0
         self._next_batch = 0
         # What each batch holds, in the order the native loader hands it over.
@@ -232,7 +244,8 @@ class Loader:
         return batch
 
     def telemetry(self) -> Dict[str, Any]:
-        """Batches, waits, stall fraction, throughput, GPU utilization."""
+        """Batches, waits, stall fraction, throughput, GPU utilization, host
+        cores busy, the decoded-frame cache's use and hit rate."""
         return json.loads(self._native.telemetry_json())
 
     def reset_telemetry(self) -> None:

@@ -56,7 +56,7 @@ use robocache_datasets::{
 pub use crate::assembly::{MaskKind, WindowShape};
 pub use normalization::{Normalization, NormalizationMode, StreamStatistics};
 pub use resident::ResidentStreams;
-pub use telemetry::{Telemetry, TelemetryReport};
+pub use telemetry::{FrameCacheReport, Telemetry, TelemetryReport};
 
 use crate::assembly::AssemblyRequest;
 use crate::backend::operations::CudaOperations;
@@ -126,6 +126,11 @@ pub struct LoaderConfig {
     /// so telemetry counts the time until data is ready. Off: `next()`
     /// returns once the work is queued; synchronise on the device's stream.
     pub wait_until_ready: bool,
+    /// The byte budget of the dataset's decoded-frame cache (camera video:
+    /// RGB frames kept in host memory after their first decode, see
+    /// [`Dataset::set_frame_cache_budget`]); `None` leaves the dataset's
+    /// budget as it is (0 unless set).
+    pub frame_cache_bytes: Option<usize>,
 }
 
 impl LoaderConfig {
@@ -149,6 +154,7 @@ impl LoaderConfig {
             staging_bytes: crate::cuda::DEFAULT_STAGING_BYTES,
             masks: MaskKind::Valid,
             wait_until_ready: true,
+            frame_cache_bytes: None,
         }
     }
 }
@@ -269,6 +275,9 @@ impl Loader {
         };
         if let Device::Cuda(cuda) = device {
             cuda.set_staging_budget(config.staging_bytes)?;
+        }
+        if let Some(bytes) = config.frame_cache_bytes {
+            dataset.set_frame_cache_budget(bytes);
         }
         let sampler = Sampler::new(cut.len(), config.seed, config.shard)?;
         tracing::info!(
@@ -396,6 +405,7 @@ impl Loader {
                 (report.staging_budget_bytes, report.staging_peak_bytes) = (Some(budget), Some(peak));
             }
         }
+        report.frame_cache = self.dataset.frame_cache_usage().map(Into::into);
         report
     }
 
@@ -405,6 +415,7 @@ impl Loader {
             t.reset();
         }
         self.utilization.reset();
+        self.dataset.reset_frame_cache_counts();
     }
 
     /// The time a consumer that drops each batch as it arrives takes for

@@ -1,5 +1,6 @@
 //! Data-stall telemetry: how long the consumer waited in `next()` for each
-//! batch, the fraction of its wall time spent waiting, and throughput.
+//! batch, the fraction of its wall time spent waiting, throughput, the host
+//! cores the process kept busy, and the decoded-frame cache's hit rate.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -35,6 +36,41 @@ pub struct TelemetryReport {
     /// bytes it held at once since the device was opened (`None` on the CPU).
     pub staging_budget_bytes: Option<usize>,
     pub staging_peak_bytes: Option<usize>,
+    /// Host CPU time of the whole process (every thread: the loader's
+    /// workers and decoders, and the consumer) over wall time, from the
+    /// first batch delivered to the last: the cores it kept busy. `None`
+    /// where the platform does not report it, or before two batches.
+    pub host_cores_busy: Option<f64>,
+    /// The decoded-frame cache of the dataset (`None` without video).
+    pub frame_cache: Option<FrameCacheReport>,
+}
+
+/// The decoded-frame cache in a [`TelemetryReport`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct FrameCacheReport {
+    pub budget_bytes: usize,
+    /// Bytes and frames held.
+    pub bytes: usize,
+    pub frames: usize,
+    /// Frames served from the cache, and decoded, since the telemetry was
+    /// last reset.
+    pub hits: u64,
+    pub misses: u64,
+    /// `hits / (hits + misses)`.
+    pub hit_rate: f64,
+}
+
+impl From<robocache_datasets::FrameCacheUsage> for FrameCacheReport {
+    fn from(usage: robocache_datasets::FrameCacheUsage) -> Self {
+        FrameCacheReport {
+            budget_bytes: usage.budget_bytes,
+            bytes: usage.bytes,
+            frames: usage.frames,
+            hits: usage.hits,
+            misses: usage.misses,
+            hit_rate: usage.hit_rate(),
+        }
+    }
 }
 
 /// Per-batch waits, recorded by the loader's iterator.
@@ -44,6 +80,9 @@ pub struct Telemetry {
     last: Option<Instant>,
     waits: Vec<Duration>,
     samples: u64,
+    /// (wall clock, process CPU time) at the first and the last delivery.
+    cpu_first: Option<(Instant, Duration)>,
+    cpu_last: Option<(Instant, Duration)>,
 }
 
 impl Telemetry {
@@ -54,6 +93,10 @@ impl Telemetry {
         self.last = Some(now);
         self.waits.push(now - entered);
         self.samples += samples as u64;
+        if let Some(cpu) = process_cpu_time() {
+            self.cpu_first.get_or_insert((now, cpu));
+            self.cpu_last = Some((now, cpu));
+        }
     }
 
     /// Forgets everything (e.g. after warm-up).
@@ -86,8 +129,35 @@ impl Telemetry {
             gpu_utilization_note: None,
             staging_budget_bytes: None,
             staging_peak_bytes: None,
+            host_cores_busy: match (self.cpu_first, self.cpu_last) {
+                (Some((t0, c0)), Some((t1, c1))) if t1 > t0 => {
+                    Some((c1.saturating_sub(c0)).as_secs_f64() / (t1 - t0).as_secs_f64())
+                }
+                _ => None,
+            },
+            frame_cache: None,
         }
     }
+}
+
+/// User plus system CPU time of this process, all threads.
+#[cfg(unix)]
+fn process_cpu_time() -> Option<Duration> {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::uninit();
+    // SAFETY: getrusage writes a whole `rusage` into the pointer it is given.
+    let usage = unsafe {
+        if libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) != 0 {
+            return None;
+        }
+        usage.assume_init()
+    };
+    let time = |t: libc::timeval| Duration::new(t.tv_sec.max(0) as u64, (t.tv_usec.max(0) as u32) * 1000);
+    Some(time(usage.ru_utime) + time(usage.ru_stime))
+}
+
+#[cfg(not(unix))]
+fn process_cpu_time() -> Option<Duration> {
+    None
 }
 
 /// GPU utilization sampled through NVML on a background thread; absent
