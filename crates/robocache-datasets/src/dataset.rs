@@ -151,7 +151,7 @@ pub struct Dataset {
 enum Source {
     Hdf5(Hdf5Source),
     Rlds(RldsSource),
-    LeRobot(LeRobotSource),
+    LeRobot(Box<LeRobotSource>),
 }
 
 /// An HDF5 file, read through the library or with positioned reads.
@@ -190,7 +190,7 @@ impl Dataset {
                 )));
             }
             let (source, info) = LeRobotSource::open(path)?;
-            (Source::LeRobot(source), info)
+            (Source::LeRobot(Box::new(source)), info)
         } else if path.is_dir() {
             if let Some(format) = options.format.filter(|f| *f != Format::Rlds) {
                 return Err(Error::Invalid(format!(

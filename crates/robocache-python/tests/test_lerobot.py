@@ -50,11 +50,12 @@ def to_numpy(value):
     return value.cpu().numpy() if hasattr(value, "cpu") else np.asarray(value)
 
 
-def check_root(root, answers, keys, device="cpu"):
+def check_root(root, answers, keys, device="cpu", frame_cache_bytes=0, loader=None):
     archive, meta = expected(answers)
     deltas = {k: v for k, v in meta["deltas"].items() if k in keys}
-    loader = robocache.Loader(FIXTURES / root, keys, delta_timestamps=deltas, batch_size=16, shuffle=False,
-                              device=device, rank=0, world_size=1)
+    if loader is None:
+        loader = robocache.Loader(FIXTURES / root, keys, delta_timestamps=deltas, batch_size=16, shuffle=False,
+                                  device=device, rank=0, world_size=1, frame_cache_bytes=frame_cache_bytes)
     assert loader.samples_per_epoch == meta["len"]
     seen = 0
     compared = list(keys) + [f"{k}_is_pad" for k in deltas]
@@ -75,6 +76,7 @@ def check_root(root, answers, keys, device="cpu"):
                 np.testing.assert_array_equal(got, value, err_msg=f"{root} item {i}: {key}")
         seen += len(index)
     assert seen == meta["len"]
+    return loader
 
 
 def test_open_reads_a_lerobot_root():
@@ -128,6 +130,26 @@ def test_bad_delta_timestamps_are_clear_errors():
         next(iter(loader))
 
 
+def test_frame_cache_serves_the_second_epoch_with_the_same_frames():
+    pytest.importorskip("torch")
+    cameras = ["observation.images.front", "observation.images.wrist"]
+    loader = check_root("av1", "av1", LOW_DIM + cameras, frame_cache_bytes=64 << 20)
+    first = loader.telemetry()["frame_cache"]
+    assert first["budget_bytes"] == 64 << 20 and first["frames"] > 0 and first["misses"] > 0
+    loader.reset_telemetry()
+    check_root("av1", "av1", LOW_DIM + cameras, loader=loader)
+    second = loader.telemetry()
+    assert second["frame_cache"]["misses"] == 0 and second["frame_cache"]["hit_rate"] == 1.0
+    assert second["host_cores_busy"] is None or second["host_cores_busy"] >= 0
+    with pytest.raises(robocache.Error, match="frame_cache_bytes"):
+        robocache.Loader(FIXTURES / "av1", ["action"], delta_timestamps={"action": [0.0]}, batch_size=4,
+                         device="cpu", frame_cache_bytes=-1)
+
+
 def test_cuda_loader_equals_the_cpu_one(cuda):
     cameras = ["observation.images.front", "observation.images.wrist"]
     check_root("images", "images", LOW_DIM + cameras, device=cuda)
+    check_root("v21", "images", LOW_DIM + cameras, device=cuda)
+    check_root("av1", "av1", LOW_DIM + cameras, device=cuda)
+    check_root("av1", "av1", LOW_DIM + cameras, device=cuda, frame_cache_bytes=64 << 20)
+    check_root("h264", "h264", LOW_DIM, device=cuda)

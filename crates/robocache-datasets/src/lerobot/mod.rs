@@ -82,6 +82,15 @@ type FileRows = HashMap<usize, Range<usize>>;
 /// A whole column of a data file: (file, column).
 type ColumnKey = (PathBuf, String);
 
+/// The frames of one video file a read needs decoded.
+struct MissingFrames {
+    video: Arc<VideoFile>,
+    /// The first episode that asked for one (named in errors).
+    episode: usize,
+    /// (slot in the output, frame index) of each frame.
+    slots: Vec<(usize, usize)>,
+}
+
 /// An open LeRobot root.
 #[derive(Debug)]
 pub(crate) struct LeRobotSource {
@@ -530,7 +539,7 @@ impl LeRobotSource {
         }
         // Per file: the video, the episode that first named it (for errors),
         // and (slot in `out`, frame index) of every frame the cache lacks.
-        let mut missing: HashMap<usize, (Arc<VideoFile>, usize, Vec<(usize, usize)>)> = HashMap::new();
+        let mut missing: HashMap<usize, MissingFrames> = HashMap::new();
         let caching = self.frames.is_enabled();
         for (slot, &(episode, row)) in wanted.iter().enumerate() {
             let (id, video, index) = self.frame_of(episode, feature, row)?;
@@ -541,9 +550,13 @@ impl LeRobotSource {
                     continue;
                 }
             }
-            missing.entry(id).or_insert_with(|| (video, episode, Vec::new())).2.push((slot, index));
+            missing
+                .entry(id)
+                .or_insert_with(|| MissingFrames { video, episode, slots: Vec::new() })
+                .slots
+                .push((slot, index));
         }
-        for (id, (video, episode, slots)) in missing {
+        for (id, MissingFrames { video, episode, slots }) in missing {
             let mut indices: Vec<usize> = slots.iter().map(|&(_, index)| index).collect();
             indices.sort_unstable();
             indices.dedup();
