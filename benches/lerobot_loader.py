@@ -111,36 +111,35 @@ def timed(batches, warmup, iterate, frames_per_batch):
             "cores_busy": cores, "seconds": elapsed}
 
 
-def decode_file(path):
+def decode_for(job):
+    """Frames/s of one single-threaded FFmpeg decoder going through `path`
+    (again from the start at its end) for `seconds`, to YUV."""
     import av
-    with av.open(path) as container:
-        stream = container.streams.video[0]
-        stream.thread_type = "NONE"
-        stream.codec_context.thread_count = 1
-        n = 0
-        for frame in container.decode(stream):
-            frame.planes  # noqa: B018 (YUV planes, no conversion)
-            n += 1
-    return n
+    path, seconds = job
+    frames, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        with av.open(path) as container:
+            stream = container.streams.video[0]
+            stream.thread_type = "NONE"
+            stream.codec_context.thread_count = 1
+            for frame in container.decode(stream):
+                frame.planes  # noqa: B018 (YUV planes, no conversion)
+                frames += 1
+                if frames % 64 == 0 and time.perf_counter() - t0 >= seconds:
+                    break
+    return frames / (time.perf_counter() - t0)
 
 
-def ceiling(root, processes, seconds=12.0):
-    """Frames/s of FFmpeg's software decoder, one single-threaded process per core."""
+def ceiling(root, processes, seconds=10.0):
+    """Frames/s of FFmpeg's software decoder, one single-threaded process per
+    core, all decoding at once for `seconds` (the sum of their rates)."""
     import multiprocessing as mp
-    files = [os.path.join(d, f) for d, _, fs in os.walk(os.path.join(root, "videos")) for f in fs if f.endswith(".mp4")]
-    jobs = (files * 1000)
+    files = sorted(os.path.join(d, f) for d, _, fs in os.walk(os.path.join(root, "videos")) for f in fs
+                   if f.endswith(".mp4"))
     with mp.get_context("spawn").Pool(processes) as pool:
-        pool.map(decode_file, files[:processes])  # warm up (imports)
-        t0 = time.perf_counter()
-        frames = 0
-        results = pool.imap_unordered(decode_file, jobs)
-        for n in results:
-            frames += n
-            if time.perf_counter() - t0 > seconds:
-                break
-        elapsed = time.perf_counter() - t0
-        pool.terminate()
-    return {"frames_per_s": frames / elapsed, "processes": processes, "files": len(files)}
+        pool.map(decode_for, [(files[0], 0.5)] * processes)  # warm up (imports)
+        rates = pool.map(decode_for, [(files[i % len(files)], seconds) for i in range(processes)])
+    return {"frames_per_s": sum(rates), "processes": processes, "files": len(files)}
 
 
 def sync(device):
@@ -183,6 +182,7 @@ def lerobot_run(root, workers, backend, batches, fps, device):
 
 
 def robocache_run(root, workers, batches, fps, return_uint8, device):
+    import torch  # noqa: F401 (a CUDA loader's batches are torch tensors)
     import robocache
 
     loader = robocache.Loader(root, None, delta_timestamps=deltas(fps), batch_size=BATCH, shuffle=True,
@@ -208,6 +208,7 @@ def robocache_cached_run(root, workers, batches, fps, device, cache_bytes):
     """One loader with a decoded-frame cache: its first epoch (every frame
     decoded once, the cache filled) timed whole, then `batches` batches of
     the epochs after it."""
+    import torch  # noqa: F401 (a CUDA loader's batches are torch tensors)
     import robocache
 
     loader = robocache.Loader(root, None, delta_timestamps=deltas(fps), batch_size=BATCH, shuffle=True,

@@ -115,7 +115,9 @@ pub struct LoaderConfig {
     pub normalization: Option<Normalization>,
     /// CUDA: the most page-locked memory streamed batches are staged in
     /// (the device's pool, shared by its loaders; the last loader made sets
-    /// it). A single upload larger than the budget takes one buffer of its size.
+    /// it). A single upload larger than the budget takes one buffer of its
+    /// size. Raised to one streamed batch per worker when that is more
+    /// (workers hold their batch's buffer while they read into it).
     pub staging_bytes: usize,
     /// What the batches' masks mark: [`MaskKind::Valid`] (the default) or
     /// [`MaskKind::Pad`], LeRobot's `_is_pad`, written so by the resident
@@ -274,7 +276,20 @@ impl Loader {
             Some(Arc::new(ResidentStreams::upload(device, &dataset, &resident_names, config.normalization.as_ref())?))
         };
         if let Device::Cuda(cuda) = device {
-            cuda.set_staging_budget(config.staging_bytes)?;
+            // Every worker holds one batch's staging buffer while it reads
+            // into it (camera frames are decoded straight into it): a budget
+            // below one batch per worker would make the workers take turns.
+            let batch_bytes = streamed_batch_bytes(&cut, &dataset, &streamed, config.batch_size)?;
+            let needed = batch_bytes.saturating_mul(config.workers.max(1));
+            if needed > config.staging_bytes {
+                tracing::info!(
+                    batch_bytes,
+                    workers = config.workers,
+                    budget = needed,
+                    "staging budget raised to one streamed batch per worker"
+                );
+            }
+            cuda.set_staging_budget(config.staging_bytes.max(needed))?;
         }
         if let Some(bytes) = config.frame_cache_bytes {
             dataset.set_frame_cache_budget(bytes);
@@ -514,6 +529,20 @@ impl Job {
         }
         Ok(WindowBatch { streams: ordered, samples, episodes, anchors, columns: Some(columns) })
     }
+}
+
+/// Bytes of one batch's streamed streams (their staging buffers).
+fn streamed_batch_bytes(cut: &Cut, dataset: &Dataset, streamed: &[String], batch_size: usize) -> Result<usize> {
+    let mut total = 0usize;
+    for name in streamed {
+        let (_, info) = dataset.stream(0, name)?;
+        let steps = match cut {
+            Cut::Deltas(w) => w.offsets_of(name).map_or(1, <[i64]>::len),
+            _ => cut.shape().len(),
+        };
+        total = total.saturating_add(batch_size.saturating_mul(steps).saturating_mul(info.step_bytes()));
+    }
+    Ok(total)
 }
 
 /// Turns a stream's mask into the other kind (valid to padding and back):
