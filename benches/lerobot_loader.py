@@ -181,6 +181,18 @@ def lerobot_run(root, workers, backend, batches, fps, device):
     return result
 
 
+def epochs(loader, device, first):
+    """A robocache loader's batches, epoch after epoch from `first`, each
+    synchronised."""
+    epoch = first
+    while True:
+        loader.set_epoch(epoch)
+        for batch in loader:
+            sync(device)
+            yield batch
+        epoch += 1
+
+
 def robocache_run(root, workers, batches, fps, return_uint8, device):
     import torch  # noqa: F401 (a CUDA loader's batches are torch tensors)
     import robocache
@@ -189,17 +201,8 @@ def robocache_run(root, workers, batches, fps, return_uint8, device):
                               workers=workers, prefetch=2 * workers, device=device, drop_last=True,
                               return_uint8=return_uint8)
 
-    def iterate():
-        epoch = 0
-        while True:
-            loader.set_epoch(epoch)
-            for batch in loader:
-                sync(device)
-                yield batch
-            epoch += 1
-
     reset_gpu_peak(device)
-    result = timed(batches, 3, iterate, BATCH * 4)
+    result = timed(batches, 3, lambda: epochs(loader, device, 0), BATCH * 4)
     result["gpu_peak_bytes"] = peak_gpu_bytes(device)
     return result
 
@@ -226,16 +229,7 @@ def robocache_cached_run(root, workers, batches, fps, device, cache_bytes):
             "cores_busy": (cpu_jiffies() - busy0) / hz / elapsed, "frame_cache": loader.telemetry()["frame_cache"]}
     loader.reset_telemetry()
 
-    def iterate():
-        epoch = 1
-        while True:
-            loader.set_epoch(epoch)
-            for batch in loader:
-                sync(device)
-                yield batch
-            epoch += 1
-
-    warm = timed(batches, 3, iterate, BATCH * 4)
+    warm = timed(batches, 3, lambda: epochs(loader, device, 1), BATCH * 4)
     telemetry = loader.telemetry()
     warm["frame_cache"] = telemetry["frame_cache"]
     warm["host_cores_busy"] = telemetry["host_cores_busy"]

@@ -566,14 +566,19 @@ impl LeRobotSource {
                 source,
             })?;
             for (&index, frame) in indices.iter().zip(&frames) {
-                let mut rgb = vec![0u8; frame_bytes];
-                frame.to_rgb_into(&mut rgb);
-                let rgb: Arc<[u8]> = rgb.into();
-                for &(slot, _) in slots.iter().filter(|&&(_, i)| i == index) {
-                    out[slot * frame_bytes..(slot + 1) * frame_bytes].copy_from_slice(&rgb);
+                // Converted straight into the first slot that shows it,
+                // copied from there into the others and the cache.
+                let mut shown = slots.iter().filter(|&&(_, i)| i == index).map(|&(slot, _)| slot * frame_bytes);
+                let Some(first) = shown.next() else { continue };
+                let (head, tail) = out.split_at_mut(first + frame_bytes);
+                let rgb = &mut head[first..];
+                frame.to_rgb_into(rgb);
+                for at in shown {
+                    let at = at - first - frame_bytes;
+                    tail[at..at + frame_bytes].copy_from_slice(rgb);
                 }
                 if caching {
-                    self.frames.insert(FrameKey { file: id, frame: index }, rgb);
+                    self.frames.insert(FrameKey { file: id, frame: index }, Arc::from(&*rgb));
                 }
             }
         }
