@@ -1,6 +1,8 @@
 """End to end: a diffusion policy trained in PyTorch on batches from robomimic's
 loader, from robocache's Loader, and from a synthetic in-GPU batch (no
-loading: the ceiling), with the same model, optimizer, batch and windows.
+loading: the ceiling), with the same model, optimizer, batch and windows;
+and on a LeRobot root (camera video), from LeRobotDataset + DataLoader and
+from robocache's Loader, with and without its decoded-frame cache.
 
 The script writes its own robomimic-layout file at the scale of robomimic's
 "can" task (200 demos, about 22k steps at 20 Hz; two 84x84 cameras, the
@@ -24,6 +26,16 @@ samples/s, the host's wait for the next batch per step (LeRobot's
 CUDA work covers, from events), and the host's CPU use (/proc/stat).
 
     python benches/train_policy.py --out results/          # one GPU
+    python benches/train_policy.py --lerobot-root ROOT --models small \
+        --feeds lerobot-8,lerobot-16,robocache-lerobot-16,robocache-lerobot-cache-16
+
+The LeRobot feeds read a root that ``benches/lerobot_loader.py write`` makes
+(two 480x640 cameras, a 14-D state and action): windows of LeRobot's
+``delta_timestamps`` (2 frames per camera and state, 16 actions), the frames
+resized on the GPU to ``--lerobot-image`` inside the model's step (as a
+policy's preprocessing would). ``robocache-lerobot-cache-N`` reads one whole
+epoch first (the cache filled, its time reported as ``cache_fill_s``), then
+trains on the epochs after it.
     torchrun --nproc_per_node 2 benches/train_policy.py --ddp --out results/
 
 Under ``--ddp`` each rank trains with DistributedDataParallel on its local
@@ -43,6 +55,9 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from lerobot_loader import CAMERAS as LEROBOT_CAMERAS, deltas  # noqa: E402 (LeRobot's windows, written once)
+
 CAMERAS = ("agentview_image", "robot0_eye_in_hand_image")
 LOW_DIM = ("robot0_eef_pos", "robot0_eef_quat", "robot0_gripper_qpos")
 LOW_DIM_WIDTH = 3 + 4 + 2
@@ -50,6 +65,9 @@ ACTION_DIM = 7
 OBS_STEPS = 2
 CHUNK = 16
 CONTROL_HZ = 20.0
+# What the model sees: cameras, low-dimensional width per step, action width.
+ROBOMIMIC_SPEC = {"cameras": len(CAMERAS), "low_dim": LOW_DIM_WIDTH + 7, "action": ACTION_DIM}
+LEROBOT_SPEC = {"cameras": 2, "low_dim": 14, "action": 14}
 
 
 # ---- the dataset --------------------------------------------------------------------------------------------------
@@ -95,7 +113,11 @@ def write_dataset(path, demos, mean_steps, image, seed=0):
 
 # ---- the model ----------------------------------------------------------------------------------------------------
 
-def build_model(size, image):
+def build_model(size, image, spec):
+    """The policy; it reads a batch as every feed yields it: ``images`` (one
+    ``[B, OBS_STEPS, C, H, W]`` tensor per camera, uint8 or float in [0, 1],
+    resized to ``image`` when larger), ``low_dim`` ``[B, OBS_STEPS, D]``,
+    ``actions`` ``[B, CHUNK, A]``."""
     import torch
     from torch import nn
 
@@ -140,8 +162,8 @@ def build_model(size, image):
     class Conditioning(nn.Module):
         def __init__(self, width):
             super().__init__()
-            self.encoders = nn.ModuleList([ResNet18() for _ in CAMERAS])
-            self.project = nn.Linear(OBS_STEPS * (512 * len(CAMERAS) + LOW_DIM_WIDTH + 7), width)
+            self.encoders = nn.ModuleList([ResNet18() for _ in range(spec["cameras"])])
+            self.project = nn.Linear(OBS_STEPS * (512 * spec["cameras"] + spec["low_dim"]), width)
 
         def forward(self, images, low_dim):
             b = low_dim.shape[0]
@@ -165,12 +187,12 @@ def build_model(size, image):
 
         def __init__(self, cond):
             super().__init__()
-            self.down1 = FiLMBlock(ACTION_DIM, 256, cond)
+            self.down1 = FiLMBlock(spec["action"], 256, cond)
             self.down2 = FiLMBlock(256, 512, cond)
             self.mid = FiLMBlock(512, 512, cond)
             self.up2 = FiLMBlock(1024, 256, cond)
             self.up1 = FiLMBlock(512, 256, cond)
-            self.out = nn.Conv1d(256, ACTION_DIM, 1)
+            self.out = nn.Conv1d(256, spec["action"], 1)
 
         def forward(self, x, c):
             x = x.transpose(1, 2)
@@ -184,12 +206,12 @@ def build_model(size, image):
     class Transformer(nn.Module):
         def __init__(self, width, layers, heads):
             super().__init__()
-            self.embed = nn.Linear(ACTION_DIM, width)
+            self.embed = nn.Linear(spec["action"], width)
             self.position = nn.Parameter(torch.zeros(1, CHUNK + 1, width))
             layer = nn.TransformerEncoderLayer(width, heads, 4 * width, dropout=0.0, batch_first=True,
                                                norm_first=True, activation="gelu")
             self.body = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
-            self.out = nn.Linear(width, ACTION_DIM)
+            self.out = nn.Linear(width, spec["action"])
 
         def forward(self, x, c):
             tokens = torch.cat([c.unsqueeze(1), self.embed(x)], dim=1) + self.position
@@ -210,11 +232,21 @@ def build_model(size, image):
             alphas = (alphas / alphas[0]).clamp(min=1e-4)
             self.register_buffer("alpha_bar", alphas[1:])
 
+        @staticmethod
+        def preprocess(frames):
+            """[B, T, C, H, W] frames: float in [0, 1], at most `image` pixels a side."""
+            x = frames if frames.is_floating_point() else frames.float().div(255.0)
+            b, t = x.shape[:2]
+            if max(x.shape[-2:]) > image:
+                x = nn.functional.interpolate(x.flatten(0, 1), size=(image, image), mode="bilinear",
+                                              antialias=False).unflatten(0, (b, t))
+            return x
+
         def forward(self, batch):
             """The DDPM loss of one batch: noise predicted at a random level."""
-            images = [batch[cam][:, :OBS_STEPS].permute(0, 1, 4, 2, 3).float().div(255.0) for cam in CAMERAS]
-            low_dim = batch["low_dim"][:, :OBS_STEPS]
-            actions = batch["actions"][:, OBS_STEPS - 1:OBS_STEPS - 1 + CHUNK]
+            images = [self.preprocess(x) for x in batch["images"]]
+            low_dim = batch["low_dim"].float()
+            actions = batch["actions"].float()
             b = actions.shape[0]
             t = torch.randint(0, self.alpha_bar.shape[0], (b,), device=actions.device)
             noise = torch.randn_like(actions)
@@ -237,6 +269,14 @@ def joint_columns(batch, key, steps):
         any_tensor = batch["actions"]
         return torch.zeros(any_tensor.shape[0], steps, 7, device=any_tensor.device)
     return value.float()
+
+
+def robomimic_batch(images, low_dim, actions):
+    """The model's batch from robomimic-style step windows (``OBS_STEPS - 1 + CHUNK``
+    steps, frames ``[B, T, H, W, C]``): the observation steps and the action
+    chunk from the last of them (views, no copies)."""
+    return {"images": [x[:, :OBS_STEPS].permute(0, 1, 4, 2, 3) for x in images], "low_dim": low_dim[:, :OBS_STEPS],
+            "actions": actions[:, OBS_STEPS - 1:OBS_STEPS - 1 + CHUNK]}
 
 
 def robomimic_feed(args, device, workers, cache_mode, rank, world_size, epoch_ids=None):
@@ -263,11 +303,10 @@ def robomimic_feed(args, device, workers, cache_mode, rank, world_size, epoch_id
                 sampler.set_epoch(epoch)
             for batch in loader:
                 obs = batch["obs"]
-                out = {cam: obs[cam].to(device, non_blocking=True) for cam in CAMERAS}
+                images = [obs[cam].to(device, non_blocking=True) for cam in CAMERAS]
                 low = torch.cat([obs[k] for k in LOW_DIM], dim=-1).to(device, non_blocking=True)
-                out["low_dim"] = torch.cat([low, torch.zeros(*low.shape[:2], 7, device=device)], dim=-1)
-                out["actions"] = batch["actions"].to(device, non_blocking=True)
-                yield out
+                low_dim = torch.cat([low, torch.zeros(*low.shape[:2], 7, device=device)], dim=-1)
+                yield robomimic_batch(images, low_dim, batch["actions"].to(device, non_blocking=True))
             epoch += 1
 
     # The indices one epoch visits on this rank.
@@ -292,10 +331,9 @@ def robocache_feed(args, device, windows, rank, world_size):
         while True:
             loader.set_epoch(epoch)
             for batch in loader:
-                out = {cam: batch[f"obs/{cam}"] for cam in CAMERAS}
                 low = torch.cat([batch[f"obs/{k}"] for k in LOW_DIM], dim=-1)
-                out["low_dim"] = torch.cat([low, joint_columns(batch, "obs/joint_pos", steps)], dim=-1)
-                out["actions"] = batch["actions"]
+                low_dim = torch.cat([low, joint_columns(batch, "obs/joint_pos", steps)], dim=-1)
+                out = robomimic_batch([batch[f"obs/{cam}"] for cam in CAMERAS], low_dim, batch["actions"])
                 out["sample_index"] = batch["sample_index"]
                 yield out
             epoch += 1
@@ -303,15 +341,74 @@ def robocache_feed(args, device, windows, rank, world_size):
     return batches(), loader
 
 
+def lerobot_fps(root):
+    with open(os.path.join(root, "meta", "info.json")) as f:
+        return json.load(f)["fps"]
+
+
+def lerobot_batch(batch, device):
+    """The model's batch from a LeRobot-collated batch (frames ``[B, T, C, H, W]``)."""
+    return {"images": [batch[cam].to(device, non_blocking=True) for cam in LEROBOT_CAMERAS],
+            "low_dim": batch["observation.state"].to(device, non_blocking=True),
+            "actions": batch["action"].to(device, non_blocking=True)}
+
+
+def lerobot_feed(args, device, workers):
+    """LeRobotDataset + DataLoader, LeRobot's default video backend (torchcodec)."""
+    import torch
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    dataset = LeRobotDataset("robocache/bench", root=args.lerobot_root, delta_timestamps=deltas(
+        lerobot_fps(args.lerobot_root)), video_backend=args.lerobot_backend)
+    loader = torch.utils.data.DataLoader(dataset, batch_size=args.batch, shuffle=True, num_workers=workers,
+                                         pin_memory=True, drop_last=True, persistent_workers=workers > 0,
+                                         prefetch_factor=4 if workers > 0 else None)
+
+    def batches():
+        while True:
+            for batch in loader:
+                yield lerobot_batch(batch, device)
+
+    return batches()
+
+
+def robocache_lerobot_feed(args, device, workers, cache_bytes):
+    """robocache's Loader over the LeRobot root, uint8 frames; with a frame
+    cache, one epoch read first to fill it (its time returned)."""
+    import torch  # noqa: F401 (a CUDA loader's batches are torch tensors)
+    import robocache
+
+    loader = robocache.Loader(args.lerobot_root, None, delta_timestamps=deltas(lerobot_fps(args.lerobot_root)),
+                              batch_size=args.batch, shuffle=True, workers=workers, prefetch=2 * workers,
+                              device=device, drop_last=True, return_uint8=True, frame_cache_bytes=cache_bytes)
+    fill_s = None
+    if cache_bytes:
+        started = time.perf_counter()
+        for _ in loader:
+            pass
+        fill_s = time.perf_counter() - started
+        loader.reset_telemetry()  # the cache's hit rate over the training epochs only
+
+    def batches():
+        epoch = 1 if cache_bytes else 0
+        while True:
+            loader.set_epoch(epoch)
+            for batch in loader:
+                yield lerobot_batch(batch, device)
+            epoch += 1
+
+    return batches(), loader, fill_s
+
+
 def synthetic_feed(args, device):
     import torch
 
     steps = OBS_STEPS - 1 + CHUNK
     g = torch.Generator(device=device).manual_seed(0)
-    batch = {cam: torch.randint(0, 256, (args.batch, steps, args.image, args.image, 3), generator=g, device=device,
-                                dtype=torch.uint8) for cam in CAMERAS}
-    batch["low_dim"] = torch.randn(args.batch, steps, LOW_DIM_WIDTH + 7, generator=g, device=device)
-    batch["actions"] = torch.randn(args.batch, steps, ACTION_DIM, generator=g, device=device)
+    images = [torch.randint(0, 256, (args.batch, steps, args.image, args.image, 3), generator=g, device=device,
+                            dtype=torch.uint8) for _ in CAMERAS]
+    batch = robomimic_batch(images, torch.randn(args.batch, steps, LOW_DIM_WIDTH + 7, generator=g, device=device),
+                            torch.randn(args.batch, steps, ACTION_DIM, generator=g, device=device))
 
     def batches():
         while True:
@@ -403,6 +500,8 @@ def train(args, model, feed, device, utilization, label, world_size):
         "ms_per_step": wall * 1e3 / args.steps,
         "compute_ms_per_step": compute * 1e3 / args.steps,
         "wait_ms_per_step": sum(waits) * 1e3 / args.steps,
+        "wait_ms_median": float(np.median(waits)) * 1e3,
+        "wait_ms_max": max(waits) * 1e3,
         "stall_fraction": max(0.0, 1.0 - compute / wall),
         "gpu_event_busy": min(1.0, compute / wall),
         "nvml_utilization": utilization.mean_between(start, start + wall) / 100.0 if utilization else float("nan"),
@@ -446,7 +545,13 @@ def main():
     parser.add_argument("--models", default="small,large")
     parser.add_argument("--feeds", default="synthetic,robocache-steps,robocache-times,robomimic-4,robomimic-8",
                         help="synthetic, robocache-steps, robocache-times, robocache-once (one robocache batch "
-                             "repeated), robomimic-N (num_workers N)")
+                             "repeated), robomimic-N (num_workers N); on --lerobot-root: lerobot-N (LeRobotDataset "
+                             "+ DataLoader, N workers), robocache-lerobot-N (N workers), robocache-lerobot-cache-N "
+                             "(with the frame cache, after one epoch that fills it)")
+    parser.add_argument("--lerobot-root", help="a LeRobot root (benches/lerobot_loader.py write) for the LeRobot feeds")
+    parser.add_argument("--lerobot-image", type=int, default=224, help="LeRobot frames resized to this on the GPU")
+    parser.add_argument("--lerobot-backend", default="torchcodec", help="LeRobot's video backend (torchcodec, pyav)")
+    parser.add_argument("--cache-gib", type=float, default=8.0, help="robocache-lerobot-cache's frame cache")
     parser.add_argument("--robomimic-cache", default="low_dim", choices=["low_dim", "all"])
     parser.add_argument("--robocache-workers", type=int, default=4)
     parser.add_argument("--ddp", action="store_true", help="under torchrun: DDP, sharded loaders, exactly-once check")
@@ -464,7 +569,15 @@ def main():
 
         dist.init_process_group("nccl", device_id=device)
     os.makedirs(args.out, exist_ok=True)
-    if rank == 0 and not os.path.exists(args.file):
+    feeds = args.feeds.split(",")
+    lerobot_feeds = [n for n in feeds if n.startswith(("lerobot-", "robocache-lerobot-"))]
+    if lerobot_feeds and not (args.lerobot_root and os.path.isdir(args.lerobot_root)):
+        raise SystemExit(f"{', '.join(lerobot_feeds)} need --lerobot-root: a LeRobot root "
+                         "(python benches/lerobot_loader.py write ROOT makes one)")
+    if lerobot_feeds and args.ddp:
+        raise SystemExit("the LeRobot feeds run on one GPU (no --ddp)")
+    needs_file = any(n not in lerobot_feeds and n != "synthetic" for n in feeds) or args.ddp
+    if rank == 0 and needs_file and not os.path.exists(args.file):
         started = time.perf_counter()
         steps = write_dataset(args.file, args.demos, args.mean_steps, args.image)
         print(f"wrote {args.file}: {args.demos} demos, {steps} steps ({time.perf_counter() - started:.1f} s)",
@@ -475,9 +588,12 @@ def main():
     utilization = Utilization(local_rank) if rank == 0 else None
     results = []
     for size in args.models.split(","):
-        for name in args.feeds.split(","):
+        for name in feeds:
             torch.manual_seed(0)
-            model = build_model(size, args.image).to(device)
+            lerobot = name in lerobot_feeds
+            model = build_model(size, args.lerobot_image if lerobot else args.image,
+                                LEROBOT_SPEC if lerobot else ROBOMIMIC_SPEC).to(device)
+            extra = {}
             if args.ddp:
                 model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[local_rank])
             params = sum(p.numel() for p in model.parameters())
@@ -497,6 +613,14 @@ def main():
                 first = next(loader_feed)
                 del loader_feed
                 feed = iter(lambda: first, None)
+            elif name.startswith("lerobot-"):
+                feed = lerobot_feed(args, device, int(name.split("-")[-1]))
+            elif name.startswith("robocache-lerobot-"):
+                cache = int(args.cache_gib * 2**30) if name.startswith("robocache-lerobot-cache-") else 0
+                feed, loader, fill_s = robocache_lerobot_feed(args, f"cuda:{local_rank}", int(name.split("-")[-1]),
+                                                              cache)
+                if cache:
+                    extra["cache_fill_s"] = fill_s
             elif name.startswith("robomimic-"):
                 feed, _, _ = robomimic_feed(args, device, int(name.split("-")[1]), args.robomimic_cache, rank,
                                             world_size)
@@ -504,12 +628,16 @@ def main():
                 raise SystemExit(f"unknown feed {name}")
             label = f"{size} ({params / 1e6:.0f}M) {name}"
             result = train(args, model, feed, device, utilization, label, world_size)
+            if name.startswith("robocache-lerobot-cache-"):
+                extra["frame_cache"] = loader.telemetry()["frame_cache"]
+            result.update(extra)
             result.update({"model": size, "params": params, "feed": name, "world_size": world_size,
                            "batch_per_gpu": args.batch, "device": torch.cuda.get_device_name(device)})
             results.append(result)
             if rank == 0:
                 print(json.dumps(result), flush=True)
             del feed, model
+            loader = None  # a robocache loader's workers stop before the next feed starts
             torch.cuda.empty_cache()
     if args.ddp:
         check_exactly_once(args, device, rank, world_size)

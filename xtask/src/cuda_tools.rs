@@ -459,6 +459,8 @@ pub fn gpu_bundle() -> Result<()> {
         "export LD_LIBRARY_PATH=$PWD/ffmpeg:$DEPS/av.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\n",
         "[ -d $ROOT ] || PYTHONPATH=$DEPS python3 lerobot_loader.py write $ROOT || status=1\n",
         "PYTHONPATH=pydeps-robocache:$DEPS python3 lerobot_loader.py all $ROOT --json $OUT/lerobot-loader.json || status=1\n",
+        "echo \"== training on the LeRobot root: LeRobot's loader vs robocache's, cold and cached\"\n",
+        "PYTHONPATH=pydeps-robocache:$DEPS python3 train_policy.py --lerobot-root $ROOT --models small --feeds lerobot-8,lerobot-16,robocache-lerobot-16,robocache-lerobot-cache-16 --out $OUT/train-lerobot || status=1\n",
     ));
     // The harness with the PyTorch baseline in the same run (docs/performance.md).
     script.push_str(concat!(

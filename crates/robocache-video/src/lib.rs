@@ -176,7 +176,19 @@ impl VideoFile {
             }
         }
         result?;
-        indices.iter().map(|&index| Ok(decoded[&self.order[index]].clone())).collect()
+        // Moved out at its last request, copied for the ones before it.
+        let mut frames = Vec::with_capacity(indices.len());
+        for (at, &index) in indices.iter().enumerate() {
+            let sample = self.order[index];
+            let asked_again = indices[at + 1..].iter().any(|&later| self.order[later] == sample);
+            let frame = if asked_again { decoded.get(&sample).cloned() } else { decoded.remove(&sample) };
+            frames.push(frame.ok_or_else(|| Error::Decode {
+                file: self.path.clone(),
+                frame: sample,
+                problem: "the decoder showed no frame for this sample".into(),
+            })?);
+        }
+        Ok(frames)
     }
 
     /// Frames `indices` (presentation order) as RGB `[H, W, 3]`, in the order asked.

@@ -277,6 +277,7 @@ class _LeRobotBatches:
         self._video = set(metadata.get("video_keys", []))
         self._camera = self._video | set(metadata.get("image_keys", []))
         self._keys = list(streams)
+        self._side_streams: Dict[int, Any] = {}
 
     def convert(self, batch: Dict[str, Any]) -> Dict[str, Any]:
         out: Dict[str, Any] = {}
@@ -301,10 +302,23 @@ class _LeRobotBatches:
             if key in self._deltas:
                 out[f"{key}_is_pad"] = batch[f"{key}_is_pad"]
         if "task_index" in out and self._tasks:
-            indices = out["task_index"]
-            indices = indices.tolist() if hasattr(indices, "tolist") else list(indices)
-            out["task"] = [self._tasks[int(i)] for i in indices]
+            out["task"] = [self._tasks[int(i)] for i in self._host_values(out["task_index"])]
         return out
+
+    def _host_values(self, value) -> List[Any]:
+        """A column's values on the host. A CUDA batch is complete when the
+        loader hands it over, so its values are copied on a stream of their
+        own: ``tolist()`` on the training stream would wait for every step
+        queued there and leave the GPU idle while the next one is launched."""
+        if isinstance(value, np.ndarray) or value.device.type != "cuda":
+            return value.tolist()
+        import torch
+
+        stream = self._side_streams.get(value.device.index)
+        if stream is None:
+            stream = self._side_streams[value.device.index] = torch.cuda.Stream(device=value.device)
+        with torch.cuda.stream(stream):
+            return value.cpu().tolist()
 
 
 def _move_channels_first(value):
@@ -314,10 +328,18 @@ def _move_channels_first(value):
 
 
 def _to_float_frames(value):
-    """LeRobot's ``frames / 255.0`` in float32."""
+    """LeRobot's ``frames / 255.0`` in float32, bit for bit.
+
+    LeRobot divides on the host (IEEE division). On a CUDA tensor, torch
+    computes ``x / 255.0`` with a Python number as ``x * (1 / 255)``, which is
+    one ulp off for about half the levels; dividing by a 0-dimensional tensor
+    on the same device takes torch's true division instead.
+    """
     if isinstance(value, np.ndarray):
         return value.astype(np.float32) / np.float32(255.0)
-    return value.float() / 255.0
+    import torch
+
+    return torch.div(value.float(), torch.full((), 255.0, dtype=torch.float32, device=value.device))
 
 
 def _as_float32(value):
