@@ -77,6 +77,28 @@ def test_state_dict_resumes_where_it_stopped(robomimic_file):
         make(robomimic_file, rank=1, world_size=2).load_state_dict(state)
 
 
+def test_the_next_epoch_starts_ahead_and_equals_a_fresh_one(robomimic_file):
+    def epoch(loader):
+        return [(b["sample_index"].clone(), b["actions"].clone()) for b in loader]
+
+    def fresh(number):
+        loader = make(robomimic_file, workers=2)
+        loader.set_epoch(number)
+        return epoch(loader)
+
+    loader = make(robomimic_file, workers=2)
+    loader.set_epoch(2)
+    assert len(epoch(loader)) == len(loader)
+    assert loader._ahead is not None and loader._ahead[0] == 3  # started while epoch 2 ended
+    for want, got in [(fresh(3), epoch(loader)), (fresh(7), None)]:
+        if got is None:  # another epoch asked for: the one started ahead (4) is dropped
+            loader.set_epoch(7)
+            got = epoch(loader)
+        assert len(got) == len(want)
+        for (ids, actions), (want_ids, want_actions) in zip(got, want):
+            assert torch.equal(ids, want_ids) and torch.equal(actions, want_actions)
+
+
 def test_step_windows_and_sharding_from_the_environment(robomimic_file, monkeypatch):
     loader = make(robomimic_file, windows={"seq_length": 4, "frame_stack": 2})
     batch = next(iter(loader))
