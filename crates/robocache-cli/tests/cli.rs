@@ -406,3 +406,24 @@ fn inspect_and_demo_read_an_rlds_directory() {
     assert!(stdout.contains("dataset: robocache_fixture_dict (rlds layout, 6 episodes"), "{stdout}");
     assert!(stdout.contains("[4, 3, 24, 32, 3]"), "{stdout}");
 }
+
+#[test]
+fn inspect_verify_reads_everything_and_fails_on_a_bad_record() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../robocache-datasets/tests/fixtures/rlds");
+    let good = fixtures.join("robocache_fixture_dict");
+    let (ok, stdout, stderr) = robocache(&["inspect", good.to_str().unwrap(), "--rate-hz", "10", "--verify"]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("verify: 6 episodes") && stdout.contains("no problems"), "{stdout}");
+    let (ok, stdout, stderr) =
+        robocache(&["inspect", good.to_str().unwrap(), "--rate-hz", "10", "--verify", "--json", "--threads", "2"]);
+    assert!(ok, "{stderr}");
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(json["verify"]["episodes"], 6);
+    assert_eq!(json["verify"]["problems"].as_array().unwrap().len(), 0);
+    // A JPEG that does not decode: listed with its episode and stream, and the exit status says so.
+    let bad = fixtures.join("bad/corrupt_jpeg");
+    let (ok, stdout, stderr) = robocache(&["inspect", bad.to_str().unwrap(), "--rate-hz", "10", "--verify"]);
+    assert!(!ok, "{stdout}");
+    assert!(stdout.contains("1 problem(s)") && stdout.contains("episode_0 observation/image:"), "{stdout}");
+    assert!(stderr.contains("1 problem(s) found by --verify"), "{stderr}");
+}

@@ -437,7 +437,7 @@ impl Dataset {
         }
     }
 
-    fn read_source_rows_into(
+    pub(crate) fn read_source_rows_into(
         &self,
         episode: usize,
         info: &StreamInfo,

@@ -82,6 +82,7 @@ mod rlds;
 mod sampler;
 mod streams;
 pub mod synthetic;
+pub mod verify;
 mod windows;
 
 pub use cache::CacheUsage;
@@ -96,6 +97,7 @@ pub use model::{ChannelKind, DatasetInfo, EpisodeInfo, Format, StreamInfo, Strea
 pub use rlds::rates::{oxe_rate_hz, OXE_RATES_HZ};
 pub use robocache_video::FrameCacheUsage;
 pub use sampler::{Sampler, Shard};
+pub use verify::{VerifyProblem, VerifyReport};
 pub use windows::delta::{DeltaTimestamps, DeltaWindow, DeltaWindows, DEFAULT_TOLERANCE_S};
 pub use windows::step::{StepWindow, StepWindowSpec, StepWindows};
 pub use windows::time::{TimeWindow, TimeWindowSpec, TimeWindows};

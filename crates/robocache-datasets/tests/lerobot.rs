@@ -378,3 +378,39 @@ fn batched_image_feature_windows_equal_single_windows() {
     assert!(dataset.frame_cache_usage().is_none(), "no video, no frame cache");
     batched_windows(&dataset, &deltas(&json), 16);
 }
+
+#[test]
+fn verify_reads_every_row_and_frame_and_names_what_is_broken() {
+    let dataset = Dataset::open(fixtures().join("av1")).unwrap();
+    let report = dataset.verify(2);
+    assert!(report.is_ok(), "{:?}", report.problems);
+    let info = dataset.info();
+    assert_eq!(report.episodes, info.episodes.len());
+    let streams: Vec<_> = info.episodes.iter().flat_map(|e| &e.streams).collect();
+    assert_eq!(report.streams, streams.len());
+    assert_eq!(report.rows, streams.iter().map(|s| s.len).sum::<usize>());
+    assert_eq!(report.bytes, streams.iter().map(|s| (s.len * s.step_bytes()) as u64).sum::<u64>());
+
+    // A camera's video cut in half: the root still opens (the sample table
+    // comes first); verify names the file, and only that camera fails.
+    let scratch = tempfile::tempdir().unwrap();
+    let root = scratch.path().join("truncated_video");
+    copy_dir(&fixtures().join("av1"), &root);
+    let front = root.join("videos/observation.images.front/chunk-000/file-000.mp4");
+    let bytes = std::fs::read(&front).unwrap();
+    std::fs::write(&front, &bytes[..bytes.len() / 2]).unwrap();
+    let broken = Dataset::open(&root).unwrap();
+    let report = broken.verify(3);
+    assert!(!report.is_ok());
+    assert!(report.problems.iter().all(|p| p.stream == "observation.images.front"), "{:?}", report.problems);
+    assert!(
+        report.problems.iter().any(|p| p.error.contains("file-000.mp4") && p.error.contains("truncated")),
+        "{:?}",
+        report.problems
+    );
+    let episodes: Vec<&str> = info.episodes.iter().map(|e| e.name.as_str()).collect();
+    assert!(report.problems.iter().all(|p| episodes.contains(&p.episode.as_str())));
+    // Every other stream was read whole.
+    assert_eq!(report.streams, streams.len());
+    assert!(report.rows >= streams.iter().filter(|s| s.name != "observation.images.front").map(|s| s.len).sum());
+}

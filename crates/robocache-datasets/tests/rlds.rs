@@ -257,3 +257,19 @@ fn directories_written_by_robocache_read_back() {
         assert_eq!(episode.instruction.as_deref(), Some(format!("task {}", ids[index] % 5).as_str()));
     }
 }
+
+#[test]
+fn verify_reads_every_record_and_names_the_episode_and_stream() {
+    let options = OpenOptions { rate_hz: Some(10.0), ..Default::default() };
+    let good = Dataset::open_with(fixtures().join("robocache_fixture_dict/1.0.0"), &options).unwrap();
+    let report = good.verify(2);
+    assert!(report.is_ok() && report.episodes == good.len() && report.rows > 0, "{report:?}");
+    // A JPEG that does not decode: the directory opens, verify names the
+    // episode, the camera stream and the step.
+    let bad = Dataset::open_with(fixtures().join("bad/corrupt_jpeg"), &options).unwrap();
+    let report = bad.verify(1);
+    assert_eq!(report.problems.len(), 1, "{report:?}");
+    let problem = &report.problems[0];
+    assert_eq!((problem.episode.as_str(), problem.stream.as_str()), ("episode_0", "observation/image"));
+    assert!(problem.error.contains("step 2"), "{}", problem.error);
+}

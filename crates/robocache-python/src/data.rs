@@ -54,6 +54,13 @@ impl Dataset {
     fn format(&self) -> String {
         self.inner.format().to_string()
     }
+
+    /// Every row of every stream read on `threads` threads (the GIL
+    /// released); what was read and every problem found, as JSON.
+    fn verify_json(&self, py: Python<'_>, threads: usize) -> PyResult<String> {
+        let report = py.detach(|| self.inner.verify(threads));
+        serde_json::to_string(&report).map_err(|e| invalid(format!("verify report: {e}")))
+    }
 }
 
 /// The loader's worker threads and its epochs.

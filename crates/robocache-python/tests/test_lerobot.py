@@ -153,3 +153,20 @@ def test_cuda_loader_equals_the_cpu_one(cuda):
     check_root("av1", "av1", LOW_DIM + cameras, device=cuda)
     check_root("av1", "av1", LOW_DIM + cameras, device=cuda, frame_cache_bytes=64 << 20)
     check_root("h264", "h264", LOW_DIM, device=cuda)
+
+
+def test_verify_reads_every_frame_and_names_a_truncated_video(tmp_path):
+    import shutil
+
+    report = robocache.open(FIXTURES / "av1").verify(threads=2)
+    assert report["problems"] == [] and report["episodes"] == 5
+    assert report["rows"] == sum(s["len"] for e in robocache.open(FIXTURES / "av1").episodes for s in e["streams"])
+    root = tmp_path / "av1"
+    shutil.copytree(FIXTURES / "av1", root)
+    video = root / "videos" / "observation.images.wrist" / "chunk-000" / "file-000.mp4"
+    video.write_bytes(video.read_bytes()[: video.stat().st_size // 2])
+    problems = robocache.open(root).verify()["problems"]
+    assert problems and all(p["stream"] == "observation.images.wrist" for p in problems), problems
+    assert any("file-000.mp4" in p["error"] and "truncated" in p["error"] for p in problems), problems
+    with pytest.raises(robocache.InvalidInputError, match="threads"):
+        robocache.open(root).verify(threads=0)

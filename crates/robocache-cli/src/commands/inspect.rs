@@ -1,12 +1,13 @@
-//! `robocache inspect PATH [--json]`: the layout, episodes, streams, shapes,
-//! dtypes, rates and durations of a dataset file or RLDS directory
-//! (metadata only).
+//! `robocache inspect PATH [--json] [--verify]`: the layout, episodes,
+//! streams, shapes, dtypes, rates and durations of a dataset file or
+//! directory (metadata only); with `--verify`, every row of every stream
+//! read and checked as well (`Dataset::verify`).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::Result;
-use robocache::datasets::{Dataset, DatasetInfo, Format, OpenOptions, Timeline};
+use robocache::datasets::{Dataset, DatasetInfo, Format, OpenOptions, Timeline, VerifyReport};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -30,6 +31,14 @@ pub struct Args {
     /// Episodes to list in the summary (all with --episodes 0).
     #[arg(long, default_value_t = 10)]
     episodes: usize,
+    /// Also read every row of every stream (TFRecord CRC32C, parquet pages,
+    /// every video frame decoded, HDF5 datasets) and list what cannot be
+    /// read; exits with an error when anything is wrong.
+    #[arg(long)]
+    verify: bool,
+    /// Threads reading for --verify (default: every core).
+    #[arg(long)]
+    threads: Option<usize>,
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -37,10 +46,45 @@ pub fn run(args: Args) -> Result<()> {
         OpenOptions { format: args.format, split: args.split.clone(), rate_hz: args.rate_hz, ..Default::default() };
     let dataset = Dataset::open_with(&args.file, &options)?;
     let info = dataset.info();
-    if args.json {
-        return super::print_out(&format!("{}\n", serde_json::to_string_pretty(info)?));
+    if !args.verify {
+        if args.json {
+            return super::print_out(&format!("{}\n", serde_json::to_string_pretty(info)?));
+        }
+        return super::print_out(&summary(info, args.episodes));
     }
-    super::print_out(&summary(info, args.episodes))
+    let threads = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let started = std::time::Instant::now();
+    let report = dataset.verify(threads);
+    let seconds = started.elapsed().as_secs_f64();
+    if args.json {
+        let both = serde_json::json!({ "dataset": info, "verify": report });
+        super::print_out(&format!("{}\n", serde_json::to_string_pretty(&both)?))?;
+    } else {
+        super::print_out(&format!("{}\n{}", summary(info, args.episodes), verify_summary(&report, seconds)))?;
+    }
+    if !report.is_ok() {
+        anyhow::bail!("{}: {} problem(s) found by --verify", args.file.display(), report.problems.len());
+    }
+    Ok(())
+}
+
+/// What `--verify` read, then each problem on its own line.
+fn verify_summary(report: &VerifyReport, seconds: f64) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "verify: {} episodes, {} streams, {} rows, {:.1} MB read in {seconds:.1} s: {}",
+        report.episodes,
+        report.streams,
+        report.rows,
+        report.bytes as f64 / 1e6,
+        if report.is_ok() { "no problems".to_owned() } else { format!("{} problem(s)", report.problems.len()) }
+    );
+    for problem in &report.problems {
+        let _ = writeln!(out, "  {} {}: {}", problem.episode, problem.stream, problem.error);
+    }
+    out
 }
 
 /// The text summary: one line for the file, a table of streams, a table of episodes.

@@ -83,6 +83,10 @@ class Dataset:
     @property
     def format(self) -> str: ...
     def info_json(self) -> str: ...
+    def verify_json(self, threads: int) -> str:
+        """Every row of every stream read on ``threads`` threads: what was
+        read and every problem found, as JSON."""
+        ...
 
 class Epoch:
     def next_batch(self, stream: Optional[int], capsules: bool) -> Optional[Tuple[Any, ...]]:
