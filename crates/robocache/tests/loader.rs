@@ -74,6 +74,41 @@ fn without_shuffle_an_epoch_is_in_order_and_the_same_every_epoch() {
 }
 
 #[test]
+fn the_next_epoch_starts_ahead_and_equals_a_fresh_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let dataset = dataset(&dir);
+    let windows = WindowSpec::Times(TimeWindowSpec { hz: 30.0, history: 1, horizon: 8 });
+    let config =
+        LoaderConfig { workers: 2, seed: 4, ..LoaderConfig::new(&["actions", "obs/agentview_image"], windows, 6) };
+    // Each batch's samples and its camera stream's values.
+    let read = |epoch: robocache::Epoch| {
+        epoch
+            .map(|b| {
+                let b = b.unwrap();
+                let image = b.stream("obs/agentview_image").unwrap().data.to_vec::<u8>().unwrap();
+                (b.samples, image)
+            })
+            .collect::<Vec<_>>()
+    };
+    let fresh = |epoch| read(Loader::new(&Device::Cpu, dataset.clone(), config.clone()).unwrap().epoch(epoch));
+    let loader = Loader::new(&Device::Cpu, dataset.clone(), config.clone()).unwrap();
+    assert_eq!(loader.started_ahead(), None);
+    let mut epoch = loader.epoch(2);
+    epoch.next().unwrap().unwrap();
+    assert_eq!(loader.started_ahead(), None, "not while more than `workers` batches are left");
+    assert_eq!(read(epoch).len() + 1, loader.batches_per_epoch());
+    assert_eq!(loader.started_ahead(), Some(3), "started while epoch 2 handed over its last batches");
+    assert_eq!(read(loader.epoch(3)), fresh(3));
+    assert_eq!(loader.started_ahead(), Some(4));
+    // Another epoch, or epoch 4 resumed mid-way: the one started ahead is dropped.
+    assert_eq!(read(loader.epoch_from(4, 2)), fresh(4)[2..]);
+    assert_eq!(loader.started_ahead(), Some(5));
+    assert_eq!(read(loader.epoch(7)), fresh(7));
+    assert_eq!(loader.started_ahead(), Some(8));
+    drop(loader); // the epoch started ahead stops with it
+}
+
+#[test]
 fn normalization_statistics_round_trip_and_apply() {
     let dir = tempfile::tempdir().unwrap();
     let dataset = dataset(&dir);

@@ -195,10 +195,6 @@ class Loader:
                                      normalization, mode, int(frame_cache_bytes))
         self._epoch = 0
         self._next_batch = 0
-        self._workers = max(1, int(workers))
-        # The next epoch, started while the one before it hands over its last
-        # batches: (epoch, native epoch), used if it is the one asked for next.
-        self._ahead: Optional[tuple] = None
         # What each batch holds, in the order the native loader hands it over.
         self._keys = [key for name in self.streams for key in (name, f"{name}_is_pad")]
         # The loader's own columns; LeRobot batches have their own
@@ -235,21 +231,16 @@ class Loader:
         self._epoch, self._next_batch = int(state["epoch"]), int(state["next_batch"])
 
     def __iter__(self) -> Iterator[Dict[str, Any]]:
-        epoch = self._start(self._epoch, self._next_batch)
+        # The native loader starts the next epoch while this one hands over
+        # its last batches, and gives it here when it is the one asked for.
+        epoch = self._native.epoch(self._epoch, self._next_batch)
         from_dlpack = _arrays.capsule_importer()
         stream_of = _arrays.stream_reader(self.device)
         keys = self._keys
-        remaining = len(self) - self._next_batch
         while True:
             parts = epoch.next_batch(stream_of(), from_dlpack is not None)
             if parts is None:
                 break
-            remaining -= 1
-            if remaining <= self._workers and self._ahead is None:
-                # Every worker is on its last batch of this epoch, or done:
-                # the next epoch's workers start now, so that its first
-                # batches are ready when the training loop asks for them.
-                self._ahead = (self._epoch + 1, self._native.epoch(self._epoch + 1, 0))
             if from_dlpack is not None:  # one DLPack capsule per tensor, in the order of the keys
                 batch = dict(zip(keys, map(from_dlpack, parts)))
             else:
@@ -260,16 +251,6 @@ class Loader:
             yield batch
         self._epoch += 1
         self._next_batch = 0
-
-    def _start(self, epoch: int, first_batch: int):
-        """The native epoch `epoch` from batch `first_batch`: the one started
-        ahead when it is that one, else a new one (the other is dropped, its
-        workers stop)."""
-        ahead, self._ahead = self._ahead, None
-        if ahead is not None and ahead[0] == epoch and first_batch == 0:
-            return ahead[1]
-        del ahead
-        return self._native.epoch(epoch, first_batch)
 
     def _numpy_batch(self, parts) -> Dict[str, Any]:
         """A batch as NumPy arrays (host memory; the columns come as one array)."""

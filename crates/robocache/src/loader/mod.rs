@@ -44,7 +44,7 @@ pub(crate) mod resident;
 pub mod telemetry;
 
 use std::sync::mpsc::{sync_channel, Receiver};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
@@ -215,9 +215,8 @@ pub struct Loader {
     dataset: Arc<Dataset>,
     config: LoaderConfig,
     cut: Arc<Cut>,
-    sampler: Sampler,
     resident: Option<Arc<ResidentStreams>>,
-    streamed: Vec<String>,
+    epochs: Arc<Epochs>,
     telemetry: Arc<Mutex<Telemetry>>,
     utilization: telemetry::UtilizationSampler,
 }
@@ -304,15 +303,37 @@ impl Loader {
             streamed = streamed.len(),
             "loader ready"
         );
+        let cut = Arc::new(cut);
+        let telemetry = Arc::new(Mutex::new(Telemetry::default()));
+        let job = Arc::new(Job {
+            device: device.clone(),
+            dataset: dataset.clone(),
+            cut: cut.clone(),
+            resident: resident.clone(),
+            streamed,
+            streams: config.streams.clone(),
+            masks: config.masks,
+            wait_until_ready: config.wait_until_ready,
+        });
+        let epochs = Arc::new(Epochs {
+            job,
+            sampler,
+            batch_size: config.batch_size,
+            shuffle: config.shuffle,
+            drop_last: config.drop_last,
+            workers: config.workers,
+            prefetch: config.prefetch,
+            telemetry: telemetry.clone(),
+            ahead: Mutex::new(None),
+        });
         Ok(Loader {
             device: device.clone(),
             dataset,
             config,
-            cut: Arc::new(cut),
-            sampler,
+            cut,
             resident,
-            streamed,
-            telemetry: Arc::new(Mutex::new(Telemetry::default())),
+            epochs,
+            telemetry,
             utilization: telemetry::UtilizationSampler::start(device),
         })
     }
@@ -344,7 +365,7 @@ impl Loader {
 
     /// Windows this shard yields per epoch.
     pub fn samples_per_epoch(&self) -> usize {
-        self.sampler.shard_len()
+        self.epochs.sampler.shard_len()
     }
 
     /// Batches per epoch.
@@ -364,6 +385,13 @@ impl Loader {
 
     /// The batches of epoch `epoch`, in its shuffled order (in order without `shuffle`). Worker threads
     /// assemble them ahead of the consumer (see [`LoaderConfig::prefetch`]).
+    ///
+    /// When an epoch has no more than `workers` batches left to hand over,
+    /// it starts epoch `epoch + 1` in the background, so that the next
+    /// epoch's first batches are assembled while the training loop finishes
+    /// this one. Asking for that epoch next (from its first batch) takes
+    /// it; asking for any other drops it (its workers stop). The batches are
+    /// the same either way.
     pub fn epoch(&self, epoch: u64) -> Epoch {
         self.epoch_from(epoch, 0)
     }
@@ -372,43 +400,18 @@ impl Loader {
     /// an epoch where a checkpoint stopped: the order is the epoch's, the
     /// first `first_batch` batches are skipped without being assembled).
     pub fn epoch_from(&self, epoch: u64, first_batch: usize) -> Epoch {
-        let order = if self.config.shuffle { self.sampler.epoch(epoch) } else { self.sampler.sequential() };
-        let mut batches: Vec<Vec<usize>> = order.chunks(self.config.batch_size).map(<[usize]>::to_vec).collect();
-        if self.config.drop_last && batches.last().is_some_and(|b| b.len() < self.config.batch_size) {
-            batches.pop();
-        }
-        batches.drain(..first_batch.min(batches.len()));
-        let job = Arc::new(Job {
-            device: self.device.clone(),
-            dataset: self.dataset.clone(),
-            cut: self.cut.clone(),
-            resident: self.resident.clone(),
-            streamed: self.streamed.clone(),
-            streams: self.config.streams.clone(),
-            masks: self.config.masks,
-            wait_until_ready: self.config.wait_until_ready,
-        });
-        let batches = Arc::new(batches);
-        let workers = self.config.workers.clamp(1, batches.len().max(1));
-        let capacity = self.config.prefetch.max(1).div_ceil(workers);
-        let mut queues = Vec::with_capacity(workers);
-        let mut failed = None;
-        for worker in 0..workers {
-            let (sender, receiver) = sync_channel(capacity);
-            let (job, batches) = (job.clone(), batches.clone());
-            let spawned = std::thread::Builder::new().name(format!("robocache-loader-{worker}")).spawn(move || {
-                for samples in batches.iter().skip(worker).step_by(workers) {
-                    if sender.send(job.assemble(samples.clone())).is_err() {
-                        return; // the consumer dropped the epoch
-                    }
-                }
-            });
-            match spawned {
-                Ok(handle) => queues.push((receiver, handle)),
-                Err(e) => failed = Some(invalid(format!("cannot start a loader thread: {e}"))),
+        let ahead = self.epochs.ahead.lock().ok().and_then(|mut ahead| ahead.take());
+        if let Some(started) = ahead {
+            if started.number == epoch && first_batch == 0 {
+                return started;
             }
         }
-        Epoch { queues, failed, next: 0, total: batches.len(), telemetry: self.telemetry.clone() }
+        self.epochs.start(epoch, first_batch)
+    }
+
+    /// The epoch started ahead by the one before it, if one is waiting.
+    pub fn started_ahead(&self) -> Option<u64> {
+        self.epochs.ahead.lock().ok().and_then(|ahead| ahead.as_ref().map(|e| e.number))
     }
 
     /// What the loader delivered since it was made or last reset.
@@ -457,6 +460,65 @@ impl Loader {
                 }
             }
             epoch += 1;
+        }
+    }
+}
+
+/// What starting an epoch takes, shared by the loader and (weakly) by its
+/// epochs: an epoch about to end starts the next one and leaves it here.
+#[derive(Debug)]
+struct Epochs {
+    job: Arc<Job>,
+    sampler: Sampler,
+    batch_size: usize,
+    shuffle: bool,
+    drop_last: bool,
+    workers: usize,
+    prefetch: usize,
+    telemetry: Arc<Mutex<Telemetry>>,
+    /// The next epoch, started while the one before it handed over its
+    /// last batches.
+    ahead: Mutex<Option<Epoch>>,
+}
+
+impl Epochs {
+    /// Epoch `epoch` from batch `first_batch`, its workers started.
+    fn start(self: &Arc<Self>, epoch: u64, first_batch: usize) -> Epoch {
+        let order = if self.shuffle { self.sampler.epoch(epoch) } else { self.sampler.sequential() };
+        let mut batches: Vec<Vec<usize>> = order.chunks(self.batch_size).map(<[usize]>::to_vec).collect();
+        if self.drop_last && batches.last().is_some_and(|b| b.len() < self.batch_size) {
+            batches.pop();
+        }
+        batches.drain(..first_batch.min(batches.len()));
+        let batches = Arc::new(batches);
+        let workers = self.workers.clamp(1, batches.len().max(1));
+        let capacity = self.prefetch.max(1).div_ceil(workers);
+        let mut queues = Vec::with_capacity(workers);
+        let mut failed = None;
+        for worker in 0..workers {
+            let (sender, receiver) = sync_channel(capacity);
+            let (job, batches) = (self.job.clone(), batches.clone());
+            let spawned = std::thread::Builder::new().name(format!("robocache-loader-{worker}")).spawn(move || {
+                for samples in batches.iter().skip(worker).step_by(workers) {
+                    if sender.send(job.assemble(samples.clone())).is_err() {
+                        return; // the consumer dropped the epoch
+                    }
+                }
+            });
+            match spawned {
+                Ok(handle) => queues.push((receiver, handle)),
+                Err(e) => failed = Some(invalid(format!("cannot start a loader thread: {e}"))),
+            }
+        }
+        Epoch {
+            queues,
+            failed,
+            next: 0,
+            total: batches.len(),
+            telemetry: self.telemetry.clone(),
+            number: epoch,
+            epochs: Arc::downgrade(self),
+            started_next: false,
         }
     }
 }
@@ -572,6 +634,12 @@ pub struct Epoch {
     next: usize,
     total: usize,
     telemetry: Arc<Mutex<Telemetry>>,
+    /// Its number (the shuffle's seed).
+    number: u64,
+    /// Weak: the loader owns the epoch started ahead, which must not keep
+    /// the loader's state alive.
+    epochs: Weak<Epochs>,
+    started_next: bool,
 }
 
 impl Iterator for Epoch {
@@ -592,6 +660,16 @@ impl Iterator for Epoch {
         if let Ok(batch) = &batch {
             if let Ok(mut telemetry) = self.telemetry.lock() {
                 telemetry.record(entered, batch.len());
+            }
+        }
+        if !self.started_next && self.total - self.next <= self.queues.len() {
+            // Every worker is on its last batch of this epoch or done.
+            self.started_next = true;
+            if let Some(epochs) = self.epochs.upgrade() {
+                let next = epochs.start(self.number + 1, 0);
+                if let Ok(mut ahead) = epochs.ahead.lock() {
+                    *ahead = Some(next);
+                }
             }
         }
         Some(batch)
