@@ -7,6 +7,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use robocache_cpu::{with_host_data, DType, Element, HostVec};
+use robocache_storage::Storage;
 use robocache_video::FrameCacheUsage;
 
 use crate::cache::{CacheUsage, StreamCache};
@@ -144,6 +145,7 @@ pub struct Dataset {
     source: Source,
     info: DatasetInfo,
     cache: StreamCache,
+    storage: Storage,
 }
 
 /// Where the stream data lives.
@@ -176,7 +178,20 @@ impl Dataset {
     /// directory (its version folder or the folder above) read as RLDS.
     pub fn open_with(path: impl AsRef<Path>, options: &OpenOptions) -> Result<Self> {
         let path = path.as_ref();
-        let (source, info) = if path.is_dir() && LeRobotSource::detect(path) {
+        let storage = Storage::new(options.storage.clone());
+        // What the path holds. Locally: a directory is LeRobot (with
+        // meta/info.json) or RLDS, a file is HDF5. Remotely, where folders
+        // are only key prefixes, by the files found: meta/info.json, then
+        // dataset_info.json, then the object itself (HDF5), else an RLDS
+        // folder of versions (listed).
+        let (lerobot, is_dir) = match robocache_storage::is_remote(path) {
+            false => (path.is_dir() && LeRobotSource::detect(path, &storage)?, path.is_dir()),
+            true if LeRobotSource::detect(path, &storage)? => (true, true),
+            true => {
+                (false, storage.is_file(&path.join(crate::rlds::builder::DATASET_INFO))? || !storage.is_file(path)?)
+            }
+        };
+        let (source, mut info) = if lerobot {
             if let Some(format) = options.format.filter(|f| *f != Format::LeRobot) {
                 return Err(Error::Invalid(format!(
                     "{}: a directory with meta/info.json is read as a LeRobot dataset, not as {format}",
@@ -189,19 +204,22 @@ impl Dataset {
                     path.display()
                 )));
             }
-            let (source, info) = LeRobotSource::open(path)?;
+            let (source, info) = LeRobotSource::open(path, &storage)?;
             (Source::LeRobot(Box::new(source)), info)
-        } else if path.is_dir() {
+        } else if is_dir {
             if let Some(format) = options.format.filter(|f| *f != Format::Rlds) {
                 return Err(Error::Invalid(format!(
                     "{}: a directory is read as an RLDS builder directory, not as {format}",
                     path.display()
                 )));
             }
-            let (source, info) = RldsSource::open(path, options)?;
+            let (source, info) = RldsSource::open(path, options, &storage)?;
             (Source::Rlds(source), info)
         } else {
-            let file = Hdf5File::open(path)?;
+            // The HDF5 library reads files: a remote one is fetched whole
+            // into the node-local cache first (once per node).
+            let local = storage.local_file(path)?;
+            let file = Hdf5File::open(&local)?;
             let format = match options.format {
                 Some(format) => format,
                 None => formats::detect(&file)?,
@@ -209,14 +227,24 @@ impl Dataset {
             let info = formats::read_info(&file, format, options)?;
             let raw = match options.hdf5_reads_only {
                 true => None,
-                false => Some(File::open(path).map_err(|error| Error::Io { file: path.to_path_buf(), error })?),
+                false => Some(File::open(&local).map_err(|error| Error::Io { file: local.clone(), error })?),
             };
             let source =
                 Hdf5Source { file, times: Mutex::new(HashMap::new()), raw, layouts: Mutex::new(HashMap::new()) };
             (Source::Hdf5(source), info)
         };
+        if robocache_storage::is_remote(path) {
+            info.path = path.to_path_buf();
+        }
         tracing::debug!(path = %path.display(), format = %info.format, episodes = info.episodes.len(), "opened dataset");
-        Ok(Dataset { source, info, cache: StreamCache::new(options.cache_bytes) })
+        Ok(Dataset { source, info, cache: StreamCache::new(options.cache_bytes), storage })
+    }
+
+    /// Where the dataset's files are read from: its remote reads (requests,
+    /// bytes fetched, bytes read from the node-local cache) are in
+    /// [`Storage::usage`].
+    pub fn storage(&self) -> &Storage {
+        &self.storage
     }
 
     /// What the file holds.

@@ -12,6 +12,10 @@ pub enum Error {
     /// The file is missing or unreadable at the operating-system level.
     #[error("{}: {error}", file.display())]
     Io { file: PathBuf, error: std::io::Error },
+    /// Reaching a remote dataset: a bad URL or option, a missing object,
+    /// a request that failed after its retries, a listing the server refuses.
+    #[error(transparent)]
+    Storage(#[from] robocache_storage::Error),
     /// The file does not start with the HDF5 signature.
     #[error("{}: not an HDF5 file (no HDF5 signature in the first bytes)", file.display())]
     NotHdf5 { file: PathBuf },

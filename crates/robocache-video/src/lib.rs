@@ -32,13 +32,13 @@ pub mod mp4;
 pub mod yuv;
 
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 pub use error::{Error, Result};
 pub use frame_cache::{FrameCache, FrameCacheUsage, FrameKey};
 pub use mp4::{Codec, Track};
+pub use robocache_storage::Blob;
 pub use yuv::Yuv420;
 
 use av1::Av1Decoder;
@@ -48,7 +48,7 @@ use av1::Av1Decoder;
 #[derive(Debug)]
 pub struct VideoFile {
     path: PathBuf,
-    file: File,
+    file: Blob,
     track: Track,
     /// Decode-order sample of each presentation-order frame.
     order: Vec<usize>,
@@ -57,10 +57,18 @@ pub struct VideoFile {
 }
 
 impl VideoFile {
-    /// Opens `path` and reads its sample table.
+    /// Opens the local file `path` and reads its sample table.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
-        let (file, track) = mp4::read_track(&path)?;
+        let storage = robocache_storage::Storage::new(Default::default());
+        let file = storage.open(&path).map_err(|error| Error::Io { file: path.clone(), error: error.into() })?;
+        Self::from_blob(path, file)
+    }
+
+    /// Reads the sample table of `file`, opened by a [`robocache_storage::Storage`]
+    /// (a local file, or a remote object read in ranges); `path` names it in errors.
+    pub fn from_blob(path: PathBuf, file: Blob) -> Result<Self> {
+        let track = mp4::read_track(&path, &file)?;
         if track.samples.is_empty() {
             return Err(Error::Container { file: path, problem: "the video track has no frames".into() });
         }

@@ -8,10 +8,9 @@
 //! Fragmented files (`moof`) are not read (camera datasets are not
 //! fragmented; a fragmented file is a clear error).
 
-use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
-use std::os::unix::fs::FileExt;
 use std::path::Path;
+
+use robocache_storage::Blob;
 
 use crate::{Error, Result};
 
@@ -168,20 +167,19 @@ fn find<'a>(boxes: &[([u8; 4], &'a [u8])], kind: &[u8; 4]) -> Option<&'a [u8]> {
     boxes.iter().find(|(k, _)| k == kind).map(|(_, b)| *b)
 }
 
-/// Reads the `moov` box of `path` and the first video track in it.
-pub fn read_track(path: &Path) -> Result<(File, Track)> {
-    let io = |error| Error::Io { file: path.to_path_buf(), error };
-    let mut file = File::open(path).map_err(io)?;
-    let len = file.metadata().map_err(io)?.len();
+/// Reads the `moov` box of `file` (named `path` in errors) and the first
+/// video track in it: box headers, then the `moov` payload, nothing else.
+pub fn read_track(path: &Path, file: &Blob) -> Result<Track> {
+    let io = |error: robocache_storage::Error| Error::Io { file: path.to_path_buf(), error: error.into() };
+    let len = file.len();
     // Walk the top-level boxes to `moov` (reading headers only).
     let mut at = 0u64;
     let mut moov = None;
     let mut fragmented = false;
     while at + 8 <= len {
         let mut header = [0u8; 16];
-        file.seek(SeekFrom::Start(at)).map_err(io)?;
         let n = (len - at).min(16) as usize;
-        file.read_exact(&mut header[..n]).map_err(io)?;
+        file.read_exact_at(&mut header[..n], at).map_err(io)?;
         let mut size = u32::from_be_bytes(header[..4].try_into().unwrap_or_default()) as u64;
         let kind: [u8; 4] = header[4..8].try_into().unwrap_or_default();
         let mut head = 8;
@@ -235,7 +233,7 @@ pub fn read_track(path: &Path) -> Result<(File, Track)> {
             });
         }
     }
-    Ok((file, track))
+    Ok(track)
 }
 
 fn parse_moov(path: &Path, moov: &[u8]) -> Result<Track> {
@@ -519,8 +517,9 @@ fn check_count(path: &Path, what: &str, count: usize, left: usize, entry: usize)
 }
 
 /// Reads sample `sample`'s bytes from `file`.
-pub fn read_sample(path: &Path, file: &File, sample: &Sample) -> Result<Vec<u8>> {
+pub fn read_sample(path: &Path, file: &Blob, sample: &Sample) -> Result<Vec<u8>> {
     let mut out = vec![0u8; sample.size as usize];
-    file.read_exact_at(&mut out, sample.offset).map_err(|error| Error::Io { file: path.to_path_buf(), error })?;
+    file.read_exact_at(&mut out, sample.offset)
+        .map_err(|error| Error::Io { file: path.to_path_buf(), error: error.into() })?;
     Ok(out)
 }

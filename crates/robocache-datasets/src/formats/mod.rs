@@ -9,6 +9,7 @@ pub mod rtx;
 use crate::hdf5_file::Hdf5File;
 use crate::model::{DatasetInfo, Format};
 use crate::{Error, Result};
+use robocache_storage::StorageOptions;
 
 /// Attribute on the root group naming robocache's own layouts (`calvin`, `rtx`).
 pub const LAYOUT_ATTRIBUTE: &str = "robocache_layout";
@@ -38,6 +39,9 @@ pub struct OpenOptions {
     /// RLDS: do not check each record's payload CRC32C on its first read
     /// (the length CRCs are always checked while indexing).
     pub skip_checksums: bool,
+    /// Where remote datasets (`s3://`, `gs://`, `az://`, `http(s)://`,
+    /// `hf://datasets/...`) are cached and how their stores are reached.
+    pub storage: StorageOptions,
 }
 
 /// The layout of `file`: its `robocache_layout` attribute, else its structure.

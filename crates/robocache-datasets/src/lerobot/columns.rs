@@ -9,7 +9,6 @@
 //! - shape `[a, b, ...]` as nested lists;
 //! - `image` features as `struct<bytes: binary, path: string>`.
 
-use std::fs::File;
 use std::path::Path;
 
 use arrow_array::cast::AsArray;
@@ -22,6 +21,9 @@ use arrow_schema::DataType;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ProjectionMask;
 use robocache_cpu::DType;
+use robocache_storage::Storage;
+
+use super::parquet_blob::ParquetBlob;
 
 use crate::{Error, Result};
 
@@ -58,8 +60,8 @@ fn parquet_error(file: &Path, column: &str, error: impl std::fmt::Display) -> Er
 }
 
 /// The column called `column` of every row group of `file`, as arrays.
-pub(crate) fn read_arrays(file: &Path, column: &str) -> Result<Vec<ArrayRef>> {
-    let handle = File::open(file).map_err(|error| Error::Io { file: file.to_path_buf(), error })?;
+pub(crate) fn read_arrays(storage: &Storage, file: &Path, column: &str) -> Result<Vec<ArrayRef>> {
+    let handle = ParquetBlob(storage.open(file)?);
     let builder = ParquetRecordBatchReaderBuilder::try_new(handle).map_err(|e| parquet_error(file, "", e))?;
     let schema = builder.schema().clone();
     let Some((position, _)) = schema.fields().find(column) else {
@@ -77,15 +79,15 @@ pub(crate) fn read_arrays(file: &Path, column: &str) -> Result<Vec<ArrayRef>> {
 }
 
 /// The names of the top-level columns of `file`.
-pub(crate) fn column_names(file: &Path) -> Result<Vec<String>> {
-    let handle = File::open(file).map_err(|error| Error::Io { file: file.to_path_buf(), error })?;
+pub(crate) fn column_names(storage: &Storage, file: &Path) -> Result<Vec<String>> {
+    let handle = ParquetBlob(storage.open(file)?);
     let builder = ParquetRecordBatchReaderBuilder::try_new(handle).map_err(|e| parquet_error(file, "", e))?;
     Ok(builder.schema().fields().iter().map(|f| f.name().clone()).collect())
 }
 
 /// Reads `column` of `file` as `expect` says.
-pub(crate) fn read_column(file: &Path, column: &str, expect: Expect) -> Result<ColumnData> {
-    let arrays = read_arrays(file, column)?;
+pub(crate) fn read_column(storage: &Storage, file: &Path, column: &str, expect: Expect) -> Result<ColumnData> {
+    let arrays = read_arrays(storage, file, column)?;
     let layout = |problem: String| Error::Layout { file: file.to_path_buf(), path: column.to_owned(), problem };
     match expect {
         Expect::Values { dtype, channels } => {
@@ -118,9 +120,9 @@ pub(crate) fn read_column(file: &Path, column: &str, expect: Expect) -> Result<C
 }
 
 /// A string column (task texts).
-pub(crate) fn read_strings(file: &Path, column: &str) -> Result<Vec<String>> {
+pub(crate) fn read_strings(storage: &Storage, file: &Path, column: &str) -> Result<Vec<String>> {
     let mut out = Vec::new();
-    for array in read_arrays(file, column)? {
+    for array in read_arrays(storage, file, column)? {
         let strings: Vec<Option<&str>> = match array.data_type() {
             DataType::Utf8 => array.as_string::<i32>().iter().collect(),
             DataType::LargeUtf8 => array.as_string::<i64>().iter().collect(),
@@ -141,8 +143,8 @@ pub(crate) fn read_strings(file: &Path, column: &str) -> Result<Vec<String>> {
 }
 
 /// An integer column as `i64` (indices, lengths); nulls are an error.
-pub(crate) fn read_i64(file: &Path, column: &str) -> Result<Vec<i64>> {
-    let data = read_column(file, column, Expect::Values { dtype: DType::I64, channels: 1 })?;
+pub(crate) fn read_i64(storage: &Storage, file: &Path, column: &str) -> Result<Vec<i64>> {
+    let data = read_column(storage, file, column, Expect::Values { dtype: DType::I64, channels: 1 })?;
     match data {
         ColumnData::Values { bytes, .. } => {
             Ok(bytes.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap_or_default())).collect())
@@ -152,8 +154,8 @@ pub(crate) fn read_i64(file: &Path, column: &str) -> Result<Vec<i64>> {
 }
 
 /// A float column as `f64` (timestamps, written as float32 or float64).
-pub(crate) fn read_f64(file: &Path, column: &str) -> Result<Vec<f64>> {
-    let arrays = read_arrays(file, column)?;
+pub(crate) fn read_f64(storage: &Storage, file: &Path, column: &str) -> Result<Vec<f64>> {
+    let arrays = read_arrays(storage, file, column)?;
     let mut out = Vec::new();
     for array in arrays {
         let array = leaf_of_one(array.as_ref());

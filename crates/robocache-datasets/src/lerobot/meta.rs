@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use robocache_storage::Storage;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -50,9 +51,9 @@ pub(crate) struct Info {
 pub(crate) type InfoRead = (Info, Version, Vec<(String, Feature)>, Value);
 
 impl Info {
-    pub fn read(root: &Path) -> Result<InfoRead> {
+    pub fn read(root: &Path, storage: &Storage) -> Result<InfoRead> {
         let path = root.join(INFO);
-        let text = std::fs::read_to_string(&path).map_err(|error| Error::Io { file: path.clone(), error })?;
+        let text = storage.read_to_string(&path)?;
         let raw: Value = serde_json::from_str(&text).map_err(|e| Error::Layout {
             file: path.clone(),
             path: String::new(),
@@ -152,9 +153,17 @@ fn template_error(root: &Path, key: &str, problem: String) -> Error {
 }
 
 /// The episodes of a v3.0 root.
-pub(crate) fn episodes_v30(root: &Path, info: &Info, video_keys: &[String]) -> Result<Vec<EpisodeMeta>> {
+pub(crate) fn episodes_v30(
+    storage: &Storage,
+    root: &Path,
+    info: &Info,
+    video_keys: &[String],
+) -> Result<Vec<EpisodeMeta>> {
     let dir = root.join("meta/episodes");
-    let mut files = parquet_files(&dir)?;
+    let mut files = match parquet_files(storage, &dir) {
+        Err(Error::Storage(robocache_storage::Error::List { .. })) => episode_files_by_name(storage, &dir)?,
+        other => other?,
+    };
     files.sort();
     if files.is_empty() {
         return Err(Error::Missing {
@@ -165,14 +174,14 @@ pub(crate) fn episodes_v30(root: &Path, info: &Info, video_keys: &[String]) -> R
     }
     let mut episodes = Vec::new();
     for file in files {
-        let names = column_names(&file)?;
-        let ints = |column: &str| read_i64(&file, column);
+        let names = column_names(storage, &file)?;
+        let ints = |column: &str| read_i64(storage, &file, column);
         let index = ints("episode_index")?;
         let length = ints("length")?;
         let data_chunk = ints("data/chunk_index")?;
         let data_file = ints("data/file_index")?;
         let from_index = ints("dataset_from_index")?;
-        let tasks = read_task_lists(&file)?;
+        let tasks = read_task_lists(storage, &file)?;
         let mut videos = Vec::new();
         for key in video_keys {
             let column = |what: &str| format!("videos/{key}/{what}");
@@ -180,14 +189,14 @@ pub(crate) fn episodes_v30(root: &Path, info: &Info, video_keys: &[String]) -> R
                 return Err(Error::Missing { file: file.clone(), what: "parquet column", path: column("chunk_index") });
             }
             let to = match names.contains(&column("to_timestamp")) {
-                true => Some(read_f64(&file, &column("to_timestamp"))?),
+                true => Some(read_f64(storage, &file, &column("to_timestamp"))?),
                 false => None,
             };
             videos.push((
                 key.clone(),
                 ints(&column("chunk_index"))?,
                 ints(&column("file_index"))?,
-                read_f64(&file, &column("from_timestamp"))?,
+                read_f64(storage, &file, &column("from_timestamp"))?,
                 to,
             ));
         }
@@ -245,11 +254,11 @@ pub(crate) fn episodes_v30(root: &Path, info: &Info, video_keys: &[String]) -> R
 }
 
 /// The `tasks` column of the episodes parquet: a list of strings per row.
-fn read_task_lists(file: &Path) -> Result<Vec<Vec<String>>> {
+fn read_task_lists(storage: &Storage, file: &Path) -> Result<Vec<Vec<String>>> {
     use arrow_array::cast::AsArray;
     use arrow_array::Array;
     let mut out = Vec::new();
-    for array in super::columns::read_arrays(file, "tasks")? {
+    for array in super::columns::read_arrays(storage, file, "tasks")? {
         let list = match array.data_type() {
             arrow_schema::DataType::List(_) => array.as_list::<i32>().clone(),
             other => {
@@ -278,9 +287,14 @@ fn read_task_lists(file: &Path) -> Result<Vec<Vec<String>>> {
 }
 
 /// The episodes of a v2.1 root (`meta/episodes.jsonl`).
-pub(crate) fn episodes_v21(root: &Path, info: &Info, video_keys: &[String]) -> Result<Vec<EpisodeMeta>> {
+pub(crate) fn episodes_v21(
+    storage: &Storage,
+    root: &Path,
+    info: &Info,
+    video_keys: &[String],
+) -> Result<Vec<EpisodeMeta>> {
     let path = root.join("meta/episodes.jsonl");
-    let text = std::fs::read_to_string(&path).map_err(|error| Error::Io { file: path.clone(), error })?;
+    let text = storage.read_to_string(&path)?;
     let chunks_size = info.chunks_size.unwrap_or(1000).max(1);
     let mut episodes = Vec::new();
     for (line_number, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
@@ -322,28 +336,28 @@ pub(crate) fn episodes_v21(root: &Path, info: &Info, video_keys: &[String]) -> R
 }
 
 /// Task texts by task index.
-pub(crate) fn tasks(root: &Path, version: Version) -> Result<Vec<String>> {
+pub(crate) fn tasks(storage: &Storage, root: &Path, version: Version) -> Result<Vec<String>> {
     let mut by_index: BTreeMap<usize, String> = BTreeMap::new();
     match version {
         Version::V30 => {
             let file = root.join("meta/tasks.parquet");
-            if !file.is_file() {
+            if !storage.is_file(&file)? {
                 return Err(Error::Missing {
                     file: root.to_path_buf(),
                     what: "file",
                     path: "meta/tasks.parquet".into(),
                 });
             }
-            let indices = read_i64(&file, "task_index")?;
+            let indices = read_i64(storage, &file, "task_index")?;
             // pandas writes the texts as its index column, named `task`.
-            let texts = read_strings(&file, "task")?;
+            let texts = read_strings(storage, &file, "task")?;
             for (i, text) in indices.into_iter().zip(texts) {
                 by_index.insert(i.max(0) as usize, text);
             }
         }
         Version::V21 => {
             let path = root.join("meta/tasks.jsonl");
-            let text = std::fs::read_to_string(&path).map_err(|error| Error::Io { file: path.clone(), error })?;
+            let text = storage.read_to_string(&path)?;
             for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
                 #[derive(Deserialize)]
                 struct Line {
@@ -373,27 +387,33 @@ pub(crate) fn tasks(root: &Path, version: Version) -> Result<Vec<String>> {
     Ok(tasks)
 }
 
-/// Every `*.parquet` below `dir`, recursively.
-pub(crate) fn parquet_files(dir: &Path) -> Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let entries = match std::fs::read_dir(&dir) {
-            Ok(entries) => entries,
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(error) => return Err(Error::Io { file: dir, error }),
-        };
-        for entry in entries {
-            let entry = entry.map_err(|error| Error::Io { file: dir.clone(), error })?;
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "parquet") {
-                out.push(path);
+/// The episode files of a v3.0 root found by the names LeRobot gives them
+/// (`chunk-{c:03d}/file-{f:03d}.parquet`, files then chunks counted up
+/// until one is missing): for servers that cannot list a directory (plain HTTP).
+fn episode_files_by_name(storage: &Storage, dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for chunk in 0.. {
+        let mut found = 0;
+        for file in 0.. {
+            let path = dir.join(format!("chunk-{chunk:03}/file-{file:03}.parquet"));
+            if !storage.is_file(&path)? {
+                break;
             }
+            files.push(path);
+            found += 1;
+        }
+        if found == 0 {
+            break;
         }
     }
-    Ok(out)
+    Ok(files)
+}
+
+/// Every `*.parquet` below `dir`, recursively (none where `dir` does not exist).
+pub(crate) fn parquet_files(storage: &Storage, dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut files = storage.list_files(dir)?;
+    files.retain(|path| path.extension().is_some_and(|e| e == "parquet"));
+    Ok(files)
 }
 
 #[cfg(test)]

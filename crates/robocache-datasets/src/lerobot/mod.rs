@@ -22,6 +22,7 @@
 
 pub(crate) mod columns;
 pub(crate) mod meta;
+mod parquet_blob;
 
 use std::collections::{HashMap, VecDeque};
 use std::ops::Range;
@@ -29,6 +30,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use robocache_cpu::DType;
+use robocache_storage::Storage;
 use robocache_video::{FrameCache, FrameCacheUsage, FrameKey, VideoFile};
 use serde_json::{json, Map, Value};
 
@@ -97,6 +99,8 @@ pub(crate) struct LeRobotSource {
     root: PathBuf,
     version: Version,
     fps: f64,
+    /// Where the root's files are read from (local, or a remote store through the cache).
+    storage: Storage,
     features: Vec<LeRobotFeature>,
     episodes: Vec<EpisodeMeta>,
     tasks: Vec<String>,
@@ -146,12 +150,12 @@ fn dtype_of(name: &str, feature: &Feature, info_path: &Path) -> Result<Option<(D
 
 impl LeRobotSource {
     /// True when `dir` looks like a LeRobot root (`meta/info.json`).
-    pub fn detect(dir: &Path) -> bool {
-        dir.join(INFO).is_file()
+    pub fn detect(dir: &Path, storage: &Storage) -> Result<bool> {
+        Ok(storage.is_file(&dir.join(INFO))?)
     }
 
-    pub fn open(root: &Path) -> Result<(LeRobotSource, DatasetInfo)> {
-        let (info, version, raw_features, raw) = Info::read(root)?;
+    pub fn open(root: &Path, storage: &Storage) -> Result<(LeRobotSource, DatasetInfo)> {
+        let (info, version, raw_features, raw) = Info::read(root, storage)?;
         let info_path = root.join(INFO);
         let mut features = Vec::new();
         for (name, feature) in &raw_features {
@@ -180,8 +184,8 @@ impl LeRobotSource {
         let video_keys: Vec<String> =
             features.iter().filter(|f| f.storage == FeatureStorage::Video).map(|f| f.name.clone()).collect();
         let episodes = match version {
-            Version::V30 => meta::episodes_v30(root, &info, &video_keys)?,
-            Version::V21 => meta::episodes_v21(root, &info, &video_keys)?,
+            Version::V30 => meta::episodes_v30(storage, root, &info, &video_keys)?,
+            Version::V21 => meta::episodes_v21(storage, root, &info, &video_keys)?,
         };
         if episodes.is_empty() {
             return Err(Error::Layout {
@@ -198,9 +202,10 @@ impl LeRobotSource {
                 });
             }
         }
-        let tasks = meta::tasks(root, version)?;
+        let tasks = meta::tasks(storage, root, version)?;
         let source = LeRobotSource {
             root: root.to_path_buf(),
+            storage: storage.clone(),
             version,
             fps: info.fps,
             features,
@@ -341,14 +346,14 @@ impl LeRobotSource {
             match cached {
                 Some(map) => map,
                 None => {
-                    if !file.is_file() {
+                    if !self.storage.is_file(&file)? {
                         return Err(Error::Missing {
                             file: self.root.clone(),
                             what: "data file",
                             path: format!("{} (episode {})", self.relative(&file), meta.index),
                         });
                     }
-                    let indices = read_i64(&file, "episode_index")?;
+                    let indices = read_i64(&self.storage, &file, "episode_index")?;
                     let mut map = FileRows::new();
                     for (row, &index) in indices.iter().enumerate() {
                         let index = index.max(0) as usize;
@@ -410,8 +415,12 @@ impl LeRobotSource {
                     return Ok(column.clone());
                 }
                 let channels = feature.shape.iter().product();
-                let column =
-                    Arc::new(read_column(file, &feature.name, Expect::Values { dtype: feature.dtype, channels })?);
+                let column = Arc::new(read_column(
+                    &self.storage,
+                    file,
+                    &feature.name,
+                    Expect::Values { dtype: feature.dtype, channels },
+                )?);
                 self.values.lock().unwrap_or_else(|p| p.into_inner()).insert(key, column.clone());
                 Ok(column)
             }
@@ -422,7 +431,7 @@ impl LeRobotSource {
                         return Ok(column.clone());
                     }
                 }
-                let column = Arc::new(read_column(file, &feature.name, Expect::Encoded)?);
+                let column = Arc::new(read_column(&self.storage, file, &feature.name, Expect::Encoded)?);
                 let mut kept = self.encoded.lock().unwrap_or_else(|p| p.into_inner());
                 kept.push_back((key, column.clone()));
                 while kept.len() > ENCODED_FILES_KEPT {
@@ -490,11 +499,15 @@ impl LeRobotSource {
         if let Some(video) = self.videos.lock().unwrap_or_else(|p| p.into_inner()).get(path) {
             return Ok(video.clone());
         }
-        let video = Arc::new(VideoFile::open(path).map_err(|source| Error::Video {
+        let video_error = |source| Error::Video {
             episode: format!("episode_{}", self.episodes[episode].index),
             key: key.to_owned(),
             source,
-        })?);
+        };
+        let blob = self.storage.open(path).map_err(|error| {
+            video_error(robocache_video::Error::Io { file: path.to_path_buf(), error: error.into() })
+        })?;
+        let video = Arc::new(VideoFile::from_blob(path.to_path_buf(), blob).map_err(video_error)?);
         let mut videos = self.videos.lock().unwrap_or_else(|p| p.into_inner());
         let id = videos.len();
         Ok(videos.entry(path.to_path_buf()).or_insert((id, video)).clone())
@@ -688,7 +701,7 @@ impl LeRobotSource {
                 .map(|b| f64::from_le_bytes(b.try_into().unwrap_or_default()))
                 .collect(),
             _ => {
-                let all = read_f64(&located.file, "timestamp")?;
+                let all = read_f64(&self.storage, &located.file, "timestamp")?;
                 all.get(rows.clone()).ok_or_else(|| short(all.len()))?.to_vec()
             }
         };

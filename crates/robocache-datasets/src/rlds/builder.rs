@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
+use robocache_storage::Storage;
 use serde_json::Value;
 
 use crate::{Error, Result};
@@ -38,15 +39,21 @@ pub struct BuilderInfo {
     pub json: Value,
 }
 
-/// The version folders of `path` that hold a `dataset_info.json`, oldest first.
-fn version_dirs(path: &Path) -> std::io::Result<Vec<PathBuf>> {
-    let mut versions: Vec<(Vec<u64>, PathBuf)> = std::fs::read_dir(path)?
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|p| p.join(DATASET_INFO).is_file())
-        .filter_map(|p| {
-            let name = p.file_name()?.to_str()?;
+/// The version folders of `path` that hold a `dataset_info.json`, oldest
+/// first (a remote `path` is listed: one listing of every key below it).
+fn version_dirs(path: &Path, storage: &Storage) -> Result<Vec<PathBuf>> {
+    let mut versions: Vec<(Vec<u64>, PathBuf)> = storage
+        .list_files(path)?
+        .into_iter()
+        .filter(|p| p.file_name().is_some_and(|n| n == DATASET_INFO))
+        .filter_map(|info| {
+            let dir = info.parent()?.to_path_buf();
+            if dir.parent()? != path {
+                return None;
+            }
+            let name = dir.file_name()?.to_str()?;
             let version = name.split('.').map(|part| part.parse::<u64>().ok()).collect::<Option<Vec<_>>>()?;
-            Some((version, p))
+            Some((version, dir))
         })
         .collect();
     versions.sort();
@@ -56,11 +63,11 @@ fn version_dirs(path: &Path) -> std::io::Result<Vec<PathBuf>> {
 impl BuilderInfo {
     /// Reads the builder at `path`: a version folder, or a dataset folder
     /// whose newest version folder is taken.
-    pub fn read(path: &Path) -> Result<BuilderInfo> {
-        let dir = if path.join(DATASET_INFO).is_file() {
+    pub fn read(path: &Path, storage: &Storage) -> Result<BuilderInfo> {
+        let dir = if storage.is_file(&path.join(DATASET_INFO))? {
             path.to_path_buf()
         } else {
-            let versions = version_dirs(path).map_err(|error| Error::Io { file: path.to_path_buf(), error })?;
+            let versions = version_dirs(path, storage)?;
             versions.into_iter().last().ok_or_else(|| Error::UnknownFormat {
                 file: path.to_path_buf(),
                 reason: format!(
@@ -69,7 +76,7 @@ impl BuilderInfo {
             })?
         };
         let info_path = dir.join(DATASET_INFO);
-        let text = std::fs::read_to_string(&info_path).map_err(|error| Error::Io { file: info_path.clone(), error })?;
+        let text = storage.read_to_string(&info_path)?;
         let json: Value =
             serde_json::from_str(&text).map_err(|e| layout(&info_path, "", format!("is not JSON: {e}")))?;
         let name = json.get("name").and_then(Value::as_str).map(str::to_owned).ok_or_else(|| Error::Missing {

@@ -15,7 +15,7 @@
 //! features, and for `bytes_list` only the entries ([`bytes_entries`]), it
 //! needs.
 
-use std::fs::File;
+use robocache_storage::Blob;
 use std::path::Path;
 
 use crate::direct_read::read_exact_at;
@@ -96,7 +96,7 @@ const WIRE_I32: u64 = 5;
 /// Reads a protobuf message's structure from a file through a small window,
 /// so that skipping a large field costs one seek rather than a read.
 struct WireReader<'a> {
-    file: &'a File,
+    file: &'a Blob,
     window: Vec<u8>,
     window_start: u64,
     window_len: usize,
@@ -105,7 +105,7 @@ struct WireReader<'a> {
 impl<'a> WireReader<'a> {
     const WINDOW: usize = 4096;
 
-    fn new(file: &'a File) -> Self {
+    fn new(file: &'a Blob) -> Self {
         WireReader { file, window: vec![0; Self::WINDOW], window_start: 0, window_len: 0 }
     }
 
@@ -192,7 +192,7 @@ fn next_field(
 
 /// Where each feature of the Example in `record` lies: `(key, span of its
 /// Feature message)`, in record order. Reads field headers and keys only.
-pub fn feature_spans(path: &Path, file: &File, record: usize, payload: Span) -> Result<Vec<(String, Span)>> {
+pub fn feature_spans(path: &Path, file: &Blob, record: usize, payload: Span) -> Result<Vec<(String, Span)>> {
     let mut reader = WireReader::new(file);
     walk_example(&mut reader, payload).map_err(|error| Error::Io { file: path.to_path_buf(), error })?.map_err(
         |problem| Error::Record {
@@ -263,7 +263,7 @@ fn walk_example(reader: &mut WireReader<'_>, payload: Span) -> std::io::Result<R
 /// The spans of the entries of the `bytes_list` in the Feature at `feature`:
 /// one per encoded image, text or encoded tensor. `Err` names the problem
 /// when the Feature holds another list or is malformed.
-pub fn bytes_entries(path: &Path, file: &File, feature: Span) -> Result<Result<Vec<Span>, WalkError>> {
+pub fn bytes_entries(path: &Path, file: &Blob, feature: Span) -> Result<Result<Vec<Span>, WalkError>> {
     let io = |error| Error::Io { file: path.to_path_buf(), error };
     let mut reader = WireReader::new(file);
     let mut at = feature.offset;
@@ -296,7 +296,7 @@ pub fn bytes_entries(path: &Path, file: &File, feature: Span) -> Result<Result<V
 /// Where the values of a packed `float_list` in the Feature at `feature`
 /// lie (4 bytes each, little-endian); `None` for any other list, or floats
 /// written unpacked, which the caller decodes whole.
-pub fn packed_floats(path: &Path, file: &File, feature: Span) -> Result<Option<Span>> {
+pub fn packed_floats(path: &Path, file: &Blob, feature: Span) -> Result<Option<Span>> {
     let io = |error| Error::Io { file: path.to_path_buf(), error };
     let mut reader = WireReader::new(file);
     let mut at = feature.offset;
@@ -322,7 +322,7 @@ pub fn packed_floats(path: &Path, file: &File, feature: Span) -> Result<Option<S
 }
 
 /// Decodes the Feature message at `span`.
-pub fn read_feature(path: &Path, file: &File, span: Span) -> Result<std::result::Result<Feature, String>> {
+pub fn read_feature(path: &Path, file: &Blob, span: Span) -> Result<std::result::Result<Feature, String>> {
     let mut bytes = vec![0; span.len as usize];
     read_exact_at(file, &mut bytes, span.offset).map_err(|error| Error::Io { file: path.to_path_buf(), error })?;
     Ok(<Feature as prost::Message>::decode(bytes.as_slice()).map_err(|e| format!("not a tf.train.Feature: {e}")))
@@ -353,7 +353,7 @@ mod tests {
         let mut file_bytes = vec![0xee; 100];
         file_bytes.extend(&bytes);
         std::fs::write(&path, &file_bytes).unwrap();
-        let file = File::open(&path).unwrap();
+        let file = robocache_storage::Storage::new(Default::default()).open(&path).unwrap();
         let spans = feature_spans(&path, &file, 0, Span { offset: 100, len: bytes.len() as u64 }).unwrap();
         assert_eq!(spans.len(), 3);
         for (key, span) in &spans {
@@ -374,7 +374,7 @@ mod tests {
         assert!(bytes_entries(&path, &file, action).unwrap().unwrap_err().contains("float_list"));
         // Garbage is not an Example.
         std::fs::write(&path, b"\x0a\xff\xff\xff\xff\x0f this is not").unwrap();
-        let file = File::open(&path).unwrap();
+        let file = robocache_storage::Storage::new(Default::default()).open(&path).unwrap();
         let err = feature_spans(&path, &file, 4, Span { offset: 0, len: 17 }).unwrap_err().to_string();
         assert!(err.contains("record 4: not a tf.train.Example") && err.contains("past the end"), "{err}");
     }

@@ -82,8 +82,8 @@ pub struct Features {
 
 impl Features {
     /// Parses the `features.json` at `path`.
-    pub fn read(path: &Path) -> Result<Features> {
-        let text = std::fs::read_to_string(path).map_err(|error| Error::Io { file: path.to_path_buf(), error })?;
+    pub fn read(path: &Path, storage: &robocache_storage::Storage) -> Result<Features> {
+        let text = storage.read_to_string(path)?;
         let json: Value = serde_json::from_str(&text).map_err(|e| layout(path, "", format!("is not JSON: {e}")))?;
         Features::parse(path, &json)
     }

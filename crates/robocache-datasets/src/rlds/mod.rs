@@ -25,8 +25,8 @@ pub mod rates;
 pub(crate) mod tfrecord;
 pub(crate) mod writer;
 
+use robocache_storage::{Blob, Storage};
 use std::collections::HashMap;
-use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -50,7 +50,7 @@ use crate::{Error, Result};
 #[derive(Debug)]
 struct Shard {
     path: PathBuf,
-    file: File,
+    file: Blob,
 }
 
 /// Where an episode's record and features lie.
@@ -95,13 +95,13 @@ pub(crate) struct RldsSource {
 
 impl RldsSource {
     /// Opens the builder at `path` (a version folder or its parent).
-    pub fn open(path: &Path, options: &OpenOptions) -> Result<(RldsSource, DatasetInfo)> {
-        let builder = BuilderInfo::read(path)?;
+    pub fn open(path: &Path, options: &OpenOptions, storage: &Storage) -> Result<(RldsSource, DatasetInfo)> {
+        let builder = BuilderInfo::read(path, storage)?;
         let features_path = builder.dir.join(FEATURES);
-        if !features_path.is_file() {
+        if !storage.is_file(&features_path)? {
             return Err(Error::Missing { file: builder.dir.clone(), what: "file", path: FEATURES.into() });
         }
-        let features = Features::read(&features_path)?;
+        let features = Features::read(&features_path, storage)?;
         let split = builder.split(options.split.as_deref())?;
         let rate_hz = match options.rate_hz {
             Some(hz) => hz,
@@ -126,7 +126,7 @@ impl RldsSource {
             .par_iter()
             .enumerate()
             .map(|(shard_index, (shard_path, expected))| {
-                let file = File::open(shard_path).map_err(|error| Error::Io { file: shard_path.clone(), error })?;
+                let file = storage.open(shard_path)?;
                 let records = tfrecord::index_shard(shard_path, &file)?;
                 if let Some(expected) = expected {
                     if records.len() as u64 != *expected {
@@ -511,7 +511,7 @@ fn step_count_leaf(leaves: &[Leaf]) -> Option<usize> {
 /// Indexes one record: where each leaf's Feature lies, and the step count.
 fn index_record(
     path: &Path,
-    file: &File,
+    file: &Blob,
     shard: usize,
     record: usize,
     span: RecordSpan,

@@ -10,7 +10,7 @@
 //! CRC) and seeks over the payloads; a payload's CRC is checked when the
 //! whole record is first read ([`verify_payload`]).
 
-use std::fs::File;
+use robocache_storage::Blob;
 use std::path::Path;
 
 use crate::direct_read::read_exact_at;
@@ -49,8 +49,8 @@ impl RecordSpan {
 }
 
 /// The records of a shard, from their headers only.
-pub fn index_shard(path: &Path, file: &File) -> Result<Vec<RecordSpan>> {
-    let size = file.metadata().map_err(|error| Error::Io { file: path.to_path_buf(), error })?.len();
+pub fn index_shard(path: &Path, file: &Blob) -> Result<Vec<RecordSpan>> {
+    let size = file.len();
     let mut records = Vec::new();
     let mut at = 0u64;
     while at < size {
@@ -98,7 +98,7 @@ pub fn index_shard(path: &Path, file: &File) -> Result<Vec<RecordSpan>> {
 }
 
 /// Reads the whole payload of `span` in chunks and checks its CRC32C.
-pub fn verify_payload(path: &Path, file: &File, record: usize, span: RecordSpan) -> Result<()> {
+pub fn verify_payload(path: &Path, file: &Blob, record: usize, span: RecordSpan) -> Result<()> {
     const CHUNK: u64 = 1 << 20;
     let io = |error| Error::Io { file: path.to_path_buf(), error };
     let mut buffer = vec![0u8; CHUNK.min(span.len) as usize];
@@ -165,7 +165,7 @@ mod tests {
         bytes.extend(frame(b""));
         bytes.extend(frame(&[7u8; 3000]));
         std::fs::write(&path, &bytes).unwrap();
-        let file = File::open(&path).unwrap();
+        let file = robocache_storage::Storage::new(Default::default()).open(&path).unwrap();
         let records = index_shard(&path, &file).unwrap();
         assert_eq!(records.iter().map(|r| r.len).collect::<Vec<_>>(), vec![12, 0, 3000]);
         for (i, r) in records.iter().enumerate() {
@@ -175,11 +175,11 @@ mod tests {
         let mut flipped = bytes.clone();
         flipped[12 + 3] ^= 1;
         std::fs::write(&path, &flipped).unwrap();
-        let file = File::open(&path).unwrap();
+        let file = robocache_storage::Storage::new(Default::default()).open(&path).unwrap();
         let err = verify_payload(&path, &file, 0, records[0]).unwrap_err().to_string();
         assert!(err.contains("record 0") && err.contains("CRC32C of the 12-byte payload"), "{err}");
         std::fs::write(&path, &bytes[..bytes.len() - 10]).unwrap();
-        let file = File::open(&path).unwrap();
+        let file = robocache_storage::Storage::new(Default::default()).open(&path).unwrap();
         let err = index_shard(&path, &file).unwrap_err().to_string();
         assert!(err.contains("record 2") && err.contains("truncated"), "{err}");
     }

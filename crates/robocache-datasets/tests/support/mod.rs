@@ -7,6 +7,8 @@
 
 #![allow(dead_code)]
 
+pub mod servers;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

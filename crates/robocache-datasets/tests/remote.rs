@@ -1,0 +1,288 @@
+//! Datasets read where they live: the RLDS, LeRobot and robomimic fixtures
+//! served by real servers that the tests start (nginx over HTTP, nginx laid
+//! out as the Hugging Face Hub, moto's S3 server), read remote and compared
+//! with the same fixture read local, stream for stream and row for row; a
+//! proxy that drops connections, answers 500 and cuts bodies short in
+//! front of them; and the errors of missing objects and dead servers.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use robocache_datasets::{Dataset, OpenOptions, StorageOptions};
+use support::servers::{self, Fault};
+
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+fn options(cache: &Path, store: Vec<(String, String)>) -> OpenOptions {
+    OpenOptions {
+        rate_hz: None,
+        storage: StorageOptions { cache_dir: Some(cache.to_path_buf()), cache_bytes: None, options: store },
+        ..Default::default()
+    }
+}
+
+fn rlds_options(cache: &Path, store: Vec<(String, String)>) -> OpenOptions {
+    OpenOptions { rate_hz: Some(10.0), ..options(cache, store) }
+}
+
+/// Every stream of every episode, read whole, with the episode model.
+/// Streams that fail (H.264 frames, which this build does not decode)
+/// give their error text, which must be the same too.
+fn contents(dataset: &Dataset) -> Vec<(String, String, Result<Vec<u8>, String>)> {
+    let mut out = Vec::new();
+    for (e, episode) in dataset.info().episodes.iter().enumerate() {
+        for stream in &episode.streams {
+            let read = dataset
+                .read_rows(e, &stream.name, 0..stream.len)
+                .map(|v| v.as_slice().as_bytes().to_vec())
+                .map_err(|err| err.to_string().rsplit(": ").next().unwrap_or_default().to_owned());
+            out.push((episode.name.clone(), format!("{} {:?} {}", stream.name, stream.step_shape, stream.len), read));
+        }
+    }
+    out
+}
+
+fn assert_same(local: &Dataset, remote: &Dataset, what: &str) {
+    assert_eq!(local.format(), remote.format(), "{what}");
+    assert_eq!(local.len(), remote.len(), "{what}: episodes");
+    let (a, b) = (contents(local), contents(remote));
+    assert_eq!(a.len(), b.len(), "{what}: streams");
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!(x.0, y.0, "{what}");
+        assert_eq!(x.1, y.1, "{what}: episode {}", x.0);
+        if x.2 != y.2 {
+            let show = |r: &Result<Vec<u8>, String>| match r {
+                Ok(bytes) => format!("{} bytes {:?}", bytes.len(), &bytes[..bytes.len().min(16)]),
+                Err(e) => e.clone(),
+            };
+            panic!("{what}: episode {} stream {}: remote {} != local {}", x.0, x.1, show(&y.2), show(&x.2));
+        }
+    }
+}
+
+/// A site with the fixtures: RLDS, LeRobot roots, a robomimic file, and the
+/// LeRobot av1 and v21 roots laid out as the Hub serves them.
+struct Site {
+    dir: tempfile::TempDir,
+    robomimic: PathBuf,
+    _robomimic_dir: tempfile::TempDir,
+}
+
+fn site() -> Site {
+    let dir = tempfile::tempdir().unwrap();
+    let (robomimic_dir, robomimic) = support::fixture("robomimic", "lift.hdf5", &[]);
+    let copy = |from: &Path, to: &str| {
+        let output = std::process::Command::new("cp").arg("-r").arg(from).arg(dir.path().join(to)).output().unwrap();
+        assert!(output.status.success());
+    };
+    copy(&fixtures().join("rlds"), "rlds");
+    copy(&fixtures().join("lerobot"), "lerobot");
+    std::fs::copy(&robomimic, dir.path().join("lift.hdf5")).unwrap();
+    servers::hub_layout(dir.path(), "robocache/av1", "main", &fixtures().join("lerobot/av1"));
+    servers::hub_layout(dir.path(), "robocache/v21", "v2.1", &fixtures().join("lerobot/v21"));
+    Site { dir, robomimic, _robomimic_dir: robomimic_dir }
+}
+
+const RLDS: &str = "rlds/robocache_fixture_dict/1.0.0";
+const LEROBOT_ROOTS: [&str; 4] = ["av1", "h264", "images", "v21"];
+
+#[test]
+fn fixtures_read_over_http_equal_the_local_ones() {
+    let site = site();
+    let nginx = servers::nginx(site.dir.path());
+    let cache = tempfile::tempdir().unwrap();
+    let base = nginx.url();
+
+    let local = Dataset::open_with(fixtures().join(RLDS), &rlds_options(cache.path(), vec![])).unwrap();
+    let remote = Dataset::open_with(format!("{base}/{RLDS}"), &rlds_options(cache.path(), vec![])).unwrap();
+    assert_eq!(remote.info().path, PathBuf::from(format!("{base}/{RLDS}")));
+    assert_same(&local, &remote, "RLDS over HTTP");
+
+    // Plain HTTP cannot list: the LeRobot episode files are found by name.
+    for root in LEROBOT_ROOTS {
+        let local = Dataset::open(fixtures().join("lerobot").join(root)).unwrap();
+        let remote = Dataset::open_with(format!("{base}/lerobot/{root}"), &options(cache.path(), vec![])).unwrap();
+        assert_same(&local, &remote, &format!("LeRobot {root} over HTTP"));
+    }
+
+    // HDF5 is fetched whole into the cache, then read as a local file.
+    let local = Dataset::open(&site.robomimic).unwrap();
+    let remote = Dataset::open_with(format!("{base}/lift.hdf5"), &options(cache.path(), vec![])).unwrap();
+    assert_same(&local, &remote, "robomimic over HTTP");
+
+    // A second dataset over the same cache reads no byte from the network.
+    let again = Dataset::open_with(format!("{base}/lerobot/av1"), &options(cache.path(), vec![])).unwrap();
+    let _ = contents(&again);
+    let usage = again.storage().usage();
+    assert_eq!(usage.bytes_fetched, 0, "{usage:?}");
+    assert!(usage.bytes_from_cache > 0, "{usage:?}");
+}
+
+#[test]
+fn lerobot_roots_read_from_the_hub_layout_equal_the_local_ones() {
+    let site = site();
+    let nginx = servers::nginx(site.dir.path());
+    let cache = tempfile::tempdir().unwrap();
+    let hub = vec![("hf_endpoint".to_owned(), nginx.url())];
+    for (url, root) in [("hf://datasets/robocache/av1", "av1"), ("hf://datasets/robocache/v21@v2.1", "v21")] {
+        let local = Dataset::open(fixtures().join("lerobot").join(root)).unwrap();
+        let remote = Dataset::open_with(url, &options(cache.path(), hub.clone())).unwrap();
+        assert_same(&local, &remote, url);
+    }
+    // A revision the Hub does not have is a clear error naming the URL.
+    let err = Dataset::open_with("hf://datasets/robocache/av1@nope", &options(cache.path(), hub)).unwrap_err();
+    assert!(err.to_string().contains("hf://datasets/robocache/av1@nope"), "{err}");
+}
+
+#[test]
+fn fixtures_read_from_s3_equal_the_local_ones_and_the_second_pass_reads_no_network() {
+    let site = site();
+    let moto = servers::moto();
+    servers::upload(&moto, "robots", site.dir.path(), "data");
+    let cache = tempfile::tempdir().unwrap();
+    let s3 = servers::s3_options(&moto);
+
+    // Found by listing: the RLDS version folder, the LeRobot episode files.
+    let local =
+        Dataset::open_with(fixtures().join(RLDS).parent().unwrap(), &rlds_options(cache.path(), vec![])).unwrap();
+    let remote =
+        Dataset::open_with("s3://robots/data/rlds/robocache_fixture_dict", &rlds_options(cache.path(), s3.clone()))
+            .unwrap();
+    assert_same(&local, &remote, "RLDS from S3");
+    for root in LEROBOT_ROOTS {
+        let local = Dataset::open(fixtures().join("lerobot").join(root)).unwrap();
+        let url = format!("s3://robots/data/lerobot/{root}");
+        let remote = Dataset::open_with(&url, &options(cache.path(), s3.clone())).unwrap();
+        assert_same(&local, &remote, &url);
+        // The second epoch: no request at all.
+        let before = remote.storage().usage();
+        let _ = contents(&remote);
+        let after = remote.storage().usage();
+        assert_eq!((after.requests, after.bytes_fetched), (before.requests, before.bytes_fetched), "{url}");
+    }
+    let local = Dataset::open(&site.robomimic).unwrap();
+    let remote = Dataset::open_with("s3://robots/data/lift.hdf5", &options(cache.path(), s3.clone())).unwrap();
+    assert_same(&local, &remote, "robomimic from S3");
+
+    // Without the cache every read fetches exactly its bytes, and HDF5 says why it cannot.
+    let uncached = OpenOptions {
+        storage: StorageOptions { cache_bytes: Some(0), options: s3.clone(), ..Default::default() },
+        ..Default::default()
+    };
+    let local = Dataset::open(fixtures().join("lerobot/av1")).unwrap();
+    let remote = Dataset::open_with("s3://robots/data/lerobot/av1", &uncached).unwrap();
+    assert_same(&local, &remote, "LeRobot from S3 without cache");
+    let err = Dataset::open_with("s3://robots/data/lift.hdf5", &uncached).unwrap_err().to_string();
+    assert!(err.contains("s3://robots/data/lift.hdf5") && err.contains("cache"), "{err}");
+
+    // Missing objects and unknown options are clear errors.
+    let err = Dataset::open_with("s3://robots/data/nothing.hdf5", &options(cache.path(), s3.clone())).unwrap_err();
+    assert!(err.to_string().contains("s3://robots/data/nothing.hdf5"), "{err}");
+    let mut bad = s3.clone();
+    bad.push(("aws_no_such_option".into(), "1".into()));
+    let err = Dataset::open_with("s3://robots/data/lift.hdf5", &options(cache.path(), bad)).unwrap_err();
+    assert!(err.to_string().contains("aws_no_such_option"), "{err}");
+}
+
+#[test]
+fn dropped_connections_server_errors_and_cut_bodies_are_retried_and_nothing_wrong_is_delivered() {
+    let site = site();
+    let nginx = servers::nginx(site.dir.path());
+    let proxy = servers::faulty_proxy(
+        nginx.port,
+        vec![Fault::Pass, Fault::ServerError, Fault::Pass, Fault::Drop, Fault::Pass, Fault::Truncate],
+    );
+    // A fresh cache: every block is fetched through the proxy once.
+    let cache = tempfile::tempdir().unwrap();
+    let through =
+        |store: Vec<(String, String)>, rate_hz: Option<f64>| OpenOptions { rate_hz, ..options(cache.path(), store) };
+    let local = Dataset::open_with(fixtures().join(RLDS), &rlds_options(cache.path(), vec![])).unwrap();
+    let remote = Dataset::open_with(format!("{}/{RLDS}", proxy.url()), &through(vec![], Some(10.0))).unwrap();
+    assert_same(&local, &remote, "RLDS through the faulty proxy");
+    let hub = vec![("hf_endpoint".to_owned(), proxy.url())];
+    for (url, root) in [("hf://datasets/robocache/av1", "av1"), ("hf://datasets/robocache/v21@v2.1", "v21")] {
+        let local = Dataset::open(fixtures().join("lerobot").join(root)).unwrap();
+        let remote = Dataset::open_with(url, &through(hub.clone(), None)).unwrap();
+        assert_same(&local, &remote, &format!("{url} through the faulty proxy"));
+    }
+    let local = Dataset::open(&site.robomimic).unwrap();
+    let remote = Dataset::open_with(format!("{}/lift.hdf5", proxy.url()), &through(vec![], None)).unwrap();
+    assert_same(&local, &remote, "robomimic through the faulty proxy");
+    let faults = proxy.faults.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(faults >= 10, "the proxy broke only {faults} requests");
+
+    // A server that always fails: reported, naming the URL, within the retry budget.
+    let dead = servers::faulty_proxy(nginx.port, vec![Fault::ServerError]);
+    let quick = vec![("max_retries".to_owned(), "2".to_owned()), ("retry_timeout".to_owned(), "5".to_owned())];
+    let start = Instant::now();
+    let err =
+        Dataset::open_with(format!("{}/lift.hdf5", dead.url()), &options(tempfile::tempdir().unwrap().path(), quick))
+            .unwrap_err()
+            .to_string();
+    assert!(err.contains(&format!("{}/lift.hdf5", dead.url())) && err.contains("500"), "{err}");
+    assert!(start.elapsed() < Duration::from_secs(20), "gave up after {:?}", start.elapsed());
+    // Bodies cut on every other request, one retry: whatever is read is right.
+    let cutting = servers::faulty_proxy(nginx.port, vec![Fault::Pass, Fault::Truncate]);
+    let cache = tempfile::tempdir().unwrap();
+    let quick = vec![("max_retries".to_owned(), "1".to_owned())];
+    let local = contents(&local_rlds());
+    if let Ok(remote) = Dataset::open_with(format!("{}/{RLDS}", cutting.url()), &rlds_options(cache.path(), quick)) {
+        for (x, y) in local.iter().zip(&contents(&remote)) {
+            if let Ok(bytes) = &y.2 {
+                assert_eq!(Some(bytes), x.2.as_ref().ok(), "a read through a cutting proxy delivered wrong bytes");
+            }
+        }
+    }
+}
+
+fn local_rlds() -> Dataset {
+    Dataset::open_with(fixtures().join(RLDS), &OpenOptions { rate_hz: Some(10.0), ..Default::default() }).unwrap()
+}
+
+#[test]
+fn processes_sharing_a_cache_read_the_same_bytes_and_the_budget_is_kept() {
+    let site = site();
+    let nginx = servers::nginx(site.dir.path());
+    let cache = tempfile::tempdir().unwrap();
+    let url = format!("{}/lerobot/images", nginx.url());
+    let local = Dataset::open(fixtures().join("lerobot/images")).unwrap();
+    // Four storages over one cache directory (as four processes of a node), reading at once.
+    std::thread::scope(|scope| {
+        for _ in 0..4 {
+            scope.spawn(|| {
+                let remote = Dataset::open_with(&url, &options(cache.path(), vec![])).unwrap();
+                assert_same(&local, &remote, "LeRobot images, shared cache");
+            });
+        }
+    });
+    // A budget smaller than the dataset: objects are evicted, reads stay right.
+    let small = OpenOptions {
+        storage: StorageOptions {
+            cache_dir: Some(cache.path().to_path_buf()),
+            cache_bytes: Some(64 << 10),
+            options: vec![],
+        },
+        ..Default::default()
+    };
+    let remote = Dataset::open_with(format!("{}/lerobot/av1", nginx.url()), &small).unwrap();
+    assert_same(&Dataset::open(fixtures().join("lerobot/av1")).unwrap(), &remote, "LeRobot av1, small cache");
+    let mut on_disk = 0u64;
+    let mut stack = vec![cache.path().to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let entry = entry.unwrap();
+            let meta = entry.metadata().unwrap();
+            if meta.is_dir() {
+                stack.push(entry.path());
+            } else {
+                on_disk += std::os::unix::fs::MetadataExt::blocks(&meta) * 512;
+            }
+        }
+    }
+    // Within the budget plus the objects this process still has open.
+    assert!(on_disk < 1 << 20, "the cache holds {on_disk} bytes on disk with a 64 KiB budget");
+}

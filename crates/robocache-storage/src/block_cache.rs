@@ -1,0 +1,211 @@
+//! The node-local block cache: every remote object a reader touches is kept
+//! as a sparse file of its own size beside a map of which 4 MiB blocks are
+//! there.
+//!
+//! ```text
+//! <cache dir>/blocks-4MiB/<store>/<key>~<version>.data    the object's bytes, sparse
+//! <cache dir>/blocks-4MiB/<store>/<key>~<version>.blocks  one byte per block: 1 once its bytes are written
+//! ```
+//!
+//! `<version>` is a CRC32C of the URL, size and ETag, so an object replaced
+//! on the server gets new files. Many processes of a node share the
+//! directory without locks: a block's bytes are written (`pwrite`) before
+//! its marker byte, two writers of one block write the same bytes, and a
+//! reader reads a block only after seeing its marker. A process that dies
+//! mid-write leaves the marker unset, and the block is fetched again.
+//! Over the byte budget, whole objects are removed, least recently opened
+//! first (the map's modification time); a process that has them open keeps
+//! reading its (unlinked) files. A process's own objects go last.
+
+use std::collections::HashSet;
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::location::RemoteUrl;
+use crate::{Error, Result};
+
+/// Bytes of one cached block (one ranged request).
+pub const BLOCK_BYTES: u64 = 4 << 20;
+const LAYOUT_DIR: &str = "blocks-4MiB";
+const UNKNOWN: u64 = u64::MAX;
+
+/// The cache directory of one process (see the module docs).
+#[derive(Debug)]
+pub(crate) struct BlockCache {
+    dir: PathBuf,
+    budget: u64,
+    /// Bytes on disk, as last counted plus what this process wrote since.
+    used: AtomicU64,
+    last_scan: Mutex<Option<Instant>>,
+    /// `.data` files this process has open: never removed by its own eviction.
+    open_here: Mutex<HashSet<PathBuf>>,
+}
+
+/// One object's files in the cache.
+#[derive(Debug)]
+pub(crate) struct CachedObject {
+    pub data_path: PathBuf,
+    data: File,
+    markers: File,
+    blocks: u64,
+}
+
+fn io(file: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
+    move |source| Error::Io { file: file.to_path_buf(), source }
+}
+
+/// A path segment safe on every filesystem, kept readable.
+fn segment(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            'A'..='Z' | 'a'..='z' | '0'..='9' | '.' | '_' | '-' | '@' | '%' | '+' | '=' => c,
+            _ => '_',
+        })
+        .collect()
+}
+
+impl BlockCache {
+    pub fn new(dir: PathBuf, budget: u64) -> BlockCache {
+        BlockCache {
+            dir,
+            budget,
+            used: AtomicU64::new(UNKNOWN),
+            last_scan: Mutex::new(None),
+            open_here: Mutex::new(HashSet::new()),
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The files of `url` (`size` bytes, `etag`), created when missing.
+    pub fn object(&self, url: &RemoteUrl, size: u64, etag: Option<&str>) -> Result<CachedObject> {
+        let (scheme, authority) = url.store.split_once("://").unwrap_or(("store", &url.store));
+        let mut path = self.dir.join(LAYOUT_DIR).join(segment(scheme));
+        for part in authority.split('/').chain(url.key.split('/')).filter(|p| !p.is_empty()) {
+            path.push(segment(part));
+        }
+        let version = crc32c::crc32c(format!("{}\n{size}\n{}", url.url(), etag.unwrap_or("")).as_bytes());
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "object".into());
+        let data_path = path.with_file_name(format!("{name}~{version:08x}.data"));
+        let markers_path = path.with_file_name(format!("{name}~{version:08x}.blocks"));
+        let parent = data_path.parent().unwrap_or(&self.dir).to_path_buf();
+        std::fs::create_dir_all(&parent).map_err(io(&parent))?;
+        let open = |path: &Path| OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path);
+        let data = open(&data_path).map_err(io(&data_path))?;
+        let markers = open(&markers_path).map_err(io(&markers_path))?;
+        let blocks = size.div_ceil(BLOCK_BYTES);
+        // A new file is sized once; a file of another size was not written
+        // by robocache's layout: start it again.
+        if data.metadata().map_err(io(&data_path))?.len() != size {
+            markers.set_len(0).map_err(io(&markers_path))?;
+            data.set_len(size).map_err(io(&data_path))?;
+        }
+        if markers.metadata().map_err(io(&markers_path))?.len() != blocks {
+            markers.set_len(blocks).map_err(io(&markers_path))?;
+        }
+        // Recently opened objects are evicted last.
+        let _ = markers.set_modified(SystemTime::now());
+        self.open_here.lock().unwrap_or_else(|e| e.into_inner()).insert(data_path.clone());
+        Ok(CachedObject { data_path, data, markers, blocks })
+    }
+
+    /// Counts `bytes` newly written; over the budget, removes least recently
+    /// opened objects (at most one directory scan a second).
+    pub fn added(&self, bytes: u64) {
+        let used = self.used.load(Ordering::Relaxed);
+        let used = match used {
+            UNKNOWN => self.scan_and_evict(),
+            _ => self.used.fetch_add(bytes, Ordering::Relaxed) + bytes,
+        };
+        if used > self.budget {
+            let mut last = self.last_scan.lock().unwrap_or_else(|e| e.into_inner());
+            if last.is_none_or(|at| at.elapsed() >= Duration::from_secs(1)) {
+                *last = Some(Instant::now());
+                drop(last);
+                self.scan_and_evict();
+            }
+        }
+    }
+
+    /// Bytes the cache holds on disk (counted now).
+    pub fn scan_and_evict(&self) -> u64 {
+        let mut objects = Vec::new();
+        let mut stack = vec![self.dir.join(LAYOUT_DIR)];
+        while let Some(dir) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                let Ok(meta) = entry.metadata() else { continue };
+                if meta.is_dir() {
+                    stack.push(path);
+                } else if path.extension().is_some_and(|e| e == "blocks") {
+                    let data = path.with_extension("data");
+                    let on_disk = std::fs::metadata(&data).map(|m| m.blocks() * 512).unwrap_or(0);
+                    let used_at = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+                    objects.push((used_at, data, path, on_disk));
+                }
+            }
+        }
+        let mut used: u64 = objects.iter().map(|o| o.3).sum();
+        if used > self.budget {
+            let target = self.budget - self.budget / 10;
+            let open_here = self.open_here.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            // This process's own objects last: it is reading them.
+            objects.sort_by_key(|o| (open_here.contains(&o.1), o.0));
+            for (_, data, markers, on_disk) in objects {
+                if used <= target {
+                    break;
+                }
+                // Data first: a process that opens the object meanwhile
+                // creates a new data file, and a new data file always
+                // starts its map again, so no map ever vouches for bytes
+                // of a file it was not written with.
+                if std::fs::remove_file(&data).is_ok() {
+                    let _ = std::fs::remove_file(&markers);
+                    used = used.saturating_sub(on_disk);
+                    tracing::debug!(file = %data.display(), bytes = on_disk, "evicted from the remote-data cache");
+                }
+            }
+        }
+        self.used.store(used, Ordering::Relaxed);
+        used
+    }
+}
+
+impl CachedObject {
+    /// The blocks in `blocks` whose bytes are not in the cache yet.
+    pub fn missing(&self, blocks: std::ops::Range<u64>) -> Result<Vec<u64>> {
+        let blocks = blocks.start.min(self.blocks)..blocks.end.min(self.blocks);
+        let mut markers = vec![0u8; (blocks.end - blocks.start) as usize];
+        // A map shorter than expected (another process restarting it) reads as "missing".
+        let mut read = 0;
+        while read < markers.len() {
+            match self.markers.read_at(&mut markers[read..], blocks.start + read as u64) {
+                Ok(0) => break,
+                Ok(n) => read += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(source) => return Err(Error::Io { file: self.data_path.with_extension("blocks"), source }),
+            }
+        }
+        Ok(blocks.zip(markers).filter(|(_, m)| *m != 1).map(|(b, _)| b).collect())
+    }
+
+    /// Writes block `block`'s bytes, then marks it present.
+    pub fn store(&self, block: u64, bytes: &[u8]) -> Result<()> {
+        self.data.write_all_at(bytes, block * BLOCK_BYTES).map_err(io(&self.data_path))?;
+        self.markers
+            .write_all_at(&[1], block)
+            .map_err(|source| Error::Io { file: self.data_path.with_extension("blocks"), source })
+    }
+
+    /// Reads cached bytes (every block of the range must be present).
+    pub fn read_exact_at(&self, buffer: &mut [u8], offset: u64) -> Result<()> {
+        self.data.read_exact_at(buffer, offset).map_err(io(&self.data_path))
+    }
+}

@@ -1,0 +1,509 @@
+//! [`Storage`]: opens local files and remote objects alike, as [`Blob`]s.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::ops::Range;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
+use object_store::{ObjectStore, ObjectStoreExt};
+
+use crate::block_cache::{BlockCache, CachedObject, BLOCK_BYTES};
+use crate::location::{Location, RemoteUrl, StoreKind};
+use crate::stores::{self, HubAccess};
+use crate::{Error, Result};
+
+/// The cache's byte budget when none is given: 64 GiB.
+pub const DEFAULT_CACHE_BYTES: u64 = 64 << 30;
+/// Tries of one ranged read whose body is shorter than asked (a server
+/// that ends a response early but cleanly). Errors are retried by the
+/// client itself (`stores::retry_config`).
+const READ_TRIES: usize = 4;
+/// Ranged requests in flight per read.
+const REQUESTS_IN_FLIGHT: usize = 8;
+
+/// How remote datasets are read. Local paths ignore it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StorageOptions {
+    /// The node-local cache directory, shared by the processes of a node;
+    /// `None`: `$XDG_CACHE_HOME/robocache/remote`, else `~/.cache/robocache/remote`.
+    pub cache_dir: Option<PathBuf>,
+    /// The cache's byte budget; `None`: [`DEFAULT_CACHE_BYTES`]. `Some(0)`
+    /// turns the cache off: every read goes to the network, for exactly its
+    /// bytes (and HDF5 files cannot be read remotely).
+    pub cache_bytes: Option<u64>,
+    /// Store options, applied after what the environment gives:
+    /// `object_store`'s configuration keys (`aws_endpoint`, `aws_region`,
+    /// `aws_access_key_id`, `google_service_account`, `azure_storage_account_name`,
+    /// `allow_http`, `timeout`, `connect_timeout`, ...) and, for the Hub,
+    /// `hf_endpoint` and `hf_token`.
+    pub options: Vec<(String, String)>,
+}
+
+impl StorageOptions {
+    fn cache_dir(&self) -> PathBuf {
+        if let Some(dir) = &self.cache_dir {
+            return dir.clone();
+        }
+        let base = std::env::var_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+            .unwrap_or_else(std::env::temp_dir);
+        base.join("robocache").join("remote")
+    }
+}
+
+/// What the remote reads of a [`Storage`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StorageUsage {
+    /// Requests sent (HEADs, ranged GETs, listings), retries included.
+    pub requests: u64,
+    /// Bytes received in ranged GETs.
+    pub bytes_fetched: u64,
+    /// Bytes read from the node-local cache without a request.
+    pub bytes_from_cache: u64,
+    /// Ranged reads retried after an error or a short body.
+    pub retries: u64,
+}
+
+/// Opens the files of datasets: local paths directly, URLs of remote stores
+/// (`s3://`, `gs://`, `az://`, `http(s)://`, `hf://datasets/...`) through one
+/// client per store and the node-local block cache. Cheap to clone (shared).
+///
+/// ```no_run
+/// use std::path::Path;
+/// use robocache_storage::{Storage, StorageOptions};
+///
+/// let storage = Storage::new(StorageOptions::default());
+/// let info = storage.read(Path::new("hf://datasets/lerobot/pusht/meta/info.json"))?;
+/// let video = storage.open(Path::new("s3://bucket/pusht/videos/chunk-000/file-000.mp4"))?;
+/// let mut head = [0u8; 8];
+/// video.read_exact_at(&mut head, 0)?; // one 4 MiB block fetched, cached on disk
+/// # Ok::<(), robocache_storage::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Storage {
+    shared: Arc<Shared>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    options: StorageOptions,
+    runtime: OnceLock<std::result::Result<tokio::runtime::Runtime, String>>,
+    stores: Mutex<HashMap<String, Arc<dyn ObjectStore>>>,
+    objects: Mutex<HashMap<String, Arc<RemoteObject>>>,
+    cache: Option<BlockCache>,
+    requests: AtomicU64,
+    bytes_fetched: AtomicU64,
+    bytes_from_cache: AtomicU64,
+    retries: AtomicU64,
+}
+
+/// A remote object: its store, size and ETag (read once per process), and its cache files.
+#[derive(Debug)]
+struct RemoteObject {
+    url: RemoteUrl,
+    text: String,
+    store: Arc<dyn ObjectStore>,
+    key: object_store::path::Path,
+    size: u64,
+    cached: Option<CachedObject>,
+}
+
+/// An open file: local, or a remote object read in ranges. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Blob {
+    inner: Arc<BlobInner>,
+}
+
+#[derive(Debug)]
+enum BlobInner {
+    Local { path: PathBuf, file: File, len: u64 },
+    Remote { object: Arc<RemoteObject>, shared: Arc<Shared> },
+}
+
+impl Storage {
+    /// A storage with `options`; nothing is opened until a remote path is.
+    pub fn new(options: StorageOptions) -> Storage {
+        let cache = match options.cache_bytes {
+            Some(0) => None,
+            budget => Some(BlockCache::new(options.cache_dir(), budget.unwrap_or(DEFAULT_CACHE_BYTES))),
+        };
+        Storage {
+            shared: Arc::new(Shared {
+                options,
+                runtime: OnceLock::new(),
+                stores: Mutex::new(HashMap::new()),
+                objects: Mutex::new(HashMap::new()),
+                cache,
+                requests: AtomicU64::new(0),
+                bytes_fetched: AtomicU64::new(0),
+                bytes_from_cache: AtomicU64::new(0),
+                retries: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// The options this storage was made with.
+    pub fn options(&self) -> &StorageOptions {
+        &self.shared.options
+    }
+
+    /// The cache directory, `None` with the cache off.
+    pub fn cache_dir(&self) -> Option<&Path> {
+        self.shared.cache.as_ref().map(|c| c.dir())
+    }
+
+    /// What remote reads did so far.
+    pub fn usage(&self) -> StorageUsage {
+        let s = &self.shared;
+        StorageUsage {
+            requests: s.requests.load(Ordering::Relaxed),
+            bytes_fetched: s.bytes_fetched.load(Ordering::Relaxed),
+            bytes_from_cache: s.bytes_from_cache.load(Ordering::Relaxed),
+            retries: s.retries.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Opens `path` (local, or a remote object: one HEAD request per process).
+    pub fn open(&self, path: &Path) -> Result<Blob> {
+        match Location::parse(path)? {
+            Location::Local(path) => {
+                let file = File::open(&path).map_err(|source| Error::Io { file: path.clone(), source })?;
+                let len = file.metadata().map_err(|source| Error::Io { file: path.clone(), source })?.len();
+                Ok(Blob { inner: Arc::new(BlobInner::Local { path, file, len }) })
+            }
+            Location::Remote(url) => {
+                let object = self.shared.object(&url)?;
+                Ok(Blob { inner: Arc::new(BlobInner::Remote { object, shared: self.shared.clone() }) })
+            }
+        }
+    }
+
+    /// The whole of `path`.
+    pub fn read(&self, path: &Path) -> Result<Vec<u8>> {
+        if let Location::Local(path) = Location::parse(path)? {
+            return std::fs::read(&path).map_err(|source| Error::Io { file: path, source });
+        }
+        let blob = self.open(path)?;
+        let mut bytes = vec![0u8; blob.len() as usize];
+        blob.read_exact_at(&mut bytes, 0)?;
+        Ok(bytes)
+    }
+
+    /// The whole of `path` as UTF-8 text.
+    pub fn read_to_string(&self, path: &Path) -> Result<String> {
+        let bytes = self.read(path)?;
+        String::from_utf8(bytes).map_err(|_| Error::Io {
+            file: path.to_path_buf(),
+            source: std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text"),
+        })
+    }
+
+    /// True when `path` is a file (a remote object that exists). Errors
+    /// other than "not found" (denied, unreachable) are returned.
+    pub fn is_file(&self, path: &Path) -> Result<bool> {
+        match Location::parse(path)? {
+            Location::Local(path) => Ok(path.is_file()),
+            Location::Remote(url) => match self.shared.object(&url) {
+                Ok(_) => Ok(true),
+                Err(e) if e.is_not_found() => Ok(false),
+                Err(e) => Err(e),
+            },
+        }
+    }
+
+    /// True when `path` is a local directory, or a remote prefix (a remote
+    /// path is a directory when it is not an object).
+    pub fn is_dir(&self, path: &Path) -> Result<bool> {
+        match Location::parse(path)? {
+            Location::Local(path) => Ok(path.is_dir()),
+            Location::Remote(url) if url.key.is_empty() => Ok(true),
+            Location::Remote(_) => Ok(!self.is_file(path)?),
+        }
+    }
+
+    /// Every file below `dir`, recursively, as paths joined onto `dir`. A
+    /// directory that does not exist has no files.
+    pub fn list_files(&self, dir: &Path) -> Result<Vec<PathBuf>> {
+        match Location::parse(dir)? {
+            Location::Local(dir) => list_local(&dir),
+            Location::Remote(url) => {
+                let keys = self.shared.list(&url)?;
+                let prefix = match url.key.is_empty() {
+                    true => String::new(),
+                    false => format!("{}/", url.key),
+                };
+                let mut out: Vec<PathBuf> = keys
+                    .iter()
+                    .filter_map(|key| key.strip_prefix(&prefix))
+                    .map(|relative| dir.join(relative))
+                    .collect();
+                out.sort();
+                Ok(out)
+            }
+        }
+    }
+
+    /// A local file with the bytes of `path`: `path` itself, or for a remote
+    /// object its cache file, every block fetched first (for readers that
+    /// need a file, as the HDF5 library does).
+    pub fn local_file(&self, path: &Path) -> Result<PathBuf> {
+        match Location::parse(path)? {
+            Location::Local(path) => Ok(path),
+            Location::Remote(url) => {
+                let object = self.shared.object(&url)?;
+                let Some(cached) = &object.cached else {
+                    return Err(Error::InvalidUrl {
+                        url: url.url(),
+                        reason: "is read as a whole local file (HDF5), which needs the node-local cache: give it a byte budget above 0".into(),
+                    });
+                };
+                self.shared.fill(&object, 0..object.size.div_ceil(BLOCK_BYTES))?;
+                Ok(cached.data_path.clone())
+            }
+        }
+    }
+}
+
+fn list_local(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(source) => return Err(Error::Io { file: dir, source }),
+        };
+        for entry in entries {
+            let entry = entry.map_err(|source| Error::Io { file: dir.clone(), source })?;
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+impl Shared {
+    fn runtime(&self) -> Result<&tokio::runtime::Runtime> {
+        let runtime = self.runtime.get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .thread_name("robocache-storage")
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())
+        });
+        runtime.as_ref().map_err(|e| Error::Runtime(std::io::Error::other(e.clone())))
+    }
+
+    fn store(&self, url: &RemoteUrl) -> Result<Arc<dyn ObjectStore>> {
+        let mut stores = self.stores.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(store) = stores.get(&url.store) {
+            return Ok(store.clone());
+        }
+        let store = stores::build(url, &self.options.options)?;
+        stores.insert(url.store.clone(), store.clone());
+        Ok(store)
+    }
+
+    fn object(&self, url: &RemoteUrl) -> Result<Arc<RemoteObject>> {
+        let text = url.url();
+        if let Some(object) = self.objects.lock().unwrap_or_else(|e| e.into_inner()).get(&text) {
+            return Ok(object.clone());
+        }
+        if url.key.is_empty() {
+            return Err(Error::NotFound { url: text });
+        }
+        let store = self.store(url)?;
+        let key = object_store::path::Path::from(url.key.as_str());
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        let meta = self.runtime()?.block_on(store.head(&key)).map_err(|source| match source {
+            object_store::Error::NotFound { .. } => Error::NotFound { url: text.clone() },
+            source => Error::Request { url: text.clone(), range: None, source: Box::new(source) },
+        })?;
+        let cached = match &self.cache {
+            Some(cache) => Some(cache.object(url, meta.size, meta.e_tag.as_deref())?),
+            None => None,
+        };
+        let object =
+            Arc::new(RemoteObject { url: url.clone(), text: text.clone(), store, key, size: meta.size, cached });
+        self.objects.lock().unwrap_or_else(|e| e.into_inner()).insert(text, object.clone());
+        Ok(object)
+    }
+
+    fn list(&self, url: &RemoteUrl) -> Result<Vec<String>> {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        if let Some((repo, revision)) = &url.hub_repo {
+            let access = HubAccess::find(&self.options.options);
+            return match self.runtime()?.block_on(crate::hub::list_files(&access, repo, revision, &url.key)) {
+                Err(e) if e.is_not_found() => Ok(Vec::new()),
+                other => other,
+            };
+        }
+        let store = self.store(url)?;
+        let prefix = object_store::path::Path::from(url.key.as_str());
+        let listed = self.runtime()?.block_on(async {
+            store.list(Some(&prefix)).map_ok(|meta| meta.location.to_string()).try_collect::<Vec<_>>().await
+        });
+        listed.map_err(|source| {
+            let reason = match (url.kind, &source) {
+                (StoreKind::Http, _) => format!(
+                    "{source} (a plain HTTP server lists directories only through WebDAV PROPFIND: open the dataset's files by name, serve it from an S3-compatible store, or use hf://)"
+                ),
+                _ => source.to_string(),
+            };
+            Error::List { url: url.url(), reason }
+        })
+    }
+
+    /// One ranged GET of exactly `range`, retried on errors and short bodies.
+    async fn fetch(&self, object: &RemoteObject, range: Range<u64>) -> Result<Bytes> {
+        let want = range.end - range.start;
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            self.requests.fetch_add(1, Ordering::Relaxed);
+            match object.store.get_range(&object.key, range.clone()).await {
+                Ok(bytes) if bytes.len() as u64 == want => {
+                    self.bytes_fetched.fetch_add(want, Ordering::Relaxed);
+                    return Ok(bytes);
+                }
+                Ok(bytes) if tries >= READ_TRIES => {
+                    return Err(Error::Truncated { url: object.text.clone(), range, got: bytes.len() as u64, tries })
+                }
+                Ok(bytes) => {
+                    tracing::warn!(url = %object.text, start = range.start, end = range.end, got = bytes.len(), "short body, retrying");
+                }
+                Err(object_store::Error::NotFound { .. }) => return Err(Error::NotFound { url: object.text.clone() }),
+                // The client has retried it already (5xx, dropped
+                // connections, bodies cut short: resumed where they broke).
+                Err(source) => {
+                    return Err(Error::Request { url: object.text.clone(), range: Some(range), source: Box::new(source) })
+                }
+            };
+            self.retries.fetch_add(1, Ordering::Relaxed);
+            tokio::time::sleep(Duration::from_millis(100 << tries)).await;
+        }
+    }
+
+    /// Fetches the missing blocks of `blocks` into the cache, several requests in flight.
+    fn fill(&self, object: &RemoteObject, blocks: Range<u64>) -> Result<()> {
+        let Some(cached) = &object.cached else { return Ok(()) };
+        let missing = cached.missing(blocks)?;
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let written = self.runtime()?.block_on(async {
+            let mut written = 0u64;
+            let mut fetches = futures::stream::iter(missing.iter().map(|&block| async move {
+                let start = block * BLOCK_BYTES;
+                let range = start..(start + BLOCK_BYTES).min(object.size);
+                self.fetch(object, range).await.map(|bytes| (block, bytes))
+            }))
+            .buffer_unordered(REQUESTS_IN_FLIGHT);
+            while let Some(result) = fetches.next().await {
+                let (block, bytes) = result?;
+                cached.store(block, &bytes)?;
+                written += bytes.len() as u64;
+            }
+            Ok::<u64, Error>(written)
+        })?;
+        if let Some(cache) = &self.cache {
+            cache.added(written);
+        }
+        Ok(())
+    }
+}
+
+impl Blob {
+    /// Bytes in the file.
+    pub fn len(&self) -> u64 {
+        match &*self.inner {
+            BlobInner::Local { len, .. } => *len,
+            BlobInner::Remote { object, .. } => object.size,
+        }
+    }
+
+    /// True for an empty file.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The path or URL, for messages.
+    pub fn name(&self) -> String {
+        match &*self.inner {
+            BlobInner::Local { path, .. } => path.display().to_string(),
+            BlobInner::Remote { object, .. } => object.text.clone(),
+        }
+    }
+
+    /// True for a remote object.
+    pub fn is_remote(&self) -> bool {
+        matches!(&*self.inner, BlobInner::Remote { .. })
+    }
+
+    /// Fills `buffer` with the bytes at `offset` (positioned: many threads
+    /// read one blob at once). A remote read fetches the 4 MiB blocks it
+    /// covers that the cache lacks, several at a time, then reads the cache;
+    /// without a cache it fetches exactly the range. Never returns partial data.
+    pub fn read_exact_at(&self, buffer: &mut [u8], offset: u64) -> Result<()> {
+        let end = offset + buffer.len() as u64;
+        match &*self.inner {
+            BlobInner::Local { path, file, len } => {
+                if end > *len {
+                    return Err(Error::OutOfRange { url: path.display().to_string(), range: offset..end, size: *len });
+                }
+                file.read_exact_at(buffer, offset).map_err(|source| Error::Io { file: path.clone(), source })
+            }
+            BlobInner::Remote { object, shared } => {
+                if end > object.size {
+                    return Err(Error::OutOfRange { url: object.text.clone(), range: offset..end, size: object.size });
+                }
+                if buffer.is_empty() {
+                    return Ok(());
+                }
+                match &object.cached {
+                    Some(cached) => {
+                        let blocks = offset / BLOCK_BYTES..(end - 1) / BLOCK_BYTES + 1;
+                        let missing = cached.missing(blocks.clone())?;
+                        if missing.is_empty() {
+                            shared.bytes_from_cache.fetch_add(buffer.len() as u64, Ordering::Relaxed);
+                        } else {
+                            shared.fill(object, blocks)?;
+                        }
+                        cached.read_exact_at(buffer, offset)
+                    }
+                    None => {
+                        let bytes = shared.runtime()?.block_on(shared.fetch(object, offset..end))?;
+                        buffer.copy_from_slice(&bytes);
+                        Ok(())
+                    }
+                }
+            }
+        }
+    }
+
+    /// `len` bytes at `offset`.
+    pub fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        let mut bytes = vec![0u8; len];
+        self.read_exact_at(&mut bytes, offset)?;
+        Ok(bytes)
+    }
+}
+
+impl Drop for RemoteObject {
+    fn drop(&mut self) {
+        tracing::trace!(url = %self.url.url(), "remote object closed");
+    }
+}

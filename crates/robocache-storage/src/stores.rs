@@ -1,0 +1,186 @@
+//! One `object_store` client per store (bucket, host, Hub repository and
+//! revision), configured from the environment as each store's own tools
+//! configure it, then from the options the user passed.
+
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
+use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
+use object_store::http::HttpBuilder;
+use object_store::{BackoffConfig, ClientConfigKey, ClientOptions, ObjectStore, RetryConfig};
+
+use crate::location::{percent_encode, RemoteUrl, StoreKind};
+use crate::{Error, Result};
+
+/// The Hub's address when neither `hf_endpoint` nor `HF_ENDPOINT` says otherwise.
+pub const HUB_ENDPOINT: &str = "https://huggingface.co";
+
+/// Retries of a failed request: 5xx answers, dropped and refused
+/// connections, timeouts, bodies cut short (resumed from where they broke).
+/// Backoff 100 ms doubling to 5 s; by default at most 8 retries and 2
+/// minutes per request, set by the options `max_retries` and `retry_timeout`
+/// (seconds).
+pub(crate) fn retry_config(options: &[(String, String)]) -> Result<RetryConfig> {
+    let mut config = RetryConfig {
+        backoff: BackoffConfig {
+            init_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(5),
+            base: 2.0,
+        },
+        max_retries: 8,
+        retry_timeout: Duration::from_secs(120),
+    };
+    for (key, value) in options {
+        let number = || {
+            value.trim().parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0).ok_or_else(|| {
+                Error::InvalidOption { key: key.clone(), reason: format!("`{value}` is not a number >= 0") }
+            })
+        };
+        match key.as_str() {
+            "max_retries" => config.max_retries = number()? as usize,
+            "retry_timeout" => config.retry_timeout = Duration::from_secs_f64(number()?),
+            _ => {}
+        }
+    }
+    Ok(config)
+}
+
+/// Options robocache reads itself (the rest go to the store's builder).
+const OWN_OPTIONS: &[&str] = &["max_retries", "retry_timeout", "hf_endpoint", "hf_token"];
+
+/// Per request: 30 s in all, 5 s to connect. A slow server times out and
+/// is retried; the loader never waits on a dead connection.
+fn client_options() -> ClientOptions {
+    ClientOptions::new().with_timeout(Duration::from_secs(30)).with_connect_timeout(Duration::from_secs(5))
+}
+
+/// The Hub's endpoint and token, found as `huggingface_hub` finds them.
+#[derive(Clone, Debug)]
+pub(crate) struct HubAccess {
+    pub endpoint: String,
+    pub token: Option<String>,
+}
+
+impl HubAccess {
+    /// `hf_endpoint` / `hf_token` options first, then `HF_ENDPOINT`,
+    /// `HF_TOKEN`, then the token file (`HF_TOKEN_PATH`, else `$HF_HOME/token`,
+    /// `HF_HOME` defaulting to `~/.cache/huggingface`).
+    pub fn find(options: &[(String, String)]) -> HubAccess {
+        let option = |key: &str| options.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
+        let endpoint = option("hf_endpoint")
+            .or_else(|| std::env::var("HF_ENDPOINT").ok().filter(|v| !v.is_empty()))
+            .unwrap_or_else(|| HUB_ENDPOINT.into())
+            .trim_end_matches('/')
+            .to_owned();
+        let token = option("hf_token")
+            .or_else(|| std::env::var("HF_TOKEN").ok())
+            .or_else(|| {
+                let path = std::env::var_os("HF_TOKEN_PATH").map(PathBuf::from).or_else(|| {
+                    let home = std::env::var_os("HF_HOME")
+                        .map(PathBuf::from)
+                        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/huggingface")))?;
+                    Some(home.join("token"))
+                })?;
+                std::fs::read_to_string(path).ok()
+            })
+            .map(|t| t.trim().to_owned())
+            .filter(|t| !t.is_empty());
+        HubAccess { endpoint, token }
+    }
+
+    /// Where the Hub serves the files of `repo` at `revision`.
+    pub fn resolve_base(&self, repo: &str, revision: &str) -> String {
+        format!("{}/datasets/{repo}/resolve/{}", self.endpoint, percent_encode(revision))
+    }
+}
+
+/// Builds the client of `url`'s store.
+pub(crate) fn build(url: &RemoteUrl, all_options: &[(String, String)]) -> Result<Arc<dyn ObjectStore>> {
+    let retry = retry_config(all_options)?;
+    let options: Vec<&(String, String)> =
+        all_options.iter().filter(|(k, _)| !OWN_OPTIONS.contains(&k.as_str())).collect();
+    let build_error = |source| Error::Request { url: url.store.clone(), range: None, source: Box::new(source) };
+    let bad_key = |key: &str, store: &str| Error::InvalidOption {
+        key: key.into(),
+        reason: format!("not an option of {store} stores (see object_store's config keys)"),
+    };
+    let store: Arc<dyn ObjectStore> = match url.kind {
+        StoreKind::S3 => {
+            let mut builder = AmazonS3Builder::from_env()
+                .with_url(&url.store)
+                .with_retry(retry.clone())
+                .with_client_options(client_options());
+            for (key, value) in options.iter().copied() {
+                let parsed = AmazonS3ConfigKey::from_str(key).map_err(|_| bad_key(key, "S3"))?;
+                builder = builder.with_config(parsed, value);
+            }
+            Arc::new(builder.build().map_err(build_error)?)
+        }
+        StoreKind::Gcs => {
+            let mut builder = GoogleCloudStorageBuilder::from_env()
+                .with_url(&url.store)
+                .with_retry(retry.clone())
+                .with_client_options(client_options());
+            for (key, value) in options.iter().copied() {
+                let parsed = GoogleConfigKey::from_str(key).map_err(|_| bad_key(key, "GCS"))?;
+                builder = builder.with_config(parsed, value);
+            }
+            Arc::new(builder.build().map_err(build_error)?)
+        }
+        StoreKind::Azure => {
+            let mut builder = MicrosoftAzureBuilder::from_env()
+                .with_url(&url.store)
+                .with_retry(retry.clone())
+                .with_client_options(client_options());
+            for (key, value) in options.iter().copied() {
+                let parsed = AzureConfigKey::from_str(key).map_err(|_| bad_key(key, "Azure"))?;
+                builder = builder.with_config(parsed, value);
+            }
+            Arc::new(builder.build().map_err(build_error)?)
+        }
+        StoreKind::Http | StoreKind::Hub => {
+            let mut client = client_options();
+            if url.store.starts_with("http://") {
+                client = client.with_allow_http(true);
+            }
+            let base = match &url.hub_repo {
+                Some((repo, revision)) => {
+                    let access = HubAccess::find(all_options);
+                    if access.endpoint.starts_with("http://") {
+                        client = client.with_allow_http(true);
+                    }
+                    if let Some(token) = &access.token {
+                        let mut headers = object_store::HeaderMap::new();
+                        let value = object_store::HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| {
+                            Error::InvalidOption {
+                                key: "hf_token".into(),
+                                reason: "is not a valid header value".into(),
+                            }
+                        })?;
+                        headers.insert("authorization", value);
+                        client = client.with_default_headers(headers);
+                    }
+                    access.resolve_base(repo, revision)
+                }
+                None => url.store.clone(),
+            };
+            for (key, value) in options.iter().copied() {
+                let parsed = ClientConfigKey::from_str(key).map_err(|_| bad_key(key, "HTTP"))?;
+                client = client.with_config(parsed, value);
+            }
+            Arc::new(
+                HttpBuilder::new()
+                    .with_url(base)
+                    .with_retry(retry.clone())
+                    .with_client_options(client)
+                    .build()
+                    .map_err(build_error)?,
+            )
+        }
+    };
+    Ok(store)
+}
