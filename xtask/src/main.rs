@@ -25,6 +25,7 @@
 
 mod cuda_tools;
 mod python_tools;
+mod server_tools;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

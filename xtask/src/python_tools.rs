@@ -4,7 +4,9 @@
 //!   Debian 12 does not ship;
 //! - h5py and NumPy, the independent writers of the dataset tests' files;
 //! - robomimic 0.3.0 (without its PyTorch dependency: the tests run its
-//!   `SequenceDataset` with a stand-in module), tqdm and termcolor it imports.
+//!   `SequenceDataset` with a stand-in module), tqdm and termcolor it imports;
+//! - moto's S3 server and boto3 for the remote-dataset tests (and nginx,
+//!   from Debian's package: `server_tools`).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -14,7 +16,7 @@ use anyhow::Result;
 use crate::{root, run};
 
 /// What `target/tools/python` holds; a change re-runs pip.
-const PACKAGES: [&str; 8] = [
+const PACKAGES: [&str; 9] = [
     "cmake>=3.26,<5",
     "numpy>=1.26",
     "h5py>=3.10",
@@ -26,12 +28,17 @@ const PACKAGES: [&str; 8] = [
     "maturin>=1.7,<2",
     "pytest>=7",
     "torch>=2.4",
+    // The S3-compatible server of the remote-dataset tests (and boto3, which
+    // uploads their fixtures).
+    "moto[server]>=5",
 ];
 const ROBOMIMIC: &str = "robomimic==0.3.0";
 
 /// The virtual environment with the tools, created or updated when stale.
 pub struct PythonTools {
     pub bin: PathBuf,
+    /// nginx for the remote-dataset tests (`server_tools`).
+    pub nginx: PathBuf,
 }
 
 impl PythonTools {
@@ -54,7 +61,7 @@ impl PythonTools {
             pip(&["--no-deps", ROBOMIMIC])?;
             std::fs::write(&stamp, wanted)?;
         }
-        Ok(PythonTools { bin: venv.join("bin") })
+        Ok(PythonTools { bin: venv.join("bin"), nginx: crate::server_tools::nginx()? })
     }
 
     /// Puts the tools on `command`'s PATH and names them for the build
@@ -66,14 +73,18 @@ impl PythonTools {
         if let Ok(joined) = std::env::join_paths(paths) {
             command.env("PATH", joined);
         }
-        command.env("CMAKE", self.bin.join("cmake")).env("ROBOCACHE_PYTHON", self.bin.join("python"));
+        command
+            .env("CMAKE", self.bin.join("cmake"))
+            .env("ROBOCACHE_PYTHON", self.bin.join("python"))
+            .env("ROBOCACHE_NGINX", &self.nginx);
     }
 
     /// The same settings as shell `export`s, for `eval "$(cargo xtask env)"`.
     pub fn exports(&self) -> String {
         format!(
-            "export PATH=\"{bin}:$PATH\"\nexport CMAKE=\"{bin}/cmake\"\nexport ROBOCACHE_PYTHON=\"{bin}/python\"\n",
-            bin = self.bin.display()
+            "export PATH=\"{bin}:$PATH\"\nexport CMAKE=\"{bin}/cmake\"\nexport ROBOCACHE_PYTHON=\"{bin}/python\"\nexport ROBOCACHE_NGINX=\"{nginx}\"\n",
+            bin = self.bin.display(),
+            nginx = self.nginx.display()
         )
     }
 }

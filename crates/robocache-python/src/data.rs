@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use robocache::datasets::{
-    Dataset as RustDataset, DeltaTimestamps, OpenOptions, Shard, StepWindowSpec, TimeWindowSpec,
+    Dataset as RustDataset, DeltaTimestamps, OpenOptions, Shard, StepWindowSpec, StorageOptions, TimeWindowSpec,
 };
 use robocache::{
     DType, Device, Loader as RustLoader, LoaderConfig, LoaderMode, MaskKind, Normalization, NormalizationMode, Tensor,
@@ -28,7 +28,7 @@ pub struct Dataset {
 #[pymethods]
 impl Dataset {
     #[new]
-    #[pyo3(signature = (path, format=None, split=None, rate_hz=None, cache_bytes=0))]
+    #[pyo3(signature = (path, format=None, split=None, rate_hz=None, cache_bytes=0, storage_options=None, remote_cache_dir=None, remote_cache_bytes=None))]
     fn open(
         py: Python<'_>,
         path: std::path::PathBuf,
@@ -36,10 +36,18 @@ impl Dataset {
         split: Option<String>,
         rate_hz: Option<f64>,
         cache_bytes: usize,
+        storage_options: Option<Vec<(String, String)>>,
+        remote_cache_dir: Option<std::path::PathBuf>,
+        remote_cache_bytes: Option<u64>,
     ) -> PyResult<Self> {
         let format =
             format.map(|f| f.parse().map_err(|e: String| invalid(format!("format {f:?}: {e}")))).transpose()?;
-        let options = OpenOptions { format, rate_hz, split, cache_bytes, ..OpenOptions::default() };
+        let storage = StorageOptions {
+            cache_dir: remote_cache_dir,
+            cache_bytes: remote_cache_bytes,
+            options: storage_options.unwrap_or_default(),
+        };
+        let options = OpenOptions { format, rate_hz, split, cache_bytes, storage, ..OpenOptions::default() };
         let dataset = py.detach(|| RustDataset::open_with(&path, &options)).map_err(robocache::Error::from).py_err()?;
         Ok(Dataset { inner: Arc::new(dataset) })
     }
@@ -47,6 +55,13 @@ impl Dataset {
     /// The episode model as JSON (what `robocache inspect --json` prints).
     fn info_json(&self) -> PyResult<String> {
         serde_json::to_string(self.inner.info()).map_err(|e| invalid(format!("dataset info: {e}")))
+    }
+
+    /// What remote reads did: (requests, bytes fetched, bytes read from
+    /// the node-local cache, reads retried).
+    fn storage_usage(&self) -> (u64, u64, u64, u64) {
+        let usage = self.inner.storage().usage();
+        (usage.requests, usage.bytes_fetched, usage.bytes_from_cache, usage.retries)
     }
 
     /// The layout: `robomimic`, `calvin`, `rtx`, `rlds` or `lerobot`.

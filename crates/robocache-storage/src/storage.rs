@@ -357,11 +357,14 @@ impl Shared {
             store.list(Some(&prefix)).map_ok(|meta| meta.location.to_string()).try_collect::<Vec<_>>().await
         });
         listed.map_err(|source| {
-            let reason = match (url.kind, &source) {
-                (StoreKind::Http, _) => format!(
-                    "{source} (a plain HTTP server lists directories only through WebDAV PROPFIND: open the dataset's files by name, serve it from an S3-compatible store, or use hf://)"
+            // The first line only: servers put whole HTML pages in errors.
+            let text = source.to_string();
+            let first = text.lines().next().unwrap_or_default().trim_end_matches([':', ' ']);
+            let reason = match url.kind {
+                StoreKind::Http => format!(
+                    "{first} (a plain HTTP server lists directories only through WebDAV PROPFIND: give the path of the dataset itself — an RLDS version folder, a LeRobot root, an HDF5 file — or serve it from an S3-compatible store, or use hf://)"
                 ),
-                _ => source.to_string(),
+                _ => first.to_owned(),
             };
             Error::List { url: url.url(), reason }
         })

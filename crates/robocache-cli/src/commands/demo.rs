@@ -28,6 +28,8 @@ pub struct Args {
     /// Open X-Embodiment rate table need it).
     #[arg(long)]
     rate_hz: Option<f64>,
+    #[command(flatten)]
+    remote: super::remote::RemoteArgs,
     /// Streams to load, comma-separated (default: every low-dimensional
     /// stream; add `obs/agentview_image` to stream the synthetic camera too).
     #[arg(long, value_delimiter = ',')]
@@ -101,6 +103,7 @@ pub fn run(args: Args) -> Result<()> {
             hdf5_reads_only: args.hdf5_reads_only,
             split: args.split.clone(),
             rate_hz: args.rate_hz,
+            storage: args.remote.storage()?,
             ..Default::default()
         },
     )?);

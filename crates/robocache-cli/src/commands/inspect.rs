@@ -11,8 +11,10 @@ use robocache::datasets::{Dataset, DatasetInfo, Format, OpenOptions, Timeline, V
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The dataset: an HDF5 file (RoboMimic, CALVIN or RT-X layout) or an
-    /// RLDS builder directory as TFDS writes it (`bridge/0.1.0`, or `bridge`).
+    /// The dataset: an HDF5 file (RoboMimic, CALVIN or RT-X layout), an
+    /// RLDS builder directory as TFDS writes it (`bridge/0.1.0`, or
+    /// `bridge`) or a LeRobot root; local, or a URL (`s3://bucket/...`,
+    /// `gs://...`, `az://...`, `https://...`, `hf://datasets/<org>/<name>`).
     file: PathBuf,
     /// Print the whole episode model as JSON instead of a summary.
     #[arg(long)]
@@ -39,11 +41,18 @@ pub struct Args {
     /// Threads reading for --verify (default: every core).
     #[arg(long)]
     threads: Option<usize>,
+    #[command(flatten)]
+    remote: super::remote::RemoteArgs,
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let options =
-        OpenOptions { format: args.format, split: args.split.clone(), rate_hz: args.rate_hz, ..Default::default() };
+    let options = OpenOptions {
+        format: args.format,
+        split: args.split.clone(),
+        rate_hz: args.rate_hz,
+        storage: args.remote.storage()?,
+        ..Default::default()
+    };
     let dataset = Dataset::open_with(&args.file, &options)?;
     let info = dataset.info();
     if !args.verify {

@@ -5,6 +5,7 @@ pub mod convert;
 pub mod demo;
 pub mod info;
 pub mod inspect;
+pub mod remote;
 pub mod resample;
 pub mod voxelize;
 

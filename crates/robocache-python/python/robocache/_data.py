@@ -31,9 +31,19 @@ class Dataset:
     """
 
     def __init__(self, path: Union[str, os.PathLike], *, format: Optional[str] = None, split: Optional[str] = None,
-                 rate_hz: Optional[float] = None, cache_bytes: int = 0):
-        self.path = os.path.expanduser(os.fspath(path))
-        self._native = _NativeDataset(self.path, format, split, rate_hz, cache_bytes)
+                 rate_hz: Optional[float] = None, cache_bytes: int = 0,
+                 storage_options: Optional[Dict[str, Any]] = None, remote_cache_dir: Optional[str] = None,
+                 remote_cache_bytes: Optional[int] = None):
+        path = os.fspath(path)
+        self.path = path if "://" in path else os.path.expanduser(path)
+        if storage_options is not None and not isinstance(storage_options, dict):
+            raise InvalidInputError(f"storage_options must be a dict of str to str, not {type(storage_options).__name__}")
+        options = None if storage_options is None else [(str(k), str(v)) for k, v in storage_options.items()]
+        if remote_cache_bytes is not None and int(remote_cache_bytes) < 0:
+            raise InvalidInputError(f"remote_cache_bytes must be 0 or more, not {remote_cache_bytes}")
+        self._native = _NativeDataset(self.path, format, split, rate_hz, cache_bytes, options,
+                                      None if remote_cache_dir is None else os.fspath(remote_cache_dir),
+                                      None if remote_cache_bytes is None else int(remote_cache_bytes))
         self.info: Dict[str, Any] = json.loads(self._native.info_json())
 
     @property
@@ -70,17 +80,35 @@ class Dataset:
             raise InvalidInputError(f"threads must be 1 or more, not {threads}")
         return json.loads(self._native.verify_json(int(threads)))
 
+    def storage_usage(self) -> Dict[str, int]:
+        """What remote reads did so far: ``requests`` (HEADs, ranged GETs,
+        listings), ``bytes_fetched``, ``bytes_from_cache`` (read from the
+        node-local cache without a request) and ``retries``. All 0 for a local dataset."""
+        requests, fetched, cached, retries = self._native.storage_usage()
+        return {"requests": requests, "bytes_fetched": fetched, "bytes_from_cache": cached, "retries": retries}
+
     def __repr__(self) -> str:
         return f"robocache.Dataset({self.path!r}, format={self.format!r}, episodes={len(self)})"
 
 
 def open(path: Union[str, os.PathLike], **options) -> Dataset:  # noqa: A001
     """Opens a dataset file, an RLDS directory or a LeRobot root (a folder
-    with ``meta/info.json``); ``options``: ``format``
-    (``robomimic``, ``calvin``, ``rtx``, ``rlds``, ``lerobot``; detected when absent),
-    ``split`` (robomimic's ``mask/<split>``; RLDS: the TFDS split, default
-    ``train``), ``rate_hz`` (the step clock; RLDS datasets not in the Open
-    X-Embodiment rate table need it), ``cache_bytes``."""
+    with ``meta/info.json``), local or remote: ``s3://bucket/...``,
+    ``gs://...``, ``az://...``, ``http(s)://...`` or
+    ``hf://datasets/<org>/<name>[@revision]`` (the Hugging Face Hub).
+
+    ``options``: ``format`` (``robomimic``, ``calvin``, ``rtx``, ``rlds``,
+    ``lerobot``; detected when absent), ``split`` (robomimic's
+    ``mask/<split>``; RLDS: the TFDS split, default ``train``), ``rate_hz``
+    (the step clock; RLDS datasets not in the Open X-Embodiment rate table
+    need it), ``cache_bytes`` (low-dimensional streams kept in memory).
+    Remote datasets: ``storage_options`` (a dict of ``object_store``
+    configuration keys, e.g. ``{"aws_endpoint": "http://minio:9000",
+    "aws_region": "us-east-1"}``, plus ``hf_token``, ``hf_endpoint``,
+    ``max_retries``, ``retry_timeout``; credentials are otherwise found as
+    each store's tools find them), ``remote_cache_dir`` (the node-local
+    cache, default ``~/.cache/robocache/remote``) and ``remote_cache_bytes``
+    (its budget, default 64 GiB; 0 turns it off)."""
     return Dataset(path, **options)
 
 

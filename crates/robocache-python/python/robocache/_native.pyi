@@ -79,9 +79,13 @@ class Dataset:
         split: Optional[str] = None,
         rate_hz: Optional[float] = None,
         cache_bytes: int = 0,
+        storage_options: Optional[List[Tuple[str, str]]] = None,
+        remote_cache_dir: Optional[str] = None,
+        remote_cache_bytes: Optional[int] = None,
     ) -> None: ...
     @property
     def format(self) -> str: ...
+    def storage_usage(self) -> Tuple[int, int, int, int]: ...
     def info_json(self) -> str: ...
     def verify_json(self, threads: int) -> str:
         """Every row of every stream read on ``threads`` threads: what was
