@@ -24,7 +24,9 @@ pub fn nginx() -> Result<PathBuf> {
         .context("apt-get download nginx (the remote-dataset tests serve files with it)")?;
     let deb = std::fs::read_dir(&dir)?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("nginx_") && n.ends_with(".deb")))
+        .find(|p| {
+            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("nginx_") && n.ends_with(".deb"))
+        })
         .context("apt-get download nginx wrote no .deb")?;
     run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(dir.join("root")))?;
     anyhow::ensure!(binary.is_file(), "{} has no usr/sbin/nginx", deb.display());

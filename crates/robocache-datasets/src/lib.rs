@@ -95,7 +95,7 @@ pub use formats::{
 pub use lerobot::{FeatureStorage, DEFAULT_COLUMNS as LEROBOT_COLUMNS};
 pub use model::{ChannelKind, DatasetInfo, EpisodeInfo, Format, StreamInfo, StreamKind, Timeline};
 pub use rlds::rates::{oxe_rate_hz, OXE_RATES_HZ};
-pub use robocache_storage::{Storage, StorageOptions, StorageUsage};
+pub use robocache_storage::{FetchThroughput, Storage, StorageOptions, StorageUsage};
 pub use robocache_video::FrameCacheUsage;
 pub use sampler::{Sampler, Shard};
 pub use verify::{VerifyProblem, VerifyReport};

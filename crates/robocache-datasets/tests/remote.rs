@@ -179,6 +179,19 @@ fn fixtures_read_from_s3_equal_the_local_ones_and_the_second_pass_reads_no_netwo
     let err = Dataset::open_with("s3://robots/data/lift.hdf5", &uncached).unwrap_err().to_string();
     assert!(err.contains("s3://robots/data/lift.hdf5") && err.contains("cache"), "{err}");
 
+    // The store alone (`robocache bench storage`): every byte below a prefix, once, past the cache.
+    let storage = robocache_datasets::Storage::new(StorageOptions { options: s3.clone(), ..Default::default() });
+    let prefix = fixtures().join("lerobot/av1");
+    let files: Vec<PathBuf> = walk(&prefix);
+    let size: u64 = files.iter().map(|f| std::fs::metadata(f).unwrap().len()).sum();
+    let measured = storage.fetch_throughput(Path::new("s3://robots/data/lerobot/av1"), 4, None).unwrap();
+    assert_eq!((measured.objects, measured.bytes), (files.len(), size));
+    assert!(measured.bytes_per_second() > 0.0 && measured.requests >= files.len() as u64);
+    let one = storage.fetch_throughput(Path::new("s3://robots/data/lift.hdf5"), 2, Some(1000)).unwrap();
+    assert_eq!((one.objects, one.bytes), (1, 1000));
+    let err = storage.fetch_throughput(&prefix, 2, None).unwrap_err().to_string();
+    assert!(err.contains("local path"), "{err}");
+
     // Missing objects and unknown options are clear errors.
     let err = Dataset::open_with("s3://robots/data/nothing.hdf5", &options(cache.path(), s3.clone())).unwrap_err();
     assert!(err.to_string().contains("s3://robots/data/nothing.hdf5"), "{err}");
@@ -239,6 +252,23 @@ fn dropped_connections_server_errors_and_cut_bodies_are_retried_and_nothing_wron
     }
 }
 
+/// Every file below `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    out
+}
+
 fn local_rlds() -> Dataset {
     Dataset::open_with(fixtures().join(RLDS), &OpenOptions { rate_hz: Some(10.0), ..Default::default() }).unwrap()
 }
@@ -250,15 +280,27 @@ fn processes_sharing_a_cache_read_the_same_bytes_and_the_budget_is_kept() {
     let cache = tempfile::tempdir().unwrap();
     let url = format!("{}/lerobot/images", nginx.url());
     let local = Dataset::open(fixtures().join("lerobot/images")).unwrap();
-    // Four storages over one cache directory (as four processes of a node), reading at once.
-    std::thread::scope(|scope| {
-        for _ in 0..4 {
-            scope.spawn(|| {
-                let remote = Dataset::open_with(&url, &options(cache.path(), vec![])).unwrap();
-                assert_same(&local, &remote, "LeRobot images, shared cache");
-            });
-        }
+    // What one reader alone fetches.
+    let alone = tempfile::tempdir().unwrap();
+    let remote = Dataset::open_with(&url, &options(alone.path(), vec![])).unwrap();
+    assert_same(&local, &remote, "LeRobot images, one reader");
+    let once = remote.storage().usage().bytes_fetched;
+    assert!(once > 0);
+    // Four storages over one cache directory (as four processes of a node),
+    // reading at once: each block is fetched once, by one of them.
+    let fetched: u64 = std::thread::scope(|scope| {
+        let readers: Vec<_> = (0..4)
+            .map(|_| {
+                scope.spawn(|| {
+                    let remote = Dataset::open_with(&url, &options(cache.path(), vec![])).unwrap();
+                    assert_same(&local, &remote, "LeRobot images, shared cache");
+                    remote.storage().usage().bytes_fetched
+                })
+            })
+            .collect();
+        readers.into_iter().map(|r| r.join().unwrap()).sum()
     });
+    assert_eq!(fetched, once, "four readers of one node fetched {fetched} bytes where one fetches {once}");
     // A budget smaller than the dataset: objects are evicted, reads stay right.
     let small = OpenOptions {
         storage: StorageOptions {

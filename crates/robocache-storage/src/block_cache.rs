@@ -9,10 +9,19 @@
 //!
 //! `<version>` is a CRC32C of the URL, size and ETag, so an object replaced
 //! on the server gets new files. Many processes of a node share the
-//! directory without locks: a block's bytes are written (`pwrite`) before
-//! its marker byte, two writers of one block write the same bytes, and a
-//! reader reads a block only after seeing its marker. A process that dies
-//! mid-write leaves the marker unset, and the block is fetched again.
+//! directory: a block's bytes are written (`pwrite`) before its marker
+//! byte, and a reader reads a block only after seeing its marker.
+//!
+//! Each block is fetched once per node. Before fetching block `b`, a reader
+//! claims it ([`CachedObject::try_claim`]): inside the process, a set of
+//! claimed blocks; across processes, a write lock on byte `b` of the
+//! `.blocks` file (an open-file-description lock, `F_OFD_SETLK`, so two
+//! handles of one process exclude each other too; the kernel drops it when
+//! its holder exits, so a process that dies mid-fetch leaves the block
+//! unclaimed and unmarked, and the next reader fetches it). A reader that
+//! finds a block claimed fetches its other blocks first, then waits for the
+//! claim, taking claims in ascending block order (no two readers wait on
+//! each other), and fetches the block only if its holder failed.
 //! Over the byte budget, whole objects are removed, least recently opened
 //! first (the map's modification time); a process that has them open keeps
 //! reading its (unlinked) files. A process's own objects go last.
@@ -22,7 +31,7 @@ use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::location::RemoteUrl;
@@ -52,6 +61,28 @@ pub(crate) struct CachedObject {
     data: File,
     markers: File,
     blocks: u64,
+    /// Blocks a thread of this process is fetching.
+    claimed: Mutex<HashSet<u64>>,
+    released: Condvar,
+}
+
+/// What [`CachedObject::try_claim`] found.
+#[derive(Debug)]
+pub(crate) enum Claim<'a> {
+    /// The block is in the cache.
+    Present,
+    /// This caller fetches the block, then drops the claim.
+    Mine(BlockClaim<'a>),
+    /// Another thread or process is fetching it.
+    Busy,
+}
+
+/// The right to fetch one block: released (in the process and the `.blocks`
+/// file's lock) when dropped, fetched or not.
+#[derive(Debug)]
+pub(crate) struct BlockClaim<'a> {
+    object: &'a CachedObject,
+    pub block: u64,
 }
 
 fn io(file: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
@@ -112,7 +143,14 @@ impl BlockCache {
         // Recently opened objects are evicted last.
         let _ = markers.set_modified(SystemTime::now());
         self.open_here.lock().unwrap_or_else(|e| e.into_inner()).insert(data_path.clone());
-        Ok(CachedObject { data_path, data, markers, blocks })
+        Ok(CachedObject {
+            data_path,
+            data,
+            markers,
+            blocks,
+            claimed: Mutex::new(HashSet::new()),
+            released: Condvar::new(),
+        })
     }
 
     /// Counts `bytes` newly written; over the budget, removes least recently
@@ -196,16 +234,192 @@ impl CachedObject {
         Ok(blocks.zip(markers).filter(|(_, m)| *m != 1).map(|(b, _)| b).collect())
     }
 
+    fn markers_path(&self) -> PathBuf {
+        self.data_path.with_extension("blocks")
+    }
+
+    fn is_present(&self, block: u64) -> Result<bool> {
+        let mut marker = [0u8];
+        match self.markers.read_at(&mut marker, block) {
+            Ok(1) => Ok(marker[0] == 1),
+            Ok(_) => Ok(false),
+            Err(source) => Err(Error::Io { file: self.markers_path(), source }),
+        }
+    }
+
+    /// Claims `block` for fetching unless it is present or another thread
+    /// or process is fetching it (see the module docs).
+    pub fn try_claim(&self, block: u64) -> Result<Claim<'_>> {
+        {
+            let mut claimed = self.claimed.lock().unwrap_or_else(|e| e.into_inner());
+            if claimed.contains(&block) {
+                return Ok(Claim::Busy);
+            }
+            claimed.insert(block);
+        }
+        let unclaim = || self.unclaim_here(block);
+        match block_lock(&self.markers, block, false) {
+            Ok(true) => {}
+            Ok(false) => {
+                unclaim();
+                return Ok(Claim::Busy);
+            }
+            Err(source) => {
+                unclaim();
+                return Err(Error::Io { file: self.markers_path(), source });
+            }
+        }
+        let claim = BlockClaim { object: self, block };
+        match self.is_present(block)? {
+            true => Ok(Claim::Present),
+            false => Ok(Claim::Mine(claim)),
+        }
+    }
+
+    /// Waits until no other thread or process fetches `block`, then claims
+    /// it; `None` when its bytes arrived meanwhile.
+    pub fn claim_waiting(&self, block: u64) -> Result<Option<BlockClaim<'_>>> {
+        {
+            let mut claimed = self.claimed.lock().unwrap_or_else(|e| e.into_inner());
+            while claimed.contains(&block) {
+                claimed = self.released.wait(claimed).unwrap_or_else(|e| e.into_inner());
+            }
+            claimed.insert(block);
+        }
+        if let Err(source) = block_lock(&self.markers, block, true) {
+            self.unclaim_here(block);
+            return Err(Error::Io { file: self.markers_path(), source });
+        }
+        let claim = BlockClaim { object: self, block };
+        match self.is_present(block)? {
+            true => Ok(None),
+            false => Ok(Some(claim)),
+        }
+    }
+
+    fn unclaim_here(&self, block: u64) {
+        self.claimed.lock().unwrap_or_else(|e| e.into_inner()).remove(&block);
+        self.released.notify_all();
+    }
+
     /// Writes block `block`'s bytes, then marks it present.
     pub fn store(&self, block: u64, bytes: &[u8]) -> Result<()> {
         self.data.write_all_at(bytes, block * BLOCK_BYTES).map_err(io(&self.data_path))?;
-        self.markers
-            .write_all_at(&[1], block)
-            .map_err(|source| Error::Io { file: self.data_path.with_extension("blocks"), source })
+        self.markers.write_all_at(&[1], block).map_err(|source| Error::Io { file: self.markers_path(), source })
     }
 
     /// Reads cached bytes (every block of the range must be present).
     pub fn read_exact_at(&self, buffer: &mut [u8], offset: u64) -> Result<()> {
         self.data.read_exact_at(buffer, offset).map_err(io(&self.data_path))
+    }
+}
+
+impl Drop for BlockClaim<'_> {
+    fn drop(&mut self) {
+        if let Err(error) = block_unlock(&self.object.markers, self.block) {
+            tracing::warn!(file = %self.object.markers_path().display(), block = self.block, %error, "releasing a block's lock");
+        }
+        self.object.unclaim_here(self.block);
+    }
+}
+
+/// The `fcntl` lock of byte `block` of the `.blocks` file: an
+/// open-file-description lock on Linux (held per open file, dropped when
+/// the file closes or its process exits), a process lock elsewhere.
+fn block_range_lock(kind: libc::c_short, block: u64) -> libc::flock {
+    // SAFETY: `flock` is a plain C struct; all-zero is a valid value
+    // (l_pid must be 0 for open-file-description locks).
+    let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+    lock.l_type = kind;
+    lock.l_whence = libc::SEEK_SET as libc::c_short;
+    lock.l_start = block as libc::off_t;
+    lock.l_len = 1;
+    lock
+}
+
+#[cfg(target_os = "linux")]
+const SET_LOCK: (libc::c_int, libc::c_int) = (libc::F_OFD_SETLK, libc::F_OFD_SETLKW);
+#[cfg(not(target_os = "linux"))]
+const SET_LOCK: (libc::c_int, libc::c_int) = (libc::F_SETLK, libc::F_SETLKW);
+
+/// Takes the write lock of byte `block`: `Ok(false)` when another holds it
+/// and `wait` is false.
+fn block_lock(file: &File, block: u64, wait: bool) -> std::io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    let lock = block_range_lock(libc::F_WRLCK as libc::c_short, block);
+    let command = if wait { SET_LOCK.1 } else { SET_LOCK.0 };
+    loop {
+        // SAFETY: a valid descriptor and a valid `flock` that outlives the call.
+        if unsafe { libc::fcntl(file.as_raw_fd(), command, &lock) } == 0 {
+            return Ok(true);
+        }
+        let error = std::io::Error::last_os_error();
+        match error.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::EAGAIN | libc::EACCES) if !wait => return Ok(false),
+            _ => return Err(error),
+        }
+    }
+}
+
+fn block_unlock(file: &File, block: u64) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let lock = block_range_lock(libc::F_UNLCK as libc::c_short, block);
+    // SAFETY: as in `block_lock`.
+    match unsafe { libc::fcntl(file.as_raw_fd(), SET_LOCK.0, &lock) } {
+        0 => Ok(()),
+        _ => Err(std::io::Error::last_os_error()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::location::Location;
+
+    fn url(text: &str) -> RemoteUrl {
+        match Location::parse(Path::new(text)).unwrap() {
+            Location::Remote(url) => url,
+            Location::Local(path) => panic!("{} read as local", path.display()),
+        }
+    }
+
+    #[test]
+    fn a_block_is_claimed_by_one_reader_of_a_node_at_a_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = url("s3://bucket/data/shard-0");
+        let size = 3 * BLOCK_BYTES + 5;
+        // Two caches over one directory: two processes of a node (each
+        // opens its own files, as separate processes do).
+        let (first, second) =
+            (BlockCache::new(dir.path().into(), 1 << 40), BlockCache::new(dir.path().into(), 1 << 40));
+        let (a, b) = (first.object(&url, size, Some("e1")).unwrap(), second.object(&url, size, Some("e1")).unwrap());
+        assert_eq!(a.missing(0..4).unwrap(), vec![0, 1, 2, 3]);
+        let Claim::Mine(claim) = a.try_claim(1).unwrap() else { panic!("an unclaimed block is not claimable") };
+        // Held by the other process, and by this process's other threads.
+        assert!(matches!(b.try_claim(1).unwrap(), Claim::Busy));
+        assert!(matches!(a.try_claim(1).unwrap(), Claim::Busy));
+        assert!(matches!(b.try_claim(2).unwrap(), Claim::Mine(_)));
+        // The holder stores the block; a reader waiting for it finds it present.
+        std::thread::scope(|scope| {
+            let waiter = scope.spawn(|| b.claim_waiting(1).unwrap().is_none());
+            std::thread::sleep(Duration::from_millis(50));
+            a.store(1, &vec![7u8; BLOCK_BYTES as usize]).unwrap();
+            drop(claim);
+            assert!(waiter.join().unwrap(), "the waiting reader did not see the stored block");
+        });
+        assert!(matches!(b.try_claim(1).unwrap(), Claim::Present));
+        // A holder that gives up without storing leaves the block to the waiter.
+        let Claim::Mine(claim) = b.try_claim(3).unwrap() else { panic!() };
+        std::thread::scope(|scope| {
+            let waiter = scope.spawn(|| a.claim_waiting(3).unwrap().map(|c| c.block));
+            std::thread::sleep(Duration::from_millis(50));
+            drop(claim);
+            assert_eq!(waiter.join().unwrap(), Some(3));
+        });
+        let mut byte = [0u8];
+        b.read_exact_at(&mut byte, BLOCK_BYTES + 9).unwrap();
+        assert_eq!(byte, [7]);
+        assert_eq!(a.missing(0..4).unwrap(), vec![0, 2, 3]);
     }
 }

@@ -5,7 +5,9 @@
 //!   `az://container/key`, `abfs[s]://container@account.dfs.core.windows.net/key`,
 //!   through `object_store` (arrow-rs), configured from the environment as
 //!   each store's own tools are (`AWS_*`, `GOOGLE_*`, `AZURE_*`, instance
-//!   and workload credentials) and then from [`StorageOptions::options`];
+//!   and workload credentials; for S3 also the profile of the AWS shared
+//!   files, `~/.aws/credentials` and `~/.aws/config`) and then from
+//!   [`StorageOptions::options`];
 //! - `http(s)://host/path`: any server that answers ranged GETs;
 //! - `hf://datasets/<org>/<name>[@revision]/<path>`: the Hugging Face Hub's
 //!   `resolve/` URLs, with `HF_ENDPOINT` and the token from `HF_TOKEN` or
@@ -33,6 +35,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod aws_profile;
 mod block_cache;
 mod error;
 mod hub;
@@ -43,5 +46,5 @@ mod stores;
 pub use block_cache::BLOCK_BYTES;
 pub use error::{Error, Result};
 pub use location::{is_remote, Location, RemoteUrl, StoreKind};
-pub use storage::{Blob, Storage, StorageOptions, StorageUsage, DEFAULT_CACHE_BYTES};
+pub use storage::{Blob, FetchThroughput, Storage, StorageOptions, StorageUsage, DEFAULT_CACHE_BYTES};
 pub use stores::HUB_ENDPOINT;

@@ -13,7 +13,7 @@ use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 use object_store::{ObjectStore, ObjectStoreExt};
 
-use crate::block_cache::{BlockCache, CachedObject, BLOCK_BYTES};
+use crate::block_cache::{BlockCache, BlockClaim, CachedObject, Claim, BLOCK_BYTES};
 use crate::location::{Location, RemoteUrl, StoreKind};
 use crate::stores::{self, HubAccess};
 use crate::{Error, Result};
@@ -69,6 +69,26 @@ pub struct StorageUsage {
     pub bytes_from_cache: u64,
     /// Ranged reads retried after an error or a short body.
     pub retries: u64,
+}
+
+/// What [`Storage::fetch_throughput`] measured.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FetchThroughput {
+    /// Objects read.
+    pub objects: usize,
+    /// Bytes received.
+    pub bytes: u64,
+    /// Ranged requests sent (retries included).
+    pub requests: u64,
+    /// Wall time of the reads, from the first request to the last byte.
+    pub seconds: f64,
+}
+
+impl FetchThroughput {
+    /// Bytes received per second.
+    pub fn bytes_per_second(&self) -> f64 {
+        self.bytes as f64 / self.seconds.max(1e-9)
+    }
 }
 
 /// Opens the files of datasets: local paths directly, URLs of remote stores
@@ -271,6 +291,70 @@ impl Storage {
     }
 }
 
+impl Storage {
+    /// What the store alone gives: every object at or below the remote
+    /// `path` (or its first `max_bytes`) read in ranged GETs of one cache
+    /// block ([`BLOCK_BYTES`]), `in_flight` at a time, through the same
+    /// client and retries as dataset reads but past the cache (nothing is
+    /// stored). The ceiling a remote dataset's cold reads compare with.
+    pub fn fetch_throughput(&self, path: &Path, in_flight: usize, max_bytes: Option<u64>) -> Result<FetchThroughput> {
+        let Location::Remote(url) = Location::parse(path)? else {
+            return Err(Error::InvalidUrl {
+                url: path.display().to_string(),
+                reason: "is a local path: the throughput of a remote store is measured on a URL".into(),
+            });
+        };
+        let objects: Vec<Arc<RemoteObject>> = match self.shared.object(&url) {
+            Ok(object) => vec![object],
+            Err(e) if e.is_not_found() => self
+                .list_files(path)?
+                .iter()
+                .map(|file| match Location::parse(file)? {
+                    Location::Remote(url) => self.shared.object(&url),
+                    Location::Local(path) => {
+                        Err(Error::InvalidUrl { url: path.display().to_string(), reason: "listed as local".into() })
+                    }
+                })
+                .collect::<Result<_>>()?,
+            Err(e) => return Err(e),
+        };
+        let mut ranges = Vec::new();
+        let mut left = max_bytes.unwrap_or(u64::MAX);
+        'objects: for object in &objects {
+            let mut start = 0;
+            while start < object.size {
+                if left == 0 {
+                    break 'objects;
+                }
+                let len = BLOCK_BYTES.min(object.size - start).min(left);
+                ranges.push((object.clone(), start..start + len));
+                left -= len;
+                start += len;
+            }
+        }
+        let shared = &self.shared;
+        let requests_before = shared.requests.load(Ordering::Relaxed);
+        let started = std::time::Instant::now();
+        let bytes = shared.runtime()?.block_on(async {
+            let mut fetches = futures::stream::iter(
+                ranges.iter().map(|(object, range)| async move { shared.fetch(object, range.clone()).await }),
+            )
+            .buffer_unordered(in_flight.max(1));
+            let mut bytes = 0u64;
+            while let Some(fetched) = fetches.next().await {
+                bytes += fetched?.len() as u64;
+            }
+            Ok::<u64, Error>(bytes)
+        })?;
+        Ok(FetchThroughput {
+            objects: objects.len(),
+            bytes,
+            requests: shared.requests.load(Ordering::Relaxed) - requests_before,
+            seconds: started.elapsed().as_secs_f64(),
+        })
+    }
+}
+
 fn list_local(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
@@ -392,7 +476,11 @@ impl Shared {
                 // The client has retried it already (5xx, dropped
                 // connections, bodies cut short: resumed where they broke).
                 Err(source) => {
-                    return Err(Error::Request { url: object.text.clone(), range: Some(range), source: Box::new(source) })
+                    return Err(Error::Request {
+                        url: object.text.clone(),
+                        range: Some(range),
+                        source: Box::new(source),
+                    })
                 }
             };
             self.retries.fetch_add(1, Ordering::Relaxed);
@@ -400,32 +488,65 @@ impl Shared {
         }
     }
 
-    /// Fetches the missing blocks of `blocks` into the cache, several requests in flight.
+    /// Fetches the missing blocks of `blocks` into the cache, several
+    /// requests in flight, each block once per node: blocks another thread
+    /// or process is fetching are waited for after this reader's own
+    /// (`block_cache`'s claims), and fetched here only if that fetch failed.
     fn fill(&self, object: &RemoteObject, blocks: Range<u64>) -> Result<()> {
         let Some(cached) = &object.cached else { return Ok(()) };
         let missing = cached.missing(blocks)?;
         if missing.is_empty() {
             return Ok(());
         }
+        let mut mine = Vec::new();
+        let mut busy = Vec::new();
+        for block in missing {
+            match cached.try_claim(block)? {
+                Claim::Present => {}
+                Claim::Mine(claim) => mine.push(claim),
+                Claim::Busy => busy.push(block),
+            }
+        }
+        self.fetch_claimed(object, cached, mine)?;
+        if busy.is_empty() {
+            return Ok(());
+        }
+        // Ascending, holding only what was claimed after waiting: readers
+        // never wait on each other in a cycle.
+        let mut left = Vec::new();
+        for block in busy {
+            if let Some(claim) = cached.claim_waiting(block)? {
+                left.push(claim);
+            }
+        }
+        self.fetch_claimed(object, cached, left)
+    }
+
+    /// Fetches the claimed blocks into the cache, several requests in flight.
+    fn fetch_claimed(&self, object: &RemoteObject, cached: &CachedObject, claims: Vec<BlockClaim<'_>>) -> Result<()> {
+        if claims.is_empty() {
+            return Ok(());
+        }
         let written = self.runtime()?.block_on(async {
             let mut written = 0u64;
-            let mut fetches = futures::stream::iter(missing.iter().map(|&block| async move {
-                let start = block * BLOCK_BYTES;
+            let mut fetches = futures::stream::iter(claims.into_iter().map(|claim| async move {
+                let start = claim.block * BLOCK_BYTES;
                 let range = start..(start + BLOCK_BYTES).min(object.size);
-                self.fetch(object, range).await.map(|bytes| (block, bytes))
+                self.fetch(object, range).await.map(|bytes| (claim, bytes))
             }))
             .buffer_unordered(REQUESTS_IN_FLIGHT);
             while let Some(result) = fetches.next().await {
-                let (block, bytes) = result?;
-                cached.store(block, &bytes)?;
+                let (claim, bytes) = result?;
+                cached.store(claim.block, &bytes)?;
                 written += bytes.len() as u64;
+                drop(claim);
             }
             Ok::<u64, Error>(written)
-        })?;
+        });
         if let Some(cache) = &self.cache {
-            cache.added(written);
+            cache.added(*written.as_ref().unwrap_or(&0));
         }
-        Ok(())
+        written.map(|_| ())
     }
 }
 

@@ -114,6 +114,9 @@ pub(crate) fn build(url: &RemoteUrl, all_options: &[(String, String)]) -> Result
                 .with_url(&url.store)
                 .with_retry(retry.clone())
                 .with_client_options(client_options());
+            for (key, value) in crate::aws_profile::from_files() {
+                builder = builder.with_config(key, value);
+            }
             for (key, value) in options.iter().copied() {
                 let parsed = AmazonS3ConfigKey::from_str(key).map_err(|_| bad_key(key, "S3"))?;
                 builder = builder.with_config(parsed, value);

@@ -31,10 +31,6 @@ impl RemoteArgs {
             };
             options.push((key.trim().to_owned(), value.to_owned()));
         }
-        Ok(StorageOptions {
-            cache_dir: self.remote_cache_dir.clone(),
-            cache_bytes: self.remote_cache_bytes,
-            options,
-        })
+        Ok(StorageOptions { cache_dir: self.remote_cache_dir.clone(), cache_bytes: self.remote_cache_bytes, options })
     }
 }

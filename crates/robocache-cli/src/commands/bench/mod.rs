@@ -11,7 +11,9 @@ mod loader;
 mod measure;
 mod plot;
 mod report;
+mod storage;
 mod workloads;
+mod write_rlds;
 
 use std::path::PathBuf;
 
@@ -59,6 +61,10 @@ pub struct Args {
 enum Target {
     /// The loader: batches per second, resident and streaming modes, every backend.
     Loader(loader::Args),
+    /// A remote store on its own: bytes/s of ranged GETs, N in flight, past the cache.
+    Storage(storage::Args),
+    /// Writes a synthetic RLDS directory (TFDS's format) for the benchmarks.
+    WriteRlds(write_rlds::Args),
 }
 
 /// Today's date (UTC) as YYYY-MM-DD.
@@ -79,8 +85,11 @@ fn today() -> String {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    if let Some(Target::Loader(loader)) = args.target {
-        return loader::run(loader);
+    match args.target {
+        Some(Target::Loader(loader)) => return loader::run(loader),
+        Some(Target::Storage(storage)) => return storage::run(storage),
+        Some(Target::WriteRlds(write)) => return write_rlds::run(write),
+        None => {}
     }
     let device = super::open_device(&args.backend)?;
     let gpu = device.kind() == BackendKind::Cuda;

@@ -1,0 +1,217 @@
+"""Remote datasets against local ones: windows/s of robocache's Loader over
+an RLDS directory and a LeRobot root served by a local S3-compatible server
+(moto, started here), first epoch (cold node-local cache) and second
+(warm), beside the same dataset read from local disk and beside what the
+store gives on its own (`robocache bench storage`: ranged GETs of 4 MiB,
+the same number in flight, no cache) — all in one run on one machine.
+
+    python benches/remote_read.py --robocache target/release/robocache --out target/bench-remote \\
+        [--rlds VERSION_DIR] [--lerobot ROOT] [--episodes 256 --steps 100 --image 128x128] [--workers 8]
+
+Without `--rlds`, an RLDS directory is written with `robocache bench
+write-rlds` (JPEG camera, state, action; TFDS's format). A LeRobot root is
+read only when `--lerobot` names one (benches/lerobot_loader.py writes one
+with LeRobot). Needs `moto[server]` and boto3 (`cargo xtask test` installs
+them into target/tools/python).
+
+Reported per dataset: the open time, windows/s of a local epoch, of the
+remote cold epoch and of the remote warm epoch, the bytes fetched by each
+(the warm one must fetch none), the cold epoch's bytes/s against the
+store's own bytes/s. The last lines are a Markdown table.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+BUCKET = "bench"
+BATCH = 64
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_moto():
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if server.poll() is not None or time.time() > deadline:
+                sys.exit("moto's S3 server did not start (pip install 'moto[server]')")
+            time.sleep(0.1)
+    endpoint = f"http://127.0.0.1:{port}"
+    options = {"aws_endpoint": endpoint, "aws_allow_http": "true", "aws_access_key_id": "testing",
+               "aws_secret_access_key": "testing", "aws_region": "us-east-1"}
+    return server, endpoint, options
+
+
+def upload(endpoint, local_dir, prefix):
+    import boto3
+    from boto3.s3.transfer import TransferConfig
+
+    client = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="testing",
+                          aws_secret_access_key="testing", region_name="us-east-1")
+    try:
+        client.create_bucket(Bucket=BUCKET)
+    except client.exceptions.BucketAlreadyOwnedByYou:
+        pass
+    total = 0
+    config = TransferConfig(multipart_threshold=1 << 30)
+    for dirpath, _, files in os.walk(local_dir):
+        for name in files:
+            path = os.path.join(dirpath, name)
+            key = f"{prefix}/{os.path.relpath(path, local_dir)}"
+            client.upload_file(path, BUCKET, key, Config=config)
+            total += os.path.getsize(path)
+    return total
+
+
+def store_ceiling(robocache_cli, url, options, in_flight):
+    command = [robocache_cli, "bench", "storage", url, "--in-flight", str(in_flight), "--json",
+               "--remote-cache-bytes", "0"]
+    for key, value in options.items():
+        command += ["--storage-option", f"{key}={value}"]
+    out = subprocess.run(command, capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"robocache bench storage failed:\n{out.stderr}")
+    return json.loads(out.stdout)
+
+
+def loader_for(dataset, kind, workers):
+    import robocache
+
+    if kind == "rlds":
+        streams = [s for s in ("observation/image", "observation/state", "action") if s in dataset.streams]
+        return robocache.Loader(dataset, streams, windows={"seq_length": 8, "frame_stack": 2}, batch_size=BATCH,
+                                device="cpu", workers=workers, prefetch=2 * workers, seed=0, rank=0, world_size=1)
+    meta = dataset.info["metadata"]
+    fps = meta["fps"]
+    cameras = meta.get("video_keys", []) + meta.get("image_keys", [])
+    deltas = {**{cam: [-1 / fps, 0.0] for cam in cameras}, "action": [k / fps for k in range(16)]}
+    features = set(dataset.streams)
+    if "observation.state" in features:
+        deltas["observation.state"] = [-1 / fps, 0.0]
+    return robocache.Loader(dataset, None, delta_timestamps=deltas, batch_size=BATCH, shuffle=True, device="cpu",
+                            workers=workers, prefetch=2 * workers, return_uint8=True, rank=0, world_size=1)
+
+
+def epoch(loader, number):
+    loader.set_epoch(number)
+    t0 = time.perf_counter()
+    windows = 0
+    for batch in loader:
+        first = next(v for v in batch.values() if hasattr(v, "shape"))
+        windows += first.shape[0]
+    return windows, time.perf_counter() - t0
+
+
+def measure(kind, local, url, options, workers, cache_dir):
+    import robocache
+
+    open_kwargs = {"rate_hz": 10.0} if kind == "rlds" else {}
+    t0 = time.perf_counter()
+    dataset = robocache.open(local, **open_kwargs)
+    local_open = time.perf_counter() - t0
+    loader = loader_for(dataset, kind, workers)
+    epoch(loader, 0)  # the page cache warm: local disk at its best
+    windows, local_s = epoch(loader, 1)
+    del loader, dataset
+
+    shutil.rmtree(cache_dir, ignore_errors=True)
+    t0 = time.perf_counter()
+    remote = robocache.open(url, storage_options=options, remote_cache_dir=cache_dir, **open_kwargs)
+    remote_open = time.perf_counter() - t0
+    opened = remote.storage_usage()
+    loader = loader_for(remote, kind, workers)
+    cold_windows, cold_s = epoch(loader, 1)
+    after_cold = remote.storage_usage()
+    warm_windows, warm_s = epoch(loader, 1)
+    after_warm = remote.storage_usage()
+    assert cold_windows == windows == warm_windows, (windows, cold_windows, warm_windows)
+    return {
+        "dataset": kind, "windows": windows, "workers": workers,
+        "local_open_s": local_open, "remote_open_s": remote_open,
+        "open_bytes_fetched": opened["bytes_fetched"],
+        "local_windows_per_s": windows / local_s,
+        "cold_windows_per_s": windows / cold_s,
+        "warm_windows_per_s": windows / warm_s,
+        "cold_bytes_fetched": after_cold["bytes_fetched"] - opened["bytes_fetched"],
+        "cold_bytes_per_s": (after_cold["bytes_fetched"] - opened["bytes_fetched"]) / cold_s,
+        "open_and_cold_bytes_per_s": after_cold["bytes_fetched"] / (remote_open + cold_s),
+        "warm_bytes_fetched": after_warm["bytes_fetched"] - after_cold["bytes_fetched"],
+        "requests": after_warm["requests"], "retries": after_warm["retries"],
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--robocache", default="target/release/robocache", help="the robocache CLI")
+    parser.add_argument("--out", default="target/bench-remote")
+    parser.add_argument("--rlds", help="an RLDS version folder (default: one written here)")
+    parser.add_argument("--lerobot", help="a LeRobot root (optional)")
+    parser.add_argument("--episodes", type=int, default=256)
+    parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--image", default="128x128")
+    parser.add_argument("--workers", type=int, default=min(8, os.cpu_count() or 1))
+    parser.add_argument("--in-flight", type=int, default=8)
+    parser.add_argument("--json", help="write the results here too")
+    args = parser.parse_args()
+
+    os.makedirs(args.out, exist_ok=True)
+    rlds = args.rlds
+    if rlds is None:
+        target = os.path.join(args.out, "rlds")
+        shutil.rmtree(target, ignore_errors=True)
+        out = subprocess.run([args.robocache, "bench", "write-rlds", target, "--episodes", str(args.episodes),
+                              "--steps", str(args.steps), "--shards", "16", "--image", args.image],
+                             capture_output=True, text=True, check=True)
+        rlds = out.stdout.strip().splitlines()[-1]
+
+    server, endpoint, options = start_moto()
+    rows = []
+    try:
+        datasets = [("rlds", rlds)] + ([("lerobot", args.lerobot)] if args.lerobot else [])
+        for kind, local in datasets:
+            size = upload(endpoint, local, kind)
+            url = f"s3://{BUCKET}/{kind}"
+            ceiling = store_ceiling(args.robocache, url, options, args.in_flight)
+            with tempfile.TemporaryDirectory(dir=args.out) as cache_dir:
+                row = measure(kind, local, url, options, args.workers, cache_dir)
+            row.update(dataset_bytes=size, store_bytes_per_s=ceiling["bytes_per_second"], in_flight=args.in_flight)
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    finally:
+        server.terminate()
+        server.wait()
+
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=2)
+    print()
+    print("| dataset | MB | open local / remote s | local win/s | cold win/s | warm win/s | warm / local "
+          "| cold MB/s (open+epoch) | store alone MB/s | warm bytes fetched |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r['dataset']} | {r['dataset_bytes'] / 1e6:.0f} | {r['local_open_s']:.2f} / {r['remote_open_s']:.2f} "
+              f"| {r['local_windows_per_s']:,.0f} | {r['cold_windows_per_s']:,.0f} | {r['warm_windows_per_s']:,.0f} "
+              f"| {r['warm_windows_per_s'] / r['local_windows_per_s']:.2f} "
+              f"| {r['open_and_cold_bytes_per_s'] / 1e6:.0f} | {r['store_bytes_per_s'] / 1e6:.0f} "
+              f"| {r['warm_bytes_fetched']} |")
+
+
+if __name__ == "__main__":
+    main()
