@@ -97,7 +97,7 @@ pub use model::{ChannelKind, DatasetInfo, EpisodeInfo, Format, StreamInfo, Strea
 pub use rlds::rates::{oxe_rate_hz, OXE_RATES_HZ};
 pub use robocache_storage::{FetchThroughput, Storage, StorageOptions, StorageUsage};
 pub use robocache_video::FrameCacheUsage;
-pub use sampler::{Sampler, Shard};
+pub use sampler::{Sampler, Shard, ShardBy};
 pub use verify::{VerifyProblem, VerifyReport};
 pub use windows::delta::{DeltaTimestamps, DeltaWindow, DeltaWindows, DEFAULT_TOLERANCE_S};
 pub use windows::step::{StepWindow, StepWindowSpec, StepWindows};

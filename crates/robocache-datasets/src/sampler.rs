@@ -3,6 +3,16 @@
 //! `w` takes positions `r, r + w, r + 2w, …`, so the shards partition the
 //! samples (sizes differ by at most one; nothing is repeated or dropped).
 //!
+//! Sharded by episode ([`ShardBy::Episodes`], for datasets read remotely),
+//! rank `r` takes every window of a contiguous run of episodes instead, so
+//! it reads (and fetches) only those episodes' bytes. Episodes go to the
+//! rank whose equal part of the windows holds their middle window; every
+//! rank yields `⌈N / W⌉` windows an epoch (torch's `DistributedSampler`
+//! count, so every rank steps the same number of batches): its own windows
+//! shuffled, a rank with fewer repeating the first of them, a rank with
+//! more leaving out its last few (different ones each epoch when
+//! shuffled).
+//!
 //! The permutation is a Fisher–Yates shuffle driven by SplitMix64 seeded
 //! with `(seed, epoch)`: defined here, so the order of a seed never changes
 //! with a dependency's version.
@@ -64,19 +74,70 @@ impl Shard {
     }
 }
 
+/// How the samples are split between ranks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ShardBy {
+    /// Every `W`-th window of each epoch's permutation: ranks see windows
+    /// of every episode (each rank reads the whole dataset over an epoch).
+    #[default]
+    Windows,
+    /// Whole episodes, a contiguous run of them per rank: each rank reads
+    /// (and, remote, fetches) only its episodes' bytes.
+    Episodes,
+}
+
 /// Epoch orders of `len` samples for one shard.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Sampler {
     len: usize,
     seed: u64,
     shard: Shard,
+    /// Sharded by episode: this rank's samples, ascending, and the number
+    /// every rank yields an epoch.
+    own: Option<(Vec<usize>, usize)>,
 }
 
 impl Sampler {
-    /// A sampler of `len` samples.
+    /// A sampler of `len` samples, sharded by window.
     pub fn new(len: usize, seed: u64, shard: Shard) -> Result<Self> {
         Shard::new(shard.rank, shard.world_size)?;
-        Ok(Sampler { len, seed, shard })
+        Ok(Sampler { len, seed, shard, own: None })
+    }
+
+    /// A sampler sharded by episode: `episode_of[s]` is sample `s`'s episode.
+    /// An error when some rank would get no window (fewer episodes than
+    /// ranks, or one episode holding most of the windows).
+    pub fn by_episode(episode_of: &[usize], seed: u64, shard: Shard) -> Result<Self> {
+        Shard::new(shard.rank, shard.world_size)?;
+        let len = episode_of.len();
+        let episodes = episode_of.iter().max().map_or(0, |&e| e + 1);
+        let mut windows = vec![0usize; episodes];
+        for &e in episode_of {
+            windows[e] += 1;
+        }
+        // Episode `e` goes to the rank whose `len / W` part holds its middle window.
+        let world = shard.world_size as u128;
+        let mut rank_of = vec![0usize; episodes];
+        let mut per_rank = vec![0usize; shard.world_size];
+        let mut before = 0usize;
+        for (e, &n) in windows.iter().enumerate() {
+            if n > 0 {
+                let middle = (before + n / 2) as u128;
+                rank_of[e] = (middle * world / len as u128) as usize;
+                per_rank[rank_of[e]] += n;
+            }
+            before += n;
+        }
+        if let Some(empty) = per_rank.iter().position(|&n| n == 0) {
+            let nonempty = windows.iter().filter(|&&n| n > 0).count();
+            return Err(Error::Invalid(format!(
+                "sharding by episode: rank {empty} of {} gets no window ({len} windows in {nonempty} episodes); \
+                 shard by windows, or use fewer ranks",
+                shard.world_size
+            )));
+        }
+        let own = (0..len).filter(|&s| rank_of[episode_of[s]] == shard.rank).collect();
+        Ok(Sampler { len, seed, shard, own: Some((own, len.div_ceil(shard.world_size))) })
     }
 
     /// The shard.
@@ -86,19 +147,39 @@ impl Sampler {
 
     /// Samples this shard yields per epoch.
     pub fn shard_len(&self) -> usize {
+        if let Some((_, count)) = &self.own {
+            return *count;
+        }
         let Shard { rank, world_size } = self.shard;
         self.len / world_size + usize::from(rank < self.len % world_size)
     }
 
+    /// The samples this shard reads over its epochs: all of them sharded by
+    /// window, its episodes' sharded by episode (ascending).
+    pub fn own_samples(&self) -> Option<&[usize]> {
+        self.own.as_ref().map(|(own, _)| own.as_slice())
+    }
+
     /// This shard's samples in epoch `epoch`'s order.
     pub fn epoch(&self, epoch: u64) -> Vec<usize> {
-        let permutation = permutation(self.len, self.seed, epoch);
-        permutation.into_iter().skip(self.shard.rank).step_by(self.shard.world_size).collect()
+        match &self.own {
+            None => {
+                let permutation = permutation(self.len, self.seed, epoch);
+                permutation.into_iter().skip(self.shard.rank).step_by(self.shard.world_size).collect()
+            }
+            Some((own, count)) => {
+                let order: Vec<usize> = permutation(own.len(), self.seed, epoch).into_iter().map(|i| own[i]).collect();
+                order.iter().copied().cycle().take(*count).collect()
+            }
+        }
     }
 
     /// Samples in order, without shuffling (evaluation), sharded the same way.
     pub fn sequential(&self) -> Vec<usize> {
-        (self.shard.rank..self.len).step_by(self.shard.world_size).collect()
+        match &self.own {
+            None => (self.shard.rank..self.len).step_by(self.shard.world_size).collect(),
+            Some((own, count)) => own.iter().copied().cycle().take(*count).collect(),
+        }
     }
 }
 
@@ -155,6 +236,59 @@ mod tests {
         assert_ne!(sampler.epoch(1), sampler.epoch(2));
         assert_ne!(sampler.epoch(1), Sampler::new(100, 8, Shard::default()).unwrap().epoch(1));
         assert_eq!(sampler.sequential(), (0..100).collect::<Vec<_>>());
+    }
+
+    /// Episodes of `lengths[e]` windows each, in order.
+    fn episode_of(lengths: &[usize]) -> Vec<usize> {
+        lengths.iter().enumerate().flat_map(|(e, &n)| std::iter::repeat_n(e, n)).collect()
+    }
+
+    #[test]
+    fn sharded_by_episode_ranks_read_disjoint_episodes_and_step_together() {
+        for (lengths, world) in
+            [(vec![5, 5, 5, 5], 2), (vec![3, 9, 1, 7, 2, 8, 4], 3), (vec![10; 16], 16), (vec![1, 2, 3, 40, 5, 6], 2)]
+        {
+            let episodes = episode_of(&lengths);
+            let mut owner = vec![None; lengths.len()];
+            let mut read = vec![0u32; episodes.len()];
+            for rank in 0..world {
+                let sampler = Sampler::by_episode(&episodes, 3, Shard::new(rank, world).unwrap()).unwrap();
+                assert_eq!(sampler.shard_len(), episodes.len().div_ceil(world));
+                let own = sampler.own_samples().unwrap().to_vec();
+                assert!(!own.is_empty());
+                for &s in &own {
+                    read[s] += 1;
+                    // An episode belongs to one rank, with all its windows.
+                    let e = episodes[s];
+                    assert!(owner[e].is_none_or(|r| r == rank), "episode {e} on two ranks");
+                    owner[e] = Some(rank);
+                }
+                // Contiguous runs of episodes.
+                assert!(own.windows(2).all(|w| episodes[w[1]] - episodes[w[0]] <= 1));
+                for epoch in 0..3 {
+                    let order = sampler.epoch(epoch);
+                    assert_eq!(order.len(), sampler.shard_len());
+                    assert!(order.iter().all(|s| own.contains(s)));
+                    // Each own window once before any repeats.
+                    let distinct: std::collections::HashSet<_> = order.iter().collect();
+                    assert_eq!(distinct.len(), own.len().min(order.len()));
+                }
+                let sequential = sampler.sequential();
+                assert_eq!(&sequential[..own.len().min(sequential.len())], &own[..own.len().min(sequential.len())]);
+                if own.len() > 5 {
+                    assert_ne!(sampler.epoch(0), sampler.epoch(1));
+                }
+            }
+            assert!(read.iter().all(|&n| n == 1), "{lengths:?} over {world}: {read:?}");
+        }
+    }
+
+    #[test]
+    fn sharding_by_episode_with_an_empty_rank_is_an_error() {
+        for (lengths, world) in [(vec![4, 4], 3), (vec![1, 100], 3)] {
+            let error = Sampler::by_episode(&episode_of(&lengths), 0, Shard::new(0, world).unwrap()).unwrap_err();
+            assert!(error.to_string().contains("gets no window"), "{error}");
+        }
     }
 
     #[test]

@@ -10,7 +10,7 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use robocache_datasets::{Dataset, OpenOptions, StorageOptions};
+use robocache_datasets::{Dataset, DeltaTimestamps, DeltaWindows, OpenOptions, Sampler, Shard, StorageOptions};
 use support::servers::{self, Fault};
 
 fn fixtures() -> PathBuf {
@@ -199,6 +199,55 @@ fn fixtures_read_from_s3_equal_the_local_ones_and_the_second_pass_reads_no_netwo
     bad.push(("aws_no_such_option".into(), "1".into()));
     let err = Dataset::open_with("s3://robots/data/lift.hdf5", &options(cache.path(), bad)).unwrap_err();
     assert!(err.to_string().contains("aws_no_such_option"), "{err}");
+}
+
+/// Two nodes (own caches), one rank each, sharded by episode over a LeRobot
+/// v2.1 root (one parquet file per episode) in S3: each fetches the
+/// metadata and its own episodes' files, never the other rank's.
+#[test]
+fn sharded_by_episode_each_node_fetches_only_its_episodes() {
+    let site = site();
+    let moto = servers::moto();
+    servers::upload(&moto, "robots", site.dir.path(), "data");
+    let s3 = servers::s3_options(&moto);
+    let url = "s3://robots/data/lerobot/v21";
+    let root = fixtures().join("lerobot/v21");
+    let file_of = |episode: usize| root.join(format!("data/chunk-000/episode_{episode:06}.parquet"));
+    let spec = DeltaTimestamps::new(vec![("action".into(), vec![-0.1, 0.0, 0.1])]);
+
+    // Reads every stream of the episodes the rank's epoch draws windows from.
+    let read = |shard: Option<Shard>| {
+        let cache = tempfile::tempdir().unwrap();
+        let dataset = Dataset::open_with(url, &options(cache.path(), s3.clone())).unwrap();
+        let opened = dataset.storage().usage().bytes_fetched;
+        let windows = DeltaWindows::new(dataset.info(), &spec).unwrap();
+        let episode_of: Vec<usize> = (0..windows.len()).map(|s| windows.window(s).unwrap().episode).collect();
+        let sampler = match shard {
+            Some(shard) => Sampler::by_episode(&episode_of, 1, shard).unwrap(),
+            None => Sampler::new(windows.len(), 1, Shard::default()).unwrap(),
+        };
+        let mut episodes: Vec<usize> = sampler.epoch(0).iter().map(|&s| episode_of[s]).collect();
+        episodes.sort_unstable();
+        episodes.dedup();
+        for &e in &episodes {
+            for stream in &dataset.info().episodes[e].streams {
+                dataset.read_rows(e, &stream.name, 0..stream.len).unwrap();
+            }
+        }
+        (episodes, opened, dataset.storage().usage().bytes_fetched)
+    };
+    let (all, opened, everything) = read(None);
+    assert_eq!(all, (0..5).collect::<Vec<_>>());
+    let size = |episodes: &[usize]| episodes.iter().map(|&e| std::fs::metadata(file_of(e)).unwrap().len()).sum::<u64>();
+    assert_eq!(everything - opened, size(&all), "a whole read fetches every episode file once, past the metadata");
+    let mut owned = Vec::new();
+    for rank in 0..2 {
+        let (episodes, rank_opened, fetched) = read(Some(Shard::new(rank, 2).unwrap()));
+        assert_eq!(rank_opened, opened, "opening fetches the metadata alone");
+        assert_eq!(fetched - rank_opened, size(&episodes), "rank {rank} ({episodes:?}) fetches its episodes' files");
+        owned.extend(episodes);
+    }
+    assert_eq!(owned, all, "the ranks' episodes partition the dataset");
 }
 
 #[test]

@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use robocache::datasets::{
-    Dataset as RustDataset, DeltaTimestamps, OpenOptions, Shard, StepWindowSpec, StorageOptions, TimeWindowSpec,
+    Dataset as RustDataset, DeltaTimestamps, OpenOptions, Shard, ShardBy, StepWindowSpec, StorageOptions,
+    TimeWindowSpec,
 };
 use robocache::{
     DType, Device, Loader as RustLoader, LoaderConfig, LoaderMode, MaskKind, Normalization, NormalizationMode, Tensor,
@@ -116,7 +117,7 @@ fn window_spec(windows: WindowsArg) -> PyResult<WindowSpec> {
 #[pymethods]
 impl Loader {
     #[new]
-    #[pyo3(signature = (dataset, streams, windows, batch_size, device, seed, shuffle, rank, world_size, drop_last, workers, prefetch, normalization, mode, frame_cache_bytes=0))]
+    #[pyo3(signature = (dataset, streams, windows, batch_size, device, seed, shuffle, rank, world_size, drop_last, workers, prefetch, normalization, mode, frame_cache_bytes=0, shard_by="windows"))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -135,11 +136,17 @@ impl Loader {
         normalization: Option<&str>,
         mode: &str,
         frame_cache_bytes: usize,
+        shard_by: &str,
     ) -> PyResult<Self> {
         let device =
             Device::from_request(device.parse().map_err(|e: String| invalid(format!("device: {e}")))?).py_err()?;
         let names: Vec<&str> = streams.iter().map(String::as_str).collect();
         let shard = Shard::new(rank, world_size).map_err(robocache::Error::from).py_err()?;
+        let shard_by = match shard_by {
+            "windows" => ShardBy::Windows,
+            "episodes" => ShardBy::Episodes,
+            other => return Err(invalid(format!("shard_by {other:?}: expected windows or episodes"))),
+        };
         let mode = match mode {
             "auto" => LoaderMode::Auto,
             "resident" => LoaderMode::Resident,
@@ -166,6 +173,7 @@ impl Loader {
             seed,
             shuffle,
             shard,
+            shard_by,
             drop_last,
             workers,
             prefetch,

@@ -123,6 +123,27 @@ def test_loader_errors(robomimic_file):
             robocache.Loader(robomimic_file, STREAMS, windows=WINDOWS, batch_size=4, device="cuda:0")
 
 
+def test_sharded_by_episode_ranks_read_disjoint_episodes(robomimic_file):
+    owners, seen, lengths = {}, set(), set()
+    for rank in range(3):
+        loader = make(robomimic_file, rank=rank, world_size=3, shard_by="episodes")
+        count = 0
+        for batch in loader:
+            count += len(batch["sample_index"])
+            for sample, episode in zip(batch["sample_index"].tolist(), batch["episode_index"].tolist()):
+                assert owners.setdefault(episode, rank) == rank, f"episode {episode} on two ranks"
+                seen.add(sample)
+        lengths.add(count)
+    total = make(robomimic_file).samples_per_epoch
+    assert len(lengths) == 1 and lengths == {-(-total // 3)}
+    assert seen == set(range(total))
+    assert len(set(owners.values())) == 3
+    with pytest.raises(robocache.InvalidInputError, match="shard_by"):
+        make(robomimic_file, shard_by="nodes")
+    with pytest.raises(robocache.DatasetError, match="gets no window"):
+        make(robomimic_file, rank=0, world_size=13, shard_by="episodes")
+
+
 def test_without_shuffle_batches_come_in_order(robomimic_file):
     loader = make(robomimic_file, shuffle=False, rank=1, world_size=2)
     order = [int(i) for batch in loader for i in batch["sample_index"]]

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use robocache::datasets::synthetic::{write_robomimic, SyntheticSpec};
-use robocache::datasets::{Dataset, Shard, StepWindowSpec, TimeWindowSpec};
+use robocache::datasets::{Dataset, Shard, ShardBy, StepWindowSpec, TimeWindowSpec};
 use robocache::{Device, Loader, LoaderConfig, LoaderMode, Normalization, NormalizationMode, WindowSpec};
 
 fn dataset(dir: &tempfile::TempDir) -> Arc<Dataset> {
@@ -71,6 +71,49 @@ fn without_shuffle_an_epoch_is_in_order_and_the_same_every_epoch() {
     let shuffled =
         Loader::new(&Device::Cpu, dataset.clone(), LoaderConfig::new(&["actions"], windows.clone(), 7)).unwrap();
     assert_ne!(shuffled.epoch(0).flat_map(|b| b.unwrap().samples).collect::<Vec<_>>(), all);
+}
+
+#[test]
+fn sharded_by_episode_each_rank_reads_its_own_episodes_and_all_step_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let dataset = dataset(&dir);
+    let windows = WindowSpec::Times(TimeWindowSpec { hz: 30.0, history: 1, horizon: 8 });
+    let world = 3;
+    let (mut owners, mut seen, mut lengths) = (std::collections::HashMap::new(), HashSet::new(), HashSet::new());
+    let mut total = 0;
+    for rank in 0..world {
+        let config = LoaderConfig {
+            shard: Shard::new(rank, world).unwrap(),
+            shard_by: ShardBy::Episodes,
+            seed: 2,
+            ..LoaderConfig::new(&["actions"], windows.clone(), 8)
+        };
+        let loader = Loader::new(&Device::Cpu, dataset.clone(), config).unwrap();
+        total = loader.windows();
+        assert_eq!(loader.samples_per_epoch(), total.div_ceil(world));
+        for epoch in 0..2 {
+            let mut count = 0;
+            for batch in loader.epoch(epoch) {
+                let batch = batch.unwrap();
+                count += batch.len();
+                for (&sample, &episode) in batch.samples.iter().zip(&batch.episodes) {
+                    assert_eq!(*owners.entry(episode).or_insert(rank), rank, "episode {episode} read by two ranks");
+                    seen.insert(sample);
+                }
+            }
+            lengths.insert(count);
+        }
+    }
+    assert_eq!(lengths.len(), 1, "every rank yields as many windows: {lengths:?}");
+    assert_eq!(seen.len(), total, "every window read by its episode's rank");
+    // More ranks than episodes: a clear error, not an idle rank.
+    let config = LoaderConfig {
+        shard: Shard::new(0, 8).unwrap(),
+        shard_by: ShardBy::Episodes,
+        ..LoaderConfig::new(&["actions"], windows.clone(), 8)
+    };
+    let error = Loader::new(&Device::Cpu, dataset.clone(), config).unwrap_err();
+    assert!(error.to_string().contains("gets no window"), "{error}");
 }
 
 #[test]

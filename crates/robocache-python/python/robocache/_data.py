@@ -169,7 +169,12 @@ class Loader:
     (``frame_cache``) and the host cores the process kept busy
     (``host_cores_busy``).
     Sharding defaults to ``RANK``/``WORLD_SIZE`` (torchrun); ``device``
-    defaults to ``cuda:$LOCAL_RANK`` when a GPU answers.
+    defaults to ``cuda:$LOCAL_RANK`` when a GPU answers. ``shard_by``:
+    ``"windows"`` (every rank draws from every episode) or ``"episodes"``
+    (each rank takes the windows of a contiguous run of whole episodes, so
+    it reads, and from a remote dataset fetches, only those; every rank
+    yields ``ceil(windows / world_size)`` an epoch, a shorter shard
+    repeating some of its windows, a longer one leaving a few out).
     """
 
     def __init__(self, dataset: Union[Dataset, str, os.PathLike], streams: Optional[Sequence[str]] = None, *,
@@ -179,7 +184,7 @@ class Loader:
                  batch_size: int, device: Optional[str] = None, seed: int = 0, shuffle: bool = True,
                  drop_last: bool = False, workers: int = 2, prefetch: int = 4,
                  normalization: Optional[str] = None, mode: str = "auto",
-                 rank: Optional[int] = None, world_size: Optional[int] = None):
+                 rank: Optional[int] = None, world_size: Optional[int] = None, shard_by: str = "windows"):
         if int(frame_cache_bytes) < 0:
             raise InvalidInputError(f"frame_cache_bytes must be 0 or more, not {frame_cache_bytes}")
         if not isinstance(dataset, Dataset):
@@ -220,7 +225,7 @@ class Loader:
             raise InvalidInputError("windows needs hz/history/horizon (time windows) or seq_length/frame_stack")
         self._native = _NativeLoader(dataset._native, self.streams, spec, self.batch_size, self.device, int(seed),
                                      bool(shuffle), self.rank, self.world_size, bool(drop_last), int(workers), int(prefetch),
-                                     normalization, mode, int(frame_cache_bytes))
+                                     normalization, mode, int(frame_cache_bytes), str(shard_by))
         self._epoch = 0
         self._next_batch = 0
         # What each batch holds, in the order the native loader hands it over.

@@ -50,7 +50,8 @@ use std::time::Instant;
 
 use robocache_cpu::HostVec;
 use robocache_datasets::{
-    Dataset, DeltaTimestamps, DeltaWindows, Sampler, Shard, StepWindowSpec, StepWindows, TimeWindowSpec, TimeWindows,
+    Dataset, DeltaTimestamps, DeltaWindows, Sampler, Shard, ShardBy, StepWindowSpec, StepWindows, TimeWindowSpec,
+    TimeWindows,
 };
 
 pub use crate::assembly::{MaskKind, WindowShape};
@@ -104,6 +105,10 @@ pub struct LoaderConfig {
     pub shuffle: bool,
     /// This process's shard (`Shard::from_env()` for torchrun / SLURM).
     pub shard: Shard,
+    /// How the shards split the windows: [`ShardBy::Windows`] (the default)
+    /// or [`ShardBy::Episodes`], each rank reading only its own episodes
+    /// (remote datasets: each node fetches only its ranks' part).
+    pub shard_by: ShardBy,
     /// Drop the last batch of an epoch when it is short.
     pub drop_last: bool,
     /// Batches assembled ahead of the consumer (in all).
@@ -148,6 +153,7 @@ impl LoaderConfig {
             seed: 0,
             shuffle: true,
             shard: Shard::default(),
+            shard_by: ShardBy::Windows,
             drop_last: false,
             prefetch: 4,
             workers: 2,
@@ -293,11 +299,18 @@ impl Loader {
         if let Some(bytes) = config.frame_cache_bytes {
             dataset.set_frame_cache_budget(bytes);
         }
-        let sampler = Sampler::new(cut.len(), config.seed, config.shard)?;
+        let sampler = match config.shard_by {
+            ShardBy::Windows => Sampler::new(cut.len(), config.seed, config.shard)?,
+            ShardBy::Episodes => {
+                let episode_of = (0..cut.len()).map(|s| cut.anchor(s).map(|(e, _)| e)).collect::<Result<Vec<_>>>()?;
+                Sampler::by_episode(&episode_of, config.seed, config.shard)?
+            }
+        };
         tracing::info!(
             device = %device,
             windows = cut.len(),
             shard = format!("{}/{}", config.shard.rank, config.shard.world_size),
+            shard_by = ?config.shard_by,
             resident = resident_names.len(),
             resident_bytes = resident.as_ref().map_or(0, |r| r.size_in_bytes()),
             streamed = streamed.len(),
