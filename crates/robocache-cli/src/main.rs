@@ -39,6 +39,8 @@ enum Command {
     Voxelize(commands::voxelize::Args),
     /// The layout, episodes, streams (shapes, dtypes, kinds, rates) and durations of a dataset file.
     Inspect(commands::inspect::Args),
+    /// Write an RLDS split's sidecar index beside its shards: later opens, on every node, read it instead of every record.
+    Index(commands::index::Args),
     /// Convert a dataset into one of robocache's HDF5 layouts (`convert calvin DIR OUT.h5`).
     Convert(commands::convert::Args),
     /// Time the operations on a backend on fixed workloads (docs/performance.md shapes).
@@ -63,6 +65,7 @@ fn main() -> ExitCode {
         Command::Resample(args) => commands::resample::run(args),
         Command::Voxelize(args) => commands::voxelize::run(args),
         Command::Inspect(args) => commands::inspect::run(args),
+        Command::Index(args) => commands::index::run(args),
         Command::Convert(args) => commands::convert::run(args),
         Command::Bench(args) => commands::bench::run(args),
     };

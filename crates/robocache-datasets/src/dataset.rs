@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::ops::Range;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use robocache_cpu::{with_host_data, DType, Element, HostVec};
@@ -477,6 +477,27 @@ impl Dataset {
             Source::Rlds(rlds) => rlds.read_rows_into(episode, info, rows, out),
             Source::LeRobot(lerobot) => lerobot.read_rows_into(episode, info, rows, out),
         }
+    }
+
+    /// Writes the sidecar index of an RLDS split (`robocache-index.<split>.json`)
+    /// to `to`, by default beside the shards (local, or a remote store
+    /// written with the same credentials), and returns where it went. Later
+    /// opens of the split, on any node, read that one file instead of every
+    /// record (see docs/remote.md); an index that no longer matches the
+    /// shards is not used. Other formats open from their own metadata and
+    /// have no index: an error.
+    pub fn write_index(&self, to: Option<&Path>) -> Result<PathBuf> {
+        let Source::Rlds(rlds) = &self.source else {
+            return Err(Error::Invalid(format!(
+                "{}: only RLDS datasets have a sidecar index ({} datasets open from their own metadata)",
+                self.info.path.display(),
+                self.info.format
+            )));
+        };
+        let (beside, bytes) = rlds.index_file();
+        let path = to.map_or(beside, Path::to_path_buf);
+        self.storage.write(&path, bytes)?;
+        Ok(path)
     }
 
     /// The LeRobot dataset behind this one (`None` for other formats): its

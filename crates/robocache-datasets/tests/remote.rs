@@ -201,6 +201,48 @@ fn fixtures_read_from_s3_equal_the_local_ones_and_the_second_pass_reads_no_netwo
     assert!(err.to_string().contains("aws_no_such_option"), "{err}");
 }
 
+/// An RLDS split's sidecar index written into the bucket by one node: every
+/// other node's first open fetches the builder's two JSON files and the
+/// index, none of the shards, and reads the same dataset.
+#[test]
+fn with_its_index_in_the_bucket_a_remote_rlds_open_fetches_no_shard() {
+    let site = site();
+    let moto = servers::moto();
+    servers::upload(&moto, "robots", site.dir.path(), "data");
+    let s3 = servers::s3_options(&moto);
+    let url = "s3://robots/data/rlds/robocache_fixture_dict/1.0.0";
+    let version = fixtures().join(RLDS);
+    let shards: u64 = walk(&version)
+        .iter()
+        .filter(|p| p.to_string_lossy().contains("-train.tfrecord-"))
+        .map(|p| std::fs::metadata(p).unwrap().len())
+        .sum();
+    let open = |cache: &Path| Dataset::open_with(url, &rlds_options(cache, s3.clone())).unwrap();
+
+    let first_node = tempfile::tempdir().unwrap();
+    let indexing = open(first_node.path());
+    assert!(indexing.storage().usage().bytes_fetched >= shards, "without an index opening reads every record");
+    let written = indexing.write_index(None).unwrap();
+    assert_eq!(written, Path::new(url).join("robocache-index.train.json"));
+
+    let second_node = tempfile::tempdir().unwrap();
+    let remote = open(second_node.path());
+    let metadata: u64 = ["dataset_info.json", "features.json"]
+        .iter()
+        .map(|name| std::fs::metadata(version.join(name)).unwrap().len())
+        .sum();
+    let index = robocache_datasets::Storage::new(StorageOptions {
+        cache_bytes: Some(0),
+        options: s3.clone(),
+        ..Default::default()
+    })
+    .read(&written)
+    .unwrap();
+    assert_eq!(remote.storage().usage().bytes_fetched, metadata + index.len() as u64, "the JSON files, no shard");
+    let local = Dataset::open_with(&version, &rlds_options(second_node.path(), vec![])).unwrap();
+    assert_same(&local, &remote, "RLDS from S3 through its index");
+}
+
 /// Two nodes (own caches), one rank each, sharded by episode over a LeRobot
 /// v2.1 root (one parquet file per episode) in S3: each fetches the
 /// metadata and its own episodes' files, never the other rank's.

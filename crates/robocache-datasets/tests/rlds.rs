@@ -258,6 +258,75 @@ fn directories_written_by_robocache_read_back() {
     }
 }
 
+/// Every stream of every episode, whole, with the episode model as JSON.
+fn everything(dataset: &Dataset) -> (String, Vec<HostVec>) {
+    let info = serde_json::to_string(dataset.info()).unwrap();
+    let rows = (0..dataset.len())
+        .flat_map(|e| dataset.info().episodes[e].streams.iter().map(move |s| (e, s.name.clone())))
+        .map(|(e, s)| dataset.read_stream(e, &s).unwrap())
+        .collect();
+    (info, rows)
+}
+
+#[test]
+fn a_sidecar_index_opens_the_same_dataset_and_is_used_only_while_it_matches() {
+    let (_dir, version, _) = broken_copy(&fixtures().join("robocache_fixture_dict/1.0.0"));
+    let options = OpenOptions { rate_hz: Some(10.0), ..Default::default() };
+    let indexed = Dataset::open_with(&version, &options).unwrap();
+    let want = everything(&indexed);
+    let written = indexed.write_index(None).unwrap();
+    assert_eq!(written, version.join("robocache-index.train.json"));
+    let from_index = Dataset::open_with(&version, &options).unwrap();
+    assert_eq!(everything(&from_index), want, "the same episode model and rows through the index");
+    // The val split has no index of its own and is indexed as before.
+    let val = OpenOptions { split: Some("val".into()), ..options.clone() };
+    assert!(Dataset::open_with(&version, &val).unwrap().len() > 0);
+
+    // The index is what opening reads: an instruction changed in it shows...
+    let text = std::fs::read_to_string(&written).unwrap();
+    let mut index: Value = serde_json::from_str(&text).unwrap();
+    index["episodes"][0]["instruction"] = Value::from("changed in the index");
+    std::fs::write(&written, serde_json::to_vec(&index).unwrap()).unwrap();
+    let opened = Dataset::open_with(&version, &options).unwrap();
+    assert_eq!(opened.info().episodes[0].instruction.as_deref(), Some("changed in the index"));
+    // ...until it no longer matches the shards (here: a shard's size), when the records are read again.
+    let true_size = index["shards"][0]["bytes"].as_u64().unwrap();
+    index["shards"][0]["bytes"] = Value::from(true_size + 1);
+    std::fs::write(&written, serde_json::to_vec(&index).unwrap()).unwrap();
+    assert_eq!(everything(&Dataset::open_with(&version, &options).unwrap()), want);
+    // Not an index at all, or another layout version: not used either.
+    for bad in [b"{ not json".to_vec(), text.replace("\"version\":1", "\"version\":99").into_bytes()] {
+        std::fs::write(&written, bad).unwrap();
+        assert_eq!(everything(&Dataset::open_with(&version, &options).unwrap()), want);
+    }
+
+    // An index that lies about where a record lies (sizes still matching)
+    // gives a CRC error on the first read of that record, never wrong rows.
+    index["shards"][0]["bytes"] = Value::from(true_size);
+    index["episodes"][0]["instruction"] = want_instruction(&want);
+    let payload = index["episodes"][0]["payload"][0].as_u64().unwrap();
+    index["episodes"][0]["payload"][0] = Value::from(payload - 1);
+    let features = index["episodes"][0]["features"].as_array_mut().unwrap();
+    for span in features {
+        span[0] = Value::from(span[0].as_u64().unwrap() - 1);
+    }
+    std::fs::write(&written, serde_json::to_vec(&index).unwrap()).unwrap();
+    let lying = Dataset::open_with(&version, &options).unwrap();
+    let stream = lying.info().episodes[0].streams[0].name.clone();
+    let err = lying.read_stream(0, &stream).unwrap_err().to_string();
+    assert!(err.contains("tfrecord") && err.to_lowercase().contains("crc"), "{err}");
+
+    // Other formats have no index.
+    let lerobot = Dataset::open(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/lerobot/v21")).unwrap();
+    let err = lerobot.write_index(None).unwrap_err().to_string();
+    assert!(err.contains("only RLDS"), "{err}");
+}
+
+fn want_instruction(want: &(String, Vec<HostVec>)) -> Value {
+    let info: Value = serde_json::from_str(&want.0).unwrap();
+    info["episodes"][0]["instruction"].clone()
+}
+
 #[test]
 fn verify_reads_every_record_and_names_the_episode_and_stream() {
     let options = OpenOptions { rate_hz: Some(10.0), ..Default::default() };

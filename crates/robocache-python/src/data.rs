@@ -65,6 +65,14 @@ impl Dataset {
         (usage.requests, usage.bytes_fetched, usage.bytes_from_cache, usage.retries)
     }
 
+    /// Writes an RLDS split's sidecar index (beside the shards, or at
+    /// `path`) and returns where it went.
+    #[pyo3(signature = (path=None))]
+    fn write_index(&self, py: Python<'_>, path: Option<std::path::PathBuf>) -> PyResult<String> {
+        let written = py.detach(|| self.inner.write_index(path.as_deref())).map_err(robocache::Error::from).py_err()?;
+        Ok(written.to_string_lossy().into_owned())
+    }
+
     /// The layout: `robomimic`, `calvin`, `rtx`, `rlds` or `lerobot`.
     #[getter]
     fn format(&self) -> String {

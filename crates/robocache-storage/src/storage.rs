@@ -225,6 +225,46 @@ impl Storage {
         })
     }
 
+    /// Writes `bytes` to `path`: a local file (replaced atomically: written
+    /// beside it, then renamed), or a remote object (one PUT, which object
+    /// stores apply whole or not at all). The Hugging Face Hub takes commits,
+    /// not PUTs: writing there is an error that says so.
+    pub fn write(&self, path: &Path, bytes: Vec<u8>) -> Result<()> {
+        match Location::parse(path)? {
+            Location::Local(path) => {
+                let io = |source| Error::Io { file: path.clone(), source };
+                let mut partial = path.clone().into_os_string();
+                partial.push(format!(".partial-{}", std::process::id()));
+                let partial = PathBuf::from(partial);
+                std::fs::write(&partial, &bytes).map_err(io)?;
+                std::fs::rename(&partial, &path).map_err(|source| {
+                    let _ = std::fs::remove_file(&partial);
+                    io(source)
+                })
+            }
+            Location::Remote(url) if url.hub_repo.is_some() => Err(Error::InvalidUrl {
+                url: url.url(),
+                reason: "the Hugging Face Hub is written by commits, not by robocache: write the file locally and \
+                         upload it with `huggingface-cli upload`"
+                    .into(),
+            }),
+            Location::Remote(url) => {
+                let store = self.shared.store(&url)?;
+                let key = object_store::path::Path::from(url.key.as_str());
+                self.shared.requests.fetch_add(1, Ordering::Relaxed);
+                let runtime = self.shared.runtime()?;
+                runtime.block_on(store.put(&key, bytes.into())).map_err(|source| Error::Request {
+                    url: url.url(),
+                    range: None,
+                    source: Box::new(source),
+                })?;
+                // A later open in this process sees the new object, not a remembered HEAD.
+                self.shared.objects.lock().unwrap_or_else(|e| e.into_inner()).remove(&url.url());
+                Ok(())
+            }
+        }
+    }
+
     /// True when `path` is a file (a remote object that exists). Errors
     /// other than "not found" (denied, unreachable) are returned.
     pub fn is_file(&self, path: &Path) -> Result<bool> {
@@ -629,5 +669,25 @@ impl Blob {
 impl Drop for RemoteObject {
     fn drop(&mut self) {
         tracing::trace!(url = %self.url.url(), "remote object closed");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_replace_local_files_whole_and_the_hub_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = Storage::new(StorageOptions { cache_bytes: Some(0), ..Default::default() });
+        let path = dir.path().join("index.json");
+        storage.write(&path, b"first, longer".to_vec()).unwrap();
+        storage.write(&path, b"second".to_vec()).unwrap();
+        assert_eq!(storage.read(&path).unwrap(), b"second");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no partial file left behind");
+        let err = storage.write(&dir.path().join("missing/index.json"), vec![1]).unwrap_err().to_string();
+        assert!(err.contains("missing"), "{err}");
+        let err = storage.write(Path::new("hf://datasets/org/name/index.json"), vec![1]).unwrap_err().to_string();
+        assert!(err.contains("hf://datasets/org/name") && err.contains("huggingface-cli"), "{err}");
     }
 }

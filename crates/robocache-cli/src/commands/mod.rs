@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod convert;
 pub mod demo;
+pub mod index;
 pub mod info;
 pub mod inspect;
 pub mod remote;

@@ -21,6 +21,7 @@ pub(crate) mod builder;
 pub(crate) mod decode;
 pub(crate) mod example;
 pub(crate) mod features;
+pub(crate) mod index_file;
 pub mod rates;
 pub(crate) mod tfrecord;
 pub(crate) mod writer;
@@ -36,9 +37,10 @@ use rayon::prelude::*;
 use robocache_cpu::DType;
 use serde_json::{json, Map, Value};
 
-use self::builder::{BuilderInfo, FEATURES};
+use self::builder::{BuilderInfo, Split, FEATURES};
 use self::example::{Kind, Span};
 use self::features::{Features, Leaf, LeafKind, TensorEncoding};
+use self::index_file::{EpisodeText, IndexFile};
 use self::tfrecord::RecordSpan;
 use crate::direct_read::read_exact_at;
 use crate::formats::OpenOptions;
@@ -51,6 +53,8 @@ use crate::{Error, Result};
 struct Shard {
     path: PathBuf,
     file: Blob,
+    /// Records in the file.
+    records: usize,
 }
 
 /// Where an episode's record and features lie.
@@ -81,6 +85,8 @@ enum Values {
 #[derive(Debug)]
 pub(crate) struct RldsSource {
     dir: PathBuf,
+    /// The split read.
+    split: String,
     leaves: Vec<Leaf>,
     /// Leaf index by stream source (the Example key).
     leaf_of_source: HashMap<String, usize>,
@@ -91,6 +97,9 @@ pub(crate) struct RldsSource {
     empty_episodes: usize,
     verified: Vec<AtomicBool>,
     values: Mutex<HashMap<(usize, usize), Arc<Values>>>,
+    /// Each episode's instruction and `episode_metadata`, read at open (or
+    /// from the index).
+    texts: Vec<EpisodeText>,
 }
 
 impl RldsSource {
@@ -120,55 +129,31 @@ impl RldsSource {
             problem: "has no numeric or image feature to count the steps of an episode by".into(),
         })?;
 
-        // Index every shard in parallel: headers, then each record's feature spans.
-        let indexed: Vec<(Shard, Vec<EpisodeRecord>)> = split
+        // Every shard opened (one HEAD each when remote), then the sidecar
+        // index when one matches them, else every shard indexed in parallel:
+        // headers, then each record's feature spans.
+        let files: Vec<Blob> =
+            split.shards.par_iter().map(|(shard_path, _)| Ok(storage.open(shard_path)?)).collect::<Result<_>>()?;
+        let sidecar = IndexFile::load(storage, &builder.dir, split, &leaves, &files);
+        let from_index = sidecar.is_some();
+        let (shard_records, episodes, texts, empty) = match sidecar {
+            Some(indexed) => (indexed.shard_records, indexed.episodes, Some(indexed.texts), indexed.empty_episodes),
+            None => {
+                let (records, episodes, empty) = index_shards(split, &files, &leaves, count_leaf)?;
+                (records, episodes, None, empty)
+            }
+        };
+        let shards = split
             .shards
-            .par_iter()
-            .enumerate()
-            .map(|(shard_index, (shard_path, expected))| {
-                let file = storage.open(shard_path)?;
-                let records = tfrecord::index_shard(shard_path, &file)?;
-                if let Some(expected) = expected {
-                    if records.len() as u64 != *expected {
-                        return Err(Error::Layout {
-                            file: shard_path.clone(),
-                            path: String::new(),
-                            problem: format!(
-                                "holds {} records but dataset_info.json says {expected} (a truncated or replaced shard)",
-                                records.len()
-                            ),
-                        });
-                    }
-                }
-                let episodes = records
-                    .iter()
-                    .enumerate()
-                    .map(|(record, span)| {
-                        index_record(shard_path, &file, shard_index, record, *span, &leaves, count_leaf)
-                    })
-                    .collect::<Result<Vec<_>>>()?;
-                Ok((Shard { path: shard_path.clone(), file }, episodes))
-            })
-            .collect::<Result<_>>()?;
-        let mut shards = Vec::with_capacity(indexed.len());
-        let mut episodes: Vec<EpisodeRecord> = Vec::new();
-        for (shard, records) in indexed {
-            shards.push(shard);
-            episodes.extend(records);
-        }
-        // Episodes without steps have no windows: leave them out (named
-        // by their position in the split, so the others keep their names).
-        for (index, episode) in episodes.iter_mut().enumerate() {
-            episode.index = index;
-        }
-        let empty = episodes.iter().filter(|e| e.steps == 0).count();
-        if empty > 0 {
-            tracing::warn!(empty, "RLDS episodes without steps left out");
-            episodes.retain(|e| e.steps > 0);
-        }
+            .iter()
+            .zip(files)
+            .zip(shard_records)
+            .map(|(((path, _), file), records)| Shard { path: path.clone(), file, records })
+            .collect();
         let leaf_of_source = leaves.iter().enumerate().map(|(i, l)| (l.key.clone(), i)).collect();
-        let source = RldsSource {
+        let mut source = RldsSource {
             dir: builder.dir.clone(),
+            split: split.name.clone(),
             verified: episodes.iter().map(|_| AtomicBool::new(false)).collect(),
             leaves,
             leaf_of_source,
@@ -177,7 +162,13 @@ impl RldsSource {
             verify_checksums: !options.skip_checksums,
             empty_episodes: empty,
             values: Mutex::new(HashMap::new()),
+            texts: Vec::new(),
         };
+        source.texts = match texts {
+            Some(texts) => texts,
+            None => (0..source.episodes.len()).map(|e| source.episode_text(e)).collect::<Result<_>>()?,
+        };
+        tracing::debug!(dir = %builder.dir.display(), from_index, episodes = source.episodes.len(), "RLDS split indexed");
         let info = source.dataset_info(&builder, &split.name, rate_hz, &features.skipped)?;
         Ok((source, info))
     }
@@ -193,16 +184,10 @@ impl RldsSource {
         for (index, episode) in self.episodes.iter().enumerate() {
             let name = format!("episode_{}", episode.index);
             let mut streams = Vec::new();
-            let mut instruction = None;
-            let mut episode_metadata = Map::new();
-            for (leaf_index, leaf) in self.leaves.iter().enumerate() {
+            let EpisodeText { instruction, episode_metadata } = &self.texts[index];
+            for leaf in &self.leaves {
                 match (&leaf.kind, leaf.per_step) {
-                    (LeafKind::Text, true) => {
-                        let last = leaf.key.rsplit('/').next().unwrap_or_default();
-                        if instruction.is_none() && last.contains("instruction") {
-                            instruction = self.texts(index, leaf_index)?.into_iter().find(|s| !s.is_empty());
-                        }
-                    }
+                    (LeafKind::Text, true) => {}
                     (LeafKind::Tensor { dtype, shape, .. } | LeafKind::Image { dtype, shape, .. }, true) => {
                         // Images are images; integer and bool tensors (flags,
                         // `terminate_episode`, ids) are discrete; the rest by name.
@@ -226,10 +211,7 @@ impl RldsSource {
                             source: leaf.key.clone(),
                         });
                     }
-                    (_, false) => {
-                        let key = leaf.key.strip_prefix("episode_metadata/").unwrap_or(&leaf.key).to_owned();
-                        episode_metadata.insert(key, self.metadata_value(index, leaf_index)?);
-                    }
+                    (_, false) => {}
                 }
             }
             let shard = &self.shards[episode.shard];
@@ -241,14 +223,14 @@ impl RldsSource {
             );
             metadata.insert("record".into(), json!(episode.record));
             if !episode_metadata.is_empty() {
-                metadata.insert("episode_metadata".into(), Value::Object(episode_metadata));
+                metadata.insert("episode_metadata".into(), Value::Object(episode_metadata.clone()));
             }
             episodes.push(EpisodeInfo {
                 name,
                 len: episode.steps,
                 duration_s: episode.steps.saturating_sub(1) as f64 / rate_hz,
                 streams,
-                instruction,
+                instruction: instruction.clone(),
                 metadata,
             });
         }
@@ -279,8 +261,51 @@ impl RldsSource {
         })
     }
 
+    /// The instruction (the first non-empty text of the first per-step text
+    /// feature named `*instruction*`) and the `episode_metadata/*` values
+    /// of an episode, read from its record.
+    fn episode_text(&self, episode: usize) -> Result<EpisodeText> {
+        let mut text = EpisodeText::default();
+        for (leaf_index, leaf) in self.leaves.iter().enumerate() {
+            match (&leaf.kind, leaf.per_step) {
+                (LeafKind::Text, true) => {
+                    let last = leaf.key.rsplit('/').next().unwrap_or_default();
+                    if text.instruction.is_none() && last.contains("instruction") {
+                        text.instruction = self.text_values(episode, leaf_index)?.into_iter().find(|s| !s.is_empty());
+                    }
+                }
+                (_, true) => {}
+                (_, false) => {
+                    let key = leaf.key.strip_prefix("episode_metadata/").unwrap_or(&leaf.key).to_owned();
+                    text.episode_metadata.insert(key, self.metadata_value(episode, leaf_index)?);
+                }
+            }
+        }
+        Ok(text)
+    }
+
+    /// The sidecar index of this split (see [`index_file`]) and where it
+    /// goes by default: beside the shards.
+    pub fn index_file(&self) -> (PathBuf, Vec<u8>) {
+        let shards: Vec<(String, u64, usize)> = self
+            .shards
+            .iter()
+            .map(|s| {
+                let name = s.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                (name, s.file.len(), s.records)
+            })
+            .collect();
+        let texts = self
+            .texts
+            .iter()
+            .map(|t| EpisodeText { instruction: t.instruction.clone(), episode_metadata: t.episode_metadata.clone() })
+            .collect();
+        let index = IndexFile::new(&self.split, &self.leaves, &shards, self.empty_episodes, &self.episodes, texts);
+        (index_file::path(&self.dir, &self.split), index.to_json())
+    }
+
     /// The strings of a text leaf of an episode.
-    fn texts(&self, episode: usize, leaf: usize) -> Result<Vec<String>> {
+    fn text_values(&self, episode: usize, leaf: usize) -> Result<Vec<String>> {
         match self.feature(episode, leaf)? {
             Kind::BytesList(list) => {
                 Ok(list.value.into_iter().map(|b| String::from_utf8_lossy(&b).into_owned()).collect())
@@ -488,6 +513,61 @@ impl RldsSource {
         self.values.lock().unwrap_or_else(|p| p.into_inner()).insert(key, values.clone());
         Ok(values)
     }
+}
+
+/// Indexes every shard of `split` in parallel (headers, then each record's
+/// feature spans): the records of each shard, the episodes with steps
+/// (numbered by their position in the split) and how many had none.
+fn index_shards(
+    split: &Split,
+    files: &[Blob],
+    leaves: &[Leaf],
+    count_leaf: usize,
+) -> Result<(Vec<usize>, Vec<EpisodeRecord>, usize)> {
+    let indexed: Vec<(usize, Vec<EpisodeRecord>)> = split
+        .shards
+        .par_iter()
+        .zip(files)
+        .enumerate()
+        .map(|(shard_index, ((shard_path, expected), file))| {
+            let records = tfrecord::index_shard(shard_path, file)?;
+            if let Some(expected) = expected {
+                if records.len() as u64 != *expected {
+                    return Err(Error::Layout {
+                        file: shard_path.clone(),
+                        path: String::new(),
+                        problem: format!(
+                            "holds {} records but dataset_info.json says {expected} (a truncated or replaced shard)",
+                            records.len()
+                        ),
+                    });
+                }
+            }
+            let episodes = records
+                .iter()
+                .enumerate()
+                .map(|(record, span)| index_record(shard_path, file, shard_index, record, *span, leaves, count_leaf))
+                .collect::<Result<Vec<_>>>()?;
+            Ok((records.len(), episodes))
+        })
+        .collect::<Result<_>>()?;
+    let mut counts = Vec::with_capacity(indexed.len());
+    let mut episodes: Vec<EpisodeRecord> = Vec::new();
+    for (count, records) in indexed {
+        counts.push(count);
+        episodes.extend(records);
+    }
+    // Episodes without steps have no windows: leave them out (named by
+    // their position in the split, so the others keep their names).
+    for (index, episode) in episodes.iter_mut().enumerate() {
+        episode.index = index;
+    }
+    let empty = episodes.iter().filter(|e| e.steps == 0).count();
+    if empty > 0 {
+        tracing::warn!(empty, "RLDS episodes without steps left out");
+        episodes.retain(|e| e.steps > 0);
+    }
+    Ok((counts, episodes, empty))
 }
 
 /// The leaf whose value count gives an episode's steps: `steps/is_first`,

@@ -80,6 +80,16 @@ class Dataset:
             raise InvalidInputError(f"threads must be 1 or more, not {threads}")
         return json.loads(self._native.verify_json(int(threads)))
 
+    def write_index(self, path: Optional[Union[str, os.PathLike]] = None) -> str:
+        """Writes the sidecar index of an RLDS split
+        (``robocache-index.<split>.json``) beside its shards, local or in the
+        bucket (or at ``path``), and returns where it went: every later open
+        of the split, on every node, reads that one file instead of every
+        record of every shard (an index that no longer matches the shards is
+        not used). What ``robocache index`` runs. Other formats have no
+        index: ``DatasetError``."""
+        return self._native.write_index(None if path is None else os.fspath(path))
+
     def storage_usage(self) -> Dict[str, int]:
         """What remote reads did so far: ``requests`` (HEADs, ranged GETs,
         listings), ``bytes_fetched``, ``bytes_from_cache`` (read from the

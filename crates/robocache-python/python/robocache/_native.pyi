@@ -91,6 +91,10 @@ class Dataset:
         """Every row of every stream read on ``threads`` threads: what was
         read and every problem found, as JSON."""
         ...
+    def write_index(self, path: Optional[str] = None) -> str:
+        """Writes an RLDS split's sidecar index (beside the shards, or at
+        ``path``) and returns where it went."""
+        ...
 
 class Epoch:
     def next_batch(self, stream: Optional[int], capsules: bool) -> Optional[Tuple[Any, ...]]:
