@@ -82,3 +82,22 @@ def test_cuda_loader_on_rlds_equals_cpu(cuda):
             assert torch.equal(a[f"{name}_is_pad"], b[f"{name}_is_pad"].cpu()), name
         batches += 1
     assert batches > 2
+
+
+def test_write_index_beside_the_shards_and_reopen_through_it(tmp_path):
+    import shutil
+
+    version = tmp_path / "1.0.0"
+    shutil.copytree(DICT, version)
+    dataset = robocache.open(version, rate_hz=10.0)
+    written = dataset.write_index()
+    assert written == str(version / "robocache-index.train.json")
+    again = robocache.open(version, rate_hz=10.0)
+    assert again.info == dataset.info
+    report, want = again.verify(threads=2), dataset.verify(threads=2)
+    assert report["problems"] == [] and report["rows"] == want["rows"] and report["bytes"] == want["bytes"]
+    elsewhere = dataset.write_index(tmp_path / "copy.json")
+    assert pathlib.Path(elsewhere).read_bytes() == pathlib.Path(written).read_bytes()
+    lerobot = FIXTURES.parent / "lerobot" / "v21"
+    with pytest.raises(robocache.DatasetError, match="only RLDS"):
+        robocache.open(lerobot).write_index()
