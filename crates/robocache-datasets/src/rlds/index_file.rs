@@ -33,13 +33,13 @@ const FORMAT: &str = "robocache-rlds-index";
 const VERSION: u32 = 1;
 
 /// The index file of `split` in the builder directory `dir`.
-pub(crate) fn path(dir: &Path, split: &str) -> PathBuf {
+pub(super) fn path(dir: &Path, split: &str) -> PathBuf {
     dir.join(format!("robocache-index.{split}.json"))
 }
 
 /// An index file's contents.
 #[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct IndexFile {
+pub(super) struct IndexFile {
     format: String,
     version: u32,
     split: String,
@@ -79,23 +79,23 @@ struct IndexedEpisode {
 /// What opening learns from the records, besides the spans: the text
 /// `dataset_info` puts in the episode model.
 #[derive(Debug, Default)]
-pub(crate) struct EpisodeText {
-    pub instruction: Option<String>,
-    pub episode_metadata: Map<String, Value>,
+pub(super) struct EpisodeText {
+    pub(super) instruction: Option<String>,
+    pub(super) episode_metadata: Map<String, Value>,
 }
 
 /// An index's episodes, ready for the reader.
-pub(crate) struct Indexed {
+pub(super) struct Indexed {
     /// Records of each shard.
-    pub shard_records: Vec<usize>,
-    pub episodes: Vec<EpisodeRecord>,
-    pub texts: Vec<EpisodeText>,
-    pub empty_episodes: usize,
+    pub(super) shard_records: Vec<usize>,
+    pub(super) episodes: Vec<EpisodeRecord>,
+    pub(super) texts: Vec<EpisodeText>,
+    pub(super) empty_episodes: usize,
 }
 
 impl IndexFile {
     /// The index of an open split.
-    pub(crate) fn new(
+    pub(super) fn new(
         split: &str,
         leaves: &[Leaf],
         shards: &[(String, u64, usize)],
@@ -131,7 +131,7 @@ impl IndexFile {
     }
 
     /// The file's bytes.
-    pub(crate) fn to_json(&self) -> Vec<u8> {
+    pub(super) fn to_json(&self) -> Vec<u8> {
         // Plain data of strings and numbers: serialising it cannot fail.
         serde_json::to_vec(self).unwrap_or_default()
     }
@@ -139,7 +139,7 @@ impl IndexFile {
     /// The index of `split` in `dir` when there is one that matches the
     /// shards opened as `files` and the features `leaves`; `None` (and a
     /// log line saying why, when a file was there) otherwise.
-    pub(crate) fn load(
+    pub(super) fn load(
         storage: &Storage,
         dir: &Path,
         split: &Split,
