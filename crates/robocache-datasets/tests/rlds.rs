@@ -305,10 +305,10 @@ fn a_sidecar_index_opens_the_same_dataset_and_is_used_only_while_it_matches() {
     index["shards"][0]["bytes"] = Value::from(true_size);
     index["episodes"][0]["instruction"] = want_instruction(&want);
     let payload = index["episodes"][0]["payload"][0].as_u64().unwrap();
-    index["episodes"][0]["payload"][0] = Value::from(payload - 1);
+    index["episodes"][0]["payload"][0] = Value::from(payload + 1);
     let features = index["episodes"][0]["features"].as_array_mut().unwrap();
     for span in features {
-        span[0] = Value::from(span[0].as_u64().unwrap() - 1);
+        span[0] = Value::from(span[0].as_u64().unwrap() + 1);
     }
     std::fs::write(&written, serde_json::to_vec(&index).unwrap()).unwrap();
     let lying = Dataset::open_with(&version, &options).unwrap();

@@ -24,7 +24,7 @@ use serde_json::{Map, Value};
 use super::builder::Split;
 use super::example::Span;
 use super::features::Leaf;
-use super::tfrecord::RecordSpan;
+use super::tfrecord::{RecordSpan, FOOTER_BYTES, HEADER_BYTES};
 use super::EpisodeRecord;
 
 /// What the file says it is.
@@ -202,7 +202,9 @@ impl IndexFile {
             let shard = self.shards.get(e.shard).ok_or_else(|| format!("episode_{}: no shard {}", e.index, e.shard))?;
             let payload = e.payload[0]..e.payload[0].saturating_add(e.payload[1]);
             let inside = |[offset, len]: [u64; 2]| offset >= payload.start && offset.saturating_add(len) <= payload.end;
-            if payload.end > shard.bytes
+            // A record is its header, its payload and its footer, inside the shard.
+            if payload.start < HEADER_BYTES
+                || payload.end.saturating_add(FOOTER_BYTES) > shard.bytes
                 || e.record >= shard.records
                 || e.steps == 0
                 || e.features.len() != self.leaves.len()

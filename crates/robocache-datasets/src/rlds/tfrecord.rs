@@ -117,7 +117,7 @@ pub fn verify_payload(path: &Path, file: &Blob, record: usize, span: RecordSpan)
         return Err(framing(
             path,
             record,
-            span.offset - HEADER_BYTES,
+            span.offset.saturating_sub(HEADER_BYTES),
             format!(
                 "the CRC32C of the {}-byte payload does not match (stored {stored:#010x}, computed {:#010x}): the record is corrupted",
                 span.len,
