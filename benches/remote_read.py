@@ -17,7 +17,10 @@ them into target/tools/python).
 Reported per dataset: the open time, windows/s of a local epoch, of the
 remote cold epoch and of the remote warm epoch, the bytes fetched by each
 (the warm one must fetch none), the cold epoch's bytes/s against the
-store's own bytes/s. The last lines are a Markdown table.
+store's own bytes/s; for RLDS, a new node's open once the sidecar index is
+in the bucket (`Dataset.write_index()`); and what rank 0 of 2, sharded by
+episode, fetches from a cold cache over one epoch (about half the
+dataset). The last lines are a Markdown table.
 """
 
 import argparse
@@ -91,13 +94,15 @@ def store_ceiling(robocache_cli, url, options, in_flight):
     return json.loads(out.stdout)
 
 
-def loader_for(dataset, kind, workers):
+def loader_for(dataset, kind, workers, rank=0, world_size=1, shard_by="windows"):
     import robocache
+
+    shard = dict(rank=rank, world_size=world_size, shard_by=shard_by)
 
     if kind == "rlds":
         streams = [s for s in ("observation/image", "observation/state", "action") if s in dataset.streams]
         return robocache.Loader(dataset, streams, windows={"seq_length": 8, "frame_stack": 2}, batch_size=BATCH,
-                                device="cpu", workers=workers, prefetch=2 * workers, seed=0, rank=0, world_size=1)
+                                device="cpu", workers=workers, prefetch=2 * workers, seed=0, **shard)
     meta = dataset.info["metadata"]
     fps = meta["fps"]
     cameras = meta.get("video_keys", []) + meta.get("image_keys", [])
@@ -106,7 +111,7 @@ def loader_for(dataset, kind, workers):
     if "observation.state" in features:
         deltas["observation.state"] = [-1 / fps, 0.0]
     return robocache.Loader(dataset, None, delta_timestamps=deltas, batch_size=BATCH, shuffle=True, device="cpu",
-                            workers=workers, prefetch=2 * workers, return_uint8=True, rank=0, world_size=1)
+                            workers=workers, prefetch=2 * workers, return_uint8=True, **shard)
 
 
 def epoch(loader, number):
@@ -142,6 +147,23 @@ def measure(kind, local, url, options, workers, cache_dir):
     warm_windows, warm_s = epoch(loader, 1)
     after_warm = remote.storage_usage()
     assert cold_windows == windows == warm_windows, (windows, cold_windows, warm_windows)
+    del loader
+
+    # RLDS: the sidecar index written into the bucket, then a new node's open.
+    index_open_s = index_open_bytes = None
+    if kind == "rlds":
+        remote.write_index()
+        shutil.rmtree(cache_dir, ignore_errors=True)
+        t0 = time.perf_counter()
+        indexed = robocache.open(url, storage_options=options, remote_cache_dir=cache_dir, **open_kwargs)
+        index_open_s = time.perf_counter() - t0
+        index_open_bytes = indexed.storage_usage()["bytes_fetched"]
+        del indexed
+    # One node of two, sharded by episode, from a cold cache: what it fetches in all.
+    shutil.rmtree(cache_dir, ignore_errors=True)
+    half = robocache.open(url, storage_options=options, remote_cache_dir=cache_dir, **open_kwargs)
+    half_windows, half_s = epoch(loader_for(half, kind, workers, rank=0, world_size=2, shard_by="episodes"), 1)
+    half_bytes = half.storage_usage()["bytes_fetched"]
     return {
         "dataset": kind, "windows": windows, "workers": workers,
         "local_open_s": local_open, "remote_open_s": remote_open,
@@ -154,6 +176,9 @@ def measure(kind, local, url, options, workers, cache_dir):
         "open_and_cold_bytes_per_s": after_cold["bytes_fetched"] / (remote_open + cold_s),
         "warm_bytes_fetched": after_warm["bytes_fetched"] - after_cold["bytes_fetched"],
         "requests": after_warm["requests"], "retries": after_warm["retries"],
+        "index_open_s": index_open_s, "index_open_bytes": index_open_bytes,
+        "rank0_of_2_windows": half_windows, "rank0_of_2_windows_per_s": half_windows / half_s,
+        "rank0_of_2_bytes_fetched": half_bytes,
     }
 
 
@@ -203,14 +228,18 @@ def main():
             json.dump(rows, f, indent=2)
     print()
     print("| dataset | MB | open local / remote s | local win/s | cold win/s | warm win/s | warm / local "
-          "| cold MB/s (open+epoch) | store alone MB/s | warm bytes fetched |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| cold MB/s (open+epoch) | store alone MB/s | warm bytes fetched "
+          "| open with index s / MB | rank 0 of 2 by episode: MB fetched |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
+        index_open = "-" if r["index_open_s"] is None else f"{r['index_open_s']:.2f} / {r['index_open_bytes'] / 1e6:.2f}"
         print(f"| {r['dataset']} | {r['dataset_bytes'] / 1e6:.0f} | {r['local_open_s']:.2f} / {r['remote_open_s']:.2f} "
               f"| {r['local_windows_per_s']:,.0f} | {r['cold_windows_per_s']:,.0f} | {r['warm_windows_per_s']:,.0f} "
               f"| {r['warm_windows_per_s'] / r['local_windows_per_s']:.2f} "
               f"| {r['open_and_cold_bytes_per_s'] / 1e6:.0f} | {r['store_bytes_per_s'] / 1e6:.0f} "
-              f"| {r['warm_bytes_fetched']} |")
+              f"| {r['warm_bytes_fetched']} "
+              f"| {index_open} "
+              f"| {r['rank0_of_2_bytes_fetched'] / 1e6:.0f} |")
 
 
 if __name__ == "__main__":
