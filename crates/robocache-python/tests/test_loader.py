@@ -136,8 +136,10 @@ def test_sharded_by_episode_ranks_read_disjoint_episodes(robomimic_file):
         lengths.add(count)
     total = make(robomimic_file).samples_per_epoch
     assert len(lengths) == 1 and lengths == {-(-total // 3)}
-    assert seen == set(range(total))
-    assert len(set(owners.values())) == 3
+    # Every episode read, each by one rank (a rank whose episodes hold more
+    # than its share of windows leaves a few of them out each epoch).
+    assert sorted(owners) == list(range(12)) and len(set(owners.values())) == 3
+    assert seen <= set(range(total))
     with pytest.raises(robocache.InvalidInputError, match="shard_by"):
         make(robomimic_file, shard_by="nodes")
     with pytest.raises(robocache.DatasetError, match="gets no window"):

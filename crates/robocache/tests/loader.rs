@@ -105,7 +105,10 @@ fn sharded_by_episode_each_rank_reads_its_own_episodes_and_all_step_together() {
         }
     }
     assert_eq!(lengths.len(), 1, "every rank yields as many windows: {lengths:?}");
-    assert_eq!(seen.len(), total, "every window read by its episode's rank");
+    // Every episode belongs to one rank; a rank whose episodes hold more
+    // than its ⌈N/W⌉ windows leaves a few of them out each epoch.
+    assert_eq!(owners.len(), dataset.len(), "every episode read, each by one rank");
+    assert!(seen.len() <= total && seen.len() + world * 50 >= total, "{} of {total} windows read", seen.len());
     // More ranks than episodes: a clear error, not an idle rank.
     let config = LoaderConfig {
         shard: Shard::new(0, 8).unwrap(),
