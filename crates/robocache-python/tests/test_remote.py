@@ -32,7 +32,7 @@ def s3():
     client = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="testing",
                           aws_secret_access_key="testing", region_name="us-east-1")
     client.create_bucket(Bucket="robots")
-    for root in ("lerobot/av1", "rlds/robocache_fixture_dict"):
+    for root in ("lerobot/av1", "lerobot/v21", "rlds/robocache_fixture_dict"):
         for path in (FIXTURES / root).rglob("*"):
             if path.is_file():
                 client.upload_file(str(path), "robots", f"{root}/{path.relative_to(FIXTURES / root)}")
@@ -87,3 +87,27 @@ def test_remote_errors_name_the_url(s3, tmp_path):
         robocache.open("ftp://host/data")
     with pytest.raises(robocache.InvalidInputError, match="storage_options"):
         robocache.open("s3://robots/lerobot/av1", storage_options=[("a", "b")])
+
+
+def test_sharded_by_episode_a_rank_fetches_only_its_episodes(s3, tmp_path):
+    """LeRobot v2.1 (one parquet file per episode): rank 0 of 2 sharded by
+    episode fetches the metadata and its own episodes' files; sharded by
+    window it fetches every file."""
+    deltas = {"action": [-0.1, 0.0, 0.1]}
+    files = FIXTURES / "lerobot" / "v21" / "data" / "chunk-000"
+
+    def fetched(shard_by, cache):
+        dataset = robocache.open("s3://robots/lerobot/v21", storage_options=s3, remote_cache_dir=str(cache))
+        opened = dataset.storage_usage()["bytes_fetched"]
+        loader = robocache.Loader(dataset, None, delta_timestamps=deltas, batch_size=4, device="cpu", workers=2,
+                                  rank=0, world_size=2, shard_by=shard_by)
+        episodes = {int(e) for batch in loader for e in batch["episode_index"]}
+        return episodes, opened, dataset.storage_usage()["bytes_fetched"]
+
+    own, opened, by_episode = fetched("episodes", tmp_path / "a")
+    assert 0 < len(own) < 5
+    size = sum((files / f"episode_{e:06d}.parquet").stat().st_size for e in own)
+    assert by_episode - opened == size
+    every, _, by_window = fetched("windows", tmp_path / "b")
+    assert every == set(range(5))
+    assert by_window - opened == sum(f.stat().st_size for f in files.glob("*.parquet"))

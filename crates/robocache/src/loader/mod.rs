@@ -275,10 +275,31 @@ impl Loader {
                 LoaderMode::Resident | LoaderMode::Auto => streamed.push(name.to_owned()),
             }
         }
+        // Sharded by episode, only this shard's episodes are read (and, from
+        // a remote dataset, fetched) for the resident streams.
+        let (sampler, episodes_read) = match config.shard_by {
+            ShardBy::Windows => (Sampler::new(cut.len(), config.seed, config.shard)?, vec![true; dataset.len()]),
+            ShardBy::Episodes => {
+                let episode_of = (0..cut.len()).map(|s| cut.anchor(s).map(|(e, _)| e)).collect::<Result<Vec<_>>>()?;
+                let sampler = Sampler::by_episode(&episode_of, config.seed, config.shard)?;
+                let mut read = vec![false; dataset.len()];
+                for &s in sampler.own_samples().unwrap_or_default() {
+                    read[episode_of[s]] = true;
+                }
+                (sampler, read)
+            }
+        };
         let resident = if resident_names.is_empty() {
             None
         } else {
-            Some(Arc::new(ResidentStreams::upload(device, &dataset, &resident_names, config.normalization.as_ref())?))
+            let normalization = config.normalization.as_ref();
+            Some(Arc::new(ResidentStreams::upload_episodes(
+                device,
+                &dataset,
+                &resident_names,
+                normalization,
+                &episodes_read,
+            )?))
         };
         if let Device::Cuda(cuda) = device {
             // Every worker holds one batch's staging buffer while it reads
@@ -299,13 +320,6 @@ impl Loader {
         if let Some(bytes) = config.frame_cache_bytes {
             dataset.set_frame_cache_budget(bytes);
         }
-        let sampler = match config.shard_by {
-            ShardBy::Windows => Sampler::new(cut.len(), config.seed, config.shard)?,
-            ShardBy::Episodes => {
-                let episode_of = (0..cut.len()).map(|s| cut.anchor(s).map(|(e, _)| e)).collect::<Result<Vec<_>>>()?;
-                Sampler::by_episode(&episode_of, config.seed, config.shard)?
-            }
-        };
         tracing::info!(
             device = %device,
             windows = cut.len(),

@@ -25,6 +25,8 @@ pub struct ResidentStreams {
     device: Device,
     streams: Vec<ResidentStream>,
     episode_count: usize,
+    /// The episodes held (all but those [`ResidentStreams::upload_episodes`] left out).
+    uploaded: Vec<bool>,
 }
 
 impl ResidentStreams {
@@ -37,6 +39,23 @@ impl ResidentStreams {
         streams: &[&str],
         normalization: Option<&Normalization>,
     ) -> Result<Self> {
+        Self::upload_episodes(device, dataset, streams, normalization, &vec![true; dataset.len()])
+    }
+
+    /// [`ResidentStreams::upload`] of the episodes `read` marks: the others
+    /// are neither read nor held (no rows), for a loader whose shard never
+    /// windows them (sharding by episode: a remote dataset's other episodes
+    /// are not fetched).
+    pub fn upload_episodes(
+        device: &Device,
+        dataset: &Dataset,
+        streams: &[&str],
+        normalization: Option<&Normalization>,
+        read: &[bool],
+    ) -> Result<Self> {
+        if read.len() != dataset.len() {
+            return Err(invalid(format!("{} episodes marked to upload of a dataset of {}", read.len(), dataset.len())));
+        }
         let mut resident = Vec::with_capacity(streams.len());
         for &name in streams {
             let mut data = Vec::new();
@@ -62,6 +81,12 @@ impl ResidentStreams {
                     None => layout = Some((info.step_shape.clone(), info.kind.clone())),
                 }
                 let channels = info.channels().max(1);
+                if !read[episode] {
+                    // No rows; a uniform clock so that the device table needs no times.
+                    let row_offset = data.len() / channels;
+                    episodes.push(ResidentEpisode { row_offset, rows: 0, uniform: Some((0.0, 1.0)) });
+                    continue;
+                }
                 let mut rows = host_f32(dataset.read_stream(episode, name)?);
                 crate::windows::unwrap_angle_channels(&mut rows, channels, &info.kind.angle_channels(channels));
                 if let Some(stats) = normalization {
@@ -107,7 +132,12 @@ impl ResidentStreams {
             }
             resident.push(stream);
         }
-        Ok(ResidentStreams { device: device.clone(), streams: resident, episode_count: dataset.len() })
+        Ok(ResidentStreams {
+            device: device.clone(),
+            streams: resident,
+            episode_count: dataset.len(),
+            uploaded: read.to_vec(),
+        })
     }
 
     /// The device the streams live on.
@@ -150,6 +180,11 @@ impl ResidentStreams {
                 return Err(invalid(format!(
                     "sample (episode {episode}, anchor {anchor}) is not in the {} resident episodes",
                     self.episode_count
+                )));
+            }
+            if !self.uploaded[episode] {
+                return Err(invalid(format!(
+                    "episode {episode} is not resident on this loader: it belongs to another shard (sharded by episode)"
                 )));
             }
         }
