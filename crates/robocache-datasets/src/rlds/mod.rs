@@ -530,6 +530,9 @@ fn index_shards(
         .zip(files)
         .enumerate()
         .map(|(shard_index, ((shard_path, expected), file))| {
+            // Indexing reads every block of the shard, each after the one
+            // before: a remote shard is fetched whole first, in parallel.
+            file.prefetch()?;
             let records = tfrecord::index_shard(shard_path, file)?;
             if let Some(expected) = expected {
                 if records.len() as u64 != *expected {
