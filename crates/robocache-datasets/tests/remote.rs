@@ -87,6 +87,16 @@ fn site() -> Site {
     Site { dir, robomimic, _robomimic_dir: robomimic_dir }
 }
 
+/// The site uploaded to moto's S3 server, bucket `robots`, under `data/`:
+/// the site, the server (both kept alive by the caller) and the store options.
+fn site_on_s3() -> (Site, servers::Server, Vec<(String, String)>) {
+    let site = site();
+    let moto = servers::moto();
+    servers::upload(&moto, "robots", site.dir.path(), "data");
+    let s3 = servers::s3_options(&moto);
+    (site, moto, s3)
+}
+
 const RLDS: &str = "rlds/robocache_fixture_dict/1.0.0";
 const LEROBOT_ROOTS: [&str; 4] = ["av1", "h264", "images", "v21"];
 
@@ -206,10 +216,7 @@ fn fixtures_read_from_s3_equal_the_local_ones_and_the_second_pass_reads_no_netwo
 /// index, none of the shards, and reads the same dataset.
 #[test]
 fn with_its_index_in_the_bucket_a_remote_rlds_open_fetches_no_shard() {
-    let site = site();
-    let moto = servers::moto();
-    servers::upload(&moto, "robots", site.dir.path(), "data");
-    let s3 = servers::s3_options(&moto);
+    let (_site, _moto, s3) = site_on_s3();
     let url = "s3://robots/data/rlds/robocache_fixture_dict/1.0.0";
     let version = fixtures().join(RLDS);
     let shards: u64 = walk(&version)
@@ -248,10 +255,7 @@ fn with_its_index_in_the_bucket_a_remote_rlds_open_fetches_no_shard() {
 /// metadata and its own episodes' files, never the other rank's.
 #[test]
 fn sharded_by_episode_each_node_fetches_only_its_episodes() {
-    let site = site();
-    let moto = servers::moto();
-    servers::upload(&moto, "robots", site.dir.path(), "data");
-    let s3 = servers::s3_options(&moto);
+    let (_site, _moto, s3) = site_on_s3();
     let url = "s3://robots/data/lerobot/v21";
     let root = fixtures().join("lerobot/v21");
     let file_of = |episode: usize| root.join(format!("data/chunk-000/episode_{episode:06}.parquet"));
