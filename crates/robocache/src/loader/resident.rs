@@ -278,3 +278,35 @@ fn assemble_on_host(device: &Device, stream: &ResidentStream, request: &Assembly
         mask_kind: masks,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use robocache_datasets::synthetic::{write_robomimic, SyntheticSpec};
+
+    #[test]
+    fn episodes_left_out_are_not_held_and_windows_of_them_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("resident.hdf5");
+        write_robomimic(&path, &SyntheticSpec { episodes: 3, mean_steps: 20, seed: 2, ..Default::default() }).unwrap();
+        let dataset = Dataset::open(&path).unwrap();
+        let all = ResidentStreams::upload(&Device::Cpu, &dataset, &["actions"], None).unwrap();
+        let part =
+            ResidentStreams::upload_episodes(&Device::Cpu, &dataset, &["actions"], None, &[true, false, true]).unwrap();
+        let (_, actions) = dataset.stream(1, "actions").unwrap();
+        // Its f32 rows at least (and its times, where the stream has its own).
+        assert!(all.size_in_bytes() - part.size_in_bytes() >= actions.len * actions.channels() * 4);
+        let shape = WindowShape::Steps { history: 0, len: 4 };
+        let request = |samples: &[(usize, f64)], columns: &[i64]| {
+            let request = AssemblyRequest { shape, samples, masks: MaskKind::Valid, columns };
+            (all.assemble(&request).map(|a| a.streams[0].data.to_host().unwrap()), part.assemble(&request))
+        };
+        let (want, got) = request(&[(2, 3.0)], &[0, 2, 3f64.to_bits() as i64]);
+        assert_eq!(got.unwrap().streams[0].data.to_host().unwrap(), want.unwrap(), "a held episode reads the same");
+        let (_, refused) = request(&[(1, 0.0)], &[0, 1, 0]);
+        let error = refused.unwrap_err().to_string();
+        assert!(error.contains("episode 1") && error.contains("another shard"), "{error}");
+        let wrong = ResidentStreams::upload_episodes(&Device::Cpu, &dataset, &["actions"], None, &[true]).unwrap_err();
+        assert!(wrong.to_string().contains("1 episodes marked"), "{wrong}");
+    }
+}
