@@ -494,7 +494,7 @@ impl Dataset {
                 self.info.format
             )));
         };
-        let (beside, bytes) = rlds.index_file();
+        let (beside, bytes) = rlds.index_file(&self.info);
         let path = to.map_or(beside, Path::to_path_buf);
         self.storage.write(&path, bytes)?;
         Ok(path)

@@ -97,9 +97,6 @@ pub(crate) struct RldsSource {
     empty_episodes: usize,
     verified: Vec<AtomicBool>,
     values: Mutex<HashMap<(usize, usize), Arc<Values>>>,
-    /// Each episode's instruction and `episode_metadata`, read at open (or
-    /// from the index).
-    texts: Vec<EpisodeText>,
 }
 
 impl RldsSource {
@@ -151,7 +148,7 @@ impl RldsSource {
             .map(|(((path, _), file), records)| Shard { path: path.clone(), file, records })
             .collect();
         let leaf_of_source = leaves.iter().enumerate().map(|(i, l)| (l.key.clone(), i)).collect();
-        let mut source = RldsSource {
+        let source = RldsSource {
             dir: builder.dir.clone(),
             split: split.name.clone(),
             verified: episodes.iter().map(|_| AtomicBool::new(false)).collect(),
@@ -162,14 +159,15 @@ impl RldsSource {
             verify_checksums: !options.skip_checksums,
             empty_episodes: empty,
             values: Mutex::new(HashMap::new()),
-            texts: Vec::new(),
         };
-        source.texts = match texts {
+        // Each episode's instruction and `episode_metadata`: from the index,
+        // else read from the records; kept only in the episode model.
+        let texts = match texts {
             Some(texts) => texts,
             None => (0..source.episodes.len()).map(|e| source.episode_text(e)).collect::<Result<_>>()?,
         };
         tracing::debug!(dir = %builder.dir.display(), from_index, episodes = source.episodes.len(), "RLDS split indexed");
-        let info = source.dataset_info(&builder, &split.name, rate_hz, &features.skipped)?;
+        let info = source.dataset_info(&builder, &split.name, rate_hz, &features.skipped, &texts)?;
         Ok((source, info))
     }
 
@@ -179,12 +177,13 @@ impl RldsSource {
         split: &str,
         rate_hz: f64,
         skipped: &[(String, String)],
+        texts: &[EpisodeText],
     ) -> Result<DatasetInfo> {
         let mut episodes = Vec::with_capacity(self.episodes.len());
         for (index, episode) in self.episodes.iter().enumerate() {
             let name = format!("episode_{}", episode.index);
             let mut streams = Vec::new();
-            let EpisodeText { instruction, episode_metadata } = &self.texts[index];
+            let EpisodeText { instruction, episode_metadata } = &texts[index];
             for leaf in &self.leaves {
                 match (&leaf.kind, leaf.per_step) {
                     (LeafKind::Text, true) => {}
@@ -284,9 +283,10 @@ impl RldsSource {
         Ok(text)
     }
 
-    /// The sidecar index of this split (see [`index_file`]) and where it
+    /// The sidecar index of this split (see [`index_file`]), its texts
+    /// from the episode model `info` this source opened with, and where it
     /// goes by default: beside the shards.
-    pub fn index_file(&self) -> (PathBuf, Vec<u8>) {
+    pub fn index_file(&self, info: &DatasetInfo) -> (PathBuf, Vec<u8>) {
         let shards: Vec<(String, u64, usize)> = self
             .shards
             .iter()
@@ -295,10 +295,18 @@ impl RldsSource {
                 (name, s.file.len(), s.records)
             })
             .collect();
-        let texts = self
-            .texts
+        let texts = info
+            .episodes
             .iter()
-            .map(|t| EpisodeText { instruction: t.instruction.clone(), episode_metadata: t.episode_metadata.clone() })
+            .map(|e| EpisodeText {
+                instruction: e.instruction.clone(),
+                episode_metadata: e
+                    .metadata
+                    .get("episode_metadata")
+                    .and_then(Value::as_object)
+                    .cloned()
+                    .unwrap_or_default(),
+            })
             .collect();
         let index = IndexFile::new(&self.split, &self.leaves, &shards, self.empty_episodes, &self.episodes, texts);
         (index_file::path(&self.dir, &self.split), index.to_json())
