@@ -30,8 +30,7 @@ fn rlds_options(cache: &Path, store: Vec<(String, String)>) -> OpenOptions {
 }
 
 /// Every stream of every episode, read whole, with the episode model.
-/// Streams that fail (H.264 frames, which this build does not decode)
-/// give their error text, which must be the same too.
+/// Streams that fail give their error text, which must be the same too.
 fn contents(dataset: &Dataset) -> Vec<(String, String, Result<Vec<u8>, String>)> {
     let mut out = Vec::new();
     for (e, episode) in dataset.info().episodes.iter().enumerate() {

@@ -101,6 +101,13 @@ def test_loader_batches_equal_lerobot_with_av1_video():
     check_root("av1", "av1", LOW_DIM + ["observation.images.front", "observation.images.wrist"])
 
 
+def test_loader_batches_equal_lerobot_with_h264_video():
+    """Frames decoded from H.264 (OpenH264 on the CPU, swscale's conversion)
+    equal LeRobot's (FFmpeg's decoder) bit for bit."""
+    pytest.importorskip("torch")
+    check_root("h264", "h264", LOW_DIM + ["observation.images.front", "observation.images.wrist"])
+
+
 def test_loader_batches_equal_lerobot_with_image_features():
     pytest.importorskip("torch")
     cameras = ["observation.images.front", "observation.images.wrist"]
@@ -118,16 +125,24 @@ def test_loader_returns_uint8_frames_on_request_without_torch_arrays():
     assert to_numpy(batch["observation.images.front_is_pad"]).tolist()[0] == [True, False]
 
 
-def test_bad_delta_timestamps_are_clear_errors():
+def test_bad_delta_timestamps_are_clear_errors(tmp_path):
     with pytest.raises(robocache.Error, match="multiples of 1/fps"):
         robocache.Loader(FIXTURES / "av1", ["action"], delta_timestamps={"action": [0.0, 0.05]}, batch_size=4,
                          device="cpu")
     with pytest.raises(robocache.Error, match="nope"):
         robocache.Loader(FIXTURES / "av1", ["action"], delta_timestamps={"nope": [0.0]}, batch_size=4, device="cpu")
-    loader = robocache.Loader(FIXTURES / "h264", ["observation.images.front"],
+    # A codec robocache does not decode (the H.264 root relabelled as HEVC)
+    # fails at the first batch, naming the codec and the file.
+    import shutil
+    root = tmp_path / "hevc"
+    shutil.copytree(FIXTURES / "h264", root)
+    for video in root.glob("videos/*/*/*.mp4"):
+        video.write_bytes(video.read_bytes().replace(b"avc1", b"hvc1"))
+    loader = robocache.Loader(root, ["observation.images.front"],
                               delta_timestamps={"observation.images.front": [0.0]}, batch_size=4, device="cpu")
-    with pytest.raises(robocache.Error, match="h264"):
+    with pytest.raises(robocache.Error, match="hevc video is not decoded") as error:
         next(iter(loader))
+    assert "observation.images.front" in str(error.value) and "file-000.mp4" in str(error.value)
 
 
 def test_frame_cache_serves_the_second_epoch_with_the_same_frames():
@@ -152,7 +167,7 @@ def test_cuda_loader_equals_the_cpu_one(cuda):
     check_root("v21", "images", LOW_DIM + cameras, device=cuda)
     check_root("av1", "av1", LOW_DIM + cameras, device=cuda)
     check_root("av1", "av1", LOW_DIM + cameras, device=cuda, frame_cache_bytes=64 << 20)
-    check_root("h264", "h264", LOW_DIM, device=cuda)
+    check_root("h264", "h264", LOW_DIM + cameras, device=cuda)
 
 
 def test_verify_reads_every_frame_and_names_a_truncated_video(tmp_path):

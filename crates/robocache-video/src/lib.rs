@@ -1,5 +1,6 @@
 //! Camera video for robocache: MP4 files demuxed in Rust ([`mp4`]), AV1
-//! decoded on the CPU by rav1d (the Rust port of dav1d), frames converted
+//! decoded on the CPU by rav1d (the Rust port of dav1d) and H.264 by
+//! OpenH264 (both compiled by cargo), frames converted
 //! to RGB exactly as FFmpeg's swscale converts them ([`yuv`]), so that a
 //! frame equals what PyAV, torchcodec and LeRobot return for it.
 //!
@@ -22,12 +23,13 @@
 //! [`FrameCache`] keeps decoded frames within a byte budget for the
 //! epochs after the first.
 //!
-//! H.264 and HEVC files are demuxed; their decoding (NVDEC on the GPU) is
-//! not built yet and is a clear error.
+//! HEVC files are demuxed; their decoding is not built yet and is a clear
+//! error.
 
 mod av1;
 mod error;
 mod frame_cache;
+mod h264;
 pub mod mp4;
 pub mod yuv;
 
@@ -42,6 +44,7 @@ pub use robocache_storage::Blob;
 pub use yuv::Yuv420;
 
 use av1::Av1Decoder;
+use h264::H264Decoder;
 
 /// An open video file: its track's sample table and the decoders that
 /// reading threads share.
@@ -53,7 +56,43 @@ pub struct VideoFile {
     /// Decode-order sample of each presentation-order frame.
     order: Vec<usize>,
     /// Idle decoders, taken by a reading thread and put back.
-    decoders: Mutex<Vec<Av1Decoder>>,
+    decoders: Mutex<Vec<FrameDecoder>>,
+}
+
+/// The decoder of one track, by codec. Each sample goes in tagged with its
+/// decode-order index; frames come out with the tag of the sample they show.
+#[derive(Debug)]
+enum FrameDecoder {
+    Av1(Av1Decoder),
+    /// Boxed: OpenH264's wrapper is a few hundred bytes of function pointers.
+    H264(Box<H264Decoder>),
+}
+
+impl FrameDecoder {
+    /// The next sample is a key frame: forget every reference.
+    fn start_group(&mut self) {
+        match self {
+            FrameDecoder::Av1(decoder) => decoder.flush(),
+            FrameDecoder::H264(_) => {}
+        }
+    }
+
+    /// Decodes sample `tag`; returns the frames it lets out.
+    fn decode(&mut self, tag: usize, sample: &[u8]) -> Result<Vec<(usize, Yuv420)>, String> {
+        match self {
+            // An AV1 temporal unit in MP4 shows its own frame, if any.
+            FrameDecoder::Av1(decoder) => Ok(decoder.decode(sample)?.map(|frame| (tag, frame)).into_iter().collect()),
+            FrameDecoder::H264(decoder) => decoder.decode(tag, sample),
+        }
+    }
+
+    /// The frames still held back for reordering at the end of a group.
+    fn finish_group(&mut self) -> Result<Vec<(usize, Yuv420)>, String> {
+        match self {
+            FrameDecoder::Av1(_) => Ok(Vec::new()),
+            FrameDecoder::H264(decoder) => decoder.finish(),
+        }
+    }
 }
 
 impl VideoFile {
@@ -125,15 +164,8 @@ impl VideoFile {
 
     /// Frames `indices` (presentation order) as YUV 4:2:0, in the order asked.
     /// Each group of pictures is decoded once, from its key frame to the
-    /// last frame asked for in it.
+    /// last frame asked for in it (in decode order).
     pub fn decode_yuv(&self, indices: &[usize]) -> Result<Vec<Yuv420>> {
-        if self.track.codec != Codec::Av1 {
-            return Err(Error::UnsupportedCodec {
-                file: self.path.clone(),
-                codec: self.track.codec.name(),
-                hint: "AV1 is; H.264 and HEVC decoding through NVDEC is not built yet",
-            });
-        }
         // Decode-order samples wanted, grouped by the key frame they start from.
         let mut wanted: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
         for &index in indices {
@@ -147,34 +179,50 @@ impl VideoFile {
         }
         let mut decoder = match self.decoders.lock().ok().and_then(|mut d| d.pop()) {
             Some(decoder) => decoder,
-            None => {
-                Av1Decoder::new().map_err(|problem| Error::Decode { file: self.path.clone(), frame: 0, problem })?
-            }
+            None => self.new_decoder()?,
         };
         let mut decoded: BTreeMap<usize, Yuv420> = BTreeMap::new();
         let result = (|| {
             for (key, samples) in &wanted {
                 let last = samples.iter().copied().max().unwrap_or(*key);
-                decoder.flush();
-                for sample in *key..=last {
-                    let bytes = mp4::read_sample(&self.path, &self.file, &self.track.samples[sample])?;
-                    let frame_error =
-                        |problem: String| Error::Decode { file: self.path.clone(), frame: sample, problem };
-                    let frame = decoder.decode(&bytes).map_err(frame_error)?;
-                    if samples.contains(&sample) {
-                        let frame = frame.ok_or_else(|| frame_error("the sample shows no frame".into()))?;
+                let mut keep = |shown: Vec<(usize, Yuv420)>| -> Result<()> {
+                    for (sample, frame) in shown {
+                        if !samples.contains(&sample) {
+                            continue;
+                        }
                         if (frame.width, frame.height) != (self.width(), self.height()) {
-                            return Err(frame_error(format!(
-                                "decodes to {}x{}, the track says {}x{}",
-                                frame.width,
-                                frame.height,
-                                self.width(),
-                                self.height()
-                            )));
+                            return Err(Error::Decode {
+                                file: self.path.clone(),
+                                frame: sample,
+                                problem: format!(
+                                    "decodes to {}x{}, the track says {}x{}",
+                                    frame.width,
+                                    frame.height,
+                                    self.width(),
+                                    self.height()
+                                ),
+                            });
                         }
                         decoded.insert(sample, frame);
                     }
+                    Ok(())
+                };
+                decoder.start_group();
+                for sample in *key..=last {
+                    let bytes = mp4::read_sample(&self.path, &self.file, &self.track.samples[sample])?;
+                    let shown = decoder.decode(sample, &bytes).map_err(|problem| Error::Decode {
+                        file: self.path.clone(),
+                        frame: sample,
+                        problem,
+                    })?;
+                    keep(shown)?;
                 }
+                let shown = decoder.finish_group().map_err(|problem| Error::Decode {
+                    file: self.path.clone(),
+                    frame: last,
+                    problem,
+                })?;
+                keep(shown)?;
             }
             Ok(())
         })();
@@ -197,6 +245,22 @@ impl VideoFile {
             })?);
         }
         Ok(frames)
+    }
+
+    /// A decoder for this file's codec.
+    fn new_decoder(&self) -> Result<FrameDecoder> {
+        let decoder = match self.track.codec {
+            Codec::Av1 => Av1Decoder::new().map(FrameDecoder::Av1),
+            Codec::H264 => H264Decoder::new(&self.track.config).map(|d| FrameDecoder::H264(Box::new(d))),
+            codec => {
+                return Err(Error::UnsupportedCodec {
+                    file: self.path.clone(),
+                    codec: codec.name(),
+                    hint: "AV1 and H.264 are; HEVC is not decoded yet",
+                });
+            }
+        };
+        decoder.map_err(|problem| Error::Decode { file: self.path.clone(), frame: 0, problem })
     }
 
     /// Frames `indices` (presentation order) as RGB `[H, W, 3]`, in the order asked.

@@ -31,11 +31,20 @@ fn lerobot_av1_files_demux_and_decode() {
 }
 
 #[test]
-fn lerobot_h264_files_demux_and_say_their_decoder_is_missing() {
+fn lerobot_h264_files_demux_and_decode() {
     let file = VideoFile::open(video("h264", "wrist")).unwrap();
-    assert_eq!((file.codec(), file.frames()), (Codec::H264, 76));
-    let err = file.decode_rgb(&[0]).unwrap_err().to_string();
-    assert!(err.contains("h264") && err.contains("file-000.mp4"), "{err}");
+    assert_eq!((file.codec(), file.width(), file.height(), file.frames()), (Codec::H264, 48, 32, 76));
+    // Every frame in one call, then each frame on its own in reverse (a new
+    // group of pictures each time): the same pixels from any starting point.
+    let all: Vec<usize> = (0..file.frames()).collect();
+    let frames = file.decode_rgb(&all).unwrap();
+    assert!(frames.iter().all(|f| f.len() == 48 * 32 * 3));
+    assert!(frames.windows(2).any(|pair| pair[0] != pair[1]), "the frames differ");
+    for index in all.into_iter().rev() {
+        assert_eq!(file.decode_rgb(&[index]).unwrap()[0], frames[index], "frame {index}");
+    }
+    let repeated = file.decode_rgb(&[75, 3, 3, 0, 40]).unwrap();
+    assert_eq!(repeated, [&frames[75], &frames[3], &frames[3], &frames[0], &frames[40]].map(Clone::clone));
 }
 
 #[test]
@@ -53,5 +62,41 @@ fn broken_files_are_clear_errors() {
     }
     let err = VideoFile::open(dir.join("missing.mp4")).unwrap_err().to_string();
     assert!(err.contains("missing.mp4"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn codecs_not_decoded_and_corrupt_h264_are_clear_errors() {
+    let dir = std::env::temp_dir().join(format!("robocache-video-h264-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bytes = std::fs::read(video("h264", "front")).unwrap();
+    // The same track labelled HEVC: demuxed, then refused by name.
+    let mut hevc = bytes.clone();
+    for at in 0..hevc.len() - 4 {
+        if &hevc[at..at + 4] == b"avc1" {
+            hevc[at..at + 4].copy_from_slice(b"hvc1");
+        }
+    }
+    std::fs::write(dir.join("hevc.mp4"), &hevc).unwrap();
+    let file = VideoFile::open(dir.join("hevc.mp4")).unwrap();
+    assert_eq!(file.codec(), Codec::Hevc);
+    let err = file.decode_rgb(&[0]).unwrap_err().to_string();
+    assert!(err.contains("hevc.mp4") && err.contains("hevc video is not decoded"), "{err}");
+    // Every sample's bytes overwritten: an error naming the frame, never a panic.
+    let path = video("h264", "front");
+    let blob = robocache_storage::Storage::new(Default::default()).open(&path).unwrap();
+    let track = robocache_video::mp4::read_track(&path, &blob).unwrap();
+    let mut corrupt = bytes.clone();
+    for sample in &track.samples {
+        // The size fields stay; every NAL unit's bytes become 0xff.
+        let start = sample.offset as usize + 4;
+        corrupt[start..sample.offset as usize + sample.size as usize].fill(0xff);
+    }
+    let file = VideoFile::open(&path).unwrap();
+    std::fs::write(dir.join("corrupt.mp4"), &corrupt).unwrap();
+    let broken = VideoFile::open(dir.join("corrupt.mp4")).unwrap();
+    assert_eq!(broken.frames(), file.frames());
+    let err = broken.decode_rgb(&[5]).unwrap_err().to_string();
+    assert!(err.contains("corrupt.mp4") && err.contains("frame"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }

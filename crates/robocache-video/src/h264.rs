@@ -1,0 +1,273 @@
+//! H.264 decoding on the CPU with OpenH264 (Cisco's decoder, compiled from
+//! source by cargo: nothing installed by hand). H.264 decoding is exact by
+//! the standard, so its frames equal FFmpeg's (what LeRobot decodes) bit for
+//! bit; the fixtures check it.
+//!
+//! MP4 stores H.264 as length-prefixed NAL units with the parameter sets in
+//! the `avcC` record; OpenH264 reads Annex B (start codes). [`AvcConfig`]
+//! converts. Pictures come out in presentation order, after a reordering
+//! delay when the stream has B-frames: every sample goes in tagged with its
+//! decode-order index, and every picture comes out with the tag of the
+//! sample it was decoded from.
+//!
+//! Every `unsafe` call into OpenH264 is in this module.
+
+use std::ptr::null_mut;
+
+use openh264::decoder::{Decoder, DecoderConfig, Flush};
+use openh264::OpenH264API;
+use openh264_sys2::{
+    dsErrorFree, videoFormatI420, SBufferInfo, DECODER_OPTION, DECODER_OPTION_NUM_OF_FRAMES_REMAINING_IN_BUFFER,
+};
+
+use crate::yuv::Yuv420;
+
+const START_CODE: [u8; 4] = [0, 0, 0, 1];
+
+/// The `avcC` record: the length of each NAL unit's size field and the
+/// parameter sets, as Annex B.
+#[derive(Clone, Debug)]
+pub struct AvcConfig {
+    length_size: usize,
+    parameter_sets: Vec<u8>,
+}
+
+impl AvcConfig {
+    /// Parses an `avcC` record (ISO/IEC 14496-15 §5.3.3.1), without its box header.
+    pub fn parse(record: &[u8]) -> Result<Self, String> {
+        let truncated = || "the avcC record is truncated".to_string();
+        if record.len() < 7 {
+            return Err(truncated());
+        }
+        if record[0] != 1 {
+            return Err(format!("avcC version {} (robocache reads version 1)", record[0]));
+        }
+        let length_size = (record[4] & 0x03) as usize + 1;
+        if length_size == 3 {
+            return Err("avcC gives NAL units a 3-byte size field, which ISO/IEC 14496-15 forbids".into());
+        }
+        let mut parameter_sets = Vec::new();
+        let mut at = 5;
+        for mask in [0x1f, 0xff] {
+            let count = (*record.get(at).ok_or_else(truncated)? & mask) as usize;
+            at += 1;
+            for _ in 0..count {
+                let size = u16::from_be_bytes([
+                    *record.get(at).ok_or_else(truncated)?,
+                    *record.get(at + 1).ok_or_else(truncated)?,
+                ]) as usize;
+                let set = record.get(at + 2..at + 2 + size).ok_or_else(truncated)?;
+                parameter_sets.extend_from_slice(&START_CODE);
+                parameter_sets.extend_from_slice(set);
+                at += 2 + size;
+            }
+        }
+        // None here is fine for `avc3` tracks, which carry them in the samples.
+        Ok(AvcConfig { length_size, parameter_sets })
+    }
+
+    /// One MP4 sample (length-prefixed NAL units) as Annex B, into `out`.
+    pub fn to_annex_b(&self, sample: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+        out.clear();
+        let mut at = 0;
+        while at < sample.len() {
+            let field = sample
+                .get(at..at + self.length_size)
+                .ok_or_else(|| format!("a NAL unit's size field is cut at byte {at} of {}", sample.len()))?;
+            let size = field.iter().fold(0usize, |size, &byte| (size << 8) | byte as usize);
+            let start = at + self.length_size;
+            let unit = sample.get(start..start + size).ok_or_else(|| {
+                format!("a NAL unit of {size} bytes at byte {start} runs past the sample's {} bytes", sample.len())
+            })?;
+            out.extend_from_slice(&START_CODE);
+            out.extend_from_slice(unit);
+            at = start + size;
+        }
+        if out.is_empty() {
+            return Err("an empty sample".into());
+        }
+        Ok(())
+    }
+}
+
+/// An OpenH264 decoder for one track (single-threaded: decoding runs in the
+/// loader's own threads).
+pub struct H264Decoder {
+    config: AvcConfig,
+    decoder: Decoder,
+    /// The sample decoded last, if any since the decoder opened.
+    last_tag: Option<usize>,
+    annex_b: Vec<u8>,
+    /// Whether the parameter sets go in before the next sample: once per
+    /// decoder (sent again, OpenH264 reallocates its pictures each time and
+    /// runs out of memory after a few dozen groups).
+    send_parameter_sets: bool,
+}
+
+impl std::fmt::Debug for H264Decoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("H264Decoder").field("config", &self.config).finish_non_exhaustive()
+    }
+}
+
+impl H264Decoder {
+    /// A decoder for the track whose `avcC` record is `record`.
+    pub fn new(record: &[u8]) -> Result<Self, String> {
+        let config = AvcConfig::parse(record)?;
+        Ok(H264Decoder { config, decoder: open()?, last_tag: None, annex_b: Vec::new(), send_parameter_sets: true })
+    }
+
+    /// Decodes sample `tag` (its decode-order index); returns the pictures
+    /// this sample let out, each with the tag of the sample it shows.
+    pub fn decode(&mut self, tag: usize, sample: &[u8]) -> Result<Vec<(usize, Yuv420)>, String> {
+        let mut annex_b = std::mem::take(&mut self.annex_b);
+        let converted = self.config.to_annex_b(sample, &mut annex_b);
+        self.annex_b = annex_b;
+        converted?;
+        // A group that starts at an I frame that is not an IDR (x264 with a
+        // short GOP writes these as sync samples), reached by a jump: OpenH264
+        // takes the gap in frame numbers for lost frames and fails, so it
+        // starts over with a new decoder, as a seek in FFmpeg does.
+        let jumped = self.last_tag.is_some_and(|last| last + 1 != tag);
+        if jumped && !has_idr(&self.annex_b) {
+            self.decoder = open()?;
+            self.send_parameter_sets = true;
+        }
+        self.last_tag = Some(tag);
+        let mut shown = Vec::new();
+        if self.send_parameter_sets && !self.config.parameter_sets.is_empty() {
+            let sets = std::mem::take(&mut self.config.parameter_sets);
+            let result = self.send(&sets, u64::MAX, &mut shown);
+            self.config.parameter_sets = sets;
+            result?;
+            self.send_parameter_sets = false;
+        }
+        let annex_b = std::mem::take(&mut self.annex_b);
+        let result = self.send(&annex_b, tag as u64, &mut shown);
+        self.annex_b = annex_b;
+        result?;
+        Ok(shown)
+    }
+
+    /// The pictures still held back (for reordering, or one sample late as
+    /// OpenH264 lets pictures of Main and High profile streams out); the
+    /// next sample must be a key frame.
+    pub fn finish(&mut self) -> Result<Vec<(usize, Yuv420)>, String> {
+        let mut shown = Vec::new();
+        // Bounded: the reorder buffer holds at most 16 frames.
+        for _ in 0..32 {
+            if self.frames_held()? == 0 {
+                break;
+            }
+            let mut planes = [null_mut::<u8>(); 3];
+            let mut info = SBufferInfo::default();
+            // SAFETY: the decoder is open; `planes` and `info` are writable.
+            let state = unsafe { self.decoder.raw_api().flush_frame(planes.as_mut_ptr(), &mut info) };
+            if state != dsErrorFree {
+                return Err(format!("OpenH264 failed to flush a frame (state {state:#x}): corrupt H.264 data"));
+            }
+            if info.iBufferStatus == 1 {
+                shown.push(picture(&planes, &info)?);
+            }
+        }
+        if !shown.is_empty() {
+            // OpenH264 2.6 keeps a reference to every picture FlushFrame lets
+            // out (single-threaded, without B-frames: its release does not
+            // find the picture buffer), and fails with "out of memory" a few
+            // groups later. A new decoder frees them.
+            self.decoder = open()?;
+            self.send_parameter_sets = true;
+            self.last_tag = None;
+        }
+        Ok(shown)
+    }
+
+    fn frames_held(&mut self) -> Result<usize, String> {
+        let mut held: DECODER_OPTION = 0;
+        // SAFETY: the decoder is open; the option writes one int.
+        let status = unsafe {
+            self.decoder.raw_api().get_option(DECODER_OPTION_NUM_OF_FRAMES_REMAINING_IN_BUFFER, (&raw mut held).cast())
+        };
+        if status != 0 {
+            return Err(format!("OpenH264 did not say how many frames it holds (error {status})"));
+        }
+        Ok(held.max(0) as usize)
+    }
+
+    fn send(&mut self, annex_b: &[u8], tag: u64, shown: &mut Vec<(usize, Yuv420)>) -> Result<(), String> {
+        let size = i32::try_from(annex_b.len()).map_err(|_| format!("a sample of {} bytes", annex_b.len()))?;
+        let mut planes = [null_mut::<u8>(); 3];
+        let mut info = SBufferInfo { uiInBsTimeStamp: tag, ..SBufferInfo::default() };
+        // SAFETY: the decoder is open; `annex_b` holds `size` bytes; `planes`
+        // and `info` are writable.
+        let state = unsafe {
+            self.decoder.raw_api().decode_frame_no_delay(annex_b.as_ptr(), size, planes.as_mut_ptr(), &mut info)
+        };
+        if state != dsErrorFree {
+            return Err(format!("OpenH264 failed to decode (state {state:#x}): corrupt or unsupported H.264 data"));
+        }
+        if info.iBufferStatus == 1 {
+            shown.push(picture(&planes, &info)?);
+        }
+        Ok(())
+    }
+}
+
+/// A decoder that takes Annex B and lets pictures out only when asked to flush.
+fn open() -> Result<Decoder, String> {
+    let settings = DecoderConfig::new().flush_after_decode(Flush::NoFlush);
+    Decoder::with_api_config(OpenH264API::from_source(), settings)
+        .map_err(|error| format!("OpenH264 failed to open a decoder: {error}"))
+}
+
+/// Whether an Annex B sample holds an IDR slice (NAL unit type 5).
+fn has_idr(annex_b: &[u8]) -> bool {
+    annex_b.windows(4).any(|w| w[..3] == [0, 0, 1] && w[3] & 0x1f == 5)
+}
+
+/// The picture OpenH264 let out, copied (its planes live until the next call).
+fn picture(planes: &[*mut u8; 3], info: &SBufferInfo) -> Result<(usize, Yuv420), String> {
+    // SAFETY: with iBufferStatus 1, OpenH264 filled the system-buffer member.
+    let buffer = unsafe { info.UsrData.sSystemBuffer };
+    if buffer.iFormat != videoFormatI420 {
+        return Err(format!("an H.264 frame in OpenH264 format {}: robocache decodes 4:2:0 video", buffer.iFormat));
+    }
+    let (w, h) = (buffer.iWidth.max(0) as usize, buffer.iHeight.max(0) as usize);
+    let strides = [buffer.iStride[0] as usize, buffer.iStride[1] as usize, buffer.iStride[1] as usize];
+    if planes.iter().any(|p| p.is_null()) || w == 0 || h == 0 || strides[0] < w || strides[1] < w.div_ceil(2) {
+        return Err("OpenH264 showed a frame without its planes".into());
+    }
+    let mut out = Yuv420::new(w, h);
+    let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
+    for (plane, (pw, ph)) in [(w, h), (cw, ch), (cw, ch)].into_iter().enumerate() {
+        let dst = out.plane_mut(plane);
+        for row in 0..ph {
+            // SAFETY: OpenH264's plane holds `ph` rows of `pw` bytes, `stride` apart.
+            let line = unsafe { std::slice::from_raw_parts(planes[plane].add(row * strides[plane]), pw) };
+            dst[row * pw..(row + 1) * pw].copy_from_slice(line);
+        }
+    }
+    let tag = usize::try_from(info.uiOutYuvTimeStamp).map_err(|_| "a frame of no sample".to_string())?;
+    Ok((tag, out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn avcc_parameter_sets_and_samples_become_annex_b() {
+        // version 1, High profile, 4-byte sizes, one SPS of 3 bytes, one PPS of 2.
+        let record = [1, 100, 0, 30, 0xff, 0xe1, 0, 3, 0x67, 1, 2, 1, 0, 2, 0x68, 9];
+        let config = AvcConfig::parse(&record).unwrap();
+        assert_eq!(config.parameter_sets, [0, 0, 0, 1, 0x67, 1, 2, 0, 0, 0, 1, 0x68, 9]);
+        let mut out = Vec::new();
+        config.to_annex_b(&[0, 0, 0, 2, 0x65, 7, 0, 0, 0, 1, 0x06], &mut out).unwrap();
+        assert_eq!(out, [0, 0, 0, 1, 0x65, 7, 0, 0, 0, 1, 0x06]);
+        let err = config.to_annex_b(&[0, 0, 0, 9, 0x65], &mut out).unwrap_err();
+        assert!(err.contains("runs past"), "{err}");
+        assert!(config.to_annex_b(&[0, 0], &mut out).unwrap_err().contains("cut"));
+        assert!(AvcConfig::parse(&record[..9]).unwrap_err().contains("truncated"));
+        assert!(AvcConfig::parse(&[2, 100, 0, 30, 0xff, 0xe0, 0]).unwrap_err().contains("version 2"));
+    }
+}
