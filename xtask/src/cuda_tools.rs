@@ -361,7 +361,7 @@ pub fn gpu_bundle() -> Result<()> {
     }
     let mut script = String::from(
         "#!/usr/bin/env bash\n# Runs the GPU checks of the bundle: `run.sh [PART...]` with parts tests, \
-         sanitize, python, cli, demo, loader, lerobot, bench, train (default: all).\n\
+         sanitize, python, cli, demo, loader, lerobot, lerobot-h264, bench, train (default: all).\n\
          set -uo pipefail\ncd \"$(dirname \"$0\")\"\nstatus=0\nOUT=${OUT:-.}\nPARTS=\" ${*:-all} \"\n\
          # On the GPU machine a CUDA test that finds no device fails instead of skipping.\n\
          export ROBOCACHE_REQUIRE_CUDA=1\n\
@@ -445,22 +445,30 @@ pub fn gpu_bundle() -> Result<()> {
     // as wheels in `../lerobot-wheels` (`cargo xtask lerobot-wheels`), too
     // large to travel with the rest of the bundle in one call.
     script.push_str(concat!(
-        "fi\nif want lerobot; then\n",
-        "echo \"== LeRobot loader vs robocache\"\n",
+        "fi\nlerobot_deps() {\n",
         "# LeRobot, PyAV and torchcodec: from ../lerobot-wheels when it is there, else already\n",
-        "# installed in $LEROBOT_DEPS (an earlier call on the same machine); the root LeRobot\n",
-        "# writes is kept in $LEROBOT_ROOT the same way.\n",
-        "DEPS=${LEROBOT_DEPS:-$PWD/pydeps-lerobot}; ROOT=${LEROBOT_ROOT:-$PWD/lerobot-av1}\n",
+        "# installed in $LEROBOT_DEPS (an earlier call on the same machine). Once per run.\n",
+        "DEPS=${LEROBOT_DEPS:-$PWD/pydeps-lerobot}\n",
+        "[ -d ffmpeg ] && return\n",
         "if [ -d ../lerobot-wheels ]; then python3 -m pip install --quiet --no-index --no-deps --target $DEPS ../lerobot-wheels/*.whl || status=1; fi\n",
         "python3 -m pip install --quiet --no-index --no-deps --target pydeps-robocache python/*.whl || status=1\n",
         "# torchcodec loads FFmpeg's libraries by their sonames: PyAV's wheel carries them.\n",
         "mkdir -p ffmpeg; for lib in $DEPS/av.libs/lib{avcodec,avdevice,avfilter,avformat,avutil,swresample,swscale}-*; do\n",
         "  name=$(basename $lib); ln -sf $lib ffmpeg/$(echo $name | sed -E 's/-[0-9a-f]+\\.so\\.([0-9]+).*/.so.\\1/'); done\n",
         "export LD_LIBRARY_PATH=$PWD/ffmpeg:$DEPS/av.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\n",
+        "}\nif want lerobot; then\n",
+        "echo \"== LeRobot loader vs robocache\"\n",
+        "# The root LeRobot writes is kept in $LEROBOT_ROOT for later calls on the same machine.\n",
+        "lerobot_deps; ROOT=${LEROBOT_ROOT:-$PWD/lerobot-av1}\n",
         "[ -d $ROOT ] || PYTHONPATH=$DEPS python3 lerobot_loader.py write $ROOT || status=1\n",
         "PYTHONPATH=pydeps-robocache:$DEPS python3 lerobot_loader.py all $ROOT --json $OUT/lerobot-loader.json || status=1\n",
         "echo \"== training on the LeRobot root: LeRobot's loader vs robocache's, cold and cached\"\n",
         "PYTHONPATH=pydeps-robocache:$DEPS python3 train_policy.py --lerobot-root $ROOT --models small --feeds lerobot-8,lerobot-16,robocache-lerobot-16,robocache-lerobot-cache-16 --out $OUT/train-lerobot || status=1\n",
+        "fi\nif want lerobot-h264; then\n",
+        "echo \"== LeRobot loader vs robocache, H.264 (libx264) root\"\n",
+        "lerobot_deps; ROOT=${LEROBOT_H264_ROOT:-$PWD/lerobot-h264}\n",
+        "[ -d $ROOT ] || PYTHONPATH=$DEPS python3 lerobot_loader.py write $ROOT --vcodec h264 || status=1\n",
+        "PYTHONPATH=pydeps-robocache:$DEPS python3 lerobot_loader.py all $ROOT --workers 8 16 --backends torchcodec --robocache-workers 16 --json $OUT/lerobot-h264.json || status=1\n",
     ));
     // The harness with the PyTorch baseline in the same run (docs/performance.md).
     script.push_str(concat!(
