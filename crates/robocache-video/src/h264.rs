@@ -118,23 +118,26 @@ impl H264Decoder {
     }
 
     /// Decodes sample `tag` (its decode-order index); returns the pictures
-    /// this sample let out, each with the tag of the sample it shows.
+    /// this sample let out, each with the tag of the sample it shows. They
+    /// may be pictures of earlier samples, also of an earlier group of
+    /// pictures: a jump to the next group's IDR frame needs no flush, and
+    /// lets the last picture of the group before out.
     pub fn decode(&mut self, tag: usize, sample: &[u8]) -> Result<Vec<(usize, Yuv420)>, String> {
         let mut annex_b = std::mem::take(&mut self.annex_b);
         let converted = self.config.to_annex_b(sample, &mut annex_b);
         self.annex_b = annex_b;
         converted?;
-        // A group that starts at an I frame that is not an IDR (x264 with a
-        // short GOP writes these as sync samples), reached by a jump: OpenH264
+        // A group that starts at an I frame that is not an IDR (streams with
+        // open GOPs mark these as sync samples), reached by a jump: OpenH264
         // takes the gap in frame numbers for lost frames and fails, so it
         // starts over with a new decoder, as a seek in FFmpeg does.
         let jumped = self.last_tag.is_some_and(|last| last + 1 != tag);
+        let mut shown = Vec::new();
         if jumped && !has_idr(&self.annex_b) {
-            self.decoder = open()?;
-            self.send_parameter_sets = true;
+            shown = self.flush()?;
+            self.reopen()?;
         }
         self.last_tag = Some(tag);
-        let mut shown = Vec::new();
         if self.send_parameter_sets && !self.config.parameter_sets.is_empty() {
             let sets = std::mem::take(&mut self.config.parameter_sets);
             let result = self.send(&sets, u64::MAX, &mut shown);
@@ -150,9 +153,30 @@ impl H264Decoder {
     }
 
     /// The pictures still held back (for reordering, or one sample late as
-    /// OpenH264 lets pictures of Main and High profile streams out); the
-    /// next sample must be a key frame.
+    /// OpenH264 lets pictures of Main and High profile streams out), at the
+    /// end of a request; the next sample must be a key frame.
     pub fn finish(&mut self) -> Result<Vec<(usize, Yuv420)>, String> {
+        let shown = self.flush()?;
+        if !shown.is_empty() {
+            // OpenH264 2.6 keeps a reference to every picture FlushFrame lets
+            // out (single-threaded, without B-frames: its release does not
+            // find the picture buffer), and fails with "out of memory" a few
+            // groups later. A new decoder frees them: once per request, as
+            // groups of pictures follow each other without a flush.
+            self.reopen()?;
+        }
+        Ok(shown)
+    }
+
+    fn reopen(&mut self) -> Result<(), String> {
+        self.decoder = open()?;
+        self.send_parameter_sets = true;
+        self.last_tag = None;
+        Ok(())
+    }
+
+    /// Every picture held back, through FlushFrame.
+    fn flush(&mut self) -> Result<Vec<(usize, Yuv420)>, String> {
         let mut shown = Vec::new();
         // Bounded: the reorder buffer holds at most 16 frames.
         for _ in 0..32 {
@@ -169,15 +193,6 @@ impl H264Decoder {
             if info.iBufferStatus == 1 {
                 shown.push(picture(&planes, &info)?);
             }
-        }
-        if !shown.is_empty() {
-            // OpenH264 2.6 keeps a reference to every picture FlushFrame lets
-            // out (single-threaded, without B-frames: its release does not
-            // find the picture buffer), and fails with "out of memory" a few
-            // groups later. A new decoder frees them.
-            self.decoder = open()?;
-            self.send_parameter_sets = true;
-            self.last_tag = None;
         }
         Ok(shown)
     }

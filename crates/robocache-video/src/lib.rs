@@ -86,8 +86,9 @@ impl FrameDecoder {
         }
     }
 
-    /// The frames still held back for reordering at the end of a group.
-    fn finish_group(&mut self) -> Result<Vec<(usize, Yuv420)>, String> {
+    /// The frames still held back (for reordering, or one sample late) at
+    /// the end of a request.
+    fn finish(&mut self) -> Result<Vec<(usize, Yuv420)>, String> {
         match self {
             FrameDecoder::Av1(_) => Ok(Vec::new()),
             FrameDecoder::H264(decoder) => decoder.finish(),
@@ -183,30 +184,33 @@ impl VideoFile {
         };
         let mut decoded: BTreeMap<usize, Yuv420> = BTreeMap::new();
         let result = (|| {
-            for (key, samples) in &wanted {
-                let last = samples.iter().copied().max().unwrap_or(*key);
-                let mut keep = |shown: Vec<(usize, Yuv420)>| -> Result<()> {
-                    for (sample, frame) in shown {
-                        if !samples.contains(&sample) {
-                            continue;
-                        }
-                        if (frame.width, frame.height) != (self.width(), self.height()) {
-                            return Err(Error::Decode {
-                                file: self.path.clone(),
-                                frame: sample,
-                                problem: format!(
-                                    "decodes to {}x{}, the track says {}x{}",
-                                    frame.width,
-                                    frame.height,
-                                    self.width(),
-                                    self.height()
-                                ),
-                            });
-                        }
-                        decoded.insert(sample, frame);
+            // Frames of any wanted sample are kept whenever they come out: an
+            // H.264 decoder lets a group's last picture out during the next.
+            let mut keep = |shown: Vec<(usize, Yuv420)>| -> Result<()> {
+                for (sample, frame) in shown {
+                    if !wanted.values().any(|samples| samples.contains(&sample)) {
+                        continue;
                     }
-                    Ok(())
-                };
+                    if (frame.width, frame.height) != (self.width(), self.height()) {
+                        return Err(Error::Decode {
+                            file: self.path.clone(),
+                            frame: sample,
+                            problem: format!(
+                                "decodes to {}x{}, the track says {}x{}",
+                                frame.width,
+                                frame.height,
+                                self.width(),
+                                self.height()
+                            ),
+                        });
+                    }
+                    decoded.insert(sample, frame);
+                }
+                Ok(())
+            };
+            let mut last = 0;
+            for (key, samples) in &wanted {
+                last = samples.iter().copied().max().unwrap_or(*key);
                 decoder.start_group();
                 for sample in *key..=last {
                     let bytes = mp4::read_sample(&self.path, &self.file, &self.track.samples[sample])?;
@@ -217,14 +221,10 @@ impl VideoFile {
                     })?;
                     keep(shown)?;
                 }
-                let shown = decoder.finish_group().map_err(|problem| Error::Decode {
-                    file: self.path.clone(),
-                    frame: last,
-                    problem,
-                })?;
-                keep(shown)?;
             }
-            Ok(())
+            let shown =
+                decoder.finish().map_err(|problem| Error::Decode { file: self.path.clone(), frame: last, problem })?;
+            keep(shown)
         })();
         if result.is_ok() {
             if let Ok(mut idle) = self.decoders.lock() {
