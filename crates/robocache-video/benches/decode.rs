@@ -1,0 +1,41 @@
+//! Criterion benchmark of frame decoding through [`VideoFile::decode_yuv`]
+//! on the committed LeRobot fixtures (48×32, 76 frames, g=2, written by
+//! LeRobot 0.6.1): AV1 (rav1d) and H.264 (OpenH264), each as one request
+//! for every frame (decoding throughput) and as one request per frame pair
+//! (what a batch of scattered windows asks; per-request costs show). The
+//! frames are small, so fixed costs per group of pictures and per request
+//! weigh more here than on 480×640 cameras.
+
+use std::path::PathBuf;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use robocache_video::VideoFile;
+
+fn video(root: &str) -> VideoFile {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../robocache-datasets/tests/fixtures/lerobot")
+        .join(root)
+        .join("videos/observation.images.front/chunk-000/file-000.mp4");
+    VideoFile::open(path).expect("the LeRobot fixture opens")
+}
+
+fn decode(c: &mut Criterion) {
+    for codec in ["av1", "h264"] {
+        let file = video(codec);
+        let all: Vec<usize> = (0..file.frames()).collect();
+        let mut group = c.benchmark_group(format!("decode_{codec}_48x32"));
+        group.throughput(Throughput::Elements(all.len() as u64));
+        group.bench_function("one_request", |b| b.iter(|| file.decode_yuv(&all).expect("decodes")));
+        group.bench_function("a_request_per_pair", |b| {
+            b.iter(|| {
+                for pair in all.chunks(2) {
+                    file.decode_yuv(pair).expect("decodes");
+                }
+            })
+        });
+        group.finish();
+    }
+}
+
+criterion_group!(benches, decode);
+criterion_main!(benches);
