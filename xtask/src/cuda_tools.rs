@@ -319,12 +319,24 @@ pub fn gpu_bundle() -> Result<()> {
     let bundle = root().join("target/gpu-bundle");
     let _ = std::fs::remove_dir_all(&bundle);
     std::fs::create_dir_all(&bundle)?;
+    let nasm = nasm_tools();
+    if nasm.is_some() {
+        // OpenH264's build script looks for NASM once and never reruns: a
+        // release build made without NASM on PATH would keep its C-only
+        // decoder (about 6× slower) in every binary and wheel built after.
+        let mut clean = Command::new(env!("CARGO"));
+        clean.current_dir(root()).args(["clean", "--release", "-p", "openh264-sys2"]);
+        run(&mut clean)?;
+    }
     let mut tests = Command::new(env!("CARGO"));
     tests
         .current_dir(root())
         .args(["test", "--release", "--no-run", "--message-format=json", "-p", "robocache", "-p", "robocache-cuda"])
         .args(["--features", "robocache/cuda,robocache-cuda/driver"]);
     tools.apply(&mut tests);
+    if let Some(nasm) = &nasm {
+        prepend_command_path(&mut tests, nasm);
+    }
     let output = tests.output().context("cargo test --no-run")?;
     if !output.status.success() {
         bail!("building the GPU tests failed:\n{}", String::from_utf8_lossy(&output.stderr));
@@ -345,7 +357,6 @@ pub fn gpu_bundle() -> Result<()> {
         std::fs::copy(path, bundle.join(&short))?;
         copied.push(short);
     }
-    let nasm = nasm_tools();
     let mut cli = Command::new(env!("CARGO"));
     cli.current_dir(root()).args(["build", "--release", "-p", "robocache-cli", "--features", "cuda"]);
     tools.apply(&mut cli);

@@ -148,8 +148,8 @@ pub(crate) fn wheel(out: &Path) -> Result<PathBuf> {
     wheel_with(out, None)
 }
 
-/// The wheel, with rav1d's assembly when `nasm` (a folder holding the
-/// `nasm` binary) is given.
+/// The wheel, with rav1d's (and OpenH264's, if built first here) assembly
+/// when `nasm` (a folder holding the `nasm` binary) is given.
 pub(crate) fn wheel_with(out: &Path, nasm: Option<&Path>) -> Result<PathBuf> {
     let tools = python_tools::PythonTools::ensure()?;
     let _ = std::fs::remove_dir_all(out);
