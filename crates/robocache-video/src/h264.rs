@@ -123,10 +123,7 @@ impl H264Decoder {
     /// pictures: a jump to the next group's IDR frame needs no flush, and
     /// lets the last picture of the group before out.
     pub fn decode(&mut self, tag: usize, sample: &[u8]) -> Result<Vec<(usize, Yuv420)>, String> {
-        let mut annex_b = std::mem::take(&mut self.annex_b);
-        let converted = self.config.to_annex_b(sample, &mut annex_b);
-        self.annex_b = annex_b;
-        converted?;
+        self.config.to_annex_b(sample, &mut self.annex_b)?;
         // A group that starts at an I frame that is not an IDR (streams with
         // open GOPs mark these as sync samples), reached by a jump: OpenH264
         // takes the gap in frame numbers for lost frames and fails, so it
@@ -139,16 +136,10 @@ impl H264Decoder {
         }
         self.last_tag = Some(tag);
         if self.send_parameter_sets && !self.config.parameter_sets.is_empty() {
-            let sets = std::mem::take(&mut self.config.parameter_sets);
-            let result = self.send(&sets, u64::MAX, &mut shown);
-            self.config.parameter_sets = sets;
-            result?;
+            send(&mut self.decoder, &self.config.parameter_sets, u64::MAX, &mut shown)?;
             self.send_parameter_sets = false;
         }
-        let annex_b = std::mem::take(&mut self.annex_b);
-        let result = self.send(&annex_b, tag as u64, &mut shown);
-        self.annex_b = annex_b;
-        result?;
+        send(&mut self.decoder, &self.annex_b, tag as u64, &mut shown)?;
         Ok(shown)
     }
 
@@ -208,27 +199,27 @@ impl H264Decoder {
         }
         Ok(held.max(0) as usize)
     }
-
-    fn send(&mut self, annex_b: &[u8], tag: u64, shown: &mut Vec<(usize, Yuv420)>) -> Result<(), String> {
-        let size = i32::try_from(annex_b.len()).map_err(|_| format!("a sample of {} bytes", annex_b.len()))?;
-        let mut planes = [null_mut::<u8>(); 3];
-        let mut info = SBufferInfo { uiInBsTimeStamp: tag, ..SBufferInfo::default() };
-        // SAFETY: the decoder is open; `annex_b` holds `size` bytes; `planes`
-        // and `info` are writable.
-        let state = unsafe {
-            self.decoder.raw_api().decode_frame_no_delay(annex_b.as_ptr(), size, planes.as_mut_ptr(), &mut info)
-        };
-        if state != dsErrorFree {
-            return Err(format!("OpenH264 failed to decode (state {state:#x}): corrupt or unsupported H.264 data"));
-        }
-        if info.iBufferStatus == 1 {
-            shown.push(picture(&planes, &info)?);
-        }
-        Ok(())
-    }
 }
 
-/// A decoder that takes Annex B and lets pictures out only when asked to flush.
+/// Sends Annex B bytes tagged `tag`; a picture this lets out goes to `shown`.
+fn send(decoder: &mut Decoder, annex_b: &[u8], tag: u64, shown: &mut Vec<(usize, Yuv420)>) -> Result<(), String> {
+    let size = i32::try_from(annex_b.len()).map_err(|_| format!("a sample of {} bytes", annex_b.len()))?;
+    let mut planes = [null_mut::<u8>(); 3];
+    let mut info = SBufferInfo { uiInBsTimeStamp: tag, ..SBufferInfo::default() };
+    // SAFETY: the decoder is open; `annex_b` holds `size` bytes; `planes`
+    // and `info` are writable.
+    let state =
+        unsafe { decoder.raw_api().decode_frame_no_delay(annex_b.as_ptr(), size, planes.as_mut_ptr(), &mut info) };
+    if state != dsErrorFree {
+        return Err(format!("OpenH264 failed to decode (state {state:#x}): corrupt or unsupported H.264 data"));
+    }
+    if info.iBufferStatus == 1 {
+        shown.push(picture(&planes, &info)?);
+    }
+    Ok(())
+}
+
+/// A decoder whose wrapper never flushes on its own: robocache flushes once, at the end of a request.
 fn open() -> Result<Decoder, String> {
     let settings = DecoderConfig::new().flush_after_decode(Flush::NoFlush);
     Decoder::with_api_config(OpenH264API::from_source(), settings)

@@ -33,7 +33,7 @@ mod h264;
 pub mod mp4;
 pub mod yuv;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -186,9 +186,10 @@ impl VideoFile {
         let result = (|| {
             // Frames of any wanted sample are kept whenever they come out: an
             // H.264 decoder lets a group's last picture out during the next.
+            let wanted_samples: BTreeSet<usize> = wanted.values().flatten().copied().collect();
             let mut keep = |shown: Vec<(usize, Yuv420)>| -> Result<()> {
                 for (sample, frame) in shown {
-                    if !wanted.values().any(|samples| samples.contains(&sample)) {
+                    if !wanted_samples.contains(&sample) {
                         continue;
                     }
                     if (frame.width, frame.height) != (self.width(), self.height()) {
