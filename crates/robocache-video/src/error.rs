@@ -14,6 +14,11 @@ pub enum Error {
     /// A codec this build does not decode on the CPU.
     #[error("{}: {codec} video is not decoded on the CPU by this build of robocache ({hint})", file.display())]
     UnsupportedCodec { file: PathBuf, codec: &'static str, hint: &'static str },
+    /// NVDEC was required ([`crate::DecoderChoice::Nvdec`]) and cannot
+    /// decode this file: no driver, no such GPU, a codec or size its
+    /// video engines lack.
+    #[error("{}: NVDEC cannot decode it: {problem}", file.display())]
+    Nvdec { file: PathBuf, problem: String },
     /// A frame that does not decode (corrupt data), or decodes to the wrong size.
     #[error("{}: frame {frame}: {problem}", file.display())]
     Decode { file: PathBuf, frame: usize, problem: String },

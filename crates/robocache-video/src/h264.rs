@@ -4,7 +4,7 @@
 //! bit; the fixtures check it.
 //!
 //! MP4 stores H.264 as length-prefixed NAL units with the parameter sets in
-//! the `avcC` record; OpenH264 reads Annex B (start codes). [`AvcConfig`]
+//! the `avcC` record; OpenH264 reads Annex B (start codes). [`NalConfig`]
 //! converts. Pictures come out in presentation order, after a reordering
 //! delay when the stream has B-frames: every sample goes in tagged with its
 //! decode-order index, and every picture comes out with the tag of the
@@ -20,80 +20,13 @@ use openh264_sys2::{
     dsErrorFree, videoFormatI420, SBufferInfo, DECODER_OPTION, DECODER_OPTION_NUM_OF_FRAMES_REMAINING_IN_BUFFER,
 };
 
+use crate::nal::NalConfig;
 use crate::yuv::Yuv420;
-
-const START_CODE: [u8; 4] = [0, 0, 0, 1];
-
-/// The `avcC` record: the length of each NAL unit's size field and the
-/// parameter sets, as Annex B.
-#[derive(Clone, Debug)]
-pub struct AvcConfig {
-    length_size: usize,
-    parameter_sets: Vec<u8>,
-}
-
-impl AvcConfig {
-    /// Parses an `avcC` record (ISO/IEC 14496-15 §5.3.3.1), without its box header.
-    pub fn parse(record: &[u8]) -> Result<Self, String> {
-        let truncated = || "the avcC record is truncated".to_string();
-        if record.len() < 7 {
-            return Err(truncated());
-        }
-        if record[0] != 1 {
-            return Err(format!("avcC version {} (robocache reads version 1)", record[0]));
-        }
-        let length_size = (record[4] & 0x03) as usize + 1;
-        if length_size == 3 {
-            return Err("avcC gives NAL units a 3-byte size field, which ISO/IEC 14496-15 forbids".into());
-        }
-        let mut parameter_sets = Vec::new();
-        let mut at = 5;
-        for mask in [0x1f, 0xff] {
-            let count = (*record.get(at).ok_or_else(truncated)? & mask) as usize;
-            at += 1;
-            for _ in 0..count {
-                let size = u16::from_be_bytes([
-                    *record.get(at).ok_or_else(truncated)?,
-                    *record.get(at + 1).ok_or_else(truncated)?,
-                ]) as usize;
-                let set = record.get(at + 2..at + 2 + size).ok_or_else(truncated)?;
-                parameter_sets.extend_from_slice(&START_CODE);
-                parameter_sets.extend_from_slice(set);
-                at += 2 + size;
-            }
-        }
-        // None here is fine for `avc3` tracks, which carry them in the samples.
-        Ok(AvcConfig { length_size, parameter_sets })
-    }
-
-    /// One MP4 sample (length-prefixed NAL units) as Annex B, into `out`.
-    pub fn to_annex_b(&self, sample: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
-        out.clear();
-        let mut at = 0;
-        while at < sample.len() {
-            let field = sample
-                .get(at..at + self.length_size)
-                .ok_or_else(|| format!("a NAL unit's size field is cut at byte {at} of {}", sample.len()))?;
-            let size = field.iter().fold(0usize, |size, &byte| (size << 8) | byte as usize);
-            let start = at + self.length_size;
-            let unit = sample.get(start..start + size).ok_or_else(|| {
-                format!("a NAL unit of {size} bytes at byte {start} runs past the sample's {} bytes", sample.len())
-            })?;
-            out.extend_from_slice(&START_CODE);
-            out.extend_from_slice(unit);
-            at = start + size;
-        }
-        if out.is_empty() {
-            return Err("an empty sample".into());
-        }
-        Ok(())
-    }
-}
 
 /// An OpenH264 decoder for one track (single-threaded: decoding runs in the
 /// loader's own threads).
 pub struct H264Decoder {
-    config: AvcConfig,
+    config: NalConfig,
     decoder: Decoder,
     /// The sample decoded last, if any since the decoder opened.
     last_tag: Option<usize>,
@@ -113,7 +46,7 @@ impl std::fmt::Debug for H264Decoder {
 impl H264Decoder {
     /// A decoder for the track whose `avcC` record is `record`.
     pub fn new(record: &[u8]) -> Result<Self, String> {
-        let config = AvcConfig::parse(record)?;
+        let config = NalConfig::from_avcc(record)?;
         Ok(H264Decoder { config, decoder: open()?, last_tag: None, annex_b: Vec::new(), send_parameter_sets: true })
     }
 
@@ -135,8 +68,8 @@ impl H264Decoder {
             self.reopen()?;
         }
         self.last_tag = Some(tag);
-        if self.send_parameter_sets && !self.config.parameter_sets.is_empty() {
-            send(&mut self.decoder, &self.config.parameter_sets, u64::MAX, &mut shown)?;
+        if self.send_parameter_sets && !self.config.parameter_sets().is_empty() {
+            send(&mut self.decoder, self.config.parameter_sets(), u64::MAX, &mut shown)?;
             self.send_parameter_sets = false;
         }
         send(&mut self.decoder, &self.annex_b, tag as u64, &mut shown)?;
@@ -255,25 +188,4 @@ fn picture(planes: &[*mut u8; 3], info: &SBufferInfo) -> Result<(usize, Yuv420),
     }
     let tag = usize::try_from(info.uiOutYuvTimeStamp).map_err(|_| "a frame of no sample".to_string())?;
     Ok((tag, out))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn avcc_parameter_sets_and_samples_become_annex_b() {
-        // version 1, High profile, 4-byte sizes, one SPS of 3 bytes, one PPS of 2.
-        let record = [1, 100, 0, 30, 0xff, 0xe1, 0, 3, 0x67, 1, 2, 1, 0, 2, 0x68, 9];
-        let config = AvcConfig::parse(&record).unwrap();
-        assert_eq!(config.parameter_sets, [0, 0, 0, 1, 0x67, 1, 2, 0, 0, 0, 1, 0x68, 9]);
-        let mut out = Vec::new();
-        config.to_annex_b(&[0, 0, 0, 2, 0x65, 7, 0, 0, 0, 1, 0x06], &mut out).unwrap();
-        assert_eq!(out, [0, 0, 0, 1, 0x65, 7, 0, 0, 0, 1, 0x06]);
-        let err = config.to_annex_b(&[0, 0, 0, 9, 0x65], &mut out).unwrap_err();
-        assert!(err.contains("runs past"), "{err}");
-        assert!(config.to_annex_b(&[0, 0], &mut out).unwrap_err().contains("cut"));
-        assert!(AvcConfig::parse(&record[..9]).unwrap_err().contains("truncated"));
-        assert!(AvcConfig::parse(&[2, 100, 0, 30, 0xff, 0xe0, 0]).unwrap_err().contains("version 2"));
-    }
 }

@@ -23,14 +23,19 @@
 //! [`FrameCache`] keeps decoded frames within a byte budget for the
 //! epochs after the first.
 //!
-//! HEVC files are demuxed; their decoding is not built yet and is a clear
-//! error.
+//! [`DecoderChoice`] says where frames are decoded: on the CPU, or on a
+//! GPU's video engines (NVDEC, through the driver's `libnvcuvid.so.1`,
+//! found at run time) with the CPU beside and instead of them. H.264 and
+//! HEVC decode on every NVDEC GPU; HEVC has no CPU decoder here, and
+//! reading it on the CPU is a clear error.
 
 mod av1;
 mod error;
 mod frame_cache;
 mod h264;
 pub mod mp4;
+mod nal;
+mod nvdec;
 pub mod yuv;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -45,6 +50,25 @@ pub use yuv::Yuv420;
 
 use av1::Av1Decoder;
 use h264::H264Decoder;
+pub use nal::NalConfig;
+use nvdec::{Gpu, Input, NvdecDecoder};
+pub use nvdec::SHARED_SESSIONS as NVDEC_SHARED_SESSIONS;
+
+/// Where frames are decoded.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DecoderChoice {
+    /// On the CPU: AV1 by rav1d, H.264 by OpenH264; HEVC is an error.
+    #[default]
+    Cpu,
+    /// On GPU `device`'s video engines (NVDEC) where its driver is there
+    /// and decodes the codec at the video's size (H.264 and HEVC on every
+    /// NVDEC GPU, AV1 on Ada and later), up to [`NVDEC_SHARED_SESSIONS`]
+    /// decoders at once; requests past that decode on the CPU beside them,
+    /// and every request does where NVDEC cannot.
+    Auto { device: u32 },
+    /// On GPU `device`'s NVDEC only: where it cannot decode, an error.
+    Nvdec { device: u32 },
+}
 
 /// An open video file: its track's sample table and the decoders that
 /// reading threads share.
@@ -66,6 +90,8 @@ enum FrameDecoder {
     Av1(Av1Decoder),
     /// Boxed: OpenH264's wrapper is a few hundred bytes of function pointers.
     H264(Box<H264Decoder>),
+    /// An NVDEC session of a GPU, lent to this file for one request.
+    Nvdec(Box<NvdecDecoder>),
 }
 
 impl FrameDecoder {
@@ -74,6 +100,7 @@ impl FrameDecoder {
         match self {
             FrameDecoder::Av1(decoder) => decoder.flush(),
             FrameDecoder::H264(_) => {}
+            FrameDecoder::Nvdec(decoder) => decoder.start_group(),
         }
     }
 
@@ -83,6 +110,7 @@ impl FrameDecoder {
             // An AV1 temporal unit in MP4 shows its own frame, if any.
             FrameDecoder::Av1(decoder) => Ok(decoder.decode(sample)?.map(|frame| (tag, frame)).into_iter().collect()),
             FrameDecoder::H264(decoder) => decoder.decode(tag, sample),
+            FrameDecoder::Nvdec(decoder) => decoder.decode(tag, sample),
         }
     }
 
@@ -92,6 +120,7 @@ impl FrameDecoder {
         match self {
             FrameDecoder::Av1(_) => Ok(Vec::new()),
             FrameDecoder::H264(decoder) => decoder.finish(),
+            FrameDecoder::Nvdec(decoder) => decoder.finish(),
         }
     }
 }
@@ -163,10 +192,17 @@ impl VideoFile {
         Ok(scaled as usize)
     }
 
-    /// Frames `indices` (presentation order) as YUV 4:2:0, in the order asked.
-    /// Each group of pictures is decoded once, from its key frame to the
-    /// last frame asked for in it (in decode order).
+    /// Frames `indices` (presentation order) as YUV 4:2:0, in the order
+    /// asked, decoded on the CPU (see [`VideoFile::decode_yuv_on`]).
     pub fn decode_yuv(&self, indices: &[usize]) -> Result<Vec<Yuv420>> {
+        self.decode_yuv_on(indices, DecoderChoice::Cpu)
+    }
+
+    /// Frames `indices` (presentation order) as YUV 4:2:0, in the order
+    /// asked, decoded where `choice` says. Each group of pictures is
+    /// decoded once, from its key frame to the last frame asked for in it
+    /// (in decode order).
+    pub fn decode_yuv_on(&self, indices: &[usize], choice: DecoderChoice) -> Result<Vec<Yuv420>> {
         // Decode-order samples wanted, grouped by the key frame they start from.
         let mut wanted: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
         for &index in indices {
@@ -178,10 +214,7 @@ impl VideoFile {
             let key = (0..=sample).rev().find(|&s| self.track.samples[s].sync).unwrap_or(0);
             wanted.entry(key).or_default().push(sample);
         }
-        let mut decoder = match self.decoders.lock().ok().and_then(|mut d| d.pop()) {
-            Some(decoder) => decoder,
-            None => self.new_decoder()?,
-        };
+        let mut decoder = self.take_decoder(choice)?;
         let mut decoded: BTreeMap<usize, Yuv420> = BTreeMap::new();
         let result = (|| {
             // Frames of any wanted sample are kept whenever they come out: an
@@ -228,9 +261,7 @@ impl VideoFile {
             keep(shown)
         })();
         if result.is_ok() {
-            if let Ok(mut idle) = self.decoders.lock() {
-                idle.push(decoder);
-            }
+            self.put_decoder(decoder);
         }
         result?;
         // Moved out at its last request, copied for the ones before it.
@@ -248,7 +279,61 @@ impl VideoFile {
         Ok(frames)
     }
 
-    /// A decoder for this file's codec.
+    /// A decoder for one request: an NVDEC session where `choice` allows
+    /// and one is free, else this file's idle CPU decoder or a new one.
+    fn take_decoder(&self, choice: DecoderChoice) -> Result<FrameDecoder> {
+        let (device, required) = match choice {
+            DecoderChoice::Cpu => return self.take_cpu_decoder(),
+            DecoderChoice::Auto { device } => (device, false),
+            DecoderChoice::Nvdec { device } => (device, true),
+        };
+        match self.take_nvdec(device, required) {
+            Ok(Some(decoder)) => Ok(decoder),
+            Ok(None) => self.take_cpu_decoder(),
+            Err(problem) if required => Err(Error::Nvdec { file: self.path.clone(), problem }),
+            Err(problem) => {
+                tracing::debug!(file = %self.path.display(), problem, "decoding on the CPU");
+                self.take_cpu_decoder()
+            }
+        }
+    }
+
+    /// An NVDEC session of GPU `device` set to this track; `None` where
+    /// every shared session is taken (and not `required`).
+    fn take_nvdec(&self, device: u32, required: bool) -> Result<Option<FrameDecoder>, String> {
+        let gpu = Gpu::get(device)?;
+        gpu.supports(self.track.codec, self.track.width, self.track.height)?;
+        let input = Input::new(self.track.codec, &self.track.config)?;
+        let Some(session) = gpu.take_session(required)? else { return Ok(None) };
+        Ok(Some(FrameDecoder::Nvdec(Box::new(NvdecDecoder::new(session, self.track.codec, input)))))
+    }
+
+    fn take_cpu_decoder(&self) -> Result<FrameDecoder> {
+        match self.decoders.lock().ok().and_then(|mut d| d.pop()) {
+            Some(decoder) => Ok(decoder),
+            None => self.new_decoder(),
+        }
+    }
+
+    /// A decoder back after a request that succeeded: an NVDEC session to
+    /// its GPU, a CPU decoder to this file.
+    fn put_decoder(&self, decoder: FrameDecoder) {
+        match decoder {
+            FrameDecoder::Nvdec(decoder) => {
+                let gpu = decoder.gpu();
+                if let Some(session) = decoder.into_session() {
+                    gpu.put_session(session);
+                }
+            }
+            cpu => {
+                if let Ok(mut idle) = self.decoders.lock() {
+                    idle.push(cpu);
+                }
+            }
+        }
+    }
+
+    /// A CPU decoder for this file's codec.
     fn new_decoder(&self) -> Result<FrameDecoder> {
         let decoder = match self.track.codec {
             Codec::Av1 => Av1Decoder::new().map(FrameDecoder::Av1),
@@ -257,7 +342,7 @@ impl VideoFile {
                 return Err(Error::UnsupportedCodec {
                     file: self.path.clone(),
                     codec: codec.name(),
-                    hint: "AV1 and H.264 are; HEVC is not decoded yet",
+                    hint: "HEVC is decoded by NVDEC: a GPU loader, or `DecoderChoice::Auto`/`Nvdec`",
                 });
             }
         };

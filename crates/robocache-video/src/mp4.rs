@@ -15,7 +15,7 @@ use robocache_storage::Blob;
 use crate::{Error, Result};
 
 /// The codecs robocache knows by their sample entry.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Codec {
     /// `av01`.
     Av1,

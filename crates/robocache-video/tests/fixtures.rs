@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use robocache_video::{Codec, Error, VideoFile};
+use robocache_video::{Codec, DecoderChoice, Error, VideoFile};
 
 fn video(root: &str, camera: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -65,6 +65,8 @@ fn broken_files_are_clear_errors() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+const NVDEC: DecoderChoice = DecoderChoice::Nvdec { device: 0 };
+
 #[test]
 fn codecs_not_decoded_and_corrupt_h264_are_clear_errors() {
     let dir = std::env::temp_dir().join(format!("robocache-video-h264-{}", std::process::id()));
@@ -82,6 +84,9 @@ fn codecs_not_decoded_and_corrupt_h264_are_clear_errors() {
     assert_eq!(file.codec(), Codec::Hevc);
     let err = file.decode_rgb(&[0]).unwrap_err().to_string();
     assert!(err.contains("hevc.mp4") && err.contains("hevc video is not decoded"), "{err}");
+    // On NVDEC the avcC record read as hvcC is an error too (or NVDEC's absence is).
+    let err = file.decode_yuv_on(&[0], NVDEC).unwrap_err().to_string();
+    assert!(err.contains("hevc.mp4"), "{err}");
     // Every sample's bytes overwritten: an error naming the frame, never a panic.
     let path = video("h264", "front");
     let blob = robocache_storage::Storage::new(Default::default()).open(&path).unwrap();
@@ -98,5 +103,10 @@ fn codecs_not_decoded_and_corrupt_h264_are_clear_errors() {
     assert_eq!(broken.frames(), file.frames());
     let err = broken.decode_rgb(&[5]).unwrap_err().to_string();
     assert!(err.contains("corrupt.mp4") && err.contains("frame"), "{err}");
+    // NVDEC: an error naming the file, never a hang (or NVDEC's absence).
+    for _ in 0..2 {
+        let err = broken.decode_yuv_on(&[5, 0], NVDEC).unwrap_err().to_string();
+        assert!(err.contains("corrupt.mp4"), "{err}");
+    }
     std::fs::remove_dir_all(&dir).ok();
 }

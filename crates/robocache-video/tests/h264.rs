@@ -1,11 +1,19 @@
-//! H.264 decoded by OpenH264 against FFmpeg's decoder (PyAV), frame for
-//! frame, on streams written by libx264 (`tests/fixtures/make_h264_fixtures.py`):
-//! High profile with B-frames in a pyramid (frames leave the decoder in
-//! another order than they enter), and Baseline with a cropped size.
+//! H.264 and HEVC decoded against FFmpeg's decoder (PyAV), frame for
+//! frame, on streams written by libx264 and libx265
+//! (`tests/fixtures/make_h264_fixtures.py`): High profile with B-frames in
+//! a pyramid (frames leave the decoder in another order than they enter),
+//! Baseline with a cropped size, and HEVC with B-frames and a cropped size.
+//!
+//! Each check runs on the CPU (OpenH264) and on NVDEC (GPU 0). The NVDEC
+//! instances pass without checking where no NVIDIA driver is (CI), unless
+//! `ROBOCACHE_REQUIRE_CUDA=1` (the GPU bundle's run.sh sets it), where a
+//! missing NVDEC fails them.
 
 use std::path::PathBuf;
 
-use robocache_video::{Codec, VideoFile};
+use robocache_video::{Codec, DecoderChoice, Error, VideoFile};
+
+const NVDEC: DecoderChoice = DecoderChoice::Nvdec { device: 0 };
 
 fn fixture(name: &str) -> (VideoFile, Vec<Vec<u8>>) {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
@@ -18,12 +26,31 @@ fn fixture(name: &str) -> (VideoFile, Vec<Vec<u8>>) {
     (file, frames)
 }
 
-fn check(name: &str, width: usize, height: usize, frames: usize) {
+/// Whether `choice` can run here: NVDEC missing skips its instance, unless
+/// the GPU bundle requires it.
+#[allow(clippy::print_stderr)] // the reason a check did not run, in the test's output
+fn runs_here(file: &VideoFile, choice: DecoderChoice) -> bool {
+    match file.decode_yuv_on(&[0], choice) {
+        Err(Error::Nvdec { problem, .. }) => {
+            let required = std::env::var("ROBOCACHE_REQUIRE_CUDA").is_ok_and(|v| v == "1");
+            assert!(!required, "ROBOCACHE_REQUIRE_CUDA=1 but NVDEC is not available: {problem}");
+            eprintln!("NVDEC not available, not checked: {problem}");
+            false
+        }
+        _ => true,
+    }
+}
+
+fn check(name: &str, codec: Codec, width: usize, height: usize, frames: usize, choice: DecoderChoice) {
     let (file, ffmpeg) = fixture(name);
-    assert_eq!((file.codec(), file.width(), file.height(), file.frames()), (Codec::H264, width, height, frames));
+    assert_eq!((file.codec(), file.width(), file.height(), file.frames()), (codec, width, height, frames));
     assert_eq!(ffmpeg.len(), frames);
+    if !runs_here(&file, choice) {
+        return;
+    }
+    let decode_yuv = |indices: &[usize]| file.decode_yuv_on(indices, choice);
     let all: Vec<usize> = (0..frames).collect();
-    let decoded = file.decode_yuv(&all).unwrap();
+    let decoded = decode_yuv(&all).unwrap();
     for (index, frame) in decoded.iter().enumerate() {
         assert_eq!((frame.width, frame.height), (width, height));
         assert_eq!(frame.data, ffmpeg[index], "{name}: frame {index} of one pass");
@@ -31,21 +58,58 @@ fn check(name: &str, width: usize, height: usize, frames: usize) {
     // Each frame on its own, last first: every group of pictures decoded
     // again from its key frame, B-frames included.
     for index in all.iter().copied().rev() {
-        assert_eq!(file.decode_yuv(&[index]).unwrap()[0].data, ffmpeg[index], "{name}: frame {index} alone");
+        assert_eq!(decode_yuv(&[index]).unwrap()[0].data, ffmpeg[index], "{name}: frame {index} alone");
     }
     // Scattered frames of several groups, repeated, out of order.
     let picks = [frames - 1, 1, 2, 2, frames / 2, 0, frames / 3 + 1];
-    for (frame, &index) in file.decode_yuv(&picks).unwrap().iter().zip(&picks) {
+    for (frame, &index) in decode_yuv(&picks).unwrap().iter().zip(&picks) {
         assert_eq!(frame.data, ffmpeg[index], "{name}: frame {index} among others");
     }
 }
 
-#[test]
-fn high_profile_b_frames_equal_ffmpeg() {
-    check("high_bframes", 64, 48, 40);
+macro_rules! on_cpu_and_nvdec {
+    ($($name:ident: $fixture:literal, $codec:expr, $width:literal x $height:literal, $frames:literal;)*) => {
+        mod cpu {
+            use super::*;
+            $(#[test]
+            fn $name() {
+                check($fixture, $codec, $width, $height, $frames, DecoderChoice::Cpu);
+            })*
+        }
+        mod nvdec {
+            use super::*;
+            $(#[test]
+            fn $name() {
+                check($fixture, $codec, $width, $height, $frames, NVDEC);
+            })*
+        }
+    };
+}
+
+on_cpu_and_nvdec! {
+    high_profile_b_frames_equal_ffmpeg: "high_bframes", Codec::H264, 64 x 48, 40;
+    baseline_cropped_frames_equal_ffmpeg: "baseline_cropped", Codec::H264, 50 x 30, 20;
 }
 
 #[test]
-fn baseline_cropped_frames_equal_ffmpeg() {
-    check("baseline_cropped", 50, 30, 20);
+fn nvdec_hevc_b_frames_cropped_equal_ffmpeg() {
+    check("hevc_bframes", Codec::Hevc, 176, 150, 24, NVDEC);
+}
+
+#[test]
+fn hevc_on_the_cpu_is_an_error_naming_the_codec_and_file() {
+    let (file, _) = fixture("hevc_bframes");
+    let error = file.decode_yuv(&[0]).unwrap_err().to_string();
+    assert!(error.contains("hevc") && error.contains("hevc_bframes.mp4") && error.contains("NVDEC"), "{error}");
+}
+
+#[test]
+fn auto_decodes_everywhere_with_the_same_frames() {
+    // NVDEC where it is, the CPU otherwise: the frames are the same.
+    let (file, ffmpeg) = fixture("high_bframes");
+    let picks = [39, 0, 13, 13, 26];
+    let frames = file.decode_yuv_on(&picks, DecoderChoice::Auto { device: 0 }).unwrap();
+    for (frame, &index) in frames.iter().zip(&picks) {
+        assert_eq!(frame.data, ffmpeg[index], "frame {index}");
+    }
 }

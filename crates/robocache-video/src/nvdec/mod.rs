@@ -1,0 +1,631 @@
+//! Decoding on the GPU's video engines (NVDEC), through the NVIDIA
+//! driver's `libnvcuvid.so.1`, loaded at run time ([`ffi`]): H.264 and HEVC
+//! on every NVDEC GPU, AV1 where the GPU decodes it (Ada, Blackwell; the
+//! H100 does not). Decoding is exact by each codec's standard, so the frames
+//! equal the CPU decoders' (and FFmpeg's) bit for bit.
+//!
+//! NVDEC's parser reads Annex B (H.264, HEVC) or AV1's OBUs, calls back
+//! when it knows the stream's format (the hardware decoder is created then,
+//! or the last one kept when the format is the same), for each picture to
+//! decode and for each picture to show, in presentation order. A shown
+//! picture is mapped (NV12, in GPU memory), copied to the host on the
+//! session's own stream and split into YUV 4:2:0 planes, cropped to the
+//! display area. Every sample goes in tagged with its decode index (the
+//! packet's timestamp) and every picture comes out with its sample's tag.
+//!
+//! Sessions (a stream, a hardware decoder and its surfaces in GPU memory)
+//! belong to the GPU, not to a file: a request takes an idle one, sets it
+//! to its file's codec and parameter sets, and gives it back. At most
+//! [`SHARED_SESSIONS`] live per GPU for [`crate::DecoderChoice::Auto`];
+//! past that, requests decode on the CPU beside them.
+//!
+//! Every `unsafe` call into the driver is in this module and [`ffi`].
+
+mod ffi;
+
+use std::collections::HashMap;
+use std::ffi::{c_int, c_uint, c_ulong, c_void};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr::null_mut;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use ffi::*;
+
+use crate::mp4::Codec;
+use crate::nal::NalConfig;
+use crate::yuv::Yuv420;
+
+/// The most NVDEC sessions a GPU keeps for requests that may also decode
+/// on the CPU: one per loader worker and camera for 16 workers and two
+/// cameras. Each holds its decode surfaces in GPU memory (about 10 MB for
+/// 480×640 H.264).
+pub const SHARED_SESSIONS: usize = 32;
+
+/// Whether NVDEC decodes a codec: its smallest and largest width and height, or why not.
+type Caps = Result<[(u32, u32); 2], String>;
+
+/// One GPU's primary context (the one the CUDA runtime and robocache's
+/// kernels use), its idle sessions and what its NVDEC decodes.
+pub struct Gpu {
+    api: &'static Api,
+    device: u32,
+    context: CUcontext,
+    idle: Mutex<Vec<Session>>,
+    live: AtomicUsize,
+    /// Per codec: `Ok` where NVDEC decodes it (8-bit 4:2:0), with its largest size.
+    caps: Mutex<HashMap<Codec, Caps>>,
+}
+
+// SAFETY: a CUDA context handle may be made current on any thread; the
+// sessions inside are used by one thread at a time (taken out of the mutex).
+unsafe impl Send for Gpu {}
+// SAFETY: as above; the shared state is behind mutexes and atomics.
+unsafe impl Sync for Gpu {}
+
+impl Gpu {
+    /// GPU `device`, opened once per process.
+    pub fn get(device: u32) -> Result<Arc<Gpu>, String> {
+        static GPUS: OnceLock<Mutex<HashMap<u32, Arc<Gpu>>>> = OnceLock::new();
+        let mut gpus = GPUS.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(gpu) = gpus.get(&device) {
+            return Ok(gpu.clone());
+        }
+        let api = Api::get()?;
+        let mut handle: CUdevice = 0;
+        let ordinal = c_int::try_from(device).map_err(|_| format!("no GPU {device}"))?;
+        // SAFETY: writes one device handle.
+        api.check(unsafe { (api.cuDeviceGet)(&mut handle, ordinal) }, "cuDeviceGet")?;
+        let mut context: CUcontext = null_mut();
+        // SAFETY: writes one context handle; the primary context is retained
+        // for the process's life (never released: other users share it).
+        api.check(unsafe { (api.cuDevicePrimaryCtxRetain)(&mut context, handle) }, "cuDevicePrimaryCtxRetain")?;
+        let gpu = Arc::new(Gpu {
+            api,
+            device,
+            context,
+            idle: Mutex::new(Vec::new()),
+            live: AtomicUsize::new(0),
+            caps: Mutex::new(HashMap::new()),
+        });
+        gpus.insert(device, gpu.clone());
+        Ok(gpu)
+    }
+
+    /// Runs `f` with this GPU's context current on the calling thread.
+    fn with_context<T>(&self, f: impl FnOnce() -> T) -> Result<T, String> {
+        // SAFETY: the context is retained for the process's life.
+        self.api.check(unsafe { (self.api.cuCtxPushCurrent)(self.context) }, "cuCtxPushCurrent")?;
+        let result = f();
+        let mut popped: CUcontext = null_mut();
+        // SAFETY: pops the context pushed above.
+        self.api.check(unsafe { (self.api.cuCtxPopCurrent)(&mut popped) }, "cuCtxPopCurrent")?;
+        Ok(result)
+    }
+
+    /// `Ok` where this GPU's NVDEC decodes `codec` (8-bit 4:2:0) at `width × height`.
+    pub fn supports(&self, codec: Codec, width: u32, height: u32) -> Result<(), String> {
+        let caps = {
+            let mut known = self.caps.lock().unwrap_or_else(|p| p.into_inner());
+            match known.get(&codec) {
+                Some(caps) => caps.clone(),
+                None => {
+                    let caps = self.query_caps(codec)?;
+                    known.insert(codec, caps.clone());
+                    caps
+                }
+            }
+        };
+        let [(min_width, min_height), (max_width, max_height)] = caps?;
+        if width < min_width || height < min_height || width > max_width || height > max_height {
+            return Err(format!(
+                "GPU {}'s NVDEC decodes {} from {min_width}x{min_height} to {max_width}x{max_height}, the video is {width}x{height}",
+                self.device,
+                codec.name()
+            ));
+        }
+        Ok(())
+    }
+
+    fn query_caps(&self, codec: Codec) -> Result<Caps, String> {
+        let mut caps =
+            CUVIDDECODECAPS { eCodecType: nvdec_codec(codec), eChromaFormat: CHROMA_420, ..Default::default() };
+        let api = self.api;
+        // SAFETY: `caps` is a valid CUVIDDECODECAPS; the context is current.
+        let result = self.with_context(|| unsafe { (api.cuvidGetDecoderCaps)(&mut caps) })?;
+        api.check(result, "cuvidGetDecoderCaps")?;
+        Ok(if caps.bIsSupported == 0 {
+            Err(format!("GPU {}'s NVDEC does not decode {} (8-bit 4:2:0)", self.device, codec.name()))
+        } else {
+            Ok([(caps.nMinWidth.into(), caps.nMinHeight.into()), (caps.nMaxWidth, caps.nMaxHeight)])
+        })
+    }
+
+    /// An idle session, or a new one: always for `required`, else only
+    /// while fewer than [`SHARED_SESSIONS`] live (`Ok(None)` past that).
+    pub fn take_session(self: &Arc<Self>, required: bool) -> Result<Option<Session>, String> {
+        if let Some(session) = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop() {
+            return Ok(Some(session));
+        }
+        let claimed = self.live.fetch_update(Ordering::AcqRel, Ordering::Acquire, |live| {
+            (required || live < SHARED_SESSIONS).then_some(live + 1)
+        });
+        if claimed.is_err() {
+            return Ok(None);
+        }
+        Session::new(self.clone()).map(Some).inspect_err(|_| {
+            self.live.fetch_sub(1, Ordering::AcqRel);
+        })
+    }
+
+    /// Gives a session back for the next request.
+    pub fn put_session(&self, session: Session) {
+        self.idle.lock().unwrap_or_else(|p| p.into_inner()).push(session);
+    }
+}
+
+fn nvdec_codec(codec: Codec) -> c_int {
+    match codec {
+        Codec::Av1 => CODEC_AV1,
+        Codec::H264 => CODEC_H264,
+        Codec::Hevc => CODEC_HEVC,
+    }
+}
+
+/// A stream and a hardware decoder of one GPU, used by one request at a time.
+pub struct Session {
+    gpu: Arc<Gpu>,
+    /// Boxed: the parser's callbacks hold its address.
+    state: Box<State>,
+}
+
+// SAFETY: the handles inside are used by one thread at a time (the owner's),
+// with the GPU's context pushed around every call.
+unsafe impl Send for Session {}
+
+/// What the parser's callbacks work on.
+struct State {
+    api: &'static Api,
+    stream: CUstream,
+    decoder: CUvideodecoder,
+    /// The format the hardware decoder was made for, and its surfaces.
+    made_for: Option<(DecoderFormat, c_uint)>,
+    /// Display size (cropped) and the even size NVDEC writes.
+    size: (usize, usize),
+    target: (usize, usize),
+    /// One NV12 picture on the host.
+    host: Vec<u8>,
+    shown: Vec<(usize, Yuv420)>,
+    error: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct DecoderFormat {
+    codec: c_int,
+    coded: (c_uint, c_uint),
+    /// Left, top, and the even width and height NVDEC writes.
+    area: (c_int, c_int, usize, usize),
+    min_surfaces: u8,
+}
+
+impl Session {
+    fn new(gpu: Arc<Gpu>) -> Result<Session, String> {
+        let api = gpu.api;
+        let mut stream: CUstream = null_mut();
+        // SAFETY: writes one stream handle; the context is current.
+        let result = gpu.with_context(|| unsafe { (api.cuStreamCreate)(&mut stream, CU_STREAM_NON_BLOCKING) })?;
+        api.check(result, "cuStreamCreate")?;
+        let state = Box::new(State {
+            api,
+            stream,
+            decoder: null_mut(),
+            made_for: None,
+            size: (0, 0),
+            target: (0, 0),
+            host: Vec::new(),
+            shown: Vec::new(),
+            error: None,
+        });
+        Ok(Session { gpu, state })
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let (api, state) = (self.gpu.api, &mut *self.state);
+        let _ = self.gpu.with_context(|| {
+            // SAFETY: handles this session made and no one else holds.
+            unsafe {
+                if !state.decoder.is_null() {
+                    (api.cuvidDestroyDecoder)(state.decoder);
+                }
+                (api.cuStreamDestroy)(state.stream);
+            }
+        });
+        self.gpu.live.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// What a track feeds the parser: Annex B with its parameter sets, or AV1
+/// OBUs with the sequence header of its `av1C` record.
+#[derive(Clone, Debug)]
+pub enum Input {
+    Nal(NalConfig),
+    Av1 { config_obus: Vec<u8> },
+}
+
+impl Input {
+    /// The input of a track of `codec` whose configuration record is `record`.
+    pub fn new(codec: Codec, record: &[u8]) -> Result<Input, String> {
+        Ok(match codec {
+            Codec::H264 => Input::Nal(NalConfig::from_avcc(record)?),
+            Codec::Hevc => Input::Nal(NalConfig::from_hvcc(record)?),
+            // av1C: 4 bytes of fields, then the configuration OBUs.
+            Codec::Av1 => Input::Av1 { config_obus: record.get(4..).unwrap_or_default().to_vec() },
+        })
+    }
+}
+
+/// A session decoding one track's samples for one request.
+pub struct NvdecDecoder {
+    session: Option<Session>,
+    codec: Codec,
+    input: Input,
+    parser: CUvideoparser,
+    packet: Vec<u8>,
+    last_tag: Option<usize>,
+    /// The parameter sets go in before the next sample.
+    group_start: bool,
+}
+
+// SAFETY: the parser handle is used only by the owning thread.
+unsafe impl Send for NvdecDecoder {}
+
+impl std::fmt::Debug for NvdecDecoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NvdecDecoder").field("codec", &self.codec).finish_non_exhaustive()
+    }
+}
+
+impl NvdecDecoder {
+    pub fn new(session: Session, codec: Codec, input: Input) -> NvdecDecoder {
+        NvdecDecoder {
+            session: Some(session),
+            codec,
+            input,
+            parser: null_mut(),
+            packet: Vec::new(),
+            last_tag: None,
+            group_start: true,
+        }
+    }
+
+    /// The GPU of this decoder's session.
+    pub fn gpu(&self) -> Arc<Gpu> {
+        self.session.as_ref().map(|s| s.gpu.clone()).expect("a decoder holds its session until into_session")
+    }
+
+    /// The session, for the GPU's idle list (after a request that succeeded).
+    pub fn into_session(mut self) -> Option<Session> {
+        self.destroy_parser();
+        self.session.take()
+    }
+
+    /// The next sample is a key frame.
+    pub fn start_group(&mut self) {
+        self.group_start = true;
+    }
+
+    /// Decodes sample `tag`; returns the pictures shown so far.
+    pub fn decode(&mut self, tag: usize, sample: &[u8]) -> Result<Vec<(usize, Yuv420)>, String> {
+        self.packet.clear();
+        if self.group_start {
+            match &self.input {
+                Input::Nal(config) => self.packet.extend_from_slice(config.parameter_sets()),
+                Input::Av1 { config_obus } => self.packet.extend_from_slice(config_obus),
+            }
+            self.group_start = false;
+        }
+        match &self.input {
+            Input::Nal(config) => config.append_annex_b(sample, &mut self.packet)?,
+            Input::Av1 { .. } => self.packet.extend_from_slice(sample),
+        }
+        let mut flags = PKT_TIMESTAMP | PKT_ENDOFPICTURE;
+        if self.last_tag.is_some_and(|last| last + 1 != tag) {
+            flags |= PKT_DISCONTINUITY;
+        }
+        self.last_tag = Some(tag);
+        let timestamp = i64::try_from(tag).map_err(|_| format!("sample {tag}"))?;
+        self.parse(flags, timestamp)
+    }
+
+    /// Every picture still held back, at the end of a request.
+    pub fn finish(&mut self) -> Result<Vec<(usize, Yuv420)>, String> {
+        if self.parser.is_null() {
+            return Ok(Vec::new());
+        }
+        self.packet.clear();
+        let shown = self.parse(PKT_ENDOFSTREAM, 0);
+        self.destroy_parser();
+        self.last_tag = None;
+        self.group_start = true;
+        shown
+    }
+
+    fn session(&mut self) -> Result<&mut Session, String> {
+        self.session.as_mut().ok_or_else(|| "the NVDEC session was given back".to_string())
+    }
+
+    /// Sends `self.packet` to the parser (made first if there is none).
+    fn parse(&mut self, flags: c_ulong, timestamp: i64) -> Result<Vec<(usize, Yuv420)>, String> {
+        let codec = nvdec_codec(self.codec);
+        let (packet, parser) = (&self.packet, &mut self.parser);
+        let session = self.session.as_mut().ok_or_else(|| "the NVDEC session was given back".to_string())?;
+        let (gpu, state) = (&session.gpu, &mut *session.state);
+        let api = gpu.api;
+        let result = gpu.with_context(|| -> Result<(), String> {
+            if parser.is_null() {
+                let mut params = CUVIDPARSERPARAMS {
+                    CodecType: codec,
+                    ulMaxNumDecodeSurfaces: 1,
+                    // Pictures shown as soon as their order allows.
+                    ulMaxDisplayDelay: 0,
+                    pUserData: (&raw mut *state).cast(),
+                    pfnSequenceCallback: Some(on_sequence),
+                    pfnDecodePicture: Some(on_decode),
+                    pfnDisplayPicture: Some(on_display),
+                    ..Default::default()
+                };
+                // SAFETY: `params` is valid; `state` outlives the parser
+                // (the parser is destroyed before the session is given back or dropped).
+                api.check(unsafe { (api.cuvidCreateVideoParser)(parser, &mut params) }, "cuvidCreateVideoParser")?;
+            }
+            let mut data = CUVIDSOURCEDATAPACKET {
+                flags,
+                payload_size: packet.len() as c_ulong,
+                payload: if packet.is_empty() { std::ptr::null() } else { packet.as_ptr() },
+                timestamp,
+            };
+            // SAFETY: the parser is live; the payload is `packet`, alive for the call.
+            let result = unsafe { (api.cuvidParseVideoData)(*parser, &mut data) };
+            api.check(result, "cuvidParseVideoData")
+        })?;
+        let error = state.error.take();
+        let shown = std::mem::take(&mut state.shown);
+        match (result, error) {
+            (_, Some(error)) | (Err(error), None) => Err(error),
+            (Ok(()), None) => Ok(shown),
+        }
+    }
+
+    fn destroy_parser(&mut self) {
+        if self.parser.is_null() {
+            return;
+        }
+        let parser = std::mem::replace(&mut self.parser, null_mut());
+        if let Ok(session) = self.session() {
+            let api = session.gpu.api;
+            // SAFETY: the parser is live and used by no one else.
+            let _ = session.gpu.with_context(|| unsafe { (api.cuvidDestroyVideoParser)(parser) });
+            session.state.shown.clear();
+            session.state.error = None;
+        }
+    }
+}
+
+impl Drop for NvdecDecoder {
+    fn drop(&mut self) {
+        self.destroy_parser();
+    }
+}
+
+/// Runs a callback's body, turning an error (or a panic) into the state's
+/// error and a 0 (stop) for the parser.
+///
+/// # Safety
+/// `user` is the `State` the parser was made with.
+unsafe fn callback(user: *mut c_void, body: impl FnOnce(&mut State) -> Result<c_int, String>) -> c_int {
+    // SAFETY: the caller's contract.
+    let state = unsafe { &mut *user.cast::<State>() };
+    if state.error.is_some() {
+        return 0;
+    }
+    match catch_unwind(AssertUnwindSafe(|| body(&mut *state))) {
+        Ok(Ok(answer)) => answer,
+        Ok(Err(error)) => {
+            state.error = Some(error);
+            0
+        }
+        Err(_) => {
+            state.error = Some("robocache's NVDEC callback panicked".into());
+            0
+        }
+    }
+}
+
+unsafe extern "C" fn on_sequence(user: *mut c_void, format: *mut CUVIDEOFORMAT) -> c_int {
+    // SAFETY: the parser passes its state and a valid format.
+    unsafe { callback(user, |state| state.configure(&*format)) }
+}
+
+unsafe extern "C" fn on_decode(user: *mut c_void, picture: *mut c_void) -> c_int {
+    // SAFETY: the parser passes its state and the picture's parameters.
+    unsafe {
+        callback(user, |state| {
+            if state.decoder.is_null() {
+                return Err("NVDEC's parser gave a picture before the stream's format".into());
+            }
+            state.api.check((state.api.cuvidDecodePicture)(state.decoder, picture), "cuvidDecodePicture")?;
+            Ok(1)
+        })
+    }
+}
+
+unsafe extern "C" fn on_display(user: *mut c_void, info: *mut CUVIDPARSERDISPINFO) -> c_int {
+    if info.is_null() {
+        return 1; // the end of the stream
+    }
+    // SAFETY: the parser passes its state and a valid picture.
+    unsafe { callback(user, |state| state.show(&*info).map(|()| 1)) }
+}
+
+impl State {
+    /// The sequence callback: a hardware decoder for `format` (the last
+    /// one kept where the format is the same); the number of decode surfaces.
+    fn configure(&mut self, format: &CUVIDEOFORMAT) -> Result<c_int, String> {
+        if format.chroma_format != CHROMA_420 || format.bit_depth_luma_minus8 != 0 || format.bit_depth_chroma_minus8 != 0
+        {
+            return Err(format!(
+                "the stream is {}-bit with chroma format {} (NVDEC's numbering); robocache reads 8-bit 4:2:0 video",
+                8 + format.bit_depth_luma_minus8,
+                format.chroma_format
+            ));
+        }
+        if format.progressive_sequence == 0 {
+            return Err("interlaced video: robocache reads progressive video".into());
+        }
+        let area = format.display_area;
+        let (width, height) = ((area.right - area.left).max(0) as usize, (area.bottom - area.top).max(0) as usize);
+        // NVDEC writes even sizes; an odd display size takes one more
+        // column or row of the coded picture, cut off on copy.
+        let (target_w, target_h) = (width + width % 2, height + height % 2);
+        let fits = |start: c_int, size: usize, coded: c_uint| start >= 0 && start as usize + size <= coded as usize;
+        if width == 0 || height == 0 || !fits(area.left, target_w, format.coded_width)
+            || !fits(area.top, target_h, format.coded_height)
+        {
+            return Err(format!(
+                "a display area of {area:?} in a coded picture of {}x{}",
+                format.coded_width, format.coded_height
+            ));
+        }
+        let wanted = DecoderFormat {
+            codec: format.codec,
+            coded: (format.coded_width, format.coded_height),
+            area: (area.left, area.top, target_w, target_h),
+            min_surfaces: format.min_num_decode_surfaces,
+        };
+        self.size = (width, height);
+        self.target = (target_w, target_h);
+        if let Some((made, surfaces)) = self.made_for {
+            if made == wanted {
+                return Ok(surfaces as c_int);
+            }
+        }
+        if !self.decoder.is_null() {
+            // SAFETY: this state's decoder, idle between pictures.
+            self.api.check(unsafe { (self.api.cuvidDestroyDecoder)(self.decoder) }, "cuvidDestroyDecoder")?;
+            self.decoder = null_mut();
+            self.made_for = None;
+        }
+        let surfaces = c_uint::from(format.min_num_decode_surfaces.max(1)) + 3;
+        let short = |v: usize| v as i16;
+        let rect = Rect16 {
+            left: short(area.left as usize),
+            top: short(area.top as usize),
+            right: short(area.left as usize + target_w),
+            bottom: short(area.top as usize + target_h),
+        };
+        let mut info = CUVIDDECODECREATEINFO {
+            ulWidth: format.coded_width.into(),
+            ulHeight: format.coded_height.into(),
+            ulNumDecodeSurfaces: surfaces.into(),
+            CodecType: format.codec,
+            ChromaFormat: CHROMA_420,
+            ulCreationFlags: CREATE_PREFER_CUVID,
+            ulMaxWidth: format.coded_width.into(),
+            ulMaxHeight: format.coded_height.into(),
+            display_area: rect,
+            OutputFormat: SURFACE_NV12,
+            DeinterlaceMode: DEINTERLACE_WEAVE,
+            ulTargetWidth: target_w as c_ulong,
+            ulTargetHeight: target_h as c_ulong,
+            ulNumOutputSurfaces: 2,
+            ..Default::default()
+        };
+        // SAFETY: `info` is valid; the context is current (the parser runs inside `with_context`).
+        self.api.check(unsafe { (self.api.cuvidCreateDecoder)(&mut self.decoder, &mut info) }, "cuvidCreateDecoder")?;
+        self.made_for = Some((wanted, surfaces));
+        self.host = vec![0; target_w * target_h * 3 / 2];
+        Ok(surfaces as c_int)
+    }
+
+    /// The display callback: the picture copied to the host as YUV 4:2:0.
+    fn show(&mut self, info: &CUVIDPARSERDISPINFO) -> Result<(), String> {
+        let tag = usize::try_from(info.timestamp).map_err(|_| "NVDEC showed a picture of no sample".to_string())?;
+        let mut status = CUVIDGETDECODESTATUS::default();
+        // SAFETY: this state's decoder and a picture it decoded.
+        let known = unsafe { (self.api.cuvidGetDecodeStatus)(self.decoder, info.picture_index, &mut status) };
+        if known == CUDA_SUCCESS
+            && matches!(status.decodeStatus, DECODE_STATUS_ERROR | DECODE_STATUS_ERROR_CONCEALED)
+        {
+            return Err(format!("NVDEC failed to decode sample {tag}: corrupt data"));
+        }
+        let mut params = CUVIDPROCPARAMS {
+            progressive_frame: info.progressive_frame,
+            top_field_first: info.top_field_first,
+            unpaired_field: c_int::from(info.repeat_first_field < 0),
+            output_stream: self.stream,
+            ..Default::default()
+        };
+        let (mut frame, mut pitch): (CUdeviceptr, c_uint) = (0, 0);
+        // SAFETY: a decoded picture of this decoder; writes the pointer and pitch.
+        let mapped = unsafe {
+            (self.api.cuvidMapVideoFrame64)(self.decoder, info.picture_index, &mut frame, &mut pitch, &mut params)
+        };
+        self.api.check(mapped, "cuvidMapVideoFrame")?;
+        let copied = self.copy_to_host(frame, pitch as usize);
+        // SAFETY: the frame mapped above.
+        let unmapped = unsafe { (self.api.cuvidUnmapVideoFrame64)(self.decoder, frame) };
+        copied?;
+        self.api.check(unmapped, "cuvidUnmapVideoFrame")?;
+        let picture = self.planes();
+        self.shown.push((tag, picture));
+        Ok(())
+    }
+
+    /// The mapped NV12 picture (luma rows, then interleaved chroma rows, at
+    /// `pitch`) into `self.host`, packed.
+    fn copy_to_host(&mut self, frame: CUdeviceptr, pitch: usize) -> Result<(), String> {
+        let (w, h) = self.target;
+        let host = self.host.as_mut_ptr();
+        for (offset, src, rows) in [(0, frame, h), (w * h, frame + (pitch * h) as u64, h / 2)] {
+            let copy = CUDA_MEMCPY2D {
+                srcMemoryType: CU_MEMORYTYPE_DEVICE,
+                srcDevice: src,
+                srcPitch: pitch,
+                dstMemoryType: CU_MEMORYTYPE_HOST,
+                // SAFETY: `host` holds `w · h · 3/2` bytes.
+                dstHost: unsafe { host.add(offset) }.cast(),
+                dstPitch: w,
+                WidthInBytes: w,
+                Height: rows,
+                ..Default::default()
+            };
+            // SAFETY: both ends hold `rows` rows of `w` bytes; the stream is this session's.
+            self.api.check(unsafe { (self.api.cuMemcpy2DAsync)(&copy, self.stream) }, "cuMemcpy2DAsync")?;
+        }
+        // SAFETY: this session's stream.
+        self.api.check(unsafe { (self.api.cuStreamSynchronize)(self.stream) }, "cuStreamSynchronize")
+    }
+
+    /// `self.host` (NV12, the even target size) as YUV 4:2:0 planes of the display size.
+    fn planes(&self) -> Yuv420 {
+        let ((w, h), (tw, th)) = (self.size, self.target);
+        let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
+        let mut out = Yuv420::new(w, h);
+        let (luma, chroma) = self.host.split_at(tw * th);
+        for (row, line) in out.plane_mut(0).chunks_exact_mut(w).enumerate() {
+            line.copy_from_slice(&luma[row * tw..row * tw + w]);
+        }
+        for plane in [1, 2] {
+            let first = plane - 1;
+            for (row, line) in out.plane_mut(plane).chunks_exact_mut(cw).enumerate().take(ch) {
+                let pairs = &chroma[row * tw..row * tw + 2 * cw];
+                for (out, pair) in line.iter_mut().zip(pairs.chunks_exact(2)) {
+                    *out = pair[first];
+                }
+            }
+        }
+        out
+    }
+}
