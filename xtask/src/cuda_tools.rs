@@ -312,6 +312,18 @@ pub fn prepend_command_path(command: &mut Command, dir: &Path) {
 /// module graph test reads the checkout's sources, which the bundle lacks).
 const CPU_ONLY_TESTS: [&str; 2] = ["test-loader", "test-module_graph"];
 
+/// robocache-video's integration tests, which read their fixtures from the crate's folder.
+const VIDEO_TESTS: [&str; 2] = ["test-h264", "test-fixtures"];
+
+/// Where `run.sh` (in `target/gpu-bundle` of a checkout) runs test binary `test`.
+fn test_dir(test: &str) -> &'static str {
+    if VIDEO_TESTS.contains(&test) {
+        "../../crates/robocache-video"
+    } else {
+        "."
+    }
+}
+
 /// Builds the release test and benchmark binaries with the `cuda` feature
 /// (the driver loaded on first use) into `target/gpu-bundle`, with `run.sh`.
 pub fn gpu_bundle() -> Result<()> {
@@ -332,6 +344,7 @@ pub fn gpu_bundle() -> Result<()> {
     tests
         .current_dir(root())
         .args(["test", "--release", "--no-run", "--message-format=json", "-p", "robocache", "-p", "robocache-cuda"])
+        .args(["-p", "robocache-video"])
         .args(["--features", "robocache/cuda,robocache-cuda/driver"]);
     tools.apply(&mut tests);
     if let Some(nasm) = &nasm {
@@ -378,17 +391,21 @@ pub fn gpu_bundle() -> Result<()> {
          export ROBOCACHE_REQUIRE_CUDA=1\n\
          want() { [[ $PARTS == *\" all \"* || $PARTS == *\" $1 \"* ]]; }\n./robocache info || status=1\n",
     );
-    script.push_str("if want tests; then\n");
+    script.push_str("BUNDLE=$PWD\nif want tests; then\n");
     for test in &copied {
-        let _ =
-            writeln!(script, "echo \"== {test}\"; ./{test} --test-threads 1 2>&1 | tee $OUT/{test}.log || status=1");
+        let dir = test_dir(test);
+        let _ = writeln!(
+            script,
+            "echo \"== {test}\"; (cd {dir} && $BUNDLE/{test} --test-threads 1) 2>&1 | tee $OUT/{test}.log || status=1"
+        );
     }
     script.push_str("fi\nif want sanitize; then\n");
     for (tool, skip) in [("memcheck", ""), ("racecheck", "ROBOCACHE_SKIP_CONCURRENT=1 ")] {
         for test in &copied {
             let _ = writeln!(
                 script,
-                "echo \"== {tool} {test}\"; ROBOCACHE_TEST_CASES=16 ROBOCACHE_UNDER_SANITIZER=1 {skip}compute-sanitizer --tool {tool} --error-exitcode 9 ./{test} --test-threads 1 > $OUT/{tool}-{test}.log 2>&1 || {{ status=1; tail -30 $OUT/{tool}-{test}.log; }}; tail -3 $OUT/{tool}-{test}.log"
+                "echo \"== {tool} {test}\"; (cd {dir} && ROBOCACHE_TEST_CASES=16 ROBOCACHE_UNDER_SANITIZER=1 {skip}compute-sanitizer --tool {tool} --error-exitcode 9 $BUNDLE/{test} --test-threads 1) > $OUT/{tool}-{test}.log 2>&1 || {{ status=1; tail -30 $OUT/{tool}-{test}.log; }}; tail -3 $OUT/{tool}-{test}.log",
+                dir = test_dir(test)
             );
         }
     }

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use robocache_cpu::{with_host_data, DType, Element, HostVec};
 use robocache_storage::Storage;
-use robocache_video::FrameCacheUsage;
+use robocache_video::{DecoderChoice, FrameCacheUsage};
 
 use crate::cache::{CacheUsage, StreamCache};
 use crate::direct_read::RowLayout;
@@ -373,6 +373,16 @@ impl Dataset {
     pub fn set_frame_cache_budget(&self, bytes: usize) {
         if let Source::LeRobot(lerobot) = &self.source {
             lerobot.set_frame_cache_budget(bytes);
+        }
+    }
+
+    /// Where camera frames of video features are decoded: on the CPU (the
+    /// default), or on a GPU's video engines (NVDEC) with the CPU beside
+    /// and instead of them ([`DecoderChoice::Auto`]), or on NVDEC only.
+    /// Datasets without video ignore it.
+    pub fn set_video_decoders(&self, choice: DecoderChoice) {
+        if let Source::LeRobot(lerobot) = &self.source {
+            lerobot.set_video_decoders(choice);
         }
     }
 

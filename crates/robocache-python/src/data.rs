@@ -11,7 +11,7 @@ use robocache::datasets::{
     TimeWindowSpec,
 };
 use robocache::{
-    DType, Device, Loader as RustLoader, LoaderConfig, LoaderMode, MaskKind, Normalization, NormalizationMode, Tensor,
+    DType, DecoderChoice, Device, Loader as RustLoader, LoaderConfig, LoaderMode, MaskKind, Normalization, NormalizationMode, Tensor,
     WindowSpec,
 };
 
@@ -125,7 +125,7 @@ fn window_spec(windows: WindowsArg) -> PyResult<WindowSpec> {
 #[pymethods]
 impl Loader {
     #[new]
-    #[pyo3(signature = (dataset, streams, windows, batch_size, device, seed, shuffle, rank, world_size, drop_last, workers, prefetch, normalization, mode, frame_cache_bytes=0, shard_by="windows"))]
+    #[pyo3(signature = (dataset, streams, windows, batch_size, device, seed, shuffle, rank, world_size, drop_last, workers, prefetch, normalization, mode, frame_cache_bytes=0, shard_by="windows", video_decoder="auto"))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -145,6 +145,7 @@ impl Loader {
         mode: &str,
         frame_cache_bytes: usize,
         shard_by: &str,
+        video_decoder: &str,
     ) -> PyResult<Self> {
         let device =
             Device::from_request(device.parse().map_err(|e: String| invalid(format!("device: {e}")))?).py_err()?;
@@ -154,6 +155,16 @@ impl Loader {
             "windows" => ShardBy::Windows,
             "episodes" => ShardBy::Episodes,
             other => return Err(invalid(format!("shard_by {other:?}: expected windows or episodes"))),
+        };
+        let nvdec_device = match &device {
+            Device::Cuda(cuda) => u32::try_from(cuda.ordinal()).unwrap_or(0),
+            _ => 0,
+        };
+        let video_decoders = match video_decoder {
+            "auto" => None,
+            "cpu" => Some(DecoderChoice::Cpu),
+            "nvdec" => Some(DecoderChoice::Nvdec { device: nvdec_device }),
+            other => return Err(invalid(format!("video_decoder {other:?}: expected auto, cpu or nvdec"))),
         };
         let mode = match mode {
             "auto" => LoaderMode::Auto,
@@ -192,6 +203,7 @@ impl Loader {
             // `Epoch::next_batch` hands batches to torch without a stream wait.
             wait_until_ready: true,
             frame_cache_bytes: Some(frame_cache_bytes),
+            video_decoders,
             ..LoaderConfig::new(&names, window_spec(windows)?, batch_size)
         };
         let dataset = dataset.inner.clone();

@@ -50,12 +50,13 @@ def to_numpy(value):
     return value.cpu().numpy() if hasattr(value, "cpu") else np.asarray(value)
 
 
-def check_root(root, answers, keys, device="cpu", frame_cache_bytes=0, loader=None):
+def check_root(root, answers, keys, device="cpu", frame_cache_bytes=0, loader=None, video_decoder="auto"):
     archive, meta = expected(answers)
     deltas = {k: v for k, v in meta["deltas"].items() if k in keys}
     if loader is None:
         loader = robocache.Loader(FIXTURES / root, keys, delta_timestamps=deltas, batch_size=16, shuffle=False,
-                                  device=device, rank=0, world_size=1, frame_cache_bytes=frame_cache_bytes)
+                                  device=device, rank=0, world_size=1, frame_cache_bytes=frame_cache_bytes,
+                                  video_decoder=video_decoder)
     assert loader.samples_per_epoch == meta["len"]
     seen = 0
     compared = list(keys) + [f"{k}_is_pad" for k in deltas]
@@ -167,7 +168,19 @@ def test_cuda_loader_equals_the_cpu_one(cuda):
     check_root("v21", "images", LOW_DIM + cameras, device=cuda)
     check_root("av1", "av1", LOW_DIM + cameras, device=cuda)
     check_root("av1", "av1", LOW_DIM + cameras, device=cuda, frame_cache_bytes=64 << 20)
-    check_root("h264", "h264", LOW_DIM + cameras, device=cuda)
+    check_root("h264", "h264", LOW_DIM + cameras, device=cuda)  # NVDEC beside the CPU
+    check_root("h264", "h264", LOW_DIM + cameras, device=cuda, video_decoder="nvdec")
+    check_root("h264", "h264", LOW_DIM + cameras, device=cuda, video_decoder="cpu")
+    # AV1 on a GPU whose NVDEC lacks it (the H100): "auto" decodes on the CPU.
+    check_root("av1", "av1", LOW_DIM + cameras, device=cuda, video_decoder="auto")
+
+
+def test_video_decoder_is_checked_by_name():
+    with pytest.raises(robocache.Error, match="video_decoder"):
+        robocache.Loader(FIXTURES / "h264", LOW_DIM, delta_timestamps={}, batch_size=4, device="cpu",
+                         rank=0, world_size=1, video_decoder="gpu")
+    # On the CPU, "cpu" and "auto" decode the same frames as LeRobot.
+    check_root("h264", "h264", LOW_DIM + ["observation.images.front"], video_decoder="cpu")
 
 
 def test_verify_reads_every_frame_and_names_a_truncated_video(tmp_path):

@@ -5,8 +5,15 @@ use std::path::PathBuf;
 
 use robocache_video::{Codec, DecoderChoice, Error, VideoFile};
 
+/// This crate's folder: where it was built, or the working directory (the
+/// GPU bundle runs its test binaries from a copy of the checkout elsewhere).
+fn crate_dir() -> PathBuf {
+    let built = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    if built.is_dir() { built } else { PathBuf::from(".") }
+}
+
 fn video(root: &str, camera: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    crate_dir()
         .join("../robocache-datasets/tests/fixtures/lerobot")
         .join(root)
         .join(format!("videos/observation.images.{camera}/chunk-000/file-000.mp4"))

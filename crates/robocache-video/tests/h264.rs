@@ -16,7 +16,10 @@ use robocache_video::{Codec, DecoderChoice, Error, VideoFile};
 const NVDEC: DecoderChoice = DecoderChoice::Nvdec { device: 0 };
 
 fn fixture(name: &str) -> (VideoFile, Vec<Vec<u8>>) {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    // Where the crate was built, or the working directory (the GPU bundle
+    // runs its test binaries from a copy of the checkout elsewhere).
+    let built = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let dir = if built.is_dir() { built } else { PathBuf::from(".") }.join("tests/fixtures");
     let file = VideoFile::open(dir.join(format!("{name}.mp4"))).unwrap();
     let mut archive = npyz::npz::NpzArchive::open(dir.join(format!("{name}.npz"))).unwrap();
     let npy = archive.by_name("yuv").unwrap().expect("the npz holds `yuv`");

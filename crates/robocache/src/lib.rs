@@ -70,3 +70,4 @@ pub use windows::{BatchStream, WindowBatch};
 
 /// The dataset readers, windows and sampler (the `robocache-datasets` crate).
 pub use robocache_datasets as datasets;
+pub use robocache_datasets::DecoderChoice;

@@ -31,7 +31,7 @@ use std::sync::{Arc, Mutex};
 
 use robocache_cpu::DType;
 use robocache_storage::Storage;
-use robocache_video::{FrameCache, FrameCacheUsage, FrameKey, VideoFile};
+use robocache_video::{DecoderChoice, FrameCache, FrameCacheUsage, FrameKey, VideoFile};
 use serde_json::{json, Map, Value};
 
 use self::columns::{read_column, read_f64, read_i64, ColumnData, Expect};
@@ -117,6 +117,8 @@ pub(crate) struct LeRobotSource {
     videos: Mutex<HashMap<PathBuf, (usize, Arc<VideoFile>)>>,
     /// Decoded RGB frames kept for later reads (empty budget by default).
     frames: FrameCache,
+    /// Where frames the cache lacks are decoded.
+    decoders: Mutex<DecoderChoice>,
 }
 
 fn dtype_of(name: &str, feature: &Feature, info_path: &Path) -> Result<Option<(DType, FeatureStorage)>> {
@@ -216,6 +218,7 @@ impl LeRobotSource {
             encoded: Mutex::new(VecDeque::new()),
             videos: Mutex::new(HashMap::new()),
             frames: FrameCache::new(0),
+            decoders: Mutex::new(DecoderChoice::Cpu),
             times: Mutex::new(HashMap::new()),
         };
         let dataset_info = source.dataset_info(&info, &raw);
@@ -554,6 +557,7 @@ impl LeRobotSource {
         // and (slot in `out`, frame index) of every frame the cache lacks.
         let mut missing: HashMap<usize, MissingFrames> = HashMap::new();
         let caching = self.frames.is_enabled();
+        let choice = self.video_decoders();
         for (slot, &(episode, row)) in wanted.iter().enumerate() {
             let (id, video, index) = self.frame_of(episode, feature, row)?;
             let chunk = &mut out[slot * frame_bytes..(slot + 1) * frame_bytes];
@@ -573,7 +577,7 @@ impl LeRobotSource {
             let mut indices: Vec<usize> = slots.iter().map(|&(_, index)| index).collect();
             indices.sort_unstable();
             indices.dedup();
-            let frames = video.decode_yuv(&indices).map_err(|source| Error::Video {
+            let frames = video.decode_yuv_on(&indices, choice).map_err(|source| Error::Video {
                 episode: format!("episode_{}", self.episodes[episode].index),
                 key: feature.name.clone(),
                 source,
@@ -652,6 +656,16 @@ impl LeRobotSource {
             });
         }
         Ok((id, video, index))
+    }
+
+    /// Where video frames are decoded from now on (the CPU unless set).
+    pub fn set_video_decoders(&self, choice: DecoderChoice) {
+        *self.decoders.lock().unwrap_or_else(|p| p.into_inner()) = choice;
+    }
+
+    /// Where video frames are decoded.
+    pub fn video_decoders(&self) -> DecoderChoice {
+        *self.decoders.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Sets the byte budget of the decoded-frame cache (0: none kept).

@@ -169,9 +169,15 @@ class Loader:
     memory); a video key with one offset is ``[B, C, H, W]``, as LeRobot
     squeezes it. ``tolerance_s`` as LeRobot's.
 
-    Camera video is decoded in the loader's ``workers`` (Rust threads; AV1
-    on the CPU), each batch's frames together: a group of pictures is
-    decoded once for every window of the batch that needs a frame of it.
+    Camera video is decoded in the loader's ``workers`` (Rust threads),
+    each batch's frames together: a group of pictures is decoded once for
+    every window of the batch that needs a frame of it. ``video_decoder``:
+    ``"auto"`` (a CUDA loader decodes on its GPU's video engines, NVDEC,
+    where the driver has them and they decode the codec, with the CPU
+    decoders beside them; a CPU loader decodes on the CPU), ``"cpu"`` (AV1
+    by rav1d, H.264 by OpenH264; HEVC is an error) or ``"nvdec"`` (NVDEC
+    only: an error where it cannot decode). NVDEC decodes H.264 and HEVC
+    on every NVIDIA GPU that has it, AV1 on Ada and later (not the H100).
     ``frame_cache_bytes`` keeps decoded frames (RGB, uint8, in host memory)
     up to that many bytes, the first ones decoded: every epoch after the
     first reads them instead of decoding them again (a cache holding part of
@@ -194,7 +200,8 @@ class Loader:
                  batch_size: int, device: Optional[str] = None, seed: int = 0, shuffle: bool = True,
                  drop_last: bool = False, workers: int = 2, prefetch: int = 4,
                  normalization: Optional[str] = None, mode: str = "auto",
-                 rank: Optional[int] = None, world_size: Optional[int] = None, shard_by: str = "windows"):
+                 rank: Optional[int] = None, world_size: Optional[int] = None, shard_by: str = "windows",
+                 video_decoder: str = "auto"):
         if int(frame_cache_bytes) < 0:
             raise InvalidInputError(f"frame_cache_bytes must be 0 or more, not {frame_cache_bytes}")
         if not isinstance(dataset, Dataset):
@@ -235,7 +242,8 @@ class Loader:
             raise InvalidInputError("windows needs hz/history/horizon (time windows) or seq_length/frame_stack")
         self._native = _NativeLoader(dataset._native, self.streams, spec, self.batch_size, self.device, int(seed),
                                      bool(shuffle), self.rank, self.world_size, bool(drop_last), int(workers), int(prefetch),
-                                     normalization, mode, int(frame_cache_bytes), str(shard_by))
+                                     normalization, mode, int(frame_cache_bytes), str(shard_by),
+                                     str(video_decoder))
         self._epoch = 0
         self._next_batch = 0
         # What each batch holds, in the order the native loader hands it over.

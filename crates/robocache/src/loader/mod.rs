@@ -50,7 +50,7 @@ use std::time::Instant;
 
 use robocache_cpu::HostVec;
 use robocache_datasets::{
-    Dataset, DeltaTimestamps, DeltaWindows, Sampler, Shard, ShardBy, StepWindowSpec, StepWindows, TimeWindowSpec,
+    DecoderChoice, Dataset, DeltaTimestamps, DeltaWindows, Sampler, Shard, ShardBy, StepWindowSpec, StepWindows, TimeWindowSpec,
     TimeWindows,
 };
 
@@ -138,6 +138,11 @@ pub struct LoaderConfig {
     /// [`Dataset::set_frame_cache_budget`]); `None` leaves the dataset's
     /// budget as it is (0 unless set).
     pub frame_cache_bytes: Option<usize>,
+    /// Where camera frames are decoded (see [`Dataset::set_video_decoders`]).
+    /// `None`: NVDEC beside the CPU decoders on a CUDA loader's GPU
+    /// ([`DecoderChoice::Auto`]), the dataset's setting (the CPU unless
+    /// set) on a CPU loader.
+    pub video_decoders: Option<DecoderChoice>,
 }
 
 impl LoaderConfig {
@@ -163,6 +168,7 @@ impl LoaderConfig {
             masks: MaskKind::Valid,
             wait_until_ready: true,
             frame_cache_bytes: None,
+            video_decoders: None,
         }
     }
 }
@@ -319,6 +325,20 @@ impl Loader {
         }
         if let Some(bytes) = config.frame_cache_bytes {
             dataset.set_frame_cache_budget(bytes);
+        }
+        let decoders = match (config.video_decoders, device) {
+            (Some(choice), _) => Some(choice),
+            (None, Device::Cuda(cuda)) => {
+                let device = u32::try_from(cuda.ordinal()).map_err(|_| Error::Limit {
+                    what: format!("GPU {}", cuda.ordinal()),
+                    limit: "NVDEC takes GPU numbers that fit 32 bits".into(),
+                })?;
+                Some(DecoderChoice::Auto { device })
+            }
+            (None, _) => None,
+        };
+        if let Some(choice) = decoders {
+            dataset.set_video_decoders(choice);
         }
         tracing::info!(
             device = %device,
