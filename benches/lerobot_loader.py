@@ -19,7 +19,10 @@ windows with 2 frames per camera (offsets -1/fps and 0) and 16 actions:
   shuffle=True, num_workers=W)` for W in `--workers`, with its default video
   backend (torchcodec) and with pyav, each batch moved to the GPU;
 - robocache: `robocache.Loader(root, None, delta_timestamps=..., batch_size=64,
-  workers=W)` on the GPU, float32 frames and uint8 frames;
+  workers=W, video_decoder=D)` on the GPU, float32 frames and uint8 frames,
+  for each D in `--video-decoders` (default `auto`: NVDEC beside the CPU
+  decoders where the GPU decodes the codec), with the share of samples
+  NVDEC decoded;
 - robocache with a decoded-frame cache of `--cache-gib`: its first epoch
   (cold: every frame decoded, the cache filled) and the epochs after it.
 
@@ -193,17 +196,18 @@ def epochs(loader, device, first):
         epoch += 1
 
 
-def robocache_run(root, workers, batches, fps, return_uint8, device):
+def robocache_run(root, workers, batches, fps, return_uint8, device, video_decoder="auto"):
     import torch  # noqa: F401 (a CUDA loader's batches are torch tensors)
     import robocache
 
     loader = robocache.Loader(root, None, delta_timestamps=deltas(fps), batch_size=BATCH, shuffle=True,
                               workers=workers, prefetch=2 * workers, device=device, drop_last=True,
-                              return_uint8=return_uint8)
+                              return_uint8=return_uint8, video_decoder=video_decoder)
 
     reset_gpu_peak(device)
     result = timed(batches, 3, lambda: epochs(loader, device, 0), BATCH * 4)
     result["gpu_peak_bytes"] = peak_gpu_bytes(device)
+    result["video_decode"] = loader.telemetry()["video_decode"]
     return result
 
 
@@ -246,11 +250,14 @@ def all_runs(args):
     print(f"ceiling: {ceil['frames_per_s']:.0f} frames/s ({ceil['processes']} processes)", flush=True)
     rows.append({"loader": f"ceiling: FFmpeg {codec} decode, 1 process/core", "frames_per_s": ceil["frames_per_s"],
                  "batches_per_s": ceil["frames_per_s"] / (BATCH * 4), "cores_busy": float(ceil["processes"])})
-    for workers in args.robocache_workers:
-        for uint8 in (False, True):
-            r = robocache_run(args.root, workers, args.batches, fps, uint8, args.device)
-            rows.append({"loader": f"robocache.Loader workers={workers}{' uint8' if uint8 else ''}", **r})
-            print(rows[-1], flush=True)
+    for decoder in args.video_decoders:
+        for workers in args.robocache_workers:
+            for uint8 in (False, True):
+                r = robocache_run(args.root, workers, args.batches, fps, uint8, args.device, decoder)
+                share = r["video_decode"]["nvdec_share"]
+                rows.append({"loader": f"robocache.Loader {decoder} (nvdec {share:.2f}) workers={workers}"
+                                       f"{' uint8' if uint8 else ''}", **r})
+                print(rows[-1], flush=True)
     for workers in args.robocache_workers:
         if args.cache_gib <= 0:
             break
@@ -298,6 +305,8 @@ def main():
     a.add_argument("--device", default="cuda:0")
     a.add_argument("--backends", nargs="+", default=["torchcodec", "pyav"])
     a.add_argument("--processes", type=int, help="decode ceiling processes (default: one per core)")
+    a.add_argument("--video-decoders", nargs="+", default=["auto"],
+                   help="robocache's video_decoder values to time (auto: NVDEC beside the CPU on a CUDA loader)")
     a.add_argument("--cache-gib", type=float, default=8.0, help="frame cache of the cached robocache run (0: none)")
     a.add_argument("--json")
     args = parser.parse_args()

@@ -496,7 +496,7 @@ pub fn gpu_bundle() -> Result<()> {
         "echo \"== LeRobot loader vs robocache, H.264 (libx264) root\"\n",
         "lerobot_deps; ROOT=${LEROBOT_H264_ROOT:-$PWD/lerobot-h264}\n",
         "[ -d $ROOT ] || PYTHONPATH=$DEPS python3 lerobot_loader.py write $ROOT --vcodec h264 || status=1\n",
-        "PYTHONPATH=pydeps-robocache:$DEPS python3 lerobot_loader.py all $ROOT --workers 8 16 --backends torchcodec --robocache-workers 16 --json $OUT/lerobot-h264.json || status=1\n",
+        "PYTHONPATH=pydeps-robocache:$DEPS python3 lerobot_loader.py all $ROOT --workers 8 16 --backends torchcodec --robocache-workers 16 --video-decoders auto cpu --json $OUT/lerobot-h264.json || status=1\n",
     ));
     // The harness with the PyTorch baseline in the same run (docs/performance.md).
     script.push_str(concat!(

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use robocache_cpu::{with_host_data, DType, Element, HostVec};
 use robocache_storage::Storage;
-use robocache_video::{DecoderChoice, FrameCacheUsage};
+use robocache_video::{DecodeCounts, DecoderChoice, FrameCacheUsage};
 
 use crate::cache::{CacheUsage, StreamCache};
 use crate::direct_read::RowLayout;
@@ -386,6 +386,15 @@ impl Dataset {
         }
     }
 
+    /// Video samples decoded since the counts were last reset, on the CPU
+    /// and on NVDEC (`None` for datasets without video).
+    pub fn video_decode_counts(&self) -> Option<DecodeCounts> {
+        match &self.source {
+            Source::LeRobot(lerobot) if lerobot.has_video() => Some(lerobot.decode_counts()),
+            _ => None,
+        }
+    }
+
     /// What the decoded-frame cache holds and how often it served a frame
     /// (`None` for datasets without video).
     pub fn frame_cache_usage(&self) -> Option<FrameCacheUsage> {
@@ -395,9 +404,11 @@ impl Dataset {
         }
     }
 
-    /// Forgets the frame cache's hit and miss counts (after warm-up).
+    /// Forgets the frame cache's hit and miss counts and the video decode
+    /// counts (after warm-up).
     pub fn reset_frame_cache_counts(&self) {
         if let Source::LeRobot(lerobot) = &self.source {
+            lerobot.reset_decode_counts();
             lerobot.reset_frame_cache_counts();
         }
     }

@@ -11,8 +11,8 @@ use robocache::datasets::{
     TimeWindowSpec,
 };
 use robocache::{
-    DType, DecoderChoice, Device, Loader as RustLoader, LoaderConfig, LoaderMode, MaskKind, Normalization, NormalizationMode, Tensor,
-    WindowSpec,
+    DType, DecoderChoice, Device, Loader as RustLoader, LoaderConfig, LoaderMode, MaskKind, Normalization,
+    NormalizationMode, Tensor, WindowSpec,
 };
 
 use crate::arrays::{Array, Owned};

@@ -169,8 +169,10 @@ def test_cuda_loader_equals_the_cpu_one(cuda):
     check_root("av1", "av1", LOW_DIM + cameras, device=cuda)
     check_root("av1", "av1", LOW_DIM + cameras, device=cuda, frame_cache_bytes=64 << 20)
     check_root("h264", "h264", LOW_DIM + cameras, device=cuda)  # NVDEC beside the CPU
-    check_root("h264", "h264", LOW_DIM + cameras, device=cuda, video_decoder="nvdec")
-    check_root("h264", "h264", LOW_DIM + cameras, device=cuda, video_decoder="cpu")
+    decoded = check_root("h264", "h264", LOW_DIM + cameras, device=cuda, video_decoder="nvdec").telemetry()
+    assert decoded["video_decode"]["nvdec_samples"] > 0 and decoded["video_decode"]["cpu_samples"] == 0, decoded
+    decoded = check_root("h264", "h264", LOW_DIM + cameras, device=cuda, video_decoder="cpu").telemetry()
+    assert decoded["video_decode"]["nvdec_samples"] == 0 and decoded["video_decode"]["cpu_samples"] > 0, decoded
     # AV1 on a GPU whose NVDEC lacks it (the H100): "auto" decodes on the CPU.
     check_root("av1", "av1", LOW_DIM + cameras, device=cuda, video_decoder="auto")
 
@@ -180,7 +182,9 @@ def test_video_decoder_is_checked_by_name():
         robocache.Loader(FIXTURES / "h264", LOW_DIM, delta_timestamps={}, batch_size=4, device="cpu",
                          rank=0, world_size=1, video_decoder="gpu")
     # On the CPU, "cpu" and "auto" decode the same frames as LeRobot.
-    check_root("h264", "h264", LOW_DIM + ["observation.images.front"], video_decoder="cpu")
+    loader = check_root("h264", "h264", LOW_DIM + ["observation.images.front"], video_decoder="cpu")
+    decoded = loader.telemetry()["video_decode"]
+    assert decoded["cpu_samples"] > 0 and decoded["nvdec_samples"] == 0 and decoded["nvdec_share"] == 0, decoded
 
 
 def test_verify_reads_every_frame_and_names_a_truncated_video(tmp_path):

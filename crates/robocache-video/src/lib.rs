@@ -51,8 +51,8 @@ pub use yuv::Yuv420;
 use av1::Av1Decoder;
 use h264::H264Decoder;
 pub use nal::NalConfig;
-use nvdec::{Gpu, Input, NvdecDecoder};
 pub use nvdec::SHARED_SESSIONS as NVDEC_SHARED_SESSIONS;
+use nvdec::{Gpu, Input, NvdecDecoder};
 
 /// Where frames are decoded.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -68,6 +68,23 @@ pub enum DecoderChoice {
     Auto { device: u32 },
     /// On GPU `device`'s NVDEC only: where it cannot decode, an error.
     Nvdec { device: u32 },
+}
+
+/// Samples decoded, by where: the decoding work a request did (key frames
+/// and the frames between included), summed over requests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DecodeCounts {
+    /// Decoded on the CPU (rav1d, OpenH264).
+    pub cpu_samples: u64,
+    /// Decoded on NVDEC.
+    pub nvdec_samples: u64,
+}
+
+impl std::ops::AddAssign for DecodeCounts {
+    fn add_assign(&mut self, other: DecodeCounts) {
+        self.cpu_samples += other.cpu_samples;
+        self.nvdec_samples += other.nvdec_samples;
+    }
 }
 
 /// An open video file: its track's sample table and the decoders that
@@ -203,6 +220,11 @@ impl VideoFile {
     /// decoded once, from its key frame to the last frame asked for in it
     /// (in decode order).
     pub fn decode_yuv_on(&self, indices: &[usize], choice: DecoderChoice) -> Result<Vec<Yuv420>> {
+        Ok(self.decode_yuv_counted(indices, choice)?.0)
+    }
+
+    /// [`VideoFile::decode_yuv_on`], with the samples it decoded and where.
+    pub fn decode_yuv_counted(&self, indices: &[usize], choice: DecoderChoice) -> Result<(Vec<Yuv420>, DecodeCounts)> {
         // Decode-order samples wanted, grouped by the key frame they start from.
         let mut wanted: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
         for &index in indices {
@@ -215,6 +237,8 @@ impl VideoFile {
             wanted.entry(key).or_default().push(sample);
         }
         let mut decoder = self.take_decoder(choice)?;
+        let on_nvdec = matches!(decoder, FrameDecoder::Nvdec(_));
+        let mut samples_decoded = 0u64;
         let mut decoded: BTreeMap<usize, Yuv420> = BTreeMap::new();
         let result = (|| {
             // Frames of any wanted sample are kept whenever they come out: an
@@ -247,6 +271,7 @@ impl VideoFile {
                 last = samples.iter().copied().max().unwrap_or(*key);
                 decoder.start_group();
                 for sample in *key..=last {
+                    samples_decoded += 1;
                     let bytes = mp4::read_sample(&self.path, &self.file, &self.track.samples[sample])?;
                     let shown = decoder.decode(sample, &bytes).map_err(|problem| Error::Decode {
                         file: self.path.clone(),
@@ -276,7 +301,12 @@ impl VideoFile {
                 problem: "the decoder showed no frame for this sample".into(),
             })?);
         }
-        Ok(frames)
+        let counts = if on_nvdec {
+            DecodeCounts { nvdec_samples: samples_decoded, ..Default::default() }
+        } else {
+            DecodeCounts { cpu_samples: samples_decoded, ..Default::default() }
+        };
+        Ok((frames, counts))
     }
 
     /// A decoder for one request: an NVDEC session where `choice` allows

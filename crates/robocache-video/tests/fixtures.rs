@@ -9,7 +9,11 @@ use robocache_video::{Codec, DecoderChoice, Error, VideoFile};
 /// GPU bundle runs its test binaries from a copy of the checkout elsewhere).
 fn crate_dir() -> PathBuf {
     let built = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    if built.is_dir() { built } else { PathBuf::from(".") }
+    if built.is_dir() {
+        built
+    } else {
+        PathBuf::from(".")
+    }
 }
 
 fn video(root: &str, camera: &str) -> PathBuf {

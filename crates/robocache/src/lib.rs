@@ -57,7 +57,7 @@ pub use device::{BackendKind, BackendRequest, Device};
 pub use error::{Error, Result};
 pub use loader::{
     Epoch, FrameCacheReport, Loader, LoaderConfig, LoaderMode, MaskKind, Normalization, NormalizationMode,
-    TelemetryReport, WindowSpec,
+    TelemetryReport, VideoDecodeReport, WindowSpec,
 };
 pub use ops::{Fused, FusionStreamInput, Resampled, StreamInput, TargetTimes, TimeAxis, VoxelInput, VoxelOutput};
 pub use robocache_cpu::half;

@@ -31,7 +31,7 @@ use std::sync::{Arc, Mutex};
 
 use robocache_cpu::DType;
 use robocache_storage::Storage;
-use robocache_video::{DecoderChoice, FrameCache, FrameCacheUsage, FrameKey, VideoFile};
+use robocache_video::{DecodeCounts, DecoderChoice, FrameCache, FrameCacheUsage, FrameKey, VideoFile};
 use serde_json::{json, Map, Value};
 
 use self::columns::{read_column, read_f64, read_i64, ColumnData, Expect};
@@ -119,6 +119,8 @@ pub(crate) struct LeRobotSource {
     frames: FrameCache,
     /// Where frames the cache lacks are decoded.
     decoders: Mutex<DecoderChoice>,
+    /// Samples decoded since the counts were last reset, by where.
+    decoded: Mutex<DecodeCounts>,
 }
 
 fn dtype_of(name: &str, feature: &Feature, info_path: &Path) -> Result<Option<(DType, FeatureStorage)>> {
@@ -219,6 +221,7 @@ impl LeRobotSource {
             videos: Mutex::new(HashMap::new()),
             frames: FrameCache::new(0),
             decoders: Mutex::new(DecoderChoice::Cpu),
+            decoded: Mutex::new(DecodeCounts::default()),
             times: Mutex::new(HashMap::new()),
         };
         let dataset_info = source.dataset_info(&info, &raw);
@@ -577,11 +580,12 @@ impl LeRobotSource {
             let mut indices: Vec<usize> = slots.iter().map(|&(_, index)| index).collect();
             indices.sort_unstable();
             indices.dedup();
-            let frames = video.decode_yuv_on(&indices, choice).map_err(|source| Error::Video {
+            let (frames, counts) = video.decode_yuv_counted(&indices, choice).map_err(|source| Error::Video {
                 episode: format!("episode_{}", self.episodes[episode].index),
                 key: feature.name.clone(),
                 source,
             })?;
+            *self.decoded.lock().unwrap_or_else(|p| p.into_inner()) += counts;
             for (&index, frame) in indices.iter().zip(&frames) {
                 // Converted straight into the first slot that shows it,
                 // copied from there into the others and the cache.
@@ -666,6 +670,15 @@ impl LeRobotSource {
     /// Where video frames are decoded.
     pub fn video_decoders(&self) -> DecoderChoice {
         *self.decoders.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Samples decoded since the last [`LeRobotSource::reset_decode_counts`], by where.
+    pub fn decode_counts(&self) -> DecodeCounts {
+        *self.decoded.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn reset_decode_counts(&self) {
+        *self.decoded.lock().unwrap_or_else(|p| p.into_inner()) = DecodeCounts::default();
     }
 
     /// Sets the byte budget of the decoded-frame cache (0: none kept).

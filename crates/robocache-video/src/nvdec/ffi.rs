@@ -293,7 +293,11 @@ impl Api {
                 // SAFETY: the symbol's type is the one declared in the SDK's
                 // headers for this name (the fields above).
                 *unsafe { $library.get($symbol) }.map_err(|error| {
-                    format!("{} lacks {}: {error}", stringify!($library), String::from_utf8_lossy(&$symbol[..$symbol.len() - 1]))
+                    format!(
+                        "{} lacks {}: {error}",
+                        stringify!($library),
+                        String::from_utf8_lossy(&$symbol[..$symbol.len() - 1])
+                    )
                 })?
             };
         }

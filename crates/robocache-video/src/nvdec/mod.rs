@@ -473,7 +473,9 @@ impl State {
     /// The sequence callback: a hardware decoder for `format` (the last
     /// one kept where the format is the same); the number of decode surfaces.
     fn configure(&mut self, format: &CUVIDEOFORMAT) -> Result<c_int, String> {
-        if format.chroma_format != CHROMA_420 || format.bit_depth_luma_minus8 != 0 || format.bit_depth_chroma_minus8 != 0
+        if format.chroma_format != CHROMA_420
+            || format.bit_depth_luma_minus8 != 0
+            || format.bit_depth_chroma_minus8 != 0
         {
             return Err(format!(
                 "the stream is {}-bit with chroma format {} (NVDEC's numbering); robocache reads 8-bit 4:2:0 video",
@@ -490,7 +492,9 @@ impl State {
         // column or row of the coded picture, cut off on copy.
         let (target_w, target_h) = (width + width % 2, height + height % 2);
         let fits = |start: c_int, size: usize, coded: c_uint| start >= 0 && start as usize + size <= coded as usize;
-        if width == 0 || height == 0 || !fits(area.left, target_w, format.coded_width)
+        if width == 0
+            || height == 0
+            || !fits(area.left, target_w, format.coded_width)
             || !fits(area.top, target_h, format.coded_height)
         {
             return Err(format!(
@@ -555,9 +559,7 @@ impl State {
         let mut status = CUVIDGETDECODESTATUS::default();
         // SAFETY: this state's decoder and a picture it decoded.
         let known = unsafe { (self.api.cuvidGetDecodeStatus)(self.decoder, info.picture_index, &mut status) };
-        if known == CUDA_SUCCESS
-            && matches!(status.decodeStatus, DECODE_STATUS_ERROR | DECODE_STATUS_ERROR_CONCEALED)
-        {
+        if known == CUDA_SUCCESS && matches!(status.decodeStatus, DECODE_STATUS_ERROR | DECODE_STATUS_ERROR_CONCEALED) {
             return Err(format!("NVDEC failed to decode sample {tag}: corrupt data"));
         }
         let mut params = CUVIDPROCPARAMS {

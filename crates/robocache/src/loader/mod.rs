@@ -50,14 +50,14 @@ use std::time::Instant;
 
 use robocache_cpu::HostVec;
 use robocache_datasets::{
-    DecoderChoice, Dataset, DeltaTimestamps, DeltaWindows, Sampler, Shard, ShardBy, StepWindowSpec, StepWindows, TimeWindowSpec,
-    TimeWindows,
+    Dataset, DecoderChoice, DeltaTimestamps, DeltaWindows, Sampler, Shard, ShardBy, StepWindowSpec, StepWindows,
+    TimeWindowSpec, TimeWindows,
 };
 
 pub use crate::assembly::{MaskKind, WindowShape};
 pub use normalization::{Normalization, NormalizationMode, StreamStatistics};
 pub use resident::ResidentStreams;
-pub use telemetry::{FrameCacheReport, Telemetry, TelemetryReport};
+pub use telemetry::{FrameCacheReport, Telemetry, TelemetryReport, VideoDecodeReport};
 
 use crate::assembly::AssemblyRequest;
 use crate::backend::operations::CudaOperations;
@@ -471,6 +471,7 @@ impl Loader {
             }
         }
         report.frame_cache = self.dataset.frame_cache_usage().map(Into::into);
+        report.video_decode = self.dataset.video_decode_counts().map(Into::into);
         report
     }
 

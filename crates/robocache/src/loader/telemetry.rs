@@ -43,6 +43,30 @@ pub struct TelemetryReport {
     pub host_cores_busy: Option<f64>,
     /// The decoded-frame cache of the dataset (`None` without video).
     pub frame_cache: Option<FrameCacheReport>,
+    /// Video samples decoded since the telemetry was last reset, on the CPU
+    /// and on NVDEC (`None` without video).
+    pub video_decode: Option<VideoDecodeReport>,
+}
+
+/// Where video was decoded, in a [`TelemetryReport`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct VideoDecodeReport {
+    /// Samples decoded (each frame asked for, and the frames it depends on).
+    pub cpu_samples: u64,
+    pub nvdec_samples: u64,
+    /// `nvdec_samples` over all samples decoded (0 before any).
+    pub nvdec_share: f64,
+}
+
+impl From<robocache_datasets::DecodeCounts> for VideoDecodeReport {
+    fn from(counts: robocache_datasets::DecodeCounts) -> Self {
+        let all = counts.cpu_samples + counts.nvdec_samples;
+        VideoDecodeReport {
+            cpu_samples: counts.cpu_samples,
+            nvdec_samples: counts.nvdec_samples,
+            nvdec_share: if all == 0 { 0.0 } else { counts.nvdec_samples as f64 / all as f64 },
+        }
+    }
 }
 
 /// The decoded-frame cache in a [`TelemetryReport`].
@@ -136,6 +160,7 @@ impl Telemetry {
                 _ => None,
             },
             frame_cache: None,
+            video_decode: None,
         }
     }
 }
