@@ -318,6 +318,13 @@ impl NvdecDecoder {
 
     /// Decodes sample `tag`; returns the pictures shown so far.
     pub fn decode(&mut self, tag: usize, sample: &[u8]) -> Result<Vec<(usize, Yuv420)>, String> {
+        // A jump (to the key frame of a later group): the pictures held back
+        // come out at an end of stream, and a new parser starts the group
+        // (the hardware decoder is kept), as after a seek.
+        let mut shown = Vec::new();
+        if self.last_tag.is_some_and(|last| last + 1 != tag) {
+            shown = self.finish()?;
+        }
         self.packet.clear();
         if self.group_start {
             match &self.input {
@@ -330,13 +337,10 @@ impl NvdecDecoder {
             Input::Nal(config) => config.append_annex_b(sample, &mut self.packet)?,
             Input::Av1 { .. } => self.packet.extend_from_slice(sample),
         }
-        let mut flags = PKT_TIMESTAMP | PKT_ENDOFPICTURE;
-        if self.last_tag.is_some_and(|last| last + 1 != tag) {
-            flags |= PKT_DISCONTINUITY;
-        }
         self.last_tag = Some(tag);
         let timestamp = i64::try_from(tag).map_err(|_| format!("sample {tag}"))?;
-        self.parse(flags, timestamp)
+        shown.extend(self.parse(PKT_TIMESTAMP | PKT_ENDOFPICTURE, timestamp)?);
+        Ok(shown)
     }
 
     /// Every picture still held back, at the end of a request.
