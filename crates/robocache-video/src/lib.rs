@@ -121,13 +121,14 @@ impl FrameDecoder {
         }
     }
 
-    /// Decodes sample `tag`; returns the frames it lets out.
-    fn decode(&mut self, tag: usize, sample: &[u8]) -> Result<Vec<(usize, Yuv420)>, String> {
+    /// Decodes sample `tag` (presentation time `pts` in track ticks);
+    /// returns the frames it lets out.
+    fn decode(&mut self, tag: usize, pts: i64, sample: &[u8]) -> Result<Vec<(usize, Yuv420)>, String> {
         match self {
             // An AV1 temporal unit in MP4 shows its own frame, if any.
             FrameDecoder::Av1(decoder) => Ok(decoder.decode(sample)?.map(|frame| (tag, frame)).into_iter().collect()),
             FrameDecoder::H264(decoder) => decoder.decode(tag, sample),
-            FrameDecoder::Nvdec(decoder) => decoder.decode(tag, sample),
+            FrameDecoder::Nvdec(decoder) => decoder.decode(tag, pts, sample),
         }
     }
 
@@ -273,7 +274,8 @@ impl VideoFile {
                 for sample in *key..=last {
                     samples_decoded += 1;
                     let bytes = mp4::read_sample(&self.path, &self.file, &self.track.samples[sample])?;
-                    let shown = decoder.decode(sample, &bytes).map_err(|problem| Error::Decode {
+                    let pts = self.track.samples[sample].pts;
+                    let shown = decoder.decode(sample, pts, &bytes).map_err(|problem| Error::Decode {
                         file: self.path.clone(),
                         frame: sample,
                         problem,

@@ -42,6 +42,8 @@ pub const PKT_ENDOFSTREAM: c_ulong = 0x01;
 pub const PKT_TIMESTAMP: c_ulong = 0x02;
 pub const PKT_DISCONTINUITY: c_ulong = 0x04;
 pub const PKT_ENDOFPICTURE: c_ulong = 0x08;
+/// With `PKT_ENDOFSTREAM`: one more display callback, with no picture, at the end.
+pub const PKT_NOTIFY_EOS: c_ulong = 0x10;
 /// `cuvidDecodeStatus`.
 pub const DECODE_STATUS_ERROR: c_int = 8;
 pub const DECODE_STATUS_ERROR_CONCEALED: c_int = 9;
@@ -101,6 +103,18 @@ pub struct CUVIDPARSERDISPINFO {
     pub top_field_first: c_int,
     pub repeat_first_field: c_int,
     pub timestamp: i64,
+}
+
+/// The first fields of `CUVIDPICPARAMS` (a large union follows; only
+/// these are read, through a pointer the parser passes).
+#[repr(C)]
+pub struct PicParamsHead {
+    pub PicWidthInMbs: c_int,
+    pub FrameHeightInMbs: c_int,
+    pub CurrPicIdx: c_int,
+    pub field_pic_flag: c_int,
+    pub bottom_field_flag: c_int,
+    pub second_field: c_int,
 }
 
 pub type SequenceCallback = unsafe extern "C" fn(*mut c_void, *mut CUVIDEOFORMAT) -> c_int;

@@ -4,14 +4,20 @@
 //! H100 does not). Decoding is exact by each codec's standard, so the frames
 //! equal the CPU decoders' (and FFmpeg's) bit for bit.
 //!
-//! NVDEC's parser reads Annex B (H.264, HEVC) or AV1's OBUs, calls back
+//! NVDEC's parser reads Annex B (H.264, HEVC) or AV1's OBUs and calls back
 //! when it knows the stream's format (the hardware decoder is created then,
-//! or the last one kept when the format is the same), for each picture to
-//! decode and for each picture to show, in presentation order. A shown
-//! picture is mapped (NV12, in GPU memory), copied to the host on the
-//! session's own stream and split into YUV 4:2:0 planes, cropped to the
-//! display area. Every sample goes in tagged with its decode index (the
-//! packet's timestamp) and every picture comes out with its sample's tag.
+//! or the last one kept when the format is the same) and for each picture
+//! to decode. Each sample goes in as one packet marked as one whole
+//! picture, so its picture is decoded in decode order, while the packet is
+//! parsed. Right after its decode, the picture is mapped (NV12, in GPU
+//! memory), copied to the host on the session's own stream and split into
+//! YUV 4:2:0 planes, cropped to the display area, tagged with its sample's
+//! decode index, which the callers key frames by. The parser's display
+//! callback (pictures in presentation order) is not used: it hands back the
+//! packets' timestamps sorted, not the picture's own, and shows a stream's
+//! last picture only at a later end of stream. Samples sent and pictures
+//! decoded are counted one for one: a sample without a picture, or with
+//! two, is an error, never a frame given another sample's tag.
 //!
 //! Sessions (a stream, a hardware decoder and its surfaces in GPU memory)
 //! belong to the GPU, not to a file: a request takes an idle one, sets it
@@ -23,7 +29,7 @@
 
 mod ffi;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::ffi::{c_int, c_uint, c_ulong, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::null_mut;
@@ -197,6 +203,8 @@ struct State {
     host: Vec<u8>,
     shown: Vec<(usize, Yuv420)>,
     error: Option<String>,
+    /// Decode indices of the samples sent whose picture is not decoded yet.
+    pending: VecDeque<usize>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -225,6 +233,7 @@ impl Session {
             host: Vec::new(),
             shown: Vec::new(),
             error: None,
+            pending: VecDeque::new(),
         });
         Ok(Session { gpu, state })
     }
@@ -316,8 +325,9 @@ impl NvdecDecoder {
         self.group_start = true;
     }
 
-    /// Decodes sample `tag`; returns the pictures shown so far.
-    pub fn decode(&mut self, tag: usize, sample: &[u8]) -> Result<Vec<(usize, Yuv420)>, String> {
+    /// Decodes sample `tag` (its decode index; `pts` its presentation
+    /// time); returns the pictures shown so far.
+    pub fn decode(&mut self, tag: usize, pts: i64, sample: &[u8]) -> Result<Vec<(usize, Yuv420)>, String> {
         // A jump (to the key frame of a later group): the pictures held back
         // come out at an end of stream, and a new parser starts the group
         // (the hardware decoder is kept), as after a seek.
@@ -338,8 +348,8 @@ impl NvdecDecoder {
             Input::Av1 { .. } => self.packet.extend_from_slice(sample),
         }
         self.last_tag = Some(tag);
-        let timestamp = i64::try_from(tag).map_err(|_| format!("sample {tag}"))?;
-        shown.extend(self.parse(PKT_TIMESTAMP | PKT_ENDOFPICTURE, timestamp)?);
+        self.session()?.state.pending.push_back(tag);
+        shown.extend(self.parse(PKT_TIMESTAMP | PKT_ENDOFPICTURE, pts)?);
         Ok(shown)
     }
 
@@ -349,7 +359,12 @@ impl NvdecDecoder {
             return Ok(Vec::new());
         }
         self.packet.clear();
-        let shown = self.parse(PKT_ENDOFSTREAM, 0);
+        let mut shown = self.parse(PKT_ENDOFSTREAM | PKT_NOTIFY_EOS, 0);
+        if let (Ok(_), Ok(session)) = (&shown, self.session()) {
+            if let Some(&tag) = session.state.pending.front() {
+                shown = Err(format!("NVDEC decoded no picture for sample {tag}: corrupt or unsupported data"));
+            }
+        }
         self.destroy_parser();
         self.last_tag = None;
         self.group_start = true;
@@ -413,6 +428,7 @@ impl NvdecDecoder {
             let _ = session.gpu.with_context(|| unsafe { (api.cuvidDestroyVideoParser)(parser) });
             session.state.shown.clear();
             session.state.error = None;
+            session.state.pending.clear();
         }
     }
 }
@@ -460,17 +476,22 @@ unsafe extern "C" fn on_decode(user: *mut c_void, picture: *mut c_void) -> c_int
                 return Err("NVDEC's parser gave a picture before the stream's format".into());
             }
             state.api.check((state.api.cuvidDecodePicture)(state.decoder, picture), "cuvidDecodePicture")?;
+            let head = &*picture.cast::<PicParamsHead>();
+            if head.field_pic_flag != 0 {
+                return Err("a field picture (interlaced video): robocache reads progressive video".into());
+            }
+            let tag = state.pending.pop_front().ok_or_else(|| {
+                "NVDEC decoded more pictures than samples were sent (a sample holding two pictures)".to_string()
+            })?;
+            state.show(head.CurrPicIdx, tag)?;
             Ok(1)
         })
     }
 }
 
-unsafe extern "C" fn on_display(user: *mut c_void, info: *mut CUVIDPARSERDISPINFO) -> c_int {
-    if info.is_null() {
-        return 1; // the end of the stream
-    }
-    // SAFETY: the parser passes its state and a valid picture.
-    unsafe { callback(user, |state| state.show(&*info).map(|()| 1)) }
+/// Pictures were copied out at their decode: showing them is done.
+unsafe extern "C" fn on_display(_user: *mut c_void, _info: *mut CUVIDPARSERDISPINFO) -> c_int {
+    1
 }
 
 impl State {
@@ -557,26 +578,19 @@ impl State {
         Ok(surfaces as c_int)
     }
 
-    /// The display callback: the picture copied to the host as YUV 4:2:0.
-    fn show(&mut self, info: &CUVIDPARSERDISPINFO) -> Result<(), String> {
-        let tag = usize::try_from(info.timestamp).map_err(|_| "NVDEC showed a picture of no sample".to_string())?;
+    /// Decoded picture `picture` (of sample `tag`) copied to the host as YUV 4:2:0.
+    fn show(&mut self, picture: c_int, tag: usize) -> Result<(), String> {
         let mut status = CUVIDGETDECODESTATUS::default();
         // SAFETY: this state's decoder and a picture it decoded.
-        let known = unsafe { (self.api.cuvidGetDecodeStatus)(self.decoder, info.picture_index, &mut status) };
+        let known = unsafe { (self.api.cuvidGetDecodeStatus)(self.decoder, picture, &mut status) };
         if known == CUDA_SUCCESS && matches!(status.decodeStatus, DECODE_STATUS_ERROR | DECODE_STATUS_ERROR_CONCEALED) {
             return Err(format!("NVDEC failed to decode sample {tag}: corrupt data"));
         }
-        let mut params = CUVIDPROCPARAMS {
-            progressive_frame: info.progressive_frame,
-            top_field_first: info.top_field_first,
-            unpaired_field: c_int::from(info.repeat_first_field < 0),
-            output_stream: self.stream,
-            ..Default::default()
-        };
+        let mut params = CUVIDPROCPARAMS { progressive_frame: 1, output_stream: self.stream, ..Default::default() };
         let (mut frame, mut pitch): (CUdeviceptr, c_uint) = (0, 0);
         // SAFETY: a decoded picture of this decoder; writes the pointer and pitch.
         let mapped = unsafe {
-            (self.api.cuvidMapVideoFrame64)(self.decoder, info.picture_index, &mut frame, &mut pitch, &mut params)
+            (self.api.cuvidMapVideoFrame64)(self.decoder, picture, &mut frame, &mut pitch, &mut params)
         };
         self.api.check(mapped, "cuvidMapVideoFrame")?;
         let copied = self.copy_to_host(frame, pitch as usize);
