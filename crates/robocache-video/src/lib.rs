@@ -121,14 +121,15 @@ impl FrameDecoder {
         }
     }
 
-    /// Decodes sample `tag` (presentation time `pts` in track ticks);
-    /// returns the frames it lets out.
-    fn decode(&mut self, tag: usize, pts: i64, sample: &[u8]) -> Result<Vec<(usize, Yuv420)>, String> {
+    /// Decodes sample `tag`; returns the frames it lets out. A decoder
+    /// may leave out the frames of samples not `wanted` (NVDEC does: they
+    /// are decoded as references, not copied to the host).
+    fn decode(&mut self, tag: usize, wanted: bool, sample: &[u8]) -> Result<Vec<(usize, Yuv420)>, String> {
         match self {
             // An AV1 temporal unit in MP4 shows its own frame, if any.
             FrameDecoder::Av1(decoder) => Ok(decoder.decode(sample)?.map(|frame| (tag, frame)).into_iter().collect()),
             FrameDecoder::H264(decoder) => decoder.decode(tag, sample),
-            FrameDecoder::Nvdec(decoder) => decoder.decode(tag, pts, sample),
+            FrameDecoder::Nvdec(decoder) => decoder.decode(tag, wanted, sample),
         }
     }
 
@@ -274,8 +275,8 @@ impl VideoFile {
                 for sample in *key..=last {
                     samples_decoded += 1;
                     let bytes = mp4::read_sample(&self.path, &self.file, &self.track.samples[sample])?;
-                    let pts = self.track.samples[sample].pts;
-                    let shown = decoder.decode(sample, pts, &bytes).map_err(|problem| Error::Decode {
+                    let wanted = wanted_samples.contains(&sample);
+                    let shown = decoder.decode(sample, wanted, &bytes).map_err(|problem| Error::Decode {
                         file: self.path.clone(),
                         frame: sample,
                         problem,

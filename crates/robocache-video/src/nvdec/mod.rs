@@ -199,12 +199,15 @@ struct State {
     /// Display size (cropped) and the even size NVDEC writes.
     size: (usize, usize),
     target: (usize, usize),
-    /// One NV12 picture on the host.
-    host: Vec<u8>,
+    /// One NV12 picture on the host, page-locked (the copy from the GPU
+    /// goes straight into it), and its size; null before the first format.
+    host: *mut u8,
+    host_len: usize,
     shown: Vec<(usize, Yuv420)>,
     error: Option<String>,
-    /// Decode indices of the samples sent whose picture is not decoded yet.
-    pending: VecDeque<usize>,
+    /// Decode indices of the samples sent whose picture is not decoded
+    /// yet, and whether their frame is wanted on the host.
+    pending: VecDeque<(usize, bool)>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -230,7 +233,8 @@ impl Session {
             made_for: None,
             size: (0, 0),
             target: (0, 0),
-            host: Vec::new(),
+            host: null_mut(),
+            host_len: 0,
             shown: Vec::new(),
             error: None,
             pending: VecDeque::new(),
@@ -247,6 +251,9 @@ impl Drop for Session {
             unsafe {
                 if !state.decoder.is_null() {
                     (api.cuvidDestroyDecoder)(state.decoder);
+                }
+                if !state.host.is_null() {
+                    (api.cuMemFreeHost)(state.host.cast());
                 }
                 (api.cuStreamDestroy)(state.stream);
             }
@@ -325,9 +332,10 @@ impl NvdecDecoder {
         self.group_start = true;
     }
 
-    /// Decodes sample `tag` (its decode index; `pts` its presentation
-    /// time); returns the pictures shown so far.
-    pub fn decode(&mut self, tag: usize, pts: i64, sample: &[u8]) -> Result<Vec<(usize, Yuv420)>, String> {
+    /// Decodes sample `tag` (its decode index); returns the pictures
+    /// decoded so far of the samples `wanted` (the others are decoded as
+    /// references and never leave the GPU).
+    pub fn decode(&mut self, tag: usize, wanted: bool, sample: &[u8]) -> Result<Vec<(usize, Yuv420)>, String> {
         // A jump (to the key frame of a later group): the pictures held back
         // come out at an end of stream, and a new parser starts the group
         // (the hardware decoder is kept), as after a seek.
@@ -348,8 +356,9 @@ impl NvdecDecoder {
             Input::Av1 { .. } => self.packet.extend_from_slice(sample),
         }
         self.last_tag = Some(tag);
-        self.session()?.state.pending.push_back(tag);
-        shown.extend(self.parse(PKT_TIMESTAMP | PKT_ENDOFPICTURE, pts)?);
+        self.session()?.state.pending.push_back((tag, wanted));
+        let timestamp = i64::try_from(tag).map_err(|_| format!("sample {tag}"))?;
+        shown.extend(self.parse(PKT_TIMESTAMP | PKT_ENDOFPICTURE, timestamp)?);
         Ok(shown)
     }
 
@@ -361,7 +370,7 @@ impl NvdecDecoder {
         self.packet.clear();
         let mut shown = self.parse(PKT_ENDOFSTREAM | PKT_NOTIFY_EOS, 0);
         if let (Ok(_), Ok(session)) = (&shown, self.session()) {
-            if let Some(&tag) = session.state.pending.front() {
+            if let Some(&(tag, _)) = session.state.pending.front() {
                 shown = Err(format!("NVDEC decoded no picture for sample {tag}: corrupt or unsupported data"));
             }
         }
@@ -480,10 +489,12 @@ unsafe extern "C" fn on_decode(user: *mut c_void, picture: *mut c_void) -> c_int
             if head.field_pic_flag != 0 {
                 return Err("a field picture (interlaced video): robocache reads progressive video".into());
             }
-            let tag = state.pending.pop_front().ok_or_else(|| {
+            let (tag, wanted) = state.pending.pop_front().ok_or_else(|| {
                 "NVDEC decoded more pictures than samples were sent (a sample holding two pictures)".to_string()
             })?;
-            state.show(head.CurrPicIdx, tag)?;
+            if wanted {
+                state.show(head.CurrPicIdx, tag)?;
+            }
             Ok(1)
         })
     }
@@ -574,7 +585,18 @@ impl State {
         // SAFETY: `info` is valid; the context is current (the parser runs inside `with_context`).
         self.api.check(unsafe { (self.api.cuvidCreateDecoder)(&mut self.decoder, &mut info) }, "cuvidCreateDecoder")?;
         self.made_for = Some((wanted, surfaces));
-        self.host = vec![0; target_w * target_h * 3 / 2];
+        let host_len = target_w * target_h * 3 / 2;
+        if host_len != self.host_len {
+            if !self.host.is_null() {
+                // SAFETY: this state's buffer; no copy into it is in flight (each is waited for).
+                self.api.check(unsafe { (self.api.cuMemFreeHost)(self.host.cast()) }, "cuMemFreeHost")?;
+                (self.host, self.host_len) = (null_mut(), 0);
+            }
+            let mut host: *mut c_void = null_mut();
+            // SAFETY: writes one pointer to `host_len` page-locked bytes; the context is current.
+            self.api.check(unsafe { (self.api.cuMemHostAlloc)(&mut host, host_len, 0) }, "cuMemHostAlloc")?;
+            (self.host, self.host_len) = (host.cast(), host_len);
+        }
         Ok(surfaces as c_int)
     }
 
@@ -607,7 +629,10 @@ impl State {
     /// `pitch`) into `self.host`, packed.
     fn copy_to_host(&mut self, frame: CUdeviceptr, pitch: usize) -> Result<(), String> {
         let (w, h) = self.target;
-        let host = self.host.as_mut_ptr();
+        let host = self.host;
+        if host.is_null() || self.host_len < w * h * 3 / 2 {
+            return Err("NVDEC showed a picture before the stream's format".into());
+        }
         for (offset, src, rows) in [(0, frame, h), (w * h, frame + (pitch * h) as u64, h / 2)] {
             let copy = CUDA_MEMCPY2D {
                 srcMemoryType: CU_MEMORYTYPE_DEVICE,
@@ -633,7 +658,9 @@ impl State {
         let ((w, h), (tw, th)) = (self.size, self.target);
         let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
         let mut out = Yuv420::new(w, h);
-        let (luma, chroma) = self.host.split_at(tw * th);
+        // SAFETY: `host` holds `host_len` bytes, written by the copy waited for above.
+        let host = unsafe { std::slice::from_raw_parts(self.host, self.host_len) };
+        let (luma, chroma) = host.split_at(tw * th);
         for (row, line) in out.plane_mut(0).chunks_exact_mut(w).enumerate() {
             line.copy_from_slice(&luma[row * tw..row * tw + w]);
         }
