@@ -611,9 +611,8 @@ impl State {
         let mut params = CUVIDPROCPARAMS { progressive_frame: 1, output_stream: self.stream, ..Default::default() };
         let (mut frame, mut pitch): (CUdeviceptr, c_uint) = (0, 0);
         // SAFETY: a decoded picture of this decoder; writes the pointer and pitch.
-        let mapped = unsafe {
-            (self.api.cuvidMapVideoFrame64)(self.decoder, picture, &mut frame, &mut pitch, &mut params)
-        };
+        let mapped =
+            unsafe { (self.api.cuvidMapVideoFrame64)(self.decoder, picture, &mut frame, &mut pitch, &mut params) };
         self.api.check(mapped, "cuvidMapVideoFrame")?;
         let copied = self.copy_to_host(frame, pitch as usize);
         // SAFETY: the frame mapped above.
