@@ -10,12 +10,15 @@
 //! group of pictures.
 //!
 //! ```no_run
-//! use robocache_video::VideoFile;
+//! use robocache_video::{DecoderChoice, VideoFile};
 //!
 //! let video = VideoFile::open("videos/observation.images.top/chunk-000/file-000.mp4")?;
 //! let fps = video.average_fps();
 //! let index = video.frame_at(2.5)?; // the frame LeRobot picks for t = 2.5 s
-//! let frames = video.decode_rgb(&[index, index + 1])?; // [H, W, 3] each
+//! let frames = video.decode_rgb(&[index, index + 1])?; // [H, W, 3] each, decoded on the CPU
+//! // On GPU 0's NVDEC where it decodes this codec, else on the CPU: the same planes.
+//! let yuv = video.decode_yuv_on(&[index], DecoderChoice::Auto { device: 0 })?;
+//! assert_eq!(yuv[0].to_rgb(), frames[0]);
 //! println!("{} frames at {fps} fps, {}x{}", video.frames(), video.width(), video.height());
 //! # Ok::<(), robocache_video::Error>(())
 //! ```
