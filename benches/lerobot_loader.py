@@ -2,7 +2,7 @@
 on one machine, with the host's decode ceiling beside them.
 
     python lerobot_loader.py write ROOT [--episodes 8 --frames 250 --vcodec libsvtav1]
-    python lerobot_loader.py all ROOT [--batches 40] [--json out.json]
+    python lerobot_loader.py all ROOT [--batches 150] [--json out.json]
 
 `write` makes a dataset with LeRobot itself (`LeRobotDataset.create`,
 `add_frame`, `save_episode`): two 480x640 cameras at 30 fps (AV1 by
@@ -299,7 +299,8 @@ def main():
     w.add_argument("--vcodec", default="libsvtav1")
     a = sub.add_parser("all")
     a.add_argument("root")
-    a.add_argument("--batches", type=int, default=40)
+    a.add_argument("--batches", type=int, default=150,
+                   help="timed batches per run (about 5 epochs of the default root: fewer overstate, the prefetched batches covering the timed span)")
     a.add_argument("--workers", type=int, nargs="+", default=[4, 8, 16])
     a.add_argument("--robocache-workers", type=int, nargs="*", default=[16])
     a.add_argument("--device", default="cuda:0")
