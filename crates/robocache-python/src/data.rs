@@ -11,8 +11,8 @@ use robocache::datasets::{
     TimeWindowSpec,
 };
 use robocache::{
-    DType, DecoderChoice, Device, Loader as RustLoader, LoaderConfig, LoaderMode, MaskKind, Normalization,
-    NormalizationMode, Tensor, WindowSpec,
+    nvdec_device, DType, DecoderChoice, Device, Loader as RustLoader, LoaderConfig, LoaderMode, MaskKind,
+    Normalization, NormalizationMode, Tensor, WindowSpec,
 };
 
 use crate::arrays::{Array, Owned};
@@ -156,14 +156,10 @@ impl Loader {
             "episodes" => ShardBy::Episodes,
             other => return Err(invalid(format!("shard_by {other:?}: expected windows or episodes"))),
         };
-        let nvdec_device = match &device {
-            Device::Cuda(cuda) => u32::try_from(cuda.ordinal()).unwrap_or(0),
-            _ => 0,
-        };
         let video_decoders = match video_decoder {
             "auto" => None,
             "cpu" => Some(DecoderChoice::Cpu),
-            "nvdec" => Some(DecoderChoice::Nvdec { device: nvdec_device }),
+            "nvdec" => Some(DecoderChoice::Nvdec { device: nvdec_device(&device).py_err()? }),
             other => return Err(invalid(format!("video_decoder {other:?}: expected auto, cpu or nvdec"))),
         };
         let mode = match mode {

@@ -355,12 +355,7 @@ impl VideoFile {
     /// its GPU, a CPU decoder to this file.
     fn put_decoder(&self, decoder: FrameDecoder) {
         match decoder {
-            FrameDecoder::Nvdec(decoder) => {
-                let gpu = decoder.gpu();
-                if let Some(session) = decoder.into_session() {
-                    gpu.put_session(session);
-                }
-            }
+            FrameDecoder::Nvdec(decoder) => decoder.give_back(),
             cpu => {
                 if let Ok(mut idle) = self.decoders.lock() {
                     idle.push(cpu);

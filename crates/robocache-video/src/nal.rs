@@ -20,13 +20,7 @@ fn u16_at(record: &[u8], at: usize) -> Option<usize> {
 impl NalConfig {
     /// Parses an `avcC` record (ISO/IEC 14496-15 §5.3.3.1), without its box header.
     pub fn from_avcc(record: &[u8]) -> Result<Self, String> {
-        let truncated = || "the avcC record is truncated".to_string();
-        if record.len() < 7 {
-            return Err(truncated());
-        }
-        if record[0] != 1 {
-            return Err(format!("avcC version {} (robocache reads version 1)", record[0]));
-        }
+        let truncated = Self::check_header(record, "avcC", 7)?;
         let length_size = Self::length_size(record[4] & 0x03, "avcC")?;
         let mut parameter_sets = Vec::new();
         let mut at = 5;
@@ -46,13 +40,7 @@ impl NalConfig {
     /// header: 22 bytes of profile and format fields, then arrays of
     /// parameter sets (VPS, SPS, PPS, SEI), each NAL unit after its 16-bit size.
     pub fn from_hvcc(record: &[u8]) -> Result<Self, String> {
-        let truncated = || "the hvcC record is truncated".to_string();
-        if record.len() < 23 {
-            return Err(truncated());
-        }
-        if record[0] != 1 {
-            return Err(format!("hvcC version {} (robocache reads version 1)", record[0]));
-        }
+        let truncated = Self::check_header(record, "hvcC", 23)?;
         let length_size = Self::length_size(record[21] & 0x03, "hvcC")?;
         let mut parameter_sets = Vec::new();
         let arrays = record[22] as usize;
@@ -65,6 +53,19 @@ impl NalConfig {
             }
         }
         Ok(NalConfig { length_size, parameter_sets })
+    }
+
+    /// Checks that record `name` holds at least `fixed` bytes and is version
+    /// 1; returns the error of a record that ends early.
+    fn check_header(record: &[u8], name: &'static str, fixed: usize) -> Result<impl Fn() -> String + Copy, String> {
+        let truncated = move || format!("the {name} record is truncated");
+        if record.len() < fixed {
+            return Err(truncated());
+        }
+        if record[0] != 1 {
+            return Err(format!("{name} version {} (robocache reads version 1)", record[0]));
+        }
+        Ok(truncated)
     }
 
     fn length_size(minus_one: u8, record: &str) -> Result<usize, String> {

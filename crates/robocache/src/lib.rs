@@ -56,8 +56,8 @@ pub use cuda::{ptx_archs, CudaDevice};
 pub use device::{BackendKind, BackendRequest, Device};
 pub use error::{Error, Result};
 pub use loader::{
-    Epoch, FrameCacheReport, Loader, LoaderConfig, LoaderMode, MaskKind, Normalization, NormalizationMode,
-    TelemetryReport, VideoDecodeReport, WindowSpec,
+    nvdec_device, Epoch, FrameCacheReport, Loader, LoaderConfig, LoaderMode, MaskKind, Normalization,
+    NormalizationMode, TelemetryReport, VideoDecodeReport, WindowSpec,
 };
 pub use ops::{Fused, FusionStreamInput, Resampled, StreamInput, TargetTimes, TimeAxis, VoxelInput, VoxelOutput};
 pub use robocache_cpu::half;

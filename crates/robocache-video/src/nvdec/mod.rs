@@ -165,7 +165,7 @@ impl Gpu {
     }
 
     /// Gives a session back for the next request.
-    pub fn put_session(&self, session: Session) {
+    fn put_session(&self, session: Session) {
         self.idle.lock().unwrap_or_else(|p| p.into_inner()).push(session);
     }
 }
@@ -316,15 +316,12 @@ impl NvdecDecoder {
         }
     }
 
-    /// The GPU of this decoder's session.
-    pub fn gpu(&self) -> Arc<Gpu> {
-        self.session.as_ref().map(|s| s.gpu.clone()).expect("a decoder holds its session until into_session")
-    }
-
-    /// The session, for the GPU's idle list (after a request that succeeded).
-    pub fn into_session(mut self) -> Option<Session> {
+    /// Gives the session back to its GPU's idle list (after a request that succeeded).
+    pub fn give_back(mut self) {
         self.destroy_parser();
-        self.session.take()
+        if let Some(session) = self.session.take() {
+            session.gpu.clone().put_session(session);
+        }
     }
 
     /// The next sample is a key frame.

@@ -173,6 +173,16 @@ impl LoaderConfig {
     }
 }
 
+/// The GPU whose video engines (NVDEC) a loader on `device` decodes with:
+/// its own GPU, or GPU 0 for a CPU loader.
+pub fn nvdec_device(device: &Device) -> Result<u32> {
+    let Device::Cuda(cuda) = device else { return Ok(0) };
+    u32::try_from(cuda.ordinal()).map_err(|_| Error::Limit {
+        what: format!("GPU {}", cuda.ordinal()),
+        limit: "NVDEC takes GPU numbers that fit 32 bits".into(),
+    })
+}
+
 #[derive(Debug)]
 enum Cut {
     Steps(StepWindows),
@@ -328,13 +338,7 @@ impl Loader {
         }
         let decoders = match (config.video_decoders, device) {
             (Some(choice), _) => Some(choice),
-            (None, Device::Cuda(cuda)) => {
-                let device = u32::try_from(cuda.ordinal()).map_err(|_| Error::Limit {
-                    what: format!("GPU {}", cuda.ordinal()),
-                    limit: "NVDEC takes GPU numbers that fit 32 bits".into(),
-                })?;
-                Some(DecoderChoice::Auto { device })
-            }
+            (None, Device::Cuda(_)) => Some(DecoderChoice::Auto { device: nvdec_device(device)? }),
             (None, _) => None,
         };
         if let Some(choice) = decoders {
