@@ -53,6 +53,11 @@ enum DTypeCode : int {
     DT_F64 = 12,
 };
 
+enum FrameLayout : int {
+    LAYOUT_HWC = 0,
+    LAYOUT_CHW = 1,
+};
+
 enum VoxelMode : int {
     MODE_OCCUPANCY = 0,
     MODE_COUNT = 1,
@@ -162,6 +167,17 @@ struct VoxelArgs {
     int cloud_type;
     int mode;
     uint64_t feature_len;
+};
+
+struct FrameArgs {
+    const uint8_t* planes;
+    void* out;
+    uint64_t frames;
+    uint64_t frame_bytes;
+    uint32_t width;
+    uint32_t height;
+    int layout;
+    int dtype;
 };
 
 struct SlotPoints {

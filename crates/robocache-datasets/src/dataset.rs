@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use robocache_cpu::{with_host_data, DType, Element, HostVec};
 use robocache_storage::Storage;
-use robocache_video::{DecodeCounts, DecoderChoice, FrameCacheUsage};
+use robocache_video::{DecodeCounts, DecoderChoice, FrameCacheUsage, FrameFormat};
 
 use crate::cache::{CacheUsage, StreamCache};
 use crate::direct_read::RowLayout;
@@ -356,7 +356,7 @@ impl Dataset {
         if let Source::LeRobot(lerobot) = &self.source {
             let info = self.stream(first, stream)?.1;
             if let Some(feature) = lerobot.video_feature(info) {
-                return lerobot.read_video_frames_into(feature, wanted, out);
+                return lerobot.read_video_frames_into(feature, wanted, FrameFormat::Rgb, out);
             }
         }
         for (&(episode, row), chunk) in wanted.iter().zip(out.chunks_exact_mut(row_bytes.max(1))) {
@@ -365,9 +365,50 @@ impl Dataset {
         Ok(())
     }
 
+    /// `(width, height)` of the frames of `stream` when robocache decodes
+    /// it from video (LeRobot `video` features); `None` for every other
+    /// stream (an unknown name included).
+    pub fn video_frame_size(&self, stream: &str) -> Option<(usize, usize)> {
+        let Source::LeRobot(lerobot) = &self.source else { return None };
+        let (_, info) = self.stream(0, stream).ok()?;
+        let feature = lerobot.video_feature(info)?;
+        match feature.shape[..] {
+            [height, width, 3] => Some((width, height)),
+            _ => None,
+        }
+    }
+
+    /// Frames of the video stream `stream` at `(episode, row)` pairs, in
+    /// that order, into `out`, each as `format` says: RGB `[H, W, 3]` (as
+    /// [`Dataset::read_rows_at_into`] gives them) or the decoder's YUV 4:2:0
+    /// planes ([`robocache_video::yuv420_len`] bytes a frame), for a device
+    /// that converts them itself. A stream that is not video is an error.
+    pub fn read_video_frames_at_into(
+        &self,
+        stream: &str,
+        wanted: &[(usize, usize)],
+        format: FrameFormat,
+        out: &mut [u8],
+    ) -> Result<()> {
+        let Some(&(first, _)) = wanted.first() else {
+            return Ok(());
+        };
+        for &(episode, row) in wanted {
+            self.checked_rows(episode, stream, &(row..row + 1))?;
+        }
+        let info = self.stream(first, stream)?.1;
+        match &self.source {
+            Source::LeRobot(lerobot) => match lerobot.video_feature(info) {
+                Some(feature) => lerobot.read_video_frames_into(feature, wanted, format, out),
+                None => Err(Error::Invalid(format!("stream `{stream}` is not camera video"))),
+            },
+            _ => Err(Error::Invalid(format!("stream `{stream}` is not camera video (only LeRobot roots have video)"))),
+        }
+    }
+
     /// Sets the byte budget of the decoded-frame cache: camera frames
-    /// decoded from video (LeRobot `video` features) are kept as RGB bytes
-    /// in host memory up to this many bytes, the first ones decoded, and
+    /// decoded from video (LeRobot `video` features) are kept as the
+    /// decoder's YUV 4:2:0 planes (1.5 bytes a pixel) in host memory up to this many bytes, the first ones decoded, and
     /// read from there afterwards (0, the default: none kept). Datasets
     /// without video ignore it.
     pub fn set_frame_cache_budget(&self, bytes: usize) {

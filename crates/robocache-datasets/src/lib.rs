@@ -96,7 +96,7 @@ pub use lerobot::{FeatureStorage, DEFAULT_COLUMNS as LEROBOT_COLUMNS};
 pub use model::{ChannelKind, DatasetInfo, EpisodeInfo, Format, StreamInfo, StreamKind, Timeline};
 pub use rlds::rates::{oxe_rate_hz, OXE_RATES_HZ};
 pub use robocache_storage::{FetchThroughput, Storage, StorageOptions, StorageUsage};
-pub use robocache_video::{DecodeCounts, DecoderChoice, FrameCacheUsage};
+pub use robocache_video::{DecodeCounts, DecoderChoice, FrameCacheUsage, FrameFormat};
 pub use sampler::{Sampler, Shard, ShardBy};
 pub use verify::{VerifyProblem, VerifyReport};
 pub use windows::delta::{DeltaTimestamps, DeltaWindow, DeltaWindows, DEFAULT_TOLERANCE_S};

@@ -140,6 +140,15 @@ codes! {
         F64 = 12 => "DT_F64",
     }
 
+    /// How a frame's RGB values are laid out.
+    enum FrameLayout {
+        /// `[H, W, 3]`: channels last, as decoders and LeRobot's images store them.
+        #[default]
+        Hwc = 0 => "LAYOUT_HWC",
+        /// `[3, H, W]`: channels first, as LeRobot's batches and torchvision take them.
+        Chw = 1 => "LAYOUT_CHW",
+    }
+
     /// What a voxel grid holds.
     enum VoxelMode {
         #[default]
@@ -325,6 +334,23 @@ structs! {
         cloud_type: IndexType => "int cloud_type",
         mode: VoxelMode => "int mode",
         feature_len: u64 => "uint64_t feature_len",
+    }
+
+    /// The arguments of `yuv420_to_rgb`.
+    struct FrameArgs {
+        /// `u8 [frames, frame_bytes]`: each frame's Y plane (`width × height`),
+        /// then U and V (`⌈width/2⌉ × ⌈height/2⌉` each).
+        planes: u64 => "const uint8_t* planes",
+        /// `[frames, H, W, 3]` or `[frames, 3, H, W]` of `dtype`.
+        out: u64 => "void* out",
+        frames: u64 => "uint64_t frames",
+        /// Bytes of one frame's planes.
+        frame_bytes: u64 => "uint64_t frame_bytes",
+        width: u32 => "uint32_t width",
+        height: u32 => "uint32_t height",
+        layout: FrameLayout => "int layout",
+        /// `DT_U8` (levels) or `DT_F32` (levels / 255).
+        dtype: DTypeCode => "int dtype",
     }
 
     /// Point `1 <= k < SLOTS` of voxel `v` at `words[(k - 1) * stride + v]`.

@@ -29,7 +29,7 @@ pub mod abi;
 use std::ffi::c_void;
 use std::marker::PhantomData;
 
-use abi::{AssembleArgs, FusionArgs, MeanLists, ResampleArgs, SlotPoints, VoxelArgs};
+use abi::{AssembleArgs, FrameArgs, FusionArgs, MeanLists, ResampleArgs, SlotPoints, VoxelArgs};
 
 /// A PTX target architecture.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -80,11 +80,13 @@ pub enum Module {
     Voxelize,
     /// `kernels/timing.cu`: cache eviction for benchmark harnesses.
     Timing,
+    /// `kernels/video.cu`: decoded camera frames to RGB.
+    Video,
 }
 
 impl Module {
     /// Every module.
-    pub const ALL: [Module; 3] = [Module::Resample, Module::Voxelize, Module::Timing];
+    pub const ALL: [Module; 4] = [Module::Resample, Module::Voxelize, Module::Timing, Module::Video];
 
     /// The PTX text of this module for `arch`.
     pub fn ptx(self, arch: Arch) -> &'static str {
@@ -98,6 +100,9 @@ impl Module {
             (Module::Timing, Arch::Sm80) => include_str!("../ptx/sm_80/timing.ptx"),
             (Module::Timing, Arch::Sm90) => include_str!("../ptx/sm_90/timing.ptx"),
             (Module::Timing, Arch::Sm120) => include_str!("../ptx/sm_120/timing.ptx"),
+            (Module::Video, Arch::Sm80) => include_str!("../ptx/sm_80/video.ptx"),
+            (Module::Video, Arch::Sm90) => include_str!("../ptx/sm_90/video.ptx"),
+            (Module::Video, Arch::Sm120) => include_str!("../ptx/sm_120/video.ptx"),
         }
     }
 }
@@ -334,6 +339,9 @@ kernels! {
     /// Reads a scratch buffer of twice the L2 size (benchmark harnesses):
     /// `(scratch, count, sink)`.
     EvictCaches => Timing, "evict_caches", (u64, u64, u64);
+    /// YUV 4:2:0 frames to RGB, u8 or f32, channels last or first, as
+    /// swscale converts them: `(args,)`.
+    Yuv420ToRgb => Video, "yuv420_to_rgb", (FrameArgs,);
 }
 
 #[cfg(test)]

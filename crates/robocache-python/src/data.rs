@@ -11,8 +11,8 @@ use robocache::datasets::{
     TimeWindowSpec,
 };
 use robocache::{
-    nvdec_device, DType, DecoderChoice, Device, Loader as RustLoader, LoaderConfig, LoaderMode, MaskKind,
-    Normalization, NormalizationMode, Tensor, WindowSpec,
+    nvdec_device, DType, DecoderChoice, Device, FrameDType, FrameLayout, FrameOutput, Loader as RustLoader,
+    LoaderConfig, LoaderMode, MaskKind, Normalization, NormalizationMode, Tensor, WindowSpec,
 };
 
 use crate::arrays::{Array, Owned};
@@ -125,7 +125,7 @@ fn window_spec(windows: WindowsArg) -> PyResult<WindowSpec> {
 #[pymethods]
 impl Loader {
     #[new]
-    #[pyo3(signature = (dataset, streams, windows, batch_size, device, seed, shuffle, rank, world_size, drop_last, workers, prefetch, normalization, mode, frame_cache_bytes=0, shard_by="windows", video_decoder="auto"))]
+    #[pyo3(signature = (dataset, streams, windows, batch_size, device, seed, shuffle, rank, world_size, drop_last, workers, prefetch, normalization, mode, frame_cache_bytes=0, shard_by="windows", video_decoder="auto", frame_layout="hwc", frame_dtype="uint8"))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -146,6 +146,8 @@ impl Loader {
         frame_cache_bytes: usize,
         shard_by: &str,
         video_decoder: &str,
+        frame_layout: &str,
+        frame_dtype: &str,
     ) -> PyResult<Self> {
         let device =
             Device::from_request(device.parse().map_err(|e: String| invalid(format!("device: {e}")))?).py_err()?;
@@ -161,6 +163,18 @@ impl Loader {
             "cpu" => Some(DecoderChoice::Cpu),
             "nvdec" => Some(DecoderChoice::Nvdec { device: nvdec_device(&device).py_err()? }),
             other => return Err(invalid(format!("video_decoder {other:?}: expected auto, cpu or nvdec"))),
+        };
+        let frames = FrameOutput {
+            layout: match frame_layout {
+                "hwc" => FrameLayout::Hwc,
+                "chw" => FrameLayout::Chw,
+                other => return Err(invalid(format!("frame_layout {other:?}: expected hwc or chw"))),
+            },
+            dtype: match frame_dtype {
+                "uint8" => FrameDType::U8,
+                "float32" => FrameDType::F32,
+                other => return Err(invalid(format!("frame_dtype {other:?}: expected uint8 or float32"))),
+            },
         };
         let mode = match mode {
             "auto" => LoaderMode::Auto,
@@ -200,6 +214,7 @@ impl Loader {
             wait_until_ready: true,
             frame_cache_bytes: Some(frame_cache_bytes),
             video_decoders,
+            frames,
             ..LoaderConfig::new(&names, window_spec(windows)?, batch_size)
         };
         let dataset = dataset.inner.clone();

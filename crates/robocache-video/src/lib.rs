@@ -49,7 +49,7 @@ pub use error::{Error, Result};
 pub use frame_cache::{FrameCache, FrameCacheUsage, FrameKey};
 pub use mp4::{Codec, Track};
 pub use robocache_storage::Blob;
-pub use yuv::Yuv420;
+pub use yuv::{yuv420_len, yuv420_to_rgb_into, Yuv420};
 
 use av1::Av1Decoder;
 use h264::H264Decoder;
@@ -71,6 +71,17 @@ pub enum DecoderChoice {
     Auto { device: u32 },
     /// On GPU `device`'s NVDEC only: where it cannot decode, an error.
     Nvdec { device: u32 },
+}
+
+/// How decoded frames are handed out.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum FrameFormat {
+    /// RGB, `[height, width, 3]` bytes ([`Yuv420::to_rgb`]).
+    #[default]
+    Rgb,
+    /// The decoder's YUV 4:2:0 planes ([`Yuv420::data`], [`yuv420_len`]
+    /// bytes): half the bytes of RGB, for a device that converts them.
+    Yuv420,
 }
 
 /// Samples decoded, by where: the decoding work a request did (key frames

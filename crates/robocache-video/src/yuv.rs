@@ -67,51 +67,13 @@ impl Yuv420 {
         }
     }
 
-    /// The frame as RGB, `[height, width, 3]` row-major, into `out`.
-    ///
-    /// Written for the compiler to vectorise: each chroma row's three
-    /// colour terms are computed once for the two luma rows that share
-    /// it, each luma row's term once, then every pixel is two additions
-    /// and a clamp per channel (the same arithmetic as [`mod@self`]
-    /// describes, in the same order).
+    /// The frame as RGB, `[height, width, 3]` row-major, into `out`
+    /// (see [`yuv420_to_rgb_into`]).
     ///
     /// # Panics
     /// If `out` is shorter than `width × height × 3`.
     pub fn to_rgb_into(&self, out: &mut [u8]) {
-        let (w, h) = (self.width, self.height);
-        let cw = w.div_ceil(2);
-        let (y_plane, u_plane, v_plane) = (self.plane(0), self.plane(1), self.plane(2));
-        let out = &mut out[..w * h * 3];
-        // Per chroma column: V→R, U→G + V→G and U→B, repeated for both pixels.
-        let (mut red, mut green, mut blue) = (vec![0i16; 2 * cw], vec![0i16; 2 * cw], vec![0i16; 2 * cw]);
-        // One row's channels, planar, before they are interleaved.
-        let mut planar = vec![[0u8; 3]; w];
-        let (mut r_row, mut g_row, mut b_row) = (vec![0u8; w], vec![0u8; w], vec![0u8; w]);
-        for (row, out_line) in out.chunks_exact_mut(w * 3).enumerate() {
-            if row % 2 == 0 {
-                let c = row / 2;
-                let u_line = &u_plane[c * cw..(c + 1) * cw];
-                let v_line = &v_plane[c * cw..(c + 1) * cw];
-                for (x, (&u, &v)) in u_line.iter().zip(v_line).enumerate() {
-                    let (u, v) = (u as i32 * 8 - 1024, v as i32 * 8 - 1024);
-                    let (r, g, b) = (mulhw(v, V_TO_R), mulhw(u, U_TO_G) + mulhw(v, V_TO_G), mulhw(u, U_TO_B));
-                    red[2 * x..2 * x + 2].fill(r as i16);
-                    green[2 * x..2 * x + 2].fill(g as i16);
-                    blue[2 * x..2 * x + 2].fill(b as i16);
-                }
-            }
-            let y_line = &y_plane[row * w..(row + 1) * w];
-            for (x, &y) in y_line.iter().enumerate() {
-                let y = mulhw(y as i32 * 8 - 128, Y_COEFF) as i16;
-                r_row[x] = (y + red[x]).clamp(0, 255) as u8;
-                g_row[x] = (y + green[x]).clamp(0, 255) as u8;
-                b_row[x] = (y + blue[x]).clamp(0, 255) as u8;
-            }
-            for (((pixel, &r), &g), &b) in planar.iter_mut().zip(&r_row).zip(&g_row).zip(&b_row) {
-                *pixel = [r, g, b];
-            }
-            out_line.copy_from_slice(planar.as_flattened());
-        }
+        yuv420_to_rgb_into(self.width, self.height, &self.data, out);
     }
 
     /// The frame as RGB, `[height, width, 3]` row-major.
@@ -119,6 +81,63 @@ impl Yuv420 {
         let mut out = vec![0u8; self.width * self.height * 3];
         self.to_rgb_into(&mut out);
         out
+    }
+}
+
+/// Bytes of one `width × height` frame as YUV 4:2:0 planes (`Y`, then `U`
+/// and `V` at half resolution, rounded up): the layout of [`Yuv420::data`].
+pub const fn yuv420_len(width: usize, height: usize) -> usize {
+    width * height + 2 * width.div_ceil(2) * height.div_ceil(2)
+}
+
+/// The YUV 4:2:0 planes of a `width × height` frame (laid out as
+/// [`Yuv420::data`], [`yuv420_len`] bytes) as RGB, `[height, width, 3]`
+/// row-major, into `out`: the conversion [`mod@self`] describes.
+///
+/// Written for the compiler to vectorise: each chroma row's three
+/// colour terms are computed once for the two luma rows that share
+/// it, each luma row's term once, then every pixel is two additions
+/// and a clamp per channel (the same arithmetic as [`mod@self`]
+/// describes, in the same order).
+///
+/// # Panics
+/// If `planes` is shorter than [`yuv420_len`] or `out` than `width × height × 3`.
+pub fn yuv420_to_rgb_into(width: usize, height: usize, planes: &[u8], out: &mut [u8]) {
+    let (w, h) = (width, height);
+    let cw = w.div_ceil(2);
+    let chroma = cw * h.div_ceil(2);
+    let y_plane = &planes[..w * h];
+    let (u_plane, v_plane) = planes[w * h..w * h + 2 * chroma].split_at(chroma);
+    let out = &mut out[..w * h * 3];
+    // Per chroma column: V→R, U→G + V→G and U→B, repeated for both pixels.
+    let (mut red, mut green, mut blue) = (vec![0i16; 2 * cw], vec![0i16; 2 * cw], vec![0i16; 2 * cw]);
+    // One row's channels, planar, before they are interleaved.
+    let mut planar = vec![[0u8; 3]; w];
+    let (mut r_row, mut g_row, mut b_row) = (vec![0u8; w], vec![0u8; w], vec![0u8; w]);
+    for (row, out_line) in out.chunks_exact_mut(w * 3).enumerate() {
+        if row % 2 == 0 {
+            let c = row / 2;
+            let u_line = &u_plane[c * cw..(c + 1) * cw];
+            let v_line = &v_plane[c * cw..(c + 1) * cw];
+            for (x, (&u, &v)) in u_line.iter().zip(v_line).enumerate() {
+                let (u, v) = (u as i32 * 8 - 1024, v as i32 * 8 - 1024);
+                let (r, g, b) = (mulhw(v, V_TO_R), mulhw(u, U_TO_G) + mulhw(v, V_TO_G), mulhw(u, U_TO_B));
+                red[2 * x..2 * x + 2].fill(r as i16);
+                green[2 * x..2 * x + 2].fill(g as i16);
+                blue[2 * x..2 * x + 2].fill(b as i16);
+            }
+        }
+        let y_line = &y_plane[row * w..(row + 1) * w];
+        for (x, &y) in y_line.iter().enumerate() {
+            let y = mulhw(y as i32 * 8 - 128, Y_COEFF) as i16;
+            r_row[x] = (y + red[x]).clamp(0, 255) as u8;
+            g_row[x] = (y + green[x]).clamp(0, 255) as u8;
+            b_row[x] = (y + blue[x]).clamp(0, 255) as u8;
+        }
+        for (((pixel, &r), &g), &b) in planar.iter_mut().zip(&r_row).zip(&g_row).zip(&b_row) {
+            *pixel = [r, g, b];
+        }
+        out_line.copy_from_slice(planar.as_flattened());
     }
 }
 

@@ -16,6 +16,8 @@
 //! - [`Device::fuse`]: several streams at different rates onto one timeline,
 //!   concatenated along the channels.
 //! - [`Device::voxelize`]: point clouds into occupancy, count, mean or max grids.
+//! - [`Device::yuv420_to_rgb`]: decoded camera frames (YUV 4:2:0) to RGB,
+//!   u8 or f32, channels last or first, as FFmpeg converts them.
 //! - [`Device::step_window_batch`] / [`Device::time_window_batch`]: windows of a
 //!   RoboMimic, CALVIN or RT-X file ([`datasets`]) as one tensor per stream.
 //!
@@ -59,7 +61,10 @@ pub use loader::{
     nvdec_device, Epoch, FrameCacheReport, Loader, LoaderConfig, LoaderMode, MaskKind, Normalization,
     NormalizationMode, TelemetryReport, VideoDecodeReport, WindowSpec,
 };
-pub use ops::{Fused, FusionStreamInput, Resampled, StreamInput, TargetTimes, TimeAxis, VoxelInput, VoxelOutput};
+pub use ops::{
+    FrameDType, FrameLayout, FrameOutput, Fused, FusionStreamInput, Resampled, StreamInput, TargetTimes, TimeAxis,
+    VoxelInput, VoxelOutput,
+};
 pub use robocache_cpu::half;
 pub use robocache_cpu::{
     Boundary, ChannelGroup, ChannelSpec, DType, Element, HostSlice, HostVec, Method, QuaternionOrder, ResampleSpec,

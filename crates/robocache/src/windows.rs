@@ -11,11 +11,12 @@
 //!   result is continuous inside a window and equals the angle modulo 2π.
 
 use robocache_cpu::{Boundary, DType, Element, HostVec, ResampleSpec};
-use robocache_datasets::{Dataset, DeltaWindows, StepWindows, StreamInfo, TimeWindows};
+use robocache_datasets::{Dataset, DeltaWindows, FrameFormat, StepWindows, StreamInfo, TimeWindows};
+use robocache_video::yuv420_len;
 
 pub use crate::assembly::{BatchStream, MaskKind};
 use crate::batch_buffer::BatchBuffer;
-use crate::{Device, Error, Result, StreamInput, TargetTimes, Tensor, TimeAxis};
+use crate::{Device, Error, FrameOutput, Result, StreamInput, TargetTimes, Tensor, TimeAxis};
 
 /// A batch of windows: one [`BatchStream`] per requested stream, plus where
 /// each window came from.
@@ -150,6 +151,22 @@ impl Device {
         samples: &[usize],
         streams: &[&str],
     ) -> Result<WindowBatch> {
+        self.delta_window_batch_with_frames(dataset, windows, samples, streams, FrameOutput::default())
+    }
+
+    /// [`Device::delta_window_batch`] with camera video as `frames` says:
+    /// `[B, T, H, W, 3]` or `[B, T, 3, H, W]`, u8 or f32. Video frames are
+    /// read as the decoder's YUV 4:2:0 planes (half the bytes of RGB), put
+    /// on this device and converted there ([`Device::yuv420_to_rgb`]);
+    /// other streams are as [`Device::delta_window_batch`] gives them.
+    pub fn delta_window_batch_with_frames(
+        &self,
+        dataset: &Dataset,
+        windows: &DeltaWindows,
+        samples: &[usize],
+        streams: &[&str],
+        frames: FrameOutput,
+    ) -> Result<WindowBatch> {
         let cut: Vec<_> = samples.iter().map(|&s| windows.window(s)).collect::<Result<_, _>>()?;
         let mut out = Vec::with_capacity(streams.len());
         for &name in streams {
@@ -160,7 +177,6 @@ impl Device {
                 continue;
             };
             let info = dataset.stream(first.episode, name)?.1;
-            let mut data = BatchBuffer::new(self, info.dtype, cut.len() * steps * info.channels())?;
             for window in &cut {
                 let (_, here) = dataset.stream(window.episode, name)?;
                 if here.dtype != info.dtype || here.step_shape != info.step_shape {
@@ -170,14 +186,36 @@ impl Device {
                     ))));
                 }
             }
-            // The whole batch in one read: camera video decodes each group
-            // of pictures once for all the windows that need a frame of it.
-            let pad = dataset.read_delta_windows_into(&cut, name, offsets, data.as_mut_bytes())?;
-            let mut shape = vec![cut.len(), steps];
-            shape.extend(&info.step_shape);
+            let (data, pad) = match dataset.video_frame_size(name) {
+                Some((width, height)) => {
+                    // The whole batch in one read: each group of pictures
+                    // decoded once for all the windows that need a frame of it.
+                    let (count, frame_bytes) = (cut.len() * steps, yuv420_len(width, height));
+                    let mut planes = BatchBuffer::new(self, DType::U8, count * frame_bytes)?;
+                    let pad = dataset.read_delta_frames_into(
+                        &cut,
+                        name,
+                        offsets,
+                        FrameFormat::Yuv420,
+                        planes.as_mut_bytes(),
+                    )?;
+                    let planes = planes.into_tensor(self, &[count, frame_bytes], name)?;
+                    let rgb = self.yuv420_to_rgb(&planes, width, height, frames)?;
+                    let mut shape = vec![cut.len(), steps];
+                    shape.extend(&rgb.shape()[1..]);
+                    (rgb.reshape(&shape)?, pad)
+                }
+                None => {
+                    let mut data = BatchBuffer::new(self, info.dtype, cut.len() * steps * info.channels())?;
+                    let pad = dataset.read_delta_windows_into(&cut, name, offsets, data.as_mut_bytes())?;
+                    let mut shape = vec![cut.len(), steps];
+                    shape.extend(&info.step_shape);
+                    (data.into_tensor(self, &shape, name)?, pad)
+                }
+            };
             out.push(BatchStream {
                 name: name.to_owned(),
-                data: data.into_tensor(self, &shape, name)?,
+                data,
                 mask: Tensor::from_host_vec(self, HostVec::Bool(pad), &[cut.len(), steps])?,
                 mask_kind: MaskKind::Pad,
             });

@@ -637,6 +637,97 @@ fn bad_inputs_fail_as_the_reference_does(device: &Device) {
     }
 }
 
+/// FFmpeg swscale's `yuv420p` to `rgb24` (x86-64) pixel by pixel, as
+/// docs/semantics.md states it: BT.601 limited range, chroma repeated over
+/// each 2x2 block, every term `(value * 8 * coefficient) >> 16`, the sum
+/// clamped. Written here from the statement, not from either backend.
+fn swscale_rgb(planes: &[u8], width: usize, height: usize) -> Vec<u8> {
+    let mulhw = |a: i32, b: i32| (a * b) >> 16;
+    let (cw, ch) = (width.div_ceil(2), height.div_ceil(2));
+    let mut out = Vec::with_capacity(width * height * 3);
+    for row in 0..height {
+        for x in 0..width {
+            let c = (row / 2) * cw + x / 2;
+            let y = mulhw(planes[row * width + x] as i32 * 8 - 128, 9539);
+            let u = planes[width * height + c] as i32 * 8 - 1024;
+            let v = planes[width * height + cw * ch + c] as i32 * 8 - 1024;
+            let rgb = [y + mulhw(v, 13075), y + mulhw(u, -3209) + mulhw(v, -6660), y + mulhw(u, 16525)];
+            out.extend(rgb.map(|level| level.clamp(0, 255) as u8));
+        }
+    }
+    out
+}
+
+/// Decoded frames to RGB in every layout and dtype: equal to swscale's
+/// arithmetic bit for bit (f32: the level over 255, IEEE division), on
+/// random planes of odd and even sizes; malformed inputs are errors.
+fn yuv_frames_convert_as_swscale(device: &Device) {
+    use robocache::{FrameDType, FrameLayout, FrameOutput};
+    let layouts = [FrameLayout::Hwc, FrameLayout::Chw];
+    let dtypes = [FrameDType::U8, FrameDType::F32];
+    runner()
+        .run(&(1usize..41, 1usize..13, 1usize..5, any::<u64>()), |(width, height, frames, seed)| {
+            let frame_bytes = width * height + 2 * width.div_ceil(2) * height.div_ceil(2);
+            let mut state = seed | 1;
+            let planes: Vec<u8> = (0..frames * frame_bytes)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    (state >> 56) as u8
+                })
+                .collect();
+            let want: Vec<Vec<u8>> =
+                planes.chunks_exact(frame_bytes).map(|frame| swscale_rgb(frame, width, height)).collect();
+            let tensor = Tensor::from_slice(device, &planes, &[frames, frame_bytes]).unwrap();
+            for layout in layouts {
+                for dtype in dtypes {
+                    let output = FrameOutput { layout, dtype };
+                    let got = device.yuv420_to_rgb(&tensor, width, height, output).unwrap();
+                    prop_assert_eq!(got.shape(), &output.shape(frames, width, height)[..]);
+                    let pixels = width * height;
+                    // The expected levels in the output's layout.
+                    let levels: Vec<u8> = want
+                        .iter()
+                        .flat_map(|rgb| match layout {
+                            FrameLayout::Hwc => rgb.clone(),
+                            FrameLayout::Chw => (0..3).flat_map(|c| (0..pixels).map(move |p| rgb[p * 3 + c])).collect(),
+                        })
+                        .collect();
+                    match dtype {
+                        FrameDType::U8 => prop_assert_eq!(got.to_vec::<u8>().unwrap(), levels, "{:?}", output),
+                        FrameDType::F32 => {
+                            let floats: Vec<f32> = levels.iter().map(|&l| l as f32 / 255.0).collect();
+                            let got: Vec<u32> = got.to_vec::<f32>().unwrap().iter().map(|v| v.to_bits()).collect();
+                            let want: Vec<u32> = floats.iter().map(|v| v.to_bits()).collect();
+                            prop_assert_eq!(got, want, "{:?}", output);
+                        }
+                    }
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+    // Frames of a realistic size, many at once (the GPU's grid covers them all).
+    let (width, height, frames) = (640usize, 480usize, 8usize);
+    let frame_bytes = width * height + 2 * (width / 2) * (height / 2);
+    let planes: Vec<u8> = (0..frames * frame_bytes).map(|i| ((i * 2654435761usize) >> 13) as u8).collect();
+    let tensor = Tensor::from_slice(device, &planes, &[frames, frame_bytes]).unwrap();
+    let got = device.yuv420_to_rgb(&tensor, width, height, FrameOutput::default()).unwrap().to_vec::<u8>().unwrap();
+    let want: Vec<u8> = planes.chunks_exact(frame_bytes).flat_map(|f| swscale_rgb(f, width, height)).collect();
+    assert!(got == want, "640x480 frames differ from swscale's arithmetic");
+    // Malformed inputs: the plane length, the dtype, an empty frame size.
+    let bad_length = Tensor::from_slice(device, &[0u8; 7], &[1, 7]).unwrap();
+    let error = device.yuv420_to_rgb(&bad_length, 2, 2, FrameOutput::default()).unwrap_err().to_string();
+    assert!(error.contains("YUV frames") && error.contains("[N, 6]"), "{error}");
+    let floats = Tensor::from_slice(device, &[0f32; 6], &[1, 6]).unwrap();
+    let error = device.yuv420_to_rgb(&floats, 2, 2, FrameOutput::default()).unwrap_err().to_string();
+    assert!(error.contains("YUV frames"), "{error}");
+    let empty = Tensor::from_slice(device, &[0u8; 0], &[1, 0]).unwrap();
+    let error = device.yuv420_to_rgb(&empty, 0, 4, FrameOutput::default()).unwrap_err().to_string();
+    assert!(error.contains("0x4"), "{error}");
+}
+
 macro_rules! backend_tests {
     ($backend:ident, $device:expr, [$($operation:ident),*]) => {
         mod $backend {
@@ -967,7 +1058,8 @@ backend_tests!(
         window_batches_match_reference,
         loader_batches_match_reference,
         handles_of_one_device_share_its_stream,
-        bad_inputs_fail_as_the_reference_does
+        bad_inputs_fail_as_the_reference_does,
+        yuv_frames_convert_as_swscale
     ]
 );
 // The 2^31 case needs 4 GiB on the host and the device.
@@ -987,6 +1079,7 @@ backend_tests!(
         loader_batches_match_reference,
         handles_of_one_device_share_its_stream,
         bad_inputs_fail_as_the_reference_does,
+        yuv_frames_convert_as_swscale,
         indexes_past_two_to_the_31
     ]
 );

@@ -31,7 +31,7 @@ use std::sync::{Arc, Mutex};
 
 use robocache_cpu::DType;
 use robocache_storage::Storage;
-use robocache_video::{DecodeCounts, DecoderChoice, FrameCache, FrameCacheUsage, FrameKey, VideoFile};
+use robocache_video::{DecodeCounts, DecoderChoice, FrameCache, FrameCacheUsage, FrameFormat, FrameKey, VideoFile};
 use serde_json::{json, Map, Value};
 
 use self::columns::{read_column, read_f64, read_i64, ColumnData, Expect};
@@ -84,6 +84,17 @@ type FileRows = HashMap<usize, Range<usize>>;
 /// A whole column of a data file: (file, column).
 type ColumnKey = (PathBuf, String);
 
+/// `(height, width)` of a video feature's frames, from its `[H, W, 3]` shape.
+fn video_size(feature: &LeRobotFeature) -> Result<(usize, usize)> {
+    match feature.shape[..] {
+        [height, width, 3] => Ok((height, width)),
+        _ => Err(Error::Invalid(format!(
+            "video feature `{}` has shape {:?}; RGB frames are [height, width, 3]",
+            feature.name, feature.shape
+        ))),
+    }
+}
+
 /// The frames of one video file a read needs decoded.
 struct MissingFrames {
     video: Arc<VideoFile>,
@@ -115,7 +126,8 @@ pub(crate) struct LeRobotSource {
     /// Open video files (sample tables read once), each with the number
     /// its frames have in `frames`.
     videos: Mutex<HashMap<PathBuf, (usize, Arc<VideoFile>)>>,
-    /// Decoded RGB frames kept for later reads (empty budget by default).
+    /// Decoded frames (YUV 4:2:0, as decoded) kept for later reads (empty
+    /// budget by default).
     frames: FrameCache,
     /// Where frames the cache lacks are decoded.
     decoders: Mutex<DecoderChoice>,
@@ -529,33 +541,45 @@ impl LeRobotSource {
         out: &mut [u8],
     ) -> Result<()> {
         let wanted: Vec<(usize, usize)> = rows.map(|row| (episode, row)).collect();
-        self.read_video_frames_into(feature, &wanted, out)
+        self.read_video_frames_into(feature, &wanted, FrameFormat::Rgb, out)
     }
 
     /// The frames of video feature `feature` at `(episode, row)` pairs, in
-    /// that order, RGB `[H, W, 3]` each, into `out`. Each frame is chosen as
-    /// LeRobot chooses it: the row's `timestamp` plus the episode's
-    /// `from_timestamp` in its video file, `round(t · average_fps)`, the
-    /// frame's time within [`VIDEO_TOLERANCE_S`] of `t`. Frames the cache
-    /// holds are copied; the others are decoded together, per file, each
+    /// that order, into `out`, each as `format` says: RGB `[H, W, 3]`, or
+    /// YUV 4:2:0 planes as decoded ([`robocache_video::yuv420_len`] bytes).
+    /// Each frame is chosen as LeRobot chooses it: the row's `timestamp`
+    /// plus the episode's `from_timestamp` in its video file,
+    /// `round(t · average_fps)`, the frame's time within
+    /// [`VIDEO_TOLERANCE_S`] of `t`. Frames the cache holds (as YUV) are
+    /// copied or converted; the others are decoded together, per file, each
     /// group of pictures once for all the frames asked of it, and offered
     /// to the cache.
     pub fn read_video_frames_into(
         &self,
         feature: &LeRobotFeature,
         wanted: &[(usize, usize)],
+        format: FrameFormat,
         out: &mut [u8],
     ) -> Result<()> {
-        let frame_bytes: usize = feature.shape.iter().product();
+        let (height, width) = video_size(feature)?;
+        let frame_bytes = match format {
+            FrameFormat::Rgb => width * height * 3,
+            FrameFormat::Yuv420 => robocache_video::yuv420_len(width, height),
+        };
         if out.len() != wanted.len() * frame_bytes {
             return Err(Error::Invalid(format!(
-                "{} frames of `{}` are {} bytes, the buffer given has {}",
+                "{} frames of `{}` are {} bytes ({format:?}), the buffer given has {}",
                 wanted.len(),
                 feature.name,
                 wanted.len() * frame_bytes,
                 out.len()
             )));
         }
+        // YUV planes into a slot, as `format` asks.
+        let write = |planes: &[u8], slot: &mut [u8]| match format {
+            FrameFormat::Rgb => robocache_video::yuv420_to_rgb_into(width, height, planes, slot),
+            FrameFormat::Yuv420 => slot.copy_from_slice(planes),
+        };
         // Per file: the video, the episode that first named it (for errors),
         // and (slot in `out`, frame index) of every frame the cache lacks.
         let mut missing: HashMap<usize, MissingFrames> = HashMap::new();
@@ -566,7 +590,7 @@ impl LeRobotSource {
             let chunk = &mut out[slot * frame_bytes..(slot + 1) * frame_bytes];
             if caching {
                 if let Some(frame) = self.frames.get(FrameKey { file: id, frame: index }) {
-                    chunk.copy_from_slice(&frame);
+                    write(&frame, chunk);
                     continue;
                 }
             }
@@ -586,20 +610,20 @@ impl LeRobotSource {
                 source,
             })?;
             *self.decoded.lock().unwrap_or_else(|p| p.into_inner()) += counts;
-            for (&index, frame) in indices.iter().zip(&frames) {
-                // Converted straight into the first slot that shows it,
-                // copied from there into the others and the cache.
+            for (&index, frame) in indices.iter().zip(frames) {
+                // Written into the first slot that shows it, copied from
+                // there into the others.
                 let mut shown = slots.iter().filter(|&&(_, i)| i == index).map(|&(slot, _)| slot * frame_bytes);
                 let Some(first) = shown.next() else { continue };
                 let (head, tail) = out.split_at_mut(first + frame_bytes);
-                let rgb = &mut head[first..];
-                frame.to_rgb_into(rgb);
+                let written = &mut head[first..];
+                write(&frame.data, written);
                 for at in shown {
                     let at = at - first - frame_bytes;
-                    tail[at..at + frame_bytes].copy_from_slice(rgb);
+                    tail[at..at + frame_bytes].copy_from_slice(written);
                 }
                 if caching {
-                    self.frames.insert(FrameKey { file: id, frame: index }, Arc::from(&*rgb));
+                    self.frames.insert(FrameKey { file: id, frame: index }, Arc::from(frame.data));
                 }
             }
         }

@@ -15,6 +15,8 @@
 //! Any dataset with a step clock works (its rate is the fps); for LeRobot
 //! datasets this is `LeRobotDataset.__getitem__`'s choice of rows exactly.
 
+use robocache_video::FrameFormat;
+
 use crate::dataset::Dataset;
 use crate::model::DatasetInfo;
 use crate::{Error, Result};
@@ -245,11 +247,34 @@ impl Dataset {
             }
             return Ok(pads);
         }
-        let wanted: Vec<(usize, usize)> =
-            windows.iter().flat_map(|w| offsets.iter().map(move |&d| (w.episode, w.row(d).0))).collect();
-        self.read_rows_at_into(stream, &wanted, out)?;
-        Ok(windows.iter().flat_map(|w| offsets.iter().map(move |&d| w.row(d).1)).collect())
+        self.read_rows_at_into(stream, &delta_rows(windows, offsets), out)?;
+        Ok(delta_pads(windows, offsets))
     }
+
+    /// [`Dataset::read_delta_windows_into`] for a video stream, its frames
+    /// as `format` says ([`Dataset::read_video_frames_at_into`]): the whole
+    /// batch in one request, window after window, and the pad masks.
+    pub fn read_delta_frames_into(
+        &self,
+        windows: &[DeltaWindow],
+        stream: &str,
+        offsets: &[i64],
+        format: FrameFormat,
+        out: &mut [u8],
+    ) -> Result<Vec<bool>> {
+        self.read_video_frames_at_into(stream, &delta_rows(windows, offsets), format, out)?;
+        Ok(delta_pads(windows, offsets))
+    }
+}
+
+/// `(episode, row)` of every offset of every window, window after window.
+fn delta_rows(windows: &[DeltaWindow], offsets: &[i64]) -> Vec<(usize, usize)> {
+    windows.iter().flat_map(|w| offsets.iter().map(move |&d| (w.episode, w.row(d).0))).collect()
+}
+
+/// The pad flag of every offset of every window, window after window.
+fn delta_pads(windows: &[DeltaWindow], offsets: &[i64]) -> Vec<bool> {
+    windows.iter().flat_map(|w| offsets.iter().map(move |&d| w.row(d).1)).collect()
 }
 
 #[cfg(test)]

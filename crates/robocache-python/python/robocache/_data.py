@@ -171,15 +171,18 @@ class Loader:
 
     Camera video is decoded in the loader's ``workers`` (Rust threads),
     each batch's frames together: a group of pictures is decoded once for
-    every window of the batch that needs a frame of it. ``video_decoder``:
+    every window of the batch that needs a frame of it. Frames go to the
+    loader's device as the decoder's YUV 4:2:0 planes (1.5 bytes a pixel)
+    and are converted to RGB there, straight into ``[B, T, C, H, W]``
+    float32 or uint8, bit for bit as FFmpeg (and so LeRobot) converts them. ``video_decoder``:
     ``"auto"`` (a CUDA loader decodes on its GPU's video engines, NVDEC,
     where the driver has them and they decode the codec, with the CPU
     decoders beside them; a CPU loader decodes on the CPU), ``"cpu"`` (AV1
     by rav1d, H.264 by OpenH264; HEVC is an error) or ``"nvdec"`` (NVDEC
     only: an error where it cannot decode). NVDEC decodes H.264 and HEVC
     on every NVIDIA GPU that has it, AV1 on Ada and later (not the H100).
-    ``frame_cache_bytes`` keeps decoded frames (RGB, uint8, in host memory)
-    up to that many bytes, the first ones decoded: every epoch after the
+    ``frame_cache_bytes`` keeps decoded frames (YUV 4:2:0 as decoded, 1.5
+    bytes a pixel, in host memory) up to that many bytes, the first ones decoded: every epoch after the
     first reads them instead of decoding them again (a cache holding part of
     the dataset serves that part). ``telemetry()`` reports its hit rate
     (``frame_cache``) and the host cores the process kept busy
@@ -240,10 +243,15 @@ class Loader:
                     bool(windows.get("pad_seq_length", True)), bool(windows.get("pad_frame_stack", True)))
         else:
             raise InvalidInputError("windows needs hz/history/horizon (time windows) or seq_length/frame_stack")
+        # LeRobot's frames: channels first, float32 in [0, 1] (or uint8),
+        # converted from the decoder's YUV on the loader's device.
+        frame_layout, frame_dtype = "hwc", "uint8"
+        if self._lerobot is not None:
+            frame_layout, frame_dtype = "chw", "uint8" if return_uint8 else "float32"
         self._native = _NativeLoader(dataset._native, self.streams, spec, self.batch_size, self.device, int(seed),
                                      bool(shuffle), self.rank, self.world_size, bool(drop_last), int(workers), int(prefetch),
                                      normalization, mode, int(frame_cache_bytes), str(shard_by),
-                                     str(video_decoder))
+                                     str(video_decoder), frame_layout, frame_dtype)
         self._epoch = 0
         self._next_batch = 0
         # What each batch holds, in the order the native loader hands it over.
@@ -357,13 +365,16 @@ class _LeRobotBatches:
             shape = stream.get("step_shape", [])
             if key not in self._deltas:
                 value = value[:, 0]
-            if key in self._camera:
-                # [B, (T,) H, W, C] -> [B, (T,) C, H, W]
+            if key in self._video:
+                # Already [B, T, C, H, W] in the asked dtype (converted on the
+                # loader's device from the decoder's YUV).
+                if key in self._deltas and len(self._deltas[key]) == 1:
+                    value = value[:, 0]
+            elif key in self._camera:
+                # Images stored in parquet: [B, (T,) H, W, C] -> [B, (T,) C, H, W]
                 value = _move_channels_first(value)
                 if not self._return_uint8:
                     value = _to_float_frames(value)
-                if key in self._video and key in self._deltas and len(self._deltas[key]) == 1:
-                    value = value[:, 0]
             elif list(shape) == [1]:
                 value = value[..., 0]
             if stream.get("dtype") == "f64" and key not in _LEROBOT_COLUMNS:

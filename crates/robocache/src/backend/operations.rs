@@ -3,7 +3,9 @@
 use robocache_cpu::{DType, ResampleSpec, VoxelGrid, VoxelMode};
 
 use crate::assembly::{Assembled, AssemblyRequest, ResidentStream};
-use crate::ops::descriptors::{Fused, FusionStreamInput, Resampled, StreamInput, TargetTimes, VoxelInput, VoxelOutput};
+use crate::ops::descriptors::{
+    FrameOutput, Fused, FusionStreamInput, Resampled, StreamInput, TargetTimes, VoxelInput, VoxelOutput,
+};
 use crate::{Device, Result, Tensor};
 
 /// The operations and the batch assembly on a CUDA device; `device` is the
@@ -34,6 +36,15 @@ pub(crate) trait CudaOperations {
         mode: VoxelMode,
         budget_bytes: u64,
     ) -> Result<VoxelOutput>;
+    /// [`Device::yuv420_to_rgb`] on this device (the input checked).
+    fn yuv420_to_rgb(
+        &self,
+        device: &Device,
+        planes: &Tensor,
+        width: usize,
+        height: usize,
+        output: FrameOutput,
+    ) -> Result<Tensor>;
     /// A resident stream's episode table in the assembly kernel's layout.
     fn resident_table(&self, device: &Device, stream: &ResidentStream) -> Result<Tensor>;
     /// One batch of windows of resident streams, with its columns.

@@ -6,7 +6,9 @@ use robocache_cpu::{DType, ResampleSpec, VoxelGrid, VoxelMode};
 use super::absent::CudaDevice;
 use crate::assembly::{Assembled, AssemblyRequest, ResidentStream};
 use crate::backend::operations::CudaOperations;
-use crate::ops::descriptors::{Fused, FusionStreamInput, Resampled, StreamInput, TargetTimes, VoxelInput, VoxelOutput};
+use crate::ops::descriptors::{
+    FrameOutput, Fused, FusionStreamInput, Resampled, StreamInput, TargetTimes, VoxelInput, VoxelOutput,
+};
 use crate::{Device, Result, Tensor};
 
 impl CudaOperations for CudaDevice {
@@ -19,6 +21,10 @@ impl CudaOperations for CudaDevice {
     }
 
     fn voxelize(&self, _: &Device, _: &VoxelInput<'_>, _: &VoxelGrid, _: VoxelMode, _: u64) -> Result<VoxelOutput> {
+        self.unreachable()
+    }
+
+    fn yuv420_to_rgb(&self, _: &Device, _: &Tensor, _: usize, _: usize, _: FrameOutput) -> Result<Tensor> {
         self.unreachable()
     }
 

@@ -1,6 +1,6 @@
 //! The CUDA device as the facade's [`CudaBackend`] and [`CudaOperations`]: the memory, stream and
 //! staging calls here, the operations in their own modules (`resample`,
-//! `fusion`, `voxelize`, `assemble`, `timing`), which this file is the only
+//! `fusion`, `voxelize`, `frames`, `assemble`, `timing`), which this file is the only
 //! one to call from outside the backend.
 
 use std::time::Duration;
@@ -14,7 +14,9 @@ use super::timing::DeviceEvent;
 use crate::assembly::{Assembled, AssemblyRequest, ResidentStream};
 use crate::backend::operations::CudaOperations;
 use crate::backend::CudaBackend;
-use crate::ops::descriptors::{Fused, FusionStreamInput, Resampled, StreamInput, TargetTimes, VoxelInput, VoxelOutput};
+use crate::ops::descriptors::{
+    FrameOutput, Fused, FusionStreamInput, Resampled, StreamInput, TargetTimes, VoxelInput, VoxelOutput,
+};
 use crate::{Device, Result, Tensor};
 
 impl CudaBackend for CudaDevice {
@@ -184,6 +186,17 @@ impl CudaOperations for CudaDevice {
         budget_bytes: u64,
     ) -> Result<VoxelOutput> {
         self.run_voxelize(device, input, grid, mode, budget_bytes)
+    }
+
+    fn yuv420_to_rgb(
+        &self,
+        device: &Device,
+        planes: &Tensor,
+        width: usize,
+        height: usize,
+        output: FrameOutput,
+    ) -> Result<Tensor> {
+        self.run_yuv420_to_rgb(device, planes, width, height, output)
     }
 
     fn resident_table(&self, device: &Device, stream: &ResidentStream) -> Result<Tensor> {

@@ -14,6 +14,8 @@ mod contract;
 #[cfg(feature = "cuda")]
 mod error;
 #[cfg(feature = "cuda")]
+mod frames;
+#[cfg(feature = "cuda")]
 mod fusion;
 #[cfg(feature = "cuda")]
 mod resample;

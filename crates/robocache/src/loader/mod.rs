@@ -63,7 +63,7 @@ use crate::assembly::AssemblyRequest;
 use crate::backend::operations::CudaOperations;
 use crate::backend::CudaBackend;
 use crate::windows::{BatchStream, WindowBatch};
-use crate::{Device, Error, Result, Tensor};
+use crate::{Device, Error, FrameOutput, Result, Tensor};
 
 /// How windows are cut.
 #[derive(Clone, Debug, PartialEq)]
@@ -143,6 +143,13 @@ pub struct LoaderConfig {
     /// ([`DecoderChoice::Auto`]), the dataset's setting (the CPU unless
     /// set) on a CPU loader.
     pub video_decoders: Option<DecoderChoice>,
+    /// What camera video becomes in [`WindowSpec::Deltas`] batches: RGB
+    /// `[B, T, H, W, 3]` u8 by default, or channels first and/or float32
+    /// (levels / 255, LeRobot's frames). Frames travel to the device as the
+    /// decoder's YUV 4:2:0 planes and are converted there either way. Step
+    /// and time windows give video as u8 `[H, W, 3]` and take only the
+    /// default.
+    pub frames: FrameOutput,
 }
 
 impl LoaderConfig {
@@ -169,6 +176,7 @@ impl LoaderConfig {
             wait_until_ready: true,
             frame_cache_bytes: None,
             video_decoders: None,
+            frames: FrameOutput::default(),
         }
     }
 }
@@ -273,6 +281,12 @@ impl Loader {
             }
         };
         let deltas = matches!(cut, Cut::Deltas(_));
+        if !deltas && config.frames != FrameOutput::default() {
+            return Err(invalid(format!(
+                "LoaderConfig::frames {:?} applies to delta_timestamps windows; step and time windows give camera video as u8 [H, W, 3] (the default)",
+                config.frames
+            )));
+        }
         let first = dataset.info().episodes.first().ok_or_else(|| invalid("the dataset has no episodes".into()))?;
         let (mut resident_names, mut streamed) = (Vec::new(), Vec::new());
         for &name in &names {
@@ -365,6 +379,7 @@ impl Loader {
             streams: config.streams.clone(),
             masks: config.masks,
             wait_until_ready: config.wait_until_ready,
+            frames: config.frames,
         });
         let epochs = Arc::new(Epochs {
             job,
@@ -586,6 +601,7 @@ struct Job {
     streams: Vec<String>,
     masks: MaskKind,
     wait_until_ready: bool,
+    frames: FrameOutput,
 }
 
 impl Job {
@@ -622,7 +638,9 @@ impl Job {
             let batch = match self.cut.as_ref() {
                 Cut::Steps(w) => self.device.step_window_batch(&self.dataset, w, &samples, &names)?,
                 Cut::Times(w) => self.device.time_window_batch(&self.dataset, w, &samples, &names)?,
-                Cut::Deltas(w) => self.device.delta_window_batch(&self.dataset, w, &samples, &names)?,
+                Cut::Deltas(w) => {
+                    self.device.delta_window_batch_with_frames(&self.dataset, w, &samples, &names, self.frames)?
+                }
             };
             let keep_pad = matches!(*self.cut, Cut::Deltas(_));
             for mut stream in batch.streams {

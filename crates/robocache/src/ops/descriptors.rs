@@ -138,6 +138,82 @@ impl VoxelInput<'_> {
     }
 }
 
+/// How [`Device::yuv420_to_rgb`] lays out a frame's RGB values.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum FrameLayout {
+    /// `[H, W, 3]`, channels last: as decoders and LeRobot's stored images.
+    #[default]
+    Hwc,
+    /// `[3, H, W]`, channels first: as LeRobot's batches and torchvision.
+    Chw,
+}
+
+/// What camera frames decoded from video become: their layout and dtype
+/// (`U8` levels, or `F32` levels divided by 255, LeRobot's float frames).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct FrameOutput {
+    pub layout: FrameLayout,
+    pub dtype: FrameDType,
+}
+
+/// The dtype of converted frames.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum FrameDType {
+    /// Levels 0..=255.
+    #[default]
+    U8,
+    /// Levels divided by 255 (IEEE division, round to nearest): in [0, 1].
+    F32,
+}
+
+impl FrameDType {
+    /// The tensor dtype.
+    pub fn dtype(self) -> DType {
+        match self {
+            FrameDType::U8 => DType::U8,
+            FrameDType::F32 => DType::F32,
+        }
+    }
+}
+
+impl FrameOutput {
+    /// The shape of `frames` frames of `width × height`.
+    pub fn shape(self, frames: usize, width: usize, height: usize) -> Vec<usize> {
+        match self.layout {
+            FrameLayout::Hwc => vec![frames, height, width, 3],
+            FrameLayout::Chw => vec![frames, 3, height, width],
+        }
+    }
+}
+
+/// The checks every backend makes of a [`Device::yuv420_to_rgb`] call: the
+/// planes `u8 [N, yuv420_len(width, height)]` on `device`, a frame of at
+/// least one pixel and fewer than 2³² (the kernel's pixel index).
+pub(crate) fn check_yuv_frames(device: &Device, planes: &Tensor, width: usize, height: usize) -> Result<()> {
+    device.expect_same("YUV frames", planes.device())?;
+    let frame_bytes = robocache_video::yuv420_len(width, height);
+    let expected = format!("[N, {frame_bytes}] (YUV 4:2:0 planes of {width}x{height} frames)");
+    expect_rank("YUV frames", planes, &[2], &expected)?;
+    if planes.shape()[1] != frame_bytes {
+        return Err(Error::Rank { what: "YUV frames".into(), expected, shape: planes.shape().to_vec() });
+    }
+    expect_dtype("YUV frames", planes, DType::U8)?;
+    if width == 0 || height == 0 {
+        return Err(robocache_cpu::Error::Empty {
+            what: "frame size".into(),
+            reason: format!("{width}x{height} frames have no pixels"),
+        }
+        .into());
+    }
+    if width.checked_mul(height).is_none_or(|pixels| pixels > u32::MAX as usize) {
+        return Err(Error::Limit {
+            what: format!("{width}x{height} frames"),
+            limit: "a frame converts on a device when it has fewer than 2^32 pixels".into(),
+        });
+    }
+    Ok(())
+}
+
 /// Checks the rank of a tensor.
 pub(crate) fn expect_rank(what: &str, tensor: &Tensor, ranks: &[usize], expected: &str) -> Result<()> {
     if ranks.contains(&tensor.shape().len()) {

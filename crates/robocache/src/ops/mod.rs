@@ -2,13 +2,15 @@
 //! holds the conversions from tensors to the CPU reference's borrowed inputs.
 
 pub(crate) mod descriptors;
+mod frames;
 mod fusion;
 mod resample;
 mod voxelize;
 
 use descriptors::{expect_rank, expect_time_tensor};
 pub use descriptors::{
-    Fused, FusionStreamInput, Resampled, StreamInput, TargetTimes, TimeAxis, VoxelInput, VoxelOutput,
+    FrameDType, FrameLayout, FrameOutput, Fused, FusionStreamInput, Resampled, StreamInput, TargetTimes, TimeAxis,
+    VoxelInput, VoxelOutput,
 };
 
 use robocache_cpu::{HostSlice, Times};
