@@ -247,6 +247,51 @@ impl CudaContext {
         })
     }
 
+    /// Lets the device's memory pool (the one [`CudaContext::alloc`] draws
+    /// from) keep up to `bytes` of freed memory instead of handing it back to
+    /// the driver at the next synchronisation (its release threshold, raised
+    /// to `bytes` when lower, never lowered). A loader that allocates and
+    /// frees the same large batches over and over would otherwise map the
+    /// memory again for every batch.
+    pub fn keep_pool_memory(&self, bytes: u64) -> Result<()> {
+        let pool = self.memory_pool()?;
+        let threshold = cust::sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD;
+        if bytes > self.pool_memory_kept()? {
+            let mut value = bytes;
+            // SAFETY: reads one `cuuint64_t`.
+            check(
+                unsafe { cust::sys::cuMemPoolSetAttribute(pool, threshold, (&mut value as *mut u64).cast()) },
+                "cuMemPoolSetAttribute",
+            )?;
+        }
+        Ok(())
+    }
+
+    /// How much freed memory the device's pool keeps (its release threshold).
+    pub fn pool_memory_kept(&self) -> Result<u64> {
+        let pool = self.memory_pool()?;
+        let threshold = cust::sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD;
+        let mut current: u64 = 0;
+        // SAFETY: the release threshold is a `cuuint64_t`, written into `current`.
+        check(
+            unsafe { cust::sys::cuMemPoolGetAttribute(pool, threshold, (&mut current as *mut u64).cast()) },
+            "cuMemPoolGetAttribute",
+        )?;
+        Ok(current)
+    }
+
+    /// The memory pool `cuMemAllocAsync` draws from on this device.
+    fn memory_pool(&self) -> Result<cust::sys::CUmemoryPool> {
+        self.make_current()?;
+        let mut device: cust::sys::CUdevice = 0;
+        // SAFETY: writes one device handle; the ordinal was checked by `new`.
+        check(unsafe { cust::sys::cuDeviceGet(&mut device, self.inner.ordinal as i32) }, "cuDeviceGet")?;
+        let mut pool: cust::sys::CUmemoryPool = std::ptr::null_mut();
+        // SAFETY: writes one pool handle of a valid device.
+        check(unsafe { cust::sys::cuDeviceGetMemPool(&mut pool, device) }, "cuDeviceGetMemPool")?;
+        Ok(pool)
+    }
+
     /// A device copy of `data`.
     pub fn upload(&self, data: &[u8]) -> Result<DeviceBytes> {
         let out = self.alloc(data.len())?;

@@ -109,6 +109,24 @@ fn copy_stream_upload_is_ordered_with_the_stream() {
 }
 
 #[test]
+fn the_pool_keeps_freed_memory_once_asked_and_never_less() {
+    let Some(context) = context() else { return };
+    let before = context.pool_memory_kept().unwrap();
+    let asked = before.max(1 << 30) + (64 << 20);
+    context.keep_pool_memory(asked).unwrap();
+    assert_eq!(context.pool_memory_kept().unwrap(), asked);
+    context.keep_pool_memory(1 << 20).unwrap();
+    assert_eq!(context.pool_memory_kept().unwrap(), asked, "a smaller request leaves the threshold as it is");
+    // Memory freed past a synchronisation is still allocated from the pool.
+    let first = context.alloc(256 << 20).unwrap();
+    drop(first);
+    context.synchronize().unwrap();
+    let again = context.alloc(256 << 20).unwrap();
+    drop(again);
+    context.synchronize().unwrap();
+}
+
+#[test]
 fn out_of_memory_is_reported() {
     let Some(context) = context() else { return };
     if std::env::var_os("ROBOCACHE_UNDER_SANITIZER").is_some() {

@@ -78,6 +78,9 @@ pub(crate) trait CudaBackend: Sized {
     /// As `robocache_cuda::DeviceBytes::free_on_stream`.
     unsafe fn free_storage_on_stream(storage: &Self::Storage, stream: u64);
 
+    /// Lets the device's memory pool keep up to `bytes` of freed memory
+    /// between allocations (raised, never lowered).
+    fn keep_pool_memory(&self, bytes: usize) -> Result<()>;
     /// `len` bytes of page-locked memory from the staging pool.
     fn lend_staging(&self, len: usize) -> Result<Self::Staging>;
     /// The bytes of lent staging memory, to fill.

@@ -91,6 +91,10 @@ impl CudaBackend for CudaDevice {
 
     /// `len` bytes of page-locked memory from the staging pool, to assemble
     /// an upload in (see `staging`).
+    fn keep_pool_memory(&self, bytes: usize) -> Result<()> {
+        self.context.keep_pool_memory(bytes as u64).map_err(cuda_error)
+    }
+
     fn lend_staging(&self, len: usize) -> Result<StagingBuffer> {
         self.staging.lend(&self.context, len)
     }

@@ -346,6 +346,14 @@ impl Loader {
                 );
             }
             cuda.set_staging_budget(config.staging_bytes.max(needed))?;
+            // Batches are allocated and freed on the device over and over:
+            // the pool keeps what the batches in flight take (prefetched,
+            // being assembled, held by the consumer) instead of handing it
+            // back to the driver at every synchronisation and mapping it
+            // again for the next batch (a third of the float32 frame rate).
+            let device_batch = device_batch_bytes(&cut, &dataset, &streamed, config.batch_size, config.frames)?;
+            let in_flight = config.prefetch + config.workers.max(1) + 2;
+            cuda.keep_pool_memory(device_batch.saturating_mul(in_flight))?;
         }
         if let Some(bytes) = config.frame_cache_bytes {
             dataset.set_frame_cache_budget(bytes);
@@ -673,6 +681,33 @@ fn streamed_batch_bytes(cut: &Cut, dataset: &Dataset, streamed: &[String], batch
             _ => cut.shape().len(),
         };
         total = total.saturating_add(batch_size.saturating_mul(steps).saturating_mul(info.step_bytes()));
+    }
+    Ok(total)
+}
+
+/// Device bytes of one batch's streamed streams: each tensor, and for
+/// camera video of delta windows the YUV planes it is converted from; other
+/// streams twice (their upload and the resampled result).
+fn device_batch_bytes(
+    cut: &Cut,
+    dataset: &Dataset,
+    streamed: &[String],
+    batch_size: usize,
+    frames: FrameOutput,
+) -> Result<usize> {
+    let mut total = 0usize;
+    for name in streamed {
+        let (_, info) = dataset.stream(0, name)?;
+        let (steps, step_bytes) = match (cut, dataset.video_frame_size(name)) {
+            (Cut::Deltas(w), Some((width, height))) => {
+                let pixels = width * height;
+                let rgb = 3 * pixels * frames.dtype.dtype().size_in_bytes();
+                (w.offsets_of(name).map_or(1, <[i64]>::len), robocache_video::yuv420_len(width, height) + rgb)
+            }
+            (Cut::Deltas(w), None) => (w.offsets_of(name).map_or(1, <[i64]>::len), 2 * info.step_bytes()),
+            _ => (cut.shape().len(), 2 * info.step_bytes()),
+        };
+        total = total.saturating_add(batch_size.saturating_mul(steps).saturating_mul(step_bytes));
     }
     Ok(total)
 }
