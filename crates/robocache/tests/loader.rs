@@ -5,8 +5,11 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use robocache::datasets::synthetic::{write_robomimic, SyntheticSpec};
-use robocache::datasets::{Dataset, Shard, ShardBy, StepWindowSpec, TimeWindowSpec};
-use robocache::{Device, Loader, LoaderConfig, LoaderMode, Normalization, NormalizationMode, WindowSpec};
+use robocache::datasets::{Dataset, DeltaTimestamps, Shard, ShardBy, StepWindowSpec, TimeWindowSpec};
+use robocache::{
+    Device, FrameDType, FrameLayout, FrameOutput, Loader, LoaderConfig, LoaderMode, Normalization, NormalizationMode,
+    WindowSpec,
+};
 
 fn dataset(dir: &tempfile::TempDir) -> Arc<Dataset> {
     let path = dir.path().join("loader.hdf5");
@@ -211,4 +214,63 @@ fn bad_configurations_are_errors() {
     .unwrap();
     let err = loader.epoch(0).next().unwrap().unwrap_err().to_string();
     assert!(err.contains("own clock"), "{err}");
+    // Frames other than u8 [H, W, 3] come only with delta windows.
+    let float_frames = LoaderConfig {
+        frames: FrameOutput { layout: FrameLayout::Chw, dtype: FrameDType::F32 },
+        ..LoaderConfig::new(&["actions"], windows.clone(), 4)
+    };
+    assert!(make(float_frames).contains("delta_timestamps"));
+}
+
+/// Camera video of a LeRobot root (the AV1 fixture LeRobot wrote) through a
+/// loader of delta windows: the frames asked for channels first in float32
+/// are the default u8 `[B, T, H, W, 3]` frames moved and divided by 255, and
+/// those equal the dataset's RGB frames read on the host.
+#[test]
+fn lerobot_video_frames_come_as_the_loader_asks() {
+    let root =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../robocache-datasets/tests/fixtures/lerobot/av1");
+    let dataset = Arc::new(Dataset::open(&root).unwrap());
+    let camera = "observation.images.front";
+    let deltas = DeltaTimestamps::new(vec![(camera.into(), vec![-0.1, 0.0, 0.2])]);
+    let config = |frames| LoaderConfig {
+        shuffle: false,
+        frames,
+        ..LoaderConfig::new(&[camera, "action"], WindowSpec::Deltas(deltas.clone()), 8)
+    };
+    let hwc = Loader::new(&Device::Cpu, dataset.clone(), config(FrameOutput::default())).unwrap();
+    let chw = FrameOutput { layout: FrameLayout::Chw, dtype: FrameDType::F32 };
+    let float = Loader::new(&Device::Cpu, dataset.clone(), config(chw)).unwrap();
+    let windows = robocache::datasets::DeltaWindows::new(dataset.info(), &deltas).unwrap();
+    let (height, width) = (32, 48);
+    for (batch, (a, b)) in hwc.epoch(0).zip(float.epoch(0)).enumerate() {
+        let (a, b) = (a.unwrap(), b.unwrap());
+        let (a, b) = (a.stream(camera).unwrap(), b.stream(camera).unwrap());
+        let n = a.data.shape()[0];
+        assert_eq!(a.data.shape(), [n, 3, height, width, 3]);
+        assert_eq!(b.data.shape(), [n, 3, 3, height, width]);
+        assert_eq!(a.mask.to_vec::<bool>().unwrap(), b.mask.to_vec::<bool>().unwrap());
+        let (levels, floats) = (a.data.to_vec::<u8>().unwrap(), b.data.to_vec::<f32>().unwrap());
+        let pixels = height * width;
+        for frame in 0..n * 3 {
+            for p in 0..pixels {
+                for c in 0..3 {
+                    let level = levels[(frame * pixels + p) * 3 + c];
+                    let value = floats[(frame * 3 + c) * pixels + p];
+                    assert_eq!(
+                        value.to_bits(),
+                        (level as f32 / 255.0).to_bits(),
+                        "frame {frame} pixel {p} channel {c}"
+                    );
+                }
+            }
+        }
+        // The u8 frames equal the dataset's RGB rows read on the host.
+        if batch == 0 {
+            let window = windows.window(0).unwrap();
+            let mut rgb = vec![0u8; 3 * pixels * 3];
+            dataset.read_delta_window_into(&window, camera, windows.offsets_of(camera).unwrap(), &mut rgb).unwrap();
+            assert!(levels[..rgb.len()] == rgb[..], "window 0's frames");
+        }
+    }
 }

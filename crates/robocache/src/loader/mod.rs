@@ -671,18 +671,13 @@ impl Job {
     }
 }
 
-/// Bytes of one batch's streamed streams (their staging buffers).
+/// Bytes of one batch's streamed streams (their staging buffers): camera
+/// video of delta windows is staged as YUV 4:2:0 planes.
 fn streamed_batch_bytes(cut: &Cut, dataset: &Dataset, streamed: &[String], batch_size: usize) -> Result<usize> {
-    let mut total = 0usize;
-    for name in streamed {
-        let (_, info) = dataset.stream(0, name)?;
-        let steps = match cut {
-            Cut::Deltas(w) => w.offsets_of(name).map_or(1, <[i64]>::len),
-            _ => cut.shape().len(),
-        };
-        total = total.saturating_add(batch_size.saturating_mul(steps).saturating_mul(info.step_bytes()));
-    }
-    Ok(total)
+    sum_over_streams(cut, dataset, streamed, batch_size, |info, video| match video {
+        Some((width, height)) => robocache_video::yuv420_len(width, height),
+        None => info.step_bytes(),
+    })
 }
 
 /// Device bytes of one batch's streamed streams: each tensor, and for
@@ -695,19 +690,32 @@ fn device_batch_bytes(
     batch_size: usize,
     frames: FrameOutput,
 ) -> Result<usize> {
+    sum_over_streams(cut, dataset, streamed, batch_size, |info, video| match video {
+        Some((width, height)) => {
+            robocache_video::yuv420_len(width, height) + 3 * width * height * frames.dtype.dtype().size_in_bytes()
+        }
+        None => 2 * info.step_bytes(),
+    })
+}
+
+/// `batch_size × steps × step_bytes(stream, video size)` summed over the
+/// streamed streams, where the video size is `Some((width, height))` for
+/// camera video of delta windows (read as YUV and converted on the device).
+fn sum_over_streams(
+    cut: &Cut,
+    dataset: &Dataset,
+    streamed: &[String],
+    batch_size: usize,
+    step_bytes: impl Fn(&robocache_datasets::StreamInfo, Option<(usize, usize)>) -> usize,
+) -> Result<usize> {
     let mut total = 0usize;
     for name in streamed {
         let (_, info) = dataset.stream(0, name)?;
-        let (steps, step_bytes) = match (cut, dataset.video_frame_size(name)) {
-            (Cut::Deltas(w), Some((width, height))) => {
-                let pixels = width * height;
-                let rgb = 3 * pixels * frames.dtype.dtype().size_in_bytes();
-                (w.offsets_of(name).map_or(1, <[i64]>::len), robocache_video::yuv420_len(width, height) + rgb)
-            }
-            (Cut::Deltas(w), None) => (w.offsets_of(name).map_or(1, <[i64]>::len), 2 * info.step_bytes()),
-            _ => (cut.shape().len(), 2 * info.step_bytes()),
+        let (steps, video) = match cut {
+            Cut::Deltas(w) => (w.offsets_of(name).map_or(1, <[i64]>::len), dataset.video_frame_size(name)),
+            _ => (cut.shape().len(), None),
         };
-        total = total.saturating_add(batch_size.saturating_mul(steps).saturating_mul(step_bytes));
+        total = total.saturating_add(batch_size.saturating_mul(steps).saturating_mul(step_bytes(info, video)));
     }
     Ok(total)
 }
