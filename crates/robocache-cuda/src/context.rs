@@ -255,12 +255,11 @@ impl CudaContext {
     /// memory again for every batch.
     pub fn keep_pool_memory(&self, bytes: u64) -> Result<()> {
         let pool = self.memory_pool()?;
-        let threshold = cust::sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD;
-        if bytes > self.pool_memory_kept()? {
+        if bytes > release_threshold(pool)? {
             let mut value = bytes;
-            // SAFETY: reads one `cuuint64_t`.
+            // SAFETY: reads one `cuuint64_t` of a valid pool.
             check(
-                unsafe { cust::sys::cuMemPoolSetAttribute(pool, threshold, (&mut value as *mut u64).cast()) },
+                unsafe { cust::sys::cuMemPoolSetAttribute(pool, RELEASE_THRESHOLD, (&mut value as *mut u64).cast()) },
                 "cuMemPoolSetAttribute",
             )?;
         }
@@ -269,15 +268,7 @@ impl CudaContext {
 
     /// How much freed memory the device's pool keeps (its release threshold).
     pub fn pool_memory_kept(&self) -> Result<u64> {
-        let pool = self.memory_pool()?;
-        let threshold = cust::sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD;
-        let mut current: u64 = 0;
-        // SAFETY: the release threshold is a `cuuint64_t`, written into `current`.
-        check(
-            unsafe { cust::sys::cuMemPoolGetAttribute(pool, threshold, (&mut current as *mut u64).cast()) },
-            "cuMemPoolGetAttribute",
-        )?;
-        Ok(current)
+        release_threshold(self.memory_pool()?)
     }
 
     /// The memory pool `cuMemAllocAsync` draws from on this device.
@@ -920,6 +911,20 @@ fn lock<'a, T>(mutex: &'a Mutex<T>, what: &'static str) -> Result<std::sync::Mut
 /// A raw driver result as this crate's error, naming the call (as `driver`
 /// maps cust's: no initialised driver, or a function the loaded libcuda
 /// lacks, is `DriverUnavailable`).
+const RELEASE_THRESHOLD: cust::sys::CUmemPool_attribute =
+    cust::sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD;
+
+/// The release threshold of `pool`, a valid pool of a device.
+fn release_threshold(pool: cust::sys::CUmemoryPool) -> Result<u64> {
+    let mut current: u64 = 0;
+    // SAFETY: the release threshold is a `cuuint64_t`, written into `current`.
+    check(
+        unsafe { cust::sys::cuMemPoolGetAttribute(pool, RELEASE_THRESHOLD, (&mut current as *mut u64).cast()) },
+        "cuMemPoolGetAttribute",
+    )?;
+    Ok(current)
+}
+
 fn check(result: cust::sys::CUresult, call: &'static str) -> Result<()> {
     use cust::sys::CUresult::{CUDA_ERROR_NOT_INITIALIZED, CUDA_ERROR_UNKNOWN, CUDA_SUCCESS};
     match result {

@@ -14,7 +14,7 @@ use crate::cache::{CacheUsage, StreamCache};
 use crate::direct_read::RowLayout;
 use crate::formats::{self, OpenOptions};
 use crate::hdf5_file::Hdf5File;
-use crate::lerobot::{FeatureStorage, LeRobotSource};
+use crate::lerobot::{video_size, FeatureStorage, LeRobotSource};
 use crate::model::{DatasetInfo, EpisodeInfo, Format, StreamInfo, Timeline};
 use crate::rlds::RldsSource;
 use crate::streams::read_timestamps;
@@ -371,11 +371,8 @@ impl Dataset {
     pub fn video_frame_size(&self, stream: &str) -> Option<(usize, usize)> {
         let Source::LeRobot(lerobot) = &self.source else { return None };
         let (_, info) = self.stream(0, stream).ok()?;
-        let feature = lerobot.video_feature(info)?;
-        match feature.shape[..] {
-            [height, width, 3] => Some((width, height)),
-            _ => None,
-        }
+        let (height, width) = video_size(lerobot.video_feature(info)?).ok()?;
+        Some((width, height))
     }
 
     /// Frames of the video stream `stream` at `(episode, row)` pairs, in

@@ -85,7 +85,7 @@ type FileRows = HashMap<usize, Range<usize>>;
 type ColumnKey = (PathBuf, String);
 
 /// `(height, width)` of a video feature's frames, from its `[H, W, 3]` shape.
-fn video_size(feature: &LeRobotFeature) -> Result<(usize, usize)> {
+pub(crate) fn video_size(feature: &LeRobotFeature) -> Result<(usize, usize)> {
     match feature.shape[..] {
         [height, width, 3] => Ok((height, width)),
         _ => Err(Error::Invalid(format!(

@@ -350,7 +350,7 @@ impl Loader {
             // the pool keeps what the batches in flight take (prefetched,
             // being assembled, held by the consumer) instead of handing it
             // back to the driver at every synchronisation and mapping it
-            // again for the next batch (a third of the float32 frame rate).
+            // again for the next batch (docs/architecture.md).
             let device_batch = device_batch_bytes(&cut, &dataset, &streamed, config.batch_size, config.frames)?;
             let in_flight = config.prefetch + config.workers.max(1) + 2;
             cuda.keep_pool_memory(device_batch.saturating_mul(in_flight))?;
