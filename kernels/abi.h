@@ -180,6 +180,21 @@ struct FrameArgs {
     int dtype;
 };
 
+struct ResizeArgs {
+    const uint8_t* src;
+    void* out;
+    const int* table;
+    uint64_t frames;
+    uint32_t in_width;
+    uint32_t in_rows;
+    uint32_t out_width;
+    uint32_t out_rows;
+    uint32_t taps;
+    uint32_t first_row;
+    int layout;
+    int dtype;
+};
+
 struct SlotPoints {
     uint32_t* words;
     uint64_t stride;

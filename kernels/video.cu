@@ -57,3 +57,87 @@ extern "C" __global__ void yuv420_to_rgb(FrameArgs args) {
         }
     }
 }
+
+// Crop and resize of 8-bit RGB frames (the CPU reference:
+// crates/robocache-video/src/resize.rs): two passes, each output pixel the
+// weighted sum of a run of source pixels along one axis, in 22-bit fixed
+// point, summed in int from 2^21 and kept `>> 22` clamped to 0..255 (the
+// reference's order: the sum of integer products is exact in any order, and
+// below 2^31 since the host caps the taps). The host computes the weights
+// (f64, as the reference) and passes them in `table`.
+//
+// One thread per output pixel, all three channels; a grid-stride loop over
+// every output pixel of every frame.
+
+#define RESIZE_PRECISION_BITS 22
+
+__device__ __forceinline__ uint8_t resize_level(int sum) {
+    return (uint8_t)clamp_level(sum >> RESIZE_PRECISION_BITS);
+}
+
+// Along rows: out[f][r][x] from src[f][first_row + r][first[x] ..].
+extern "C" __global__ void resize_rows(ResizeArgs args) {
+    const uint64_t per_frame = (uint64_t)args.out_rows * args.out_width;
+    const uint64_t total = args.frames * per_frame;
+    const int* first = args.table;
+    const int* count = args.table + args.out_width;
+    const int* weights = args.table + 2 * (uint64_t)args.out_width;
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+         i += (uint64_t)gridDim.x * blockDim.x) {
+        const uint64_t frame = i / per_frame;
+        const uint32_t within = (uint32_t)(i - frame * per_frame);
+        const uint32_t row = within / args.out_width, x = within - row * args.out_width;
+        const uint8_t* line =
+            args.src + ((frame * args.in_rows + args.first_row + row) * args.in_width + first[x]) * 3;
+        const int* w = weights + (uint64_t)x * args.taps;
+        int sum[3] = {1 << (RESIZE_PRECISION_BITS - 1), 1 << (RESIZE_PRECISION_BITS - 1),
+                      1 << (RESIZE_PRECISION_BITS - 1)};
+        for (int k = 0; k < count[x]; ++k) {
+            sum[0] += (int)line[3 * k] * w[k];
+            sum[1] += (int)line[3 * k + 1] * w[k];
+            sum[2] += (int)line[3 * k + 2] * w[k];
+        }
+        uint8_t* out = (uint8_t*)args.out + i * 3;
+        out[0] = resize_level(sum[0]);
+        out[1] = resize_level(sum[1]);
+        out[2] = resize_level(sum[2]);
+    }
+}
+
+// Along columns: out[f][y][x] from src[f][first[y] ..][x], written in the
+// output's layout and dtype (float: the level divided by 255, IEEE
+// round-to-nearest).
+extern "C" __global__ void resize_columns(ResizeArgs args) {
+    const uint64_t per_frame = (uint64_t)args.out_rows * args.out_width;
+    const uint64_t total = args.frames * per_frame;
+    const int* first = args.table;
+    const int* count = args.table + args.out_rows;
+    const int* weights = args.table + 2 * (uint64_t)args.out_rows;
+    const uint64_t row_bytes = (uint64_t)args.in_width * 3;
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+         i += (uint64_t)gridDim.x * blockDim.x) {
+        const uint64_t frame = i / per_frame;
+        const uint32_t p = (uint32_t)(i - frame * per_frame);
+        const uint32_t y = p / args.out_width, x = p - y * args.out_width;
+        const uint8_t* column = args.src + (frame * args.in_rows + first[y]) * row_bytes + (uint64_t)x * 3;
+        const int* w = weights + (uint64_t)y * args.taps;
+        int sum[3] = {1 << (RESIZE_PRECISION_BITS - 1), 1 << (RESIZE_PRECISION_BITS - 1),
+                      1 << (RESIZE_PRECISION_BITS - 1)};
+        for (int k = 0; k < count[y]; ++k) {
+            const uint8_t* pixel = column + k * row_bytes;
+            sum[0] += (int)pixel[0] * w[k];
+            sum[1] += (int)pixel[1] * w[k];
+            sum[2] += (int)pixel[2] * w[k];
+        }
+        for (int channel = 0; channel < 3; ++channel) {
+            const uint8_t level = resize_level(sum[channel]);
+            const uint64_t at = frame * 3 * per_frame + (args.layout == LAYOUT_CHW ? (uint64_t)channel * per_frame + p
+                                                                                   : (uint64_t)p * 3 + channel);
+            if (args.dtype == DT_F32) {
+                ((float*)args.out)[at] = __fdiv_rn((float)level, 255.0f);
+            } else {
+                ((uint8_t*)args.out)[at] = level;
+            }
+        }
+    }
+}

@@ -5,6 +5,7 @@
 //! - h5py and NumPy, the independent writers of the dataset tests' files;
 //! - robomimic 0.3.0 (without its PyTorch dependency: the tests run its
 //!   `SequenceDataset` with a stand-in module), tqdm and termcolor it imports;
+//! - Pillow, whose `Image.resize` the frame resize equals bit for bit;
 //! - moto's S3 server and boto3 for the remote-dataset tests (and nginx,
 //!   from Debian's package: `server_tools`).
 
@@ -16,7 +17,7 @@ use anyhow::Result;
 use crate::{root, run};
 
 /// What `target/tools/python` holds; a change re-runs pip.
-const PACKAGES: [&str; 9] = [
+const PACKAGES: [&str; 10] = [
     "cmake>=3.26,<5",
     "numpy>=1.26",
     "h5py>=3.10",
@@ -31,6 +32,9 @@ const PACKAGES: [&str; 9] = [
     // The S3-compatible server of the remote-dataset tests (and boto3, which
     // uploads their fixtures).
     "moto[server]>=5",
+    // Pillow, the reference frame resizes are checked against (13 changed
+    // the order of its passes in some downscales: docs/semantics.md).
+    "pillow>=10,<13",
 ];
 const ROBOMIMIC: &str = "robomimic==0.3.0";
 

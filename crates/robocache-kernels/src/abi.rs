@@ -353,6 +353,36 @@ structs! {
         dtype: DTypeCode => "int dtype",
     }
 
+    /// The arguments of `resize_rows` and `resize_columns`, the two passes of
+    /// a frame resize: each output pixel a weighted sum of source pixels
+    /// along one axis (`table`: for each output position its first source
+    /// position, then the counts, then `taps` weights each).
+    struct ResizeArgs {
+        /// `u8 [frames, in_rows, in_width, 3]`.
+        src: u64 => "const uint8_t* src",
+        /// `resize_rows`: `u8 [frames, out_rows, out_width, 3]`;
+        /// `resize_columns`: `[frames, out_rows, out_width, 3]` or
+        /// `[frames, 3, out_rows, out_width]` of `dtype`.
+        out: u64 => "void* out",
+        /// `int32 [positions]` first source positions, `[positions]` counts,
+        /// `[positions, taps]` weights (22-bit fixed point).
+        table: u64 => "const int* table",
+        frames: u64 => "uint64_t frames",
+        in_width: u32 => "uint32_t in_width",
+        in_rows: u32 => "uint32_t in_rows",
+        out_width: u32 => "uint32_t out_width",
+        out_rows: u32 => "uint32_t out_rows",
+        /// Weights kept per output position.
+        taps: u32 => "uint32_t taps",
+        /// `resize_rows`: the source row of output row 0 (the rows the
+        /// vertical pass reads start there); `resize_columns`: 0.
+        first_row: u32 => "uint32_t first_row",
+        /// `resize_columns` only.
+        layout: FrameLayout => "int layout",
+        /// `resize_columns` only: `DT_U8` (levels) or `DT_F32` (levels / 255).
+        dtype: DTypeCode => "int dtype",
+    }
+
     /// Point `1 <= k < SLOTS` of voxel `v` at `words[(k - 1) * stride + v]`.
     struct SlotPoints {
         words: u64 => "uint32_t* words",

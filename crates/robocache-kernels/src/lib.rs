@@ -29,7 +29,7 @@ pub mod abi;
 use std::ffi::c_void;
 use std::marker::PhantomData;
 
-use abi::{AssembleArgs, FrameArgs, FusionArgs, MeanLists, ResampleArgs, SlotPoints, VoxelArgs};
+use abi::{AssembleArgs, FrameArgs, FusionArgs, MeanLists, ResampleArgs, ResizeArgs, SlotPoints, VoxelArgs};
 
 /// A PTX target architecture.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -342,6 +342,11 @@ kernels! {
     /// YUV 4:2:0 frames to RGB, u8 or f32, channels last or first, as
     /// swscale converts them: `(args,)`.
     Yuv420ToRgb => Video, "yuv420_to_rgb", (FrameArgs,);
+    /// The horizontal pass of a frame resize, u8 to u8: `(args,)`.
+    ResizeRows => Video, "resize_rows", (ResizeArgs,);
+    /// The vertical pass of a frame resize, into the output's layout and
+    /// dtype (with a one-tap table, the layout and dtype alone): `(args,)`.
+    ResizeColumns => Video, "resize_columns", (ResizeArgs,);
 }
 
 #[cfg(test)]

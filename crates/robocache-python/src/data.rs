@@ -11,8 +11,8 @@ use robocache::datasets::{
     TimeWindowSpec,
 };
 use robocache::{
-    nvdec_device, DType, DecoderChoice, Device, FrameDType, FrameLayout, FrameOutput, Loader as RustLoader,
-    LoaderConfig, LoaderMode, MaskKind, Normalization, NormalizationMode, Tensor, WindowSpec,
+    nvdec_device, DType, DecoderChoice, Device, Loader as RustLoader, LoaderConfig, LoaderMode, MaskKind,
+    Normalization, NormalizationMode, Tensor, WindowSpec,
 };
 
 use crate::arrays::{Array, Owned};
@@ -125,7 +125,7 @@ fn window_spec(windows: WindowsArg) -> PyResult<WindowSpec> {
 #[pymethods]
 impl Loader {
     #[new]
-    #[pyo3(signature = (dataset, streams, windows, batch_size, device, seed, shuffle, rank, world_size, drop_last, workers, prefetch, normalization, mode, frame_cache_bytes=0, shard_by="windows", video_decoder="auto", frame_layout="hwc", frame_dtype="uint8"))]
+    #[pyo3(signature = (dataset, streams, windows, batch_size, device, seed, shuffle, rank, world_size, drop_last, workers, prefetch, normalization, mode, frame_cache_bytes=0, shard_by="windows", video_decoder="auto", frame_layout="hwc", frame_dtype="uint8", frame_size=None, frame_crop=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -148,6 +148,8 @@ impl Loader {
         video_decoder: &str,
         frame_layout: &str,
         frame_dtype: &str,
+        frame_size: Option<(usize, usize)>,
+        frame_crop: Option<(usize, usize, usize, usize)>,
     ) -> PyResult<Self> {
         let device =
             Device::from_request(device.parse().map_err(|e: String| invalid(format!("device: {e}")))?).py_err()?;
@@ -164,18 +166,7 @@ impl Loader {
             "nvdec" => Some(DecoderChoice::Nvdec { device: nvdec_device(&device).py_err()? }),
             other => return Err(invalid(format!("video_decoder {other:?}: expected auto, cpu or nvdec"))),
         };
-        let frames = FrameOutput {
-            layout: match frame_layout {
-                "hwc" => FrameLayout::Hwc,
-                "chw" => FrameLayout::Chw,
-                other => return Err(invalid(format!("frame_layout {other:?}: expected hwc or chw"))),
-            },
-            dtype: match frame_dtype {
-                "uint8" => FrameDType::U8,
-                "float32" => FrameDType::F32,
-                other => return Err(invalid(format!("frame_dtype {other:?}: expected uint8 or float32"))),
-            },
-        };
+        let frames = crate::ops::frame_output(frame_layout, frame_dtype, frame_size, frame_crop)?;
         let mode = match mode {
             "auto" => LoaderMode::Auto,
             "resident" => LoaderMode::Resident,

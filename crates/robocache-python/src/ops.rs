@@ -3,8 +3,8 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple};
 use robocache::{
-    ChannelSpec, DType, Device, FusionStreamInput, Method, ResampleSpec, StreamInput, TargetTimes, Tensor, TimeAxis,
-    VoxelGrid, VoxelInput, VoxelMode,
+    ChannelSpec, CropBox, DType, Device, FrameDType, FrameLayout, FrameOutput, FrameResize, FusionStreamInput, Method,
+    ResampleSpec, StreamInput, TargetTimes, Tensor, TimeAxis, VoxelGrid, VoxelInput, VoxelMode,
 };
 
 use crate::arrays::{device_of, Array, ArrayDesc};
@@ -262,9 +262,58 @@ fn voxelize(
     Ok((Array::new(out.grid, stream), out.counts.map(|c| Array::new(c, stream)), Array::new(out.dropped, stream)))
 }
 
+/// What camera frames become, from the Python arguments: `layout` `hwc` or
+/// `chw`, `dtype` `uint8` or `float32`, `size` `(height, width)` and `crop`
+/// `(top, left, height, width)` (torchvision's orders; a crop alone keeps
+/// its size).
+pub(crate) fn frame_output(
+    layout: &str,
+    dtype: &str,
+    size: Option<(usize, usize)>,
+    crop: Option<(usize, usize, usize, usize)>,
+) -> PyResult<FrameOutput> {
+    let layout = match layout {
+        "hwc" => FrameLayout::Hwc,
+        "chw" => FrameLayout::Chw,
+        other => return Err(invalid(format!("frame layout {other:?}: expected hwc or chw"))),
+    };
+    let dtype = match dtype {
+        "uint8" => FrameDType::U8,
+        "float32" => FrameDType::F32,
+        other => return Err(invalid(format!("frame dtype {other:?}: expected uint8 or float32"))),
+    };
+    let crop = crop.map(|(top, left, height, width)| CropBox { left, top, width, height });
+    let resize = match (size, crop) {
+        (Some((height, width)), crop) => Some(FrameResize { width, height, crop }),
+        (None, Some(crop)) => Some(FrameResize { width: crop.width, height: crop.height, crop: Some(crop) }),
+        (None, None) => None,
+    };
+    Ok(FrameOutput { layout, dtype, resize })
+}
+
+/// `convert_frames(frames, size, crop, layout, dtype, stream) -> out`.
+#[pyfunction]
+#[pyo3(signature = (frames, size, crop, layout, dtype, stream))]
+fn convert_frames(
+    py: Python<'_>,
+    frames: ArrayDesc,
+    size: Option<(usize, usize)>,
+    crop: Option<(usize, usize, usize, usize)>,
+    layout: &str,
+    dtype: &str,
+    stream: Option<u64>,
+) -> PyResult<Array> {
+    let call = Call { device: device_of(&frames)? };
+    let output = frame_output(layout, dtype, size, crop)?;
+    let frames_tensor = call.tensor("frames", &frames)?;
+    let out = py.detach(|| call.ordered(stream, |device| device.convert_frames(&frames_tensor, output).py_err()))?;
+    Ok(Array::new(out, stream))
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(resample, m)?)?;
     m.add_function(wrap_pyfunction!(fuse, m)?)?;
     m.add_function(wrap_pyfunction!(voxelize, m)?)?;
+    m.add_function(wrap_pyfunction!(convert_frames, m)?)?;
     Ok(())
 }

@@ -39,6 +39,7 @@ mod h264;
 pub mod mp4;
 mod nal;
 mod nvdec;
+pub mod resize;
 pub mod yuv;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -48,6 +49,7 @@ use std::sync::Mutex;
 pub use error::{Error, Result};
 pub use frame_cache::{FrameCache, FrameCacheUsage, FrameKey};
 pub use mp4::{Codec, Track};
+pub use resize::{CropBox, FrameResize, ResizePlan, ResizeTaps, MAX_RESIZE_TAPS};
 pub use robocache_storage::Blob;
 pub use yuv::{yuv420_len, yuv420_to_rgb_into, Yuv420};
 

@@ -34,6 +34,11 @@ pub enum Error {
     #[error("{what}: {limit}")]
     Limit { what: String, limit: String },
 
+    /// A crop or resize of camera frames that cannot apply to them (an
+    /// empty size, a crop past the frame): says which frames and why.
+    #[error("{what}: {problem}")]
+    Resize { what: String, problem: String },
+
     /// Memory handed in from outside (another library's array) cannot be
     /// used as it is laid out.
     #[error("{what}: {reason}")]

@@ -62,8 +62,8 @@ pub use loader::{
     NormalizationMode, TelemetryReport, VideoDecodeReport, WindowSpec,
 };
 pub use ops::{
-    FrameDType, FrameLayout, FrameOutput, Fused, FusionStreamInput, Resampled, StreamInput, TargetTimes, TimeAxis,
-    VoxelInput, VoxelOutput,
+    CropBox, FrameDType, FrameLayout, FrameOutput, FrameResize, Fused, FusionStreamInput, Resampled, StreamInput,
+    TargetTimes, TimeAxis, VoxelInput, VoxelOutput,
 };
 pub use robocache_cpu::half;
 pub use robocache_cpu::{

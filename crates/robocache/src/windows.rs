@@ -154,11 +154,14 @@ impl Device {
         self.delta_window_batch_with_frames(dataset, windows, samples, streams, FrameOutput::default())
     }
 
-    /// [`Device::delta_window_batch`] with camera video as `frames` says:
-    /// `[B, T, H, W, 3]` or `[B, T, 3, H, W]`, u8 or f32. Video frames are
-    /// read as the decoder's YUV 4:2:0 planes (half the bytes of RGB), put
-    /// on this device and converted there ([`Device::yuv420_to_rgb`]);
-    /// other streams are as [`Device::delta_window_batch`] gives them.
+    /// [`Device::delta_window_batch`] with camera frames as `frames` says:
+    /// `[B, T, H, W, 3]` or `[B, T, 3, H, W]`, u8 or f32, cropped and
+    /// resized when it asks. Video frames are read as the decoder's YUV
+    /// 4:2:0 planes (half the bytes of RGB), put on this device and
+    /// converted there ([`Device::yuv420_to_rgb`]); camera frames stored as
+    /// images (u8 `[H, W, 3]` image streams) are converted there too
+    /// ([`Device::convert_frames`]); other streams are as
+    /// [`Device::delta_window_batch`] gives them.
     pub fn delta_window_batch_with_frames(
         &self,
         dataset: &Dataset,
@@ -208,9 +211,21 @@ impl Device {
                 None => {
                     let mut data = BatchBuffer::new(self, info.dtype, cut.len() * steps * info.channels())?;
                     let pad = dataset.read_delta_windows_into(&cut, name, offsets, data.as_mut_bytes())?;
-                    let mut shape = vec![cut.len(), steps];
-                    shape.extend(&info.step_shape);
-                    (data.into_tensor(self, &shape, name)?, pad)
+                    match rgb_image_size(info) {
+                        // Camera frames stored as images: converted as video is.
+                        Some((height, width)) if frames != FrameOutput::default() => {
+                            let images = data.into_tensor(self, &[cut.len() * steps, height, width, 3], name)?;
+                            let converted = self.convert_frames(&images, frames)?;
+                            let mut shape = vec![cut.len(), steps];
+                            shape.extend(&converted.shape()[1..]);
+                            (converted.reshape(&shape)?, pad)
+                        }
+                        _ => {
+                            let mut shape = vec![cut.len(), steps];
+                            shape.extend(&info.step_shape);
+                            (data.into_tensor(self, &shape, name)?, pad)
+                        }
+                    }
                 }
             };
             out.push(BatchStream {
@@ -408,6 +423,15 @@ pub(crate) fn unwrap_angle_channels<T: Element>(v: &mut [T], channels: usize, ra
                 }
             }
         }
+    }
+}
+
+/// `(height, width)` of a stream of 8-bit RGB images (`u8 [H, W, 3]`
+/// camera frames stored as images), which [`FrameOutput`] converts.
+pub(crate) fn rgb_image_size(info: &StreamInfo) -> Option<(usize, usize)> {
+    match info.step_shape[..] {
+        [height, width, 3] if info.is_image() && info.dtype == DType::U8 => Some((height, width)),
+        _ => None,
     }
 }
 

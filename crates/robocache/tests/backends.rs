@@ -690,7 +690,7 @@ fn yuv_frames_convert_as_swscale(device: &Device) {
             let tensor = Tensor::from_slice(device, &planes, &[frames, frame_bytes]).unwrap();
             for layout in layouts {
                 for dtype in dtypes {
-                    let output = FrameOutput { layout, dtype };
+                    let output = FrameOutput { layout, dtype, resize: None };
                     let got = device.yuv420_to_rgb(&tensor, width, height, output).unwrap();
                     prop_assert_eq!(got.shape(), &output.shape(frames, width, height)[..]);
                     let pixels = width * height;
@@ -734,6 +734,202 @@ fn yuv_frames_convert_as_swscale(device: &Device) {
     let empty = Tensor::from_slice(device, &[0u8; 0], &[1, 0]).unwrap();
     let error = device.yuv420_to_rgb(&empty, 0, 4, FrameOutput::default()).unwrap_err().to_string();
     assert!(error.contains("0x4"), "{error}");
+}
+
+/// One axis of Pillow's bilinear resize, written from docs/semantics.md:
+/// for each output position, the first source position and the weights.
+fn pillow_axis(size: usize, outputs: usize) -> Vec<(usize, Vec<i32>)> {
+    let scale = size as f64 / outputs as f64;
+    let filterscale = scale.max(1.0);
+    (0..outputs)
+        .map(|i| {
+            let center = (i as f64 + 0.5) * scale;
+            let lo = ((center - filterscale + 0.5) as i64).max(0) as usize;
+            let hi = ((center + filterscale + 0.5) as i64).min(size as i64) as usize;
+            let raw: Vec<f64> = (lo..hi)
+                .map(|j| {
+                    let x = ((j as f64 - center + 0.5) * (1.0 / filterscale)).abs();
+                    if x < 1.0 {
+                        1.0 - x
+                    } else {
+                        0.0
+                    }
+                })
+                .collect();
+            let sum: f64 = raw.iter().sum();
+            let weights = raw.iter().map(|w| (0.5 + w / sum * 4194304.0) as i32).collect();
+            (lo, weights)
+        })
+        .collect()
+}
+
+/// The crop of one `[H, W, 3]` frame, then Pillow's two passes (rows, then
+/// columns), pixel by pixel.
+fn pillow_resize(frame: &[u8], width: usize, crop: [usize; 4], out_width: usize, out_height: usize) -> Vec<u8> {
+    let [left, top, crop_width, crop_height] = crop;
+    let level = |sum: i32| (sum >> 22).clamp(0, 255) as u8;
+    let columns = pillow_axis(crop_width, out_width);
+    let rows = pillow_axis(crop_height, out_height);
+    let across: Vec<Vec<[u8; 3]>> = (0..crop_height)
+        .map(|y| {
+            columns
+                .iter()
+                .map(|(lo, weights)| {
+                    std::array::from_fn(|c| {
+                        let at = |k: usize| frame[((top + y) * width + left + lo + k) * 3 + c] as i32;
+                        level(weights.iter().enumerate().fold(1 << 21, |sum, (k, &w)| sum + at(k) * w))
+                    })
+                })
+                .collect()
+        })
+        .collect();
+    let mut out = Vec::with_capacity(out_width * out_height * 3);
+    for (lo, weights) in &rows {
+        for x in 0..out_width {
+            for c in 0..3 {
+                let sum =
+                    weights.iter().enumerate().fold(1 << 21, |sum, (k, &w)| sum + across[lo + k][x][c] as i32 * w);
+                out.push(level(sum));
+            }
+        }
+    }
+    out
+}
+
+/// RGB frames cropped and resized in every layout and dtype: equal to
+/// Pillow's bilinear resize of the crop bit for bit (two vectors Pillow
+/// 12.3 computed, then the statement's formula on random frames, crops and
+/// sizes up and down), YUV frames resized as their RGB conversion is; bad
+/// resizes and frames are errors.
+fn frames_crop_and_resize_as_pillow(device: &Device) {
+    use robocache::{CropBox, FrameDType, FrameLayout, FrameOutput, FrameResize};
+    let resized = |frames: &Tensor, resize: FrameResize| {
+        let output = FrameOutput { resize: Some(resize), ..FrameOutput::default() };
+        device.convert_frames(frames, output).unwrap().to_vec::<u8>().unwrap()
+    };
+    // Pillow 12.3: Image.frombytes("RGB", (9, 7), levels).resize((4, 3), Image.BILINEAR)
+    // and .crop((2, 1, 7, 5)).resize((8, 6), Image.BILINEAR).
+    let levels: Vec<u8> = (0..9 * 7 * 3).map(|i| ((i * 37 + 11) % 256) as u8).collect();
+    let frame = Tensor::from_slice(device, &levels, &[1, 7, 9, 3]).unwrap();
+    let down: [u8; 36] = [
+        143, 121, 105, 132, 144, 117, 105, 130, 147, 139, 106, 143, 129, 154, 115, 115, 117, 132, 135, 121, 119, 125,
+        130, 121, 156, 106, 143, 151, 105, 101, 116, 150, 116, 105, 108, 145,
+    ];
+    assert_eq!(resized(&frame, FrameResize::to(4, 3)), down);
+    let crop = CropBox { left: 2, top: 1, width: 5, height: 4 };
+    let up = resized(&frame, FrameResize { width: 8, height: 6, crop: Some(crop) });
+    assert_eq!(up[..12], [208, 245, 26, 145, 182, 75, 70, 107, 144, 139, 176, 213]);
+    assert_eq!(up[up.len() - 6..], [128, 165, 90, 65, 102, 139]);
+    assert_eq!(up, pillow_resize(&levels, 9, [2, 1, 5, 4], 8, 6));
+
+    let layouts = [FrameLayout::Hwc, FrameLayout::Chw];
+    let dtypes = [FrameDType::U8, FrameDType::F32];
+    let sizes = (1usize..48, 1usize..24, 1usize..4, 1usize..60, 1usize..30, any::<u64>());
+    runner()
+        .run(&(sizes, any::<bool>()), |((width, height, frames, out_width, out_height, seed), cropped)| {
+            let mut state = seed | 1;
+            let mut next = || {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state
+            };
+            let crop = if cropped {
+                let (w, h) = (1 + next() as usize % width, 1 + next() as usize % height);
+                [next() as usize % (width - w + 1), next() as usize % (height - h + 1), w, h]
+            } else {
+                [0, 0, width, height]
+            };
+            let levels: Vec<u8> = (0..frames * width * height * 3).map(|_| (next() >> 56) as u8).collect();
+            let tensor = Tensor::from_slice(device, &levels, &[frames, height, width, 3]).unwrap();
+            let want: Vec<u8> = levels
+                .chunks_exact(width * height * 3)
+                .flat_map(|frame| pillow_resize(frame, width, crop, out_width, out_height))
+                .collect();
+            let box_ = cropped.then_some(CropBox { left: crop[0], top: crop[1], width: crop[2], height: crop[3] });
+            let resize = FrameResize { width: out_width, height: out_height, crop: box_ };
+            for layout in layouts {
+                for dtype in dtypes {
+                    let output = FrameOutput { layout, dtype, resize: Some(resize) };
+                    let got = device.convert_frames(&tensor, output).unwrap();
+                    prop_assert_eq!(got.shape(), &output.shape(frames, width, height)[..]);
+                    let pixels = out_width * out_height;
+                    let levels: Vec<u8> = want
+                        .chunks_exact(pixels * 3)
+                        .flat_map(|rgb| match layout {
+                            FrameLayout::Hwc => rgb.to_vec(),
+                            FrameLayout::Chw => (0..3).flat_map(|c| (0..pixels).map(move |p| rgb[p * 3 + c])).collect(),
+                        })
+                        .collect();
+                    match dtype {
+                        FrameDType::U8 => prop_assert_eq!(got.to_vec::<u8>().unwrap(), levels, "{:?}", output),
+                        FrameDType::F32 => {
+                            let got: Vec<u32> = got.to_vec::<f32>().unwrap().iter().map(|v| v.to_bits()).collect();
+                            let want: Vec<u32> = levels.iter().map(|&l| (l as f32 / 255.0).to_bits()).collect();
+                            prop_assert_eq!(got, want, "{:?}", output);
+                        }
+                    }
+                }
+            }
+            // Without a resize: the layout and dtype alone.
+            let chw = FrameOutput { layout: FrameLayout::Chw, ..FrameOutput::default() };
+            let got = device.convert_frames(&tensor, chw).unwrap().to_vec::<u8>().unwrap();
+            let pixels = width * height;
+            let moved: Vec<u8> = levels
+                .chunks_exact(pixels * 3)
+                .flat_map(|rgb| (0..3).flat_map(|c| (0..pixels).map(move |p| rgb[p * 3 + c])).collect::<Vec<_>>())
+                .collect();
+            prop_assert_eq!(got, moved);
+            Ok(())
+        })
+        .unwrap();
+
+    // Camera frames of a realistic size to a policy's input, from YUV: the
+    // conversion, then the resize.
+    let (width, height, frames) = (640usize, 480usize, 4usize);
+    let frame_bytes = width * height + 2 * (width / 2) * (height / 2);
+    let planes: Vec<u8> = (0..frames * frame_bytes).map(|i| ((i * 2654435761usize) >> 13) as u8).collect();
+    let tensor = Tensor::from_slice(device, &planes, &[frames, frame_bytes]).unwrap();
+    let output = FrameOutput {
+        layout: FrameLayout::Chw,
+        dtype: FrameDType::U8,
+        resize: Some(FrameResize {
+            width: 224,
+            height: 224,
+            crop: Some(CropBox { left: 80, top: 0, width: 480, height: 480 }),
+        }),
+    };
+    let got = device.yuv420_to_rgb(&tensor, width, height, output).unwrap();
+    assert_eq!(got.shape(), [frames, 3, 224, 224]);
+    let rgb = device.yuv420_to_rgb(&tensor, width, height, FrameOutput::default()).unwrap();
+    assert!(got.to_vec::<u8>().unwrap() == device.convert_frames(&rgb, output).unwrap().to_vec::<u8>().unwrap());
+    let first = pillow_resize(&swscale_rgb(&planes[..frame_bytes], width, height), width, [80, 0, 480, 480], 224, 224);
+    let got_first: Vec<u8> = got.to_vec::<u8>().unwrap()[..3 * 224 * 224].to_vec();
+    let first_chw: Vec<u8> =
+        (0..3).flat_map(|c| (0..224 * 224).map(move |p| (c, p))).map(|(c, p)| first[p * 3 + c]).collect();
+    assert!(got_first == first_chw, "a 640x480 frame resized to 224x224 differs from Pillow's arithmetic");
+
+    // Bad resizes and frames.
+    let bad = |frames: &Tensor, resize: FrameResize| {
+        let output = FrameOutput { resize: Some(resize), ..FrameOutput::default() };
+        device.convert_frames(frames, output).unwrap_err().to_string()
+    };
+    let error = bad(&frame, FrameResize::to(0, 3));
+    assert!(error.contains("9x7 frames") && error.contains("no pixels"), "{error}");
+    let error =
+        bad(&frame, FrameResize { width: 2, height: 2, crop: Some(CropBox { left: 8, top: 0, width: 2, height: 2 }) });
+    assert!(error.contains("past the 9x7 frame"), "{error}");
+    let error = device
+        .yuv420_to_rgb(&tensor, width, height, FrameOutput { resize: Some(FrameResize::to(0, 1)), ..output })
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("640x480 frames"), "{error}");
+    let grey = Tensor::from_slice(device, &[0u8; 12], &[1, 3, 4, 1]).unwrap();
+    let error = device.convert_frames(&grey, FrameOutput::default()).unwrap_err().to_string();
+    assert!(error.contains("RGB frames") && error.contains("[N, H, W, 3]"), "{error}");
+    let floats = Tensor::from_slice(device, &[0f32; 12], &[1, 2, 2, 3]).unwrap();
+    let error = device.convert_frames(&floats, FrameOutput::default()).unwrap_err().to_string();
+    assert!(error.contains("RGB frames"), "{error}");
 }
 
 macro_rules! backend_tests {
@@ -1067,7 +1263,8 @@ backend_tests!(
         loader_batches_match_reference,
         handles_of_one_device_share_its_stream,
         bad_inputs_fail_as_the_reference_does,
-        yuv_frames_convert_as_swscale
+        yuv_frames_convert_as_swscale,
+        frames_crop_and_resize_as_pillow
     ]
 );
 // The 2^31 case needs 4 GiB on the host and the device.
@@ -1088,6 +1285,7 @@ backend_tests!(
         handles_of_one_device_share_its_stream,
         bad_inputs_fail_as_the_reference_does,
         yuv_frames_convert_as_swscale,
+        frames_crop_and_resize_as_pillow,
         indexes_past_two_to_the_31
     ]
 );

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use robocache::datasets::synthetic::{write_robomimic, SyntheticSpec};
 use robocache::datasets::{Dataset, DeltaTimestamps, Shard, ShardBy, StepWindowSpec, TimeWindowSpec};
 use robocache::{
-    Device, FrameDType, FrameLayout, FrameOutput, Loader, LoaderConfig, LoaderMode, Normalization, NormalizationMode,
-    WindowSpec,
+    CropBox, Device, FrameDType, FrameLayout, FrameOutput, FrameResize, Loader, LoaderConfig, LoaderMode,
+    Normalization, NormalizationMode, WindowSpec,
 };
 
 fn dataset(dir: &tempfile::TempDir) -> Arc<Dataset> {
@@ -216,7 +216,7 @@ fn bad_configurations_are_errors() {
     assert!(err.contains("own clock"), "{err}");
     // Frames other than u8 [H, W, 3] come only with delta windows.
     let float_frames = LoaderConfig {
-        frames: FrameOutput { layout: FrameLayout::Chw, dtype: FrameDType::F32 },
+        frames: FrameOutput { layout: FrameLayout::Chw, dtype: FrameDType::F32, resize: None },
         ..LoaderConfig::new(&["actions"], windows.clone(), 4)
     };
     assert!(make(float_frames).contains("delta_timestamps"));
@@ -239,14 +239,27 @@ fn lerobot_video_frames_come_as_the_loader_asks() {
         ..LoaderConfig::new(&[camera, "action"], WindowSpec::Deltas(deltas.clone()), 8)
     };
     let hwc = Loader::new(&Device::Cpu, dataset.clone(), config(FrameOutput::default())).unwrap();
-    let chw = FrameOutput { layout: FrameLayout::Chw, dtype: FrameDType::F32 };
+    let chw = FrameOutput { layout: FrameLayout::Chw, dtype: FrameDType::F32, resize: None };
     let float = Loader::new(&Device::Cpu, dataset.clone(), config(chw)).unwrap();
+    // Cropped to the middle and resized to 24x20, channels first.
+    let crop = CropBox { left: 8, top: 2, width: 32, height: 28 };
+    let small = FrameOutput {
+        layout: FrameLayout::Chw,
+        dtype: FrameDType::U8,
+        resize: Some(FrameResize { width: 24, height: 20, crop: Some(crop) }),
+    };
+    let resized = Loader::new(&Device::Cpu, dataset.clone(), config(small)).unwrap();
     let windows = robocache::datasets::DeltaWindows::new(dataset.info(), &deltas).unwrap();
     let (height, width) = (32, 48);
-    for (batch, (a, b)) in hwc.epoch(0).zip(float.epoch(0)).enumerate() {
-        let (a, b) = (a.unwrap(), b.unwrap());
-        let (a, b) = (a.stream(camera).unwrap(), b.stream(camera).unwrap());
+    for (batch, ((a, b), c)) in hwc.epoch(0).zip(float.epoch(0)).zip(resized.epoch(0)).enumerate() {
+        let (a, b, c) = (a.unwrap(), b.unwrap(), c.unwrap());
+        let (a, b, c) = (a.stream(camera).unwrap(), b.stream(camera).unwrap(), c.stream(camera).unwrap());
         let n = a.data.shape()[0];
+        // The resized frames are the u8 frames converted on their own.
+        assert_eq!(c.data.shape(), [n, 3, 3, 20, 24]);
+        let frames = a.data.clone().reshape(&[n * 3, height, width, 3]).unwrap();
+        let want = Device::Cpu.convert_frames(&frames, small).unwrap().to_vec::<u8>().unwrap();
+        assert!(c.data.to_vec::<u8>().unwrap() == want, "batch {batch}: resized frames");
         assert_eq!(a.data.shape(), [n, 3, height, width, 3]);
         assert_eq!(b.data.shape(), [n, 3, 3, height, width]);
         assert_eq!(a.mask.to_vec::<bool>().unwrap(), b.mask.to_vec::<bool>().unwrap());
@@ -273,4 +286,51 @@ fn lerobot_video_frames_come_as_the_loader_asks() {
             assert!(levels[..rgb.len()] == rgb[..], "window 0's frames");
         }
     }
+}
+
+/// Camera frames stored as images (the `images` fixture LeRobot wrote):
+/// a loader asked for other frames converts them as it converts video, and
+/// a crop that does not fit the frames fails when the loader is made,
+/// naming the stream.
+#[test]
+fn lerobot_image_frames_convert_as_video_frames_do() {
+    let root =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../robocache-datasets/tests/fixtures/lerobot/images");
+    let dataset = Arc::new(Dataset::open(&root).unwrap());
+    let camera = "observation.images.wrist";
+    let deltas = DeltaTimestamps::new(vec![(camera.into(), vec![-0.1, 0.0])]);
+    let config = |frames| LoaderConfig {
+        shuffle: false,
+        frames,
+        ..LoaderConfig::new(&[camera, "action"], WindowSpec::Deltas(deltas.clone()), 8)
+    };
+    let small = FrameOutput {
+        layout: FrameLayout::Chw,
+        dtype: FrameDType::F32,
+        resize: Some(FrameResize { width: 16, height: 12, crop: None }),
+    };
+    let plain = Loader::new(&Device::Cpu, dataset.clone(), config(FrameOutput::default())).unwrap();
+    let converted = Loader::new(&Device::Cpu, dataset.clone(), config(small)).unwrap();
+    for (a, b) in plain.epoch(0).zip(converted.epoch(0)) {
+        let (a, b) = (a.unwrap(), b.unwrap());
+        let (a, b) = (a.stream(camera).unwrap(), b.stream(camera).unwrap());
+        let n = a.data.shape()[0];
+        assert_eq!(a.data.shape(), [n, 2, 32, 48, 3]);
+        assert_eq!(b.data.shape(), [n, 2, 3, 12, 16]);
+        let frames = a.data.clone().reshape(&[n * 2, 32, 48, 3]).unwrap();
+        let want = Device::Cpu.convert_frames(&frames, small).unwrap().to_vec::<f32>().unwrap();
+        let got = b.data.to_vec::<f32>().unwrap();
+        assert!(got.iter().map(|v| v.to_bits()).eq(want.iter().map(|v| v.to_bits())));
+        assert_eq!(a.mask.to_vec::<bool>().unwrap(), b.mask.to_vec::<bool>().unwrap());
+    }
+    let past = FrameOutput {
+        resize: Some(FrameResize {
+            width: 8,
+            height: 8,
+            crop: Some(CropBox { left: 40, top: 0, width: 16, height: 8 }),
+        }),
+        ..FrameOutput::default()
+    };
+    let error = Loader::new(&Device::Cpu, dataset, config(past)).map(|_| ()).unwrap_err().to_string();
+    assert!(error.contains(camera) && error.contains("past the 48x32 frame"), "{error}");
 }

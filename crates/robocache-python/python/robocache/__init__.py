@@ -33,6 +33,7 @@ from ._errors import (
 )
 from ._data import Dataset, Loader, open  # noqa: A004
 from ._native import __version__
+from ._native import convert_frames as _native_convert_frames
 from ._native import cuda_available as _cuda_available
 from ._native import fuse as _native_fuse
 from ._native import info as _info
@@ -43,6 +44,7 @@ __all__ = [
     "Error", "InvalidInputError", "DTypeError", "DeviceMismatchError", "CudaUnavailableError", "CudaError",
     "OutOfMemoryError", "DatasetError", "InternalError",
     "cuda_available", "is_cuda_available", "info", "resample", "fuse", "voxelize",
+    "convert_frames",
     "resample_trajectories", "fuse_multimodal", "fuse_multimodal_alignment", "voxelize_pointcloud", "self_test",
     "Dataset", "open", "Loader", "__version__",
 ]
@@ -228,6 +230,37 @@ def voxelize(points, *, origin, voxel_size, dims, mode: str = "occupancy", featu
     )
     convert = lambda a: None if a is None else _arrays.output(a, like_torch)  # noqa: E731
     return convert(grid), convert(counts), convert(dropped)
+
+
+def convert_frames(frames, size: Optional[Tuple[int, int]] = None, *,
+                   crop: Optional[Tuple[int, int, int, int]] = None, layout: str = "hwc", dtype: str = "uint8"):
+    """Camera frames, uint8 RGB ``[N, H, W, 3]``, cropped, resized and laid
+    out, on their own device.
+
+    ``crop=(top, left, height, width)`` cuts that rectangle out first;
+    ``size=(height, width)`` then resizes it bit for bit as Pillow 10 to 12
+    resize an RGB image with ``Image.BILINEAR`` (an antialiasing triangle
+    filter, rows then columns, each pass rounded to 8 bits):
+    ``Image.fromarray(frame[top:top + height, left:left + width])
+    .resize((width, height), Image.BILINEAR)``. ``layout``: ``"hwc"``
+    (``[N, H', W', 3]``) or ``"chw"`` (``[N, 3, H', W']``); ``dtype``:
+    ``"uint8"`` or ``"float32"`` (levels divided by 255, LeRobot's frames).
+
+    >>> import numpy as np, robocache
+    >>> grey = np.repeat(np.array([0, 80, 160, 240], np.uint8), 3).reshape(1, 1, 4, 3)
+    >>> robocache.convert_frames(grey, (1, 2))[0, 0, :, 0].tolist()
+    [57, 183]
+    """
+    like_torch = _arrays.is_torch(frames)
+    keep: list = []
+    desc = _arrays.describe(frames, "frames", keep)
+    stream = _arrays.current_stream(_device_of(desc))
+    size = None if size is None else (int(size[0]), int(size[1]))
+    crop = None if crop is None else tuple(int(v) for v in crop)
+    if crop is not None and len(crop) != 4:
+        raise InvalidInputError(f"crop is (top, left, height, width), not {crop}")
+    out = _native_convert_frames(desc, size, crop, str(layout), str(dtype), stream)
+    return _arrays.output(out, like_torch)
 
 
 # ---- the seeds' names ------------------------------------------------------

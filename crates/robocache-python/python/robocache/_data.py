@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -167,7 +167,11 @@ class Loader:
     axis, float64 features come as float32, camera frames as float32
     ``[B, T, C, H, W]`` in [0, 1] (``return_uint8=True``: uint8, 4× less
     memory); a video key with one offset is ``[B, C, H, W]``, as LeRobot
-    squeezes it. ``tolerance_s`` as LeRobot's.
+    squeezes it. ``tolerance_s`` as LeRobot's. ``frame_crop=(top, left,
+    height, width)`` and ``frame_size=(height, width)`` crop and resize every
+    camera frame on the loader's device before it becomes float, as
+    :func:`robocache.convert_frames` does (Pillow's bilinear resize of the
+    crop, bit for bit), instead of a ``Resize`` transform on the batch.
 
     Camera video is decoded in the loader's ``workers`` (Rust threads),
     each batch's frames together: a group of pictures is decoded once for
@@ -199,7 +203,8 @@ class Loader:
     def __init__(self, dataset: Union[Dataset, str, os.PathLike], streams: Optional[Sequence[str]] = None, *,
                  windows: Optional[Dict[str, Any]] = None,
                  delta_timestamps: Optional[Dict[str, Sequence[float]]] = None, tolerance_s: float = 1e-4,
-                 return_uint8: bool = False, frame_cache_bytes: int = 0,
+                 return_uint8: bool = False, frame_size: Optional[Tuple[int, int]] = None,
+                 frame_crop: Optional[Tuple[int, int, int, int]] = None, frame_cache_bytes: int = 0,
                  batch_size: int, device: Optional[str] = None, seed: int = 0, shuffle: bool = True,
                  drop_last: bool = False, workers: int = 2, prefetch: int = 4,
                  normalization: Optional[str] = None, mode: str = "auto",
@@ -251,7 +256,9 @@ class Loader:
         self._native = _NativeLoader(dataset._native, self.streams, spec, self.batch_size, self.device, int(seed),
                                      bool(shuffle), self.rank, self.world_size, bool(drop_last), int(workers), int(prefetch),
                                      normalization, mode, int(frame_cache_bytes), str(shard_by),
-                                     str(video_decoder), frame_layout, frame_dtype)
+                                     str(video_decoder), frame_layout, frame_dtype,
+                                     None if frame_size is None else (int(frame_size[0]), int(frame_size[1])),
+                                     None if frame_crop is None else tuple(int(v) for v in frame_crop))
         self._epoch = 0
         self._next_batch = 0
         # What each batch holds, in the order the native loader hands it over.
@@ -370,8 +377,8 @@ class _LeRobotBatches:
                 # loader's device from the decoder's YUV).
                 if key in self._deltas and len(self._deltas[key]) == 1:
                     value = value[:, 0]
-            elif key in self._camera:
-                # Images stored in parquet: [B, (T,) H, W, C] -> [B, (T,) C, H, W]
+            elif key in self._camera and not _rgb_images(stream):
+                # Other images stored in parquet: [B, (T,) H, W, C] -> [B, (T,) C, H, W]
                 value = _move_channels_first(value)
                 if not self._return_uint8:
                     value = _to_float_frames(value)
@@ -400,6 +407,13 @@ class _LeRobotBatches:
             stream = self._side_streams[value.device.index] = torch.cuda.Stream(device=value.device)
         with torch.cuda.stream(stream):
             return value.cpu().tolist()
+
+
+def _rgb_images(stream: Dict[str, Any]) -> bool:
+    """8-bit RGB images (``u8 [H, W, 3]``), which the loader converts on its
+    device as it converts video (channels first, float32 or uint8)."""
+    shape = stream.get("step_shape", [])
+    return stream.get("dtype") == "u8" and len(shape) == 3 and shape[-1] == 3
 
 
 def _move_channels_first(value):

@@ -58,6 +58,14 @@ def fuse(
     trusted: bool,
     stream: Optional[int],
 ) -> Tuple[Array, Array, List[int]]: ...
+def convert_frames(
+    frames: ArrayDesc,
+    size: Optional[Tuple[int, int]],
+    crop: Optional[Tuple[int, int, int, int]],
+    layout: str,
+    dtype: str,
+    stream: Optional[int],
+) -> Array: ...
 def voxelize(
     points: ArrayDesc,
     features: Optional[ArrayDesc],
@@ -125,6 +133,8 @@ class Loader:
         video_decoder: str = "auto",
         frame_layout: str = "hwc",
         frame_dtype: str = "uint8",
+        frame_size: Optional[Tuple[int, int]] = None,
+        frame_crop: Optional[Tuple[int, int, int, int]] = None,
     ) -> None: ...
     def batches_per_epoch(self) -> int: ...
     def samples_per_epoch(self) -> int: ...

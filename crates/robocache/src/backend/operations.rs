@@ -1,6 +1,7 @@
 //! The operations the facade asks of a CUDA device (see the parent module).
 
 use robocache_cpu::{DType, ResampleSpec, VoxelGrid, VoxelMode};
+use robocache_video::ResizePlan;
 
 use crate::assembly::{Assembled, AssemblyRequest, ResidentStream};
 use crate::ops::descriptors::{
@@ -43,6 +44,15 @@ pub(crate) trait CudaOperations {
         planes: &Tensor,
         width: usize,
         height: usize,
+        output: FrameOutput,
+    ) -> Result<Tensor>;
+    /// [`Device::convert_frames`] on this device (the input checked, the
+    /// resize planned).
+    fn convert_frames(
+        &self,
+        device: &Device,
+        frames: &Tensor,
+        resize: Option<&ResizePlan>,
         output: FrameOutput,
     ) -> Result<Tensor>;
     /// A resident stream's episode table in the assembly kernel's layout.

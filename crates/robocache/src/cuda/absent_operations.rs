@@ -2,6 +2,7 @@
 //! run, since no device exists.
 
 use robocache_cpu::{DType, ResampleSpec, VoxelGrid, VoxelMode};
+use robocache_video::ResizePlan;
 
 use super::absent::CudaDevice;
 use crate::assembly::{Assembled, AssemblyRequest, ResidentStream};
@@ -25,6 +26,10 @@ impl CudaOperations for CudaDevice {
     }
 
     fn yuv420_to_rgb(&self, _: &Device, _: &Tensor, _: usize, _: usize, _: FrameOutput) -> Result<Tensor> {
+        self.unreachable()
+    }
+
+    fn convert_frames(&self, _: &Device, _: &Tensor, _: Option<&ResizePlan>, _: FrameOutput) -> Result<Tensor> {
         self.unreachable()
     }
 

@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use robocache_cpu::{DType, HostSlice, HostVec, ResampleSpec, VoxelGrid, VoxelMode};
+use robocache_video::ResizePlan;
 
 use super::backend::{host_vec_from_bytes, CudaDevice, DeviceStorage};
 use super::error::cuda_error;
@@ -201,6 +202,16 @@ impl CudaOperations for CudaDevice {
         output: FrameOutput,
     ) -> Result<Tensor> {
         self.run_yuv420_to_rgb(device, planes, width, height, output)
+    }
+
+    fn convert_frames(
+        &self,
+        device: &Device,
+        frames: &Tensor,
+        resize: Option<&ResizePlan>,
+        output: FrameOutput,
+    ) -> Result<Tensor> {
+        self.run_convert_frames(device, frames, resize, output)
     }
 
     fn resident_table(&self, device: &Device, stream: &ResidentStream) -> Result<Tensor> {

@@ -1,8 +1,11 @@
-//! Decoded camera frames to RGB: one `yuv420_to_rgb` launch for a batch of
-//! frames (see `kernels/video.cu`).
+//! Camera frames on the device (see `kernels/video.cu`): decoded YUV to RGB,
+//! one `yuv420_to_rgb` launch for a batch of frames; RGB frames cropped,
+//! resized and laid out, a `resize_rows` and a `resize_columns` launch.
 
-use robocache_cuda::abi::{DTypeCode, FrameArgs, FrameLayout as LayoutCode};
+use robocache_cpu::HostVec;
+use robocache_cuda::abi::{DTypeCode, FrameArgs, FrameLayout as LayoutCode, ResizeArgs};
 use robocache_cuda::{entry, LaunchConfig};
+use robocache_video::{ResizePlan, ResizeTaps};
 
 use super::backend::{CudaDevice, DeviceStorage};
 use super::error::cuda_error;
@@ -45,14 +48,8 @@ impl CudaDevice {
                 frame_bytes: planes.shape()[1] as u64,
                 width: width as u32,
                 height: height as u32,
-                layout: match output.layout {
-                    FrameLayout::Hwc => LayoutCode::Hwc,
-                    FrameLayout::Chw => LayoutCode::Chw,
-                },
-                dtype: match output.dtype {
-                    FrameDType::U8 => DTypeCode::U8,
-                    FrameDType::F32 => DTypeCode::F32,
-                },
+                layout: layout_code(output.layout),
+                dtype: dtype_code(output.dtype),
             };
             let config = LaunchConfig { grid, block: THREADS, shared_bytes: 0 };
             // SAFETY: `planes` is a live device tensor of `frames × frame_bytes`
@@ -63,5 +60,138 @@ impl CudaDevice {
             unsafe { self.context.launch(entry::Yuv420ToRgb, config, (args,)) }.map_err(cuda_error)?;
         }
         Ok(Tensor::on_device(device, DeviceStorage::new(out), dtype, shape))
+    }
+}
+
+impl CudaDevice {
+    /// [`Device::convert_frames`] on this device; the input is checked and
+    /// the resize planned by the caller (`u8 [N, H, W, 3]`, fewer than 2³²
+    /// pixels a frame before and after).
+    pub(super) fn run_convert_frames(
+        &self,
+        device: &Device,
+        frames: &Tensor,
+        resize: Option<&ResizePlan>,
+        output: FrameOutput,
+    ) -> Result<Tensor> {
+        let shape = frames.shape();
+        let (count, width, height) = (shape[0], shape[2], shape[1]);
+        if width > i32::MAX as usize || height > i32::MAX as usize {
+            return Err(Error::Limit {
+                what: format!("{width}x{height} frames"),
+                limit: "a frame converts on a device when each side is below 2^31 pixels".into(),
+            });
+        }
+        let out_shape = output.shape(count, width, height);
+        let dtype = output.dtype.dtype();
+        let out = self.alloc(out_shape.iter().product::<usize>() * dtype.size_in_bytes())?;
+        if count > 0 {
+            // The tables of both passes in one upload: a one-tap identity for
+            // the columns when nothing is resized (layout and dtype alone).
+            let identity;
+            let (rows, columns) = match resize {
+                Some(plan) => (Some(&plan.horizontal), &plan.vertical),
+                None => {
+                    identity = ResizeTaps::identity(height);
+                    (None, &identity)
+                }
+            };
+            let mut table: Vec<i32> = Vec::new();
+            let columns_at = rows.map_or(0, |taps| {
+                append_taps(&mut table, taps, 0);
+                table.len()
+            });
+            let first_row = resize.map_or(0, |plan| plan.rows.start);
+            append_taps(&mut table, columns, first_row);
+            let table = Tensor::from_host_vec(device, HostVec::I32(table), &[columns_at + 3 * columns.outputs()])?;
+            let table_at = |index: usize| device_pointer(&table) + 4 * index as u64;
+            let (out_width, out_rows) = (resize.map_or(width, |plan| plan.output.0), columns.outputs());
+            // The horizontal pass: the rows the columns read, at the output's width.
+            let (source, source_rows, intermediate) = match (rows, resize) {
+                (Some(taps), Some(plan)) => {
+                    let bytes = count * plan.intermediate_len();
+                    let intermediate = self.alloc(bytes)?;
+                    let args = ResizeArgs {
+                        src: device_pointer(frames),
+                        out: intermediate.device_pointer(),
+                        table: table_at(0),
+                        frames: count as u64,
+                        in_width: width as u32,
+                        in_rows: height as u32,
+                        out_width: taps.outputs() as u32,
+                        out_rows: plan.rows.len() as u32,
+                        taps: taps.taps as u32,
+                        first_row: first_row as u32,
+                        layout: LayoutCode::Hwc,
+                        dtype: DTypeCode::U8,
+                    };
+                    let config = grid_stride(count * taps.outputs() * plan.rows.len());
+                    // SAFETY: `frames` is a live `u8 [count, height, width, 3]`
+                    // tensor (checked by the caller); the table's first
+                    // positions and counts stay inside each source row and the
+                    // rows inside each frame (the plan's); `intermediate` holds
+                    // `count × rows × out_width × 3` bytes. All stay alive
+                    // through the launch in stream order.
+                    unsafe { self.context.launch(entry::ResizeRows, config, (args,)) }.map_err(cuda_error)?;
+                    (intermediate.device_pointer(), plan.rows.len(), Some(intermediate))
+                }
+                _ => (device_pointer(frames), height, None),
+            };
+            let args = ResizeArgs {
+                src: source,
+                out: out.device_pointer(),
+                table: table_at(columns_at),
+                frames: count as u64,
+                in_width: out_width as u32,
+                in_rows: source_rows as u32,
+                out_width: out_width as u32,
+                out_rows: out_rows as u32,
+                taps: columns.taps as u32,
+                first_row: 0,
+                layout: layout_code(output.layout),
+                dtype: dtype_code(output.dtype),
+            };
+            let config = grid_stride(count * out_width * out_rows);
+            // SAFETY: `source` holds `count × source_rows × out_width × 3`
+            // bytes (the frames themselves when nothing is resized, whose width
+            // is then the output's); the columns' table reads rows inside
+            // `source_rows` (shifted by the first row the horizontal pass
+            // wrote); `out` holds every output element. All stay alive through
+            // the launch in stream order (a dropped buffer is freed in stream
+            // order).
+            unsafe { self.context.launch(entry::ResizeColumns, config, (args,)) }.map_err(cuda_error)?;
+            drop(intermediate);
+            drop(table);
+        }
+        Ok(Tensor::on_device(device, DeviceStorage::new(out), dtype, out_shape))
+    }
+}
+
+/// Appends `taps` as the kernels read a table: first positions (less
+/// `shift`), counts, then the weights.
+fn append_taps(table: &mut Vec<i32>, taps: &ResizeTaps, shift: usize) {
+    table.extend(taps.first.iter().map(|&f| (f as usize - shift) as i32));
+    table.extend(taps.count.iter().map(|&c| c as i32));
+    table.extend(&taps.weights);
+}
+
+/// A grid of `THREADS`-thread blocks over `items`, at most 2³¹ − 1 blocks
+/// (the kernels stride over the rest).
+fn grid_stride(items: usize) -> LaunchConfig {
+    let blocks = (items as u64).div_ceil(THREADS as u64).clamp(1, i32::MAX as u64);
+    LaunchConfig { grid: blocks as u32, block: THREADS, shared_bytes: 0 }
+}
+
+fn layout_code(layout: FrameLayout) -> LayoutCode {
+    match layout {
+        FrameLayout::Hwc => LayoutCode::Hwc,
+        FrameLayout::Chw => LayoutCode::Chw,
+    }
+}
+
+fn dtype_code(dtype: FrameDType) -> DTypeCode {
+    match dtype {
+        FrameDType::U8 => DTypeCode::U8,
+        FrameDType::F32 => DTypeCode::F32,
     }
 }

@@ -62,6 +62,7 @@ pub use telemetry::{FrameCacheReport, Telemetry, TelemetryReport, VideoDecodeRep
 use crate::assembly::AssemblyRequest;
 use crate::backend::operations::CudaOperations;
 use crate::backend::CudaBackend;
+use crate::ops::descriptors::resize_plan;
 use crate::windows::{BatchStream, WindowBatch};
 use crate::{Device, Error, FrameOutput, Result, Tensor};
 
@@ -143,12 +144,14 @@ pub struct LoaderConfig {
     /// ([`DecoderChoice::Auto`]), the dataset's setting (the CPU unless
     /// set) on a CPU loader.
     pub video_decoders: Option<DecoderChoice>,
-    /// What camera video becomes in [`WindowSpec::Deltas`] batches: RGB
+    /// What camera frames become in [`WindowSpec::Deltas`] batches: RGB
     /// `[B, T, H, W, 3]` u8 by default, or channels first and/or float32
-    /// (levels / 255, LeRobot's frames). Frames travel to the device as the
-    /// decoder's YUV 4:2:0 planes and are converted there either way. Step
-    /// and time windows give video as u8 `[H, W, 3]` and take only the
-    /// default.
+    /// (levels / 255, LeRobot's frames), cropped and resized when
+    /// `frames.resize` asks ([`Device::convert_frames`]). Video travels to
+    /// the device as the decoder's YUV 4:2:0 planes and is converted there
+    /// either way; 8-bit RGB image streams (`u8 [H, W, 3]`) are converted
+    /// there too when `frames` is not the default. Step and time windows
+    /// give camera frames as u8 `[H, W, 3]` and take only the default.
     pub frames: FrameOutput,
 }
 
@@ -292,6 +295,19 @@ impl Loader {
         for &name in &names {
             let (_, info) = dataset.stream(0, name)?;
             let image = info.is_image();
+            // A crop or resize that cannot apply to a camera stream fails here,
+            // not in the first batch.
+            if let Some(resize) = &config.frames.resize {
+                let size = dataset.video_frame_size(name).or(crate::windows::rgb_image_size(info).map(|(h, w)| (w, h)));
+                if let Some((width, height)) = size {
+                    resize_plan(resize, width, height).map_err(|error| match error {
+                        Error::Resize { what, problem } => {
+                            Error::Resize { what: format!("stream `{name}`: {what}"), problem }
+                        }
+                        other => other,
+                    })?;
+                }
+            }
             match config.mode {
                 _ if deltas => streamed.push(name.to_owned()),
                 LoaderMode::Streaming => streamed.push(name.to_owned()),
@@ -690,11 +706,22 @@ fn device_batch_bytes(
     batch_size: usize,
     frames: FrameOutput,
 ) -> Result<usize> {
+    // A converted frame: its output, and what the conversion holds on the
+    // device meanwhile (the RGB frame and the horizontal pass, when resized).
+    let converted = |width: usize, height: usize| {
+        let (out_width, out_height) = frames.resize.map_or((width, height), |r| (r.width, r.height));
+        let passes = if frames.resize.is_some() { 3 * width * height + 3 * height * out_width } else { 0 };
+        passes + 3 * out_width * out_height * frames.dtype.dtype().size_in_bytes()
+    };
+    let deltas = matches!(cut, Cut::Deltas(_));
     sum_over_streams(cut, dataset, streamed, batch_size, |info, video| match video {
-        Some((width, height)) => {
-            robocache_video::yuv420_len(width, height) + 3 * width * height * frames.dtype.dtype().size_in_bytes()
-        }
-        None => 2 * info.step_bytes(),
+        Some((width, height)) => robocache_video::yuv420_len(width, height) + converted(width, height),
+        None => match crate::windows::rgb_image_size(info) {
+            Some((height, width)) if deltas && frames != FrameOutput::default() => {
+                info.step_bytes() + converted(width, height)
+            }
+            _ => 2 * info.step_bytes(),
+        },
     })
 }
 

@@ -4,6 +4,8 @@
 //! backend, so that neither imports the other's module.
 
 use robocache_cpu::{DType, ResampleSpec};
+use robocache_video::ResizePlan;
+pub use robocache_video::{CropBox, FrameResize};
 
 use crate::{Device, Error, Result, Tensor};
 
@@ -148,12 +150,16 @@ pub enum FrameLayout {
     Chw,
 }
 
-/// What camera frames decoded from video become: their layout and dtype
-/// (`U8` levels, or `F32` levels divided by 255, LeRobot's float frames).
+/// What camera frames become: their layout, their dtype (`U8` levels, or
+/// `F32` levels divided by 255, LeRobot's float frames) and, optionally, a
+/// crop and resize ([`FrameResize`], Pillow's bilinear resize of the crop;
+/// docs/semantics.md) applied to the 8-bit RGB frames before the layout
+/// and dtype.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct FrameOutput {
     pub layout: FrameLayout,
     pub dtype: FrameDType,
+    pub resize: Option<FrameResize>,
 }
 
 /// The dtype of converted frames.
@@ -177,13 +183,55 @@ impl FrameDType {
 }
 
 impl FrameOutput {
-    /// The shape of `frames` frames of `width × height`.
+    /// The shape of `frames` source frames of `width × height` once output
+    /// (resized when [`Self::resize`] says so).
     pub fn shape(self, frames: usize, width: usize, height: usize) -> Vec<usize> {
+        let (width, height) = self.resize.map_or((width, height), |r| (r.width, r.height));
         match self.layout {
             FrameLayout::Hwc => vec![frames, height, width, 3],
             FrameLayout::Chw => vec![frames, 3, height, width],
         }
     }
+}
+
+/// The checks of a [`Device::convert_frames`] call: `u8 [N, H, W, 3]` on
+/// `device`, and a resize, if any, that applies to `W × H` frames (its
+/// plan, which both backends follow).
+pub(crate) fn check_rgb_frames(device: &Device, frames: &Tensor, output: &FrameOutput) -> Result<Option<ResizePlan>> {
+    device.expect_same("RGB frames", frames.device())?;
+    expect_rank("RGB frames", frames, &[4], "[N, H, W, 3] (8-bit RGB frames)")?;
+    let shape = frames.shape();
+    if shape[3] != 3 {
+        return Err(Error::Rank {
+            what: "RGB frames".into(),
+            expected: "[N, H, W, 3] (8-bit RGB frames)".into(),
+            shape: shape.to_vec(),
+        });
+    }
+    expect_dtype("RGB frames", frames, DType::U8)?;
+    let (width, height) = (shape[2], shape[1]);
+    if width.checked_mul(height).is_none_or(|pixels| pixels > u32::MAX as usize) {
+        return Err(Error::Limit {
+            what: format!("{width}x{height} frames"),
+            limit: "a frame converts on a device when it has fewer than 2^32 pixels".into(),
+        });
+    }
+    output.resize.map(|resize| resize_plan(&resize, width, height)).transpose()
+}
+
+/// The plan of `resize` for `width × height` frames, or what is wrong with it.
+pub(crate) fn resize_plan(resize: &FrameResize, width: usize, height: usize) -> Result<ResizePlan> {
+    let plan = resize
+        .plan(width, height)
+        .map_err(|problem| Error::Resize { what: format!("resize of {width}x{height} frames"), problem })?;
+    let (out_width, out_height) = plan.output;
+    if out_width.checked_mul(out_height).is_none_or(|pixels| pixels > u32::MAX as usize) {
+        return Err(Error::Limit {
+            what: format!("{out_width}x{out_height} frames"),
+            limit: "a frame converts on a device when it has fewer than 2^32 pixels".into(),
+        });
+    }
+    Ok(plan)
 }
 
 /// The checks every backend makes of a [`Device::yuv420_to_rgb`] call: the

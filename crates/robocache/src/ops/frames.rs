@@ -1,7 +1,9 @@
 use rayon::prelude::*;
 use robocache_cpu::{HostSlice, HostVec};
 
-use super::descriptors::{check_yuv_frames, FrameDType, FrameLayout, FrameOutput};
+use robocache_video::ResizePlan;
+
+use super::descriptors::{check_rgb_frames, check_yuv_frames, resize_plan, FrameDType, FrameLayout, FrameOutput};
 use crate::backend::operations::CudaOperations;
 use crate::{Device, Result, Tensor};
 
@@ -12,6 +14,9 @@ impl Device {
     /// (`output`). The conversion is FFmpeg swscale's `yuv420p` to `rgb24`
     /// bit for bit (BT.601 limited range, what PyAV, torchcodec and LeRobot
     /// return; docs/semantics.md); f32 is each level divided by 255.
+    ///
+    /// With `output.resize`, the 8-bit RGB frames are then cropped and
+    /// resized as [`Device::convert_frames`] does.
     ///
     /// The loader uploads camera frames this way (1.5 bytes a pixel, where
     /// RGB takes 3 and float RGB 12) and converts them on the batch's device.
@@ -25,7 +30,7 @@ impl Device {
     /// let rgb = device.yuv420_to_rgb(&planes, 2, 2, FrameOutput::default())?;
     /// assert_eq!(rgb.shape(), [1, 2, 2, 3]);
     /// assert_eq!(rgb.to_vec::<u8>()?, [0, 0, 0, 255, 255, 255, 128, 128, 128, 130, 130, 130]);
-    /// let chw = FrameOutput { layout: FrameLayout::Chw, dtype: FrameDType::F32 };
+    /// let chw = FrameOutput { layout: FrameLayout::Chw, dtype: FrameDType::F32, resize: None };
     /// let float = device.yuv420_to_rgb(&planes, 2, 2, chw)?;
     /// assert_eq!(float.shape(), [1, 3, 2, 2]);
     /// assert_eq!(float.to_vec::<f32>()?[..4], [0.0, 1.0, 128.0 / 255.0, 130.0 / 255.0]);
@@ -33,6 +38,12 @@ impl Device {
     /// ```
     pub fn yuv420_to_rgb(&self, planes: &Tensor, width: usize, height: usize, output: FrameOutput) -> Result<Tensor> {
         check_yuv_frames(self, planes, width, height)?;
+        if let Some(resize) = output.resize {
+            // Planned before converting, so that a bad resize costs nothing.
+            resize_plan(&resize, width, height)?;
+            let rgb = self.yuv420_to_rgb(planes, width, height, FrameOutput::default())?;
+            return self.convert_frames(&rgb, output);
+        }
         let frames = planes.shape()[0];
         let shape = output.shape(frames, width, height);
         match self {
@@ -46,18 +57,81 @@ impl Device {
                         robocache_video::yuv420_to_rgb_into(width, height, planes, rgb);
                     },
                 );
-                let rgb = match output.layout {
-                    FrameLayout::Hwc => rgb,
-                    FrameLayout::Chw => channels_first(&rgb, width * height),
-                };
-                let values = match output.dtype {
-                    FrameDType::U8 => HostVec::U8(rgb),
-                    FrameDType::F32 => HostVec::F32(rgb.into_par_iter().map(|level| level as f32 / 255.0).collect()),
-                };
-                Ok(Tensor::host(self, values, shape))
+                Ok(Tensor::host(self, laid_out(rgb, width * height, output), shape))
             }
             Device::Cuda(cuda) => cuda.yuv420_to_rgb(self, planes, width, height, output),
         }
+    }
+
+    /// 8-bit RGB frames `u8 [N, H, W, 3]` as `output` says: cropped and
+    /// resized when `output.resize` asks (the crop cut out, then resized bit
+    /// for bit as Pillow 10–12 resize an RGB image with `Image.BILINEAR`:
+    /// an antialiasing triangle filter, rows then columns, each pass rounded
+    /// to 8 bits; docs/semantics.md), then laid out as `[N, H', W', 3]` or
+    /// `[N, 3, H', W']` in u8 or f32 (levels divided by 255).
+    ///
+    /// The loader applies it to camera frames stored as images; decoded
+    /// video goes through [`Device::yuv420_to_rgb`], which ends here too.
+    ///
+    /// ```
+    /// use robocache::{CropBox, Device, FrameOutput, FrameResize, Tensor};
+    ///
+    /// let device = Device::cpu();
+    /// // One 4x1 frame of greys 0, 80, 160, 240, halved to 2x1.
+    /// let levels: Vec<u8> = [0u8, 80, 160, 240].iter().flat_map(|&l| [l; 3]).collect();
+    /// let frames = Tensor::from_slice(&device, &levels, &[1, 1, 4, 3])?;
+    /// let half = FrameOutput { resize: Some(FrameResize::to(2, 1)), ..FrameOutput::default() };
+    /// let out = device.convert_frames(&frames, half)?;
+    /// assert_eq!(out.shape(), [1, 1, 2, 3]);
+    /// assert_eq!(out.to_vec::<u8>()?, [57, 57, 57, 183, 183, 183]); // weights 3/7, 3/7, 1/7 at the edges
+    /// // A crop of the output's size is a plain crop.
+    /// let crop = CropBox { left: 1, top: 0, width: 2, height: 1 };
+    /// let middle = FrameOutput { resize: Some(FrameResize { width: 2, height: 1, crop: Some(crop) }), ..half };
+    /// assert_eq!(device.convert_frames(&frames, middle)?.to_vec::<u8>()?, [80, 80, 80, 160, 160, 160]);
+    /// # Ok::<(), robocache::Error>(())
+    /// ```
+    pub fn convert_frames(&self, frames: &Tensor, output: FrameOutput) -> Result<Tensor> {
+        let plan = check_rgb_frames(self, frames, &output)?;
+        let shape = frames.shape();
+        let (count, width, height) = (shape[0], shape[2], shape[1]);
+        match self {
+            Device::Cpu => {
+                let HostSlice::U8(levels) = frames.host_slice() else { unreachable!("dtype checked") };
+                let rgb = match &plan {
+                    Some(plan) => resize_on_host(plan, levels, count),
+                    None => levels.to_vec(),
+                };
+                let out_shape = output.shape(count, width, height);
+                let pixels = out_shape[1..].iter().product::<usize>() / 3;
+                Ok(Tensor::host(self, laid_out(rgb, pixels, output), out_shape))
+            }
+            Device::Cuda(cuda) => cuda.convert_frames(self, frames, plan.as_ref(), output),
+        }
+    }
+}
+
+/// `count` frames cropped and resized by `plan`, one frame per task.
+fn resize_on_host(plan: &ResizePlan, levels: &[u8], count: usize) -> Vec<u8> {
+    let (width, height) = plan.source;
+    let (out_width, out_height) = plan.output;
+    let (in_bytes, out_bytes) = (width * height * 3, out_width * out_height * 3);
+    let mut out = vec![0u8; count * out_bytes];
+    out.par_chunks_mut(out_bytes.max(1)).zip(levels.par_chunks(in_bytes.max(1))).for_each_init(
+        || vec![0u8; plan.intermediate_len()],
+        |rows, (out, frame)| plan.resize_rgb_into(frame, rows, out),
+    );
+    out
+}
+
+/// 8-bit RGB frames `[N, pixels, 3]` in `output`'s layout and dtype.
+fn laid_out(rgb: Vec<u8>, pixels: usize, output: FrameOutput) -> HostVec {
+    let rgb = match output.layout {
+        FrameLayout::Hwc => rgb,
+        FrameLayout::Chw => channels_first(&rgb, pixels),
+    };
+    match output.dtype {
+        FrameDType::U8 => HostVec::U8(rgb),
+        FrameDType::F32 => HostVec::F32(rgb.into_par_iter().map(|level| level as f32 / 255.0).collect()),
     }
 }
 

@@ -9,8 +9,8 @@ mod voxelize;
 
 use descriptors::{expect_rank, expect_time_tensor};
 pub use descriptors::{
-    FrameDType, FrameLayout, FrameOutput, Fused, FusionStreamInput, Resampled, StreamInput, TargetTimes, TimeAxis,
-    VoxelInput, VoxelOutput,
+    CropBox, FrameDType, FrameLayout, FrameOutput, FrameResize, Fused, FusionStreamInput, Resampled, StreamInput,
+    TargetTimes, TimeAxis, VoxelInput, VoxelOutput,
 };
 
 use robocache_cpu::{HostSlice, Times};
