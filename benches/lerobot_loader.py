@@ -196,13 +196,14 @@ def epochs(loader, device, first):
         epoch += 1
 
 
-def robocache_run(root, workers, batches, fps, return_uint8, device, video_decoder="auto"):
+def robocache_run(root, workers, batches, fps, return_uint8, device, video_decoder="auto", frame_size=None):
     import torch  # noqa: F401 (a CUDA loader's batches are torch tensors)
     import robocache
 
     loader = robocache.Loader(root, None, delta_timestamps=deltas(fps), batch_size=BATCH, shuffle=True,
                               workers=workers, prefetch=2 * workers, device=device, drop_last=True,
-                              return_uint8=return_uint8, video_decoder=video_decoder)
+                              return_uint8=return_uint8, video_decoder=video_decoder,
+                              frame_size=None if frame_size is None else tuple(frame_size))
 
     reset_gpu_peak(device)
     result = timed(batches, 3, lambda: epochs(loader, device, 0), BATCH * 4)
@@ -258,6 +259,13 @@ def all_runs(args):
                 rows.append({"loader": f"robocache.Loader {decoder} (nvdec {share:.2f}) workers={workers}"
                                        f"{' uint8' if uint8 else ''}", **r})
                 print(rows[-1], flush=True)
+    for decoder in args.video_decoders if args.frame_size else []:
+        for workers in args.robocache_workers:
+            r = robocache_run(args.root, workers, args.batches, fps, False, args.device, decoder, args.frame_size)
+            share = r["video_decode"]["nvdec_share"]
+            rows.append({"loader": f"robocache.Loader {decoder} (nvdec {share:.2f}) workers={workers} "
+                                   f"{args.frame_size[0]}x{args.frame_size[1]}", **r})
+            print(rows[-1], flush=True)
     for workers in args.robocache_workers:
         if args.cache_gib <= 0:
             break
@@ -309,6 +317,8 @@ def main():
     a.add_argument("--video-decoders", nargs="+", default=["auto"],
                    help="robocache's video_decoder values to time (auto: NVDEC beside the CPU on a CUDA loader)")
     a.add_argument("--cache-gib", type=float, default=8.0, help="frame cache of the cached robocache run (0: none)")
+    a.add_argument("--frame-size", type=int, nargs=2, metavar=("H", "W"),
+                   help="also run robocache float32 loaders resizing every frame to H x W on the device")
     a.add_argument("--json")
     args = parser.parse_args()
     {"write": write, "all": all_runs}[args.command](args)
