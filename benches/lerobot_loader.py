@@ -312,7 +312,7 @@ def main():
     a.add_argument("--workers", type=int, nargs="+", default=[4, 8, 16])
     a.add_argument("--robocache-workers", type=int, nargs="*", default=[16])
     a.add_argument("--device", default="cuda:0")
-    a.add_argument("--backends", nargs="+", default=["torchcodec", "pyav"])
+    a.add_argument("--backends", nargs="*", default=["torchcodec", "pyav"], help="LeRobot decode backends (the flag alone: no LeRobot rows)")
     a.add_argument("--processes", type=int, help="decode ceiling processes (default: one per core)")
     a.add_argument("--video-decoders", nargs="+", default=["auto"],
                    help="robocache's video_decoder values to time (auto: NVDEC beside the CPU on a CUDA loader)")

@@ -103,7 +103,8 @@ impl CudaDevice {
             });
             let first_row = resize.map_or(0, |plan| plan.rows.start);
             append_taps(&mut table, columns, first_row);
-            let table = Tensor::from_host_vec(device, HostVec::I32(table), &[columns_at + 3 * columns.outputs()])?;
+            let entries = table.len();
+            let table = Tensor::from_host_vec(device, HostVec::I32(table), &[entries])?;
             let table_at = |index: usize| device_pointer(&table) + 4 * index as u64;
             let (out_width, out_rows) = (resize.map_or(width, |plan| plan.output.0), columns.outputs());
             // The horizontal pass: the rows the columns read, at the output's width.
