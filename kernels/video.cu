@@ -9,7 +9,8 @@
 // (pmulhw), the sum clamped to 0..255. No term overflows 32 bits, and `>>`
 // of a negative int is arithmetic in nvcc as in Rust, so the integers are
 // the reference's exactly. Float32 output is the level divided by 255 with
-// IEEE round-to-nearest division (LeRobot's `frames / 255` on the host).
+// IEEE round-to-nearest division (LeRobot's `frames / 255` on the host),
+// looked up in a per-block table of the 256 quotients.
 //
 // One thread per pixel. The grid is a whole number of frames' worth of
 // blocks: block b covers pixels of frame slot b / blocks_per_frame, and each
@@ -24,7 +25,19 @@ __device__ __forceinline__ int mulhw(int a, int b) { return (a * b) >> 16; }
 
 __device__ __forceinline__ int clamp_level(int v) { return v < 0 ? 0 : (v > 255 ? 255 : v); }
 
+// Float32 levels: `level / 255` for each of the 256 levels, divided once
+// per block into shared memory (IEEE round-to-nearest, `__fdiv_rn`), then
+// looked up: a division per value costs more than the rest of the kernel.
+__device__ __forceinline__ void fill_float_levels(float* levels) {
+    for (int level = threadIdx.x; level < 256; level += blockDim.x) {
+        levels[level] = __fdiv_rn((float)level, 255.0f);
+    }
+    __syncthreads();
+}
+
 extern "C" __global__ void yuv420_to_rgb(FrameArgs args) {
+    __shared__ float float_levels[256];
+    if (args.dtype == DT_F32) fill_float_levels(float_levels);
     const uint32_t width = args.width, height = args.height;
     const uint32_t pixels = width * height;  // checked on the host to fit 32 bits
     const uint32_t blocks_per_frame = (pixels + blockDim.x - 1) / blockDim.x;
@@ -50,7 +63,7 @@ extern "C" __global__ void yuv420_to_rgb(FrameArgs args) {
             const uint64_t at = first + (args.layout == LAYOUT_CHW ? (uint64_t)channel * pixels + p
                                                                   : (uint64_t)p * 3 + channel);
             if (args.dtype == DT_F32) {
-                ((float*)args.out)[at] = __fdiv_rn((float)rgb[channel], 255.0f);
+                ((float*)args.out)[at] = float_levels[rgb[channel]];
             } else {
                 ((uint8_t*)args.out)[at] = (uint8_t)rgb[channel];
             }
@@ -66,10 +79,13 @@ extern "C" __global__ void yuv420_to_rgb(FrameArgs args) {
 // below 2^31 since the host caps the taps). The host computes the weights
 // (f64, as the reference) and passes them in `table`.
 //
-// One thread per output pixel, all three channels; a grid-stride loop over
-// every output pixel of every frame.
+// One thread per output pixel, all three channels, over a grid of whole
+// frames' worth of blocks as `yuv420_to_rgb`'s: block b covers output
+// pixels of frame slot b / blocks_per_frame, each slot striding over the
+// frames, so no index needs a 64-bit division.
 
 #define RESIZE_PRECISION_BITS 22
+#define RESIZE_HALF (1 << (RESIZE_PRECISION_BITS - 1))
 
 __device__ __forceinline__ uint8_t resize_level(int sum) {
     return (uint8_t)clamp_level(sum >> RESIZE_PRECISION_BITS);
@@ -77,64 +93,69 @@ __device__ __forceinline__ uint8_t resize_level(int sum) {
 
 // Along rows: out[f][r][x] from src[f][first_row + r][first[x] ..].
 extern "C" __global__ void resize_rows(ResizeArgs args) {
-    const uint64_t per_frame = (uint64_t)args.out_rows * args.out_width;
-    const uint64_t total = args.frames * per_frame;
+    const uint32_t per_frame = args.out_rows * args.out_width;  // below 2^32 (checked on the host)
+    const uint32_t blocks_per_frame = (per_frame + blockDim.x - 1) / blockDim.x;
+    const uint32_t slot = blockIdx.x / blocks_per_frame;
+    const uint32_t slots = gridDim.x / blocks_per_frame;
+    const uint32_t p = (blockIdx.x - slot * blocks_per_frame) * blockDim.x + threadIdx.x;
+    if (p >= per_frame) return;
+    const uint32_t row = p / args.out_width, x = p - row * args.out_width;
     const int* first = args.table;
     const int* count = args.table + args.out_width;
-    const int* weights = args.table + 2 * (uint64_t)args.out_width;
-    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
-         i += (uint64_t)gridDim.x * blockDim.x) {
-        const uint64_t frame = i / per_frame;
-        const uint32_t within = (uint32_t)(i - frame * per_frame);
-        const uint32_t row = within / args.out_width, x = within - row * args.out_width;
+    const int* w = args.table + 2 * (uint64_t)args.out_width + (uint64_t)x * args.taps;
+    const int taps = count[x];
+    for (uint64_t frame = slot; frame < args.frames; frame += slots) {
         const uint8_t* line =
             args.src + ((frame * args.in_rows + args.first_row + row) * args.in_width + first[x]) * 3;
-        const int* w = weights + (uint64_t)x * args.taps;
-        int sum[3] = {1 << (RESIZE_PRECISION_BITS - 1), 1 << (RESIZE_PRECISION_BITS - 1),
-                      1 << (RESIZE_PRECISION_BITS - 1)};
-        for (int k = 0; k < count[x]; ++k) {
-            sum[0] += (int)line[3 * k] * w[k];
-            sum[1] += (int)line[3 * k + 1] * w[k];
-            sum[2] += (int)line[3 * k + 2] * w[k];
+        int sum0 = RESIZE_HALF, sum1 = RESIZE_HALF, sum2 = RESIZE_HALF;
+        for (int k = 0; k < taps; ++k) {
+            const int weight = w[k];
+            sum0 += (int)line[3 * k] * weight;
+            sum1 += (int)line[3 * k + 1] * weight;
+            sum2 += (int)line[3 * k + 2] * weight;
         }
-        uint8_t* out = (uint8_t*)args.out + i * 3;
-        out[0] = resize_level(sum[0]);
-        out[1] = resize_level(sum[1]);
-        out[2] = resize_level(sum[2]);
+        uint8_t* out = (uint8_t*)args.out + (frame * per_frame + p) * 3;
+        out[0] = resize_level(sum0);
+        out[1] = resize_level(sum1);
+        out[2] = resize_level(sum2);
     }
 }
 
 // Along columns: out[f][y][x] from src[f][first[y] ..][x], written in the
 // output's layout and dtype (float: the level divided by 255, IEEE
-// round-to-nearest).
+// round-to-nearest, from the block's table).
 extern "C" __global__ void resize_columns(ResizeArgs args) {
-    const uint64_t per_frame = (uint64_t)args.out_rows * args.out_width;
-    const uint64_t total = args.frames * per_frame;
+    __shared__ float float_levels[256];
+    if (args.dtype == DT_F32) fill_float_levels(float_levels);
+    const uint32_t per_frame = args.out_rows * args.out_width;  // below 2^32 (checked on the host)
+    const uint32_t blocks_per_frame = (per_frame + blockDim.x - 1) / blockDim.x;
+    const uint32_t slot = blockIdx.x / blocks_per_frame;
+    const uint32_t slots = gridDim.x / blocks_per_frame;
+    const uint32_t p = (blockIdx.x - slot * blocks_per_frame) * blockDim.x + threadIdx.x;
+    if (p >= per_frame) return;
+    const uint32_t y = p / args.out_width, x = p - y * args.out_width;
     const int* first = args.table;
     const int* count = args.table + args.out_rows;
-    const int* weights = args.table + 2 * (uint64_t)args.out_rows;
+    const int* w = args.table + 2 * (uint64_t)args.out_rows + (uint64_t)y * args.taps;
+    const int taps = count[y];
     const uint64_t row_bytes = (uint64_t)args.in_width * 3;
-    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
-         i += (uint64_t)gridDim.x * blockDim.x) {
-        const uint64_t frame = i / per_frame;
-        const uint32_t p = (uint32_t)(i - frame * per_frame);
-        const uint32_t y = p / args.out_width, x = p - y * args.out_width;
+    for (uint64_t frame = slot; frame < args.frames; frame += slots) {
         const uint8_t* column = args.src + (frame * args.in_rows + first[y]) * row_bytes + (uint64_t)x * 3;
-        const int* w = weights + (uint64_t)y * args.taps;
-        int sum[3] = {1 << (RESIZE_PRECISION_BITS - 1), 1 << (RESIZE_PRECISION_BITS - 1),
-                      1 << (RESIZE_PRECISION_BITS - 1)};
-        for (int k = 0; k < count[y]; ++k) {
+        int sum[3] = {RESIZE_HALF, RESIZE_HALF, RESIZE_HALF};
+        for (int k = 0; k < taps; ++k) {
             const uint8_t* pixel = column + k * row_bytes;
-            sum[0] += (int)pixel[0] * w[k];
-            sum[1] += (int)pixel[1] * w[k];
-            sum[2] += (int)pixel[2] * w[k];
+            const int weight = w[k];
+            sum[0] += (int)pixel[0] * weight;
+            sum[1] += (int)pixel[1] * weight;
+            sum[2] += (int)pixel[2] * weight;
         }
+        const uint64_t frame_first = frame * 3 * (uint64_t)per_frame;
         for (int channel = 0; channel < 3; ++channel) {
             const uint8_t level = resize_level(sum[channel]);
-            const uint64_t at = frame * 3 * per_frame + (args.layout == LAYOUT_CHW ? (uint64_t)channel * per_frame + p
-                                                                                   : (uint64_t)p * 3 + channel);
+            const uint64_t at = frame_first + (args.layout == LAYOUT_CHW ? (uint64_t)channel * per_frame + p
+                                                                        : (uint64_t)p * 3 + channel);
             if (args.dtype == DT_F32) {
-                ((float*)args.out)[at] = __fdiv_rn((float)level, 255.0f);
+                ((float*)args.out)[at] = float_levels[level];
             } else {
                 ((uint8_t*)args.out)[at] = level;
             }

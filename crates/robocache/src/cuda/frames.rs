@@ -33,14 +33,7 @@ impl CudaDevice {
         let out_bytes = frames * width * height * 3 * dtype.size_in_bytes();
         let out = self.alloc(out_bytes)?;
         if frames > 0 {
-            let pixels = (width * height) as u64;
-            let blocks_per_frame = pixels.div_ceil(THREADS as u64);
-            // Slots of frames the grid covers at once (each strides over the rest).
-            let slots = (frames as u64).min((i32::MAX as u64 / blocks_per_frame).max(1));
-            let grid = u32::try_from(slots * blocks_per_frame).map_err(|_| Error::Limit {
-                what: format!("{width}x{height} frames"),
-                limit: "too many pixels for one launch".into(),
-            })?;
+            let config = frame_slots(frames, width * height)?;
             let args = FrameArgs {
                 planes: device_pointer(planes),
                 out: out.device_pointer(),
@@ -51,7 +44,6 @@ impl CudaDevice {
                 layout: layout_code(output.layout),
                 dtype: dtype_code(output.dtype),
             };
-            let config = LaunchConfig { grid, block: THREADS, shared_bytes: 0 };
             // SAFETY: `planes` is a live device tensor of `frames × frame_bytes`
             // bytes (checked by the caller), `out` a new allocation of every
             // output element; the grid is a whole number of frames' blocks, as
@@ -81,6 +73,14 @@ impl CudaDevice {
                 what: format!("{width}x{height} frames"),
                 limit: "a frame converts on a device when each side is below 2^31 pixels".into(),
             });
+        }
+        if let Some(plan) = resize {
+            if plan.rows.len().checked_mul(plan.output.0).is_none_or(|pixels| pixels > u32::MAX as usize) {
+                return Err(Error::Limit {
+                    what: format!("{width}x{height} frames resized to {}x{}", plan.output.0, plan.output.1),
+                    limit: "the row pass of a resize on a device writes fewer than 2^32 pixels a frame".into(),
+                });
+            }
         }
         let out_shape = output.shape(count, width, height);
         let dtype = output.dtype.dtype();
@@ -126,7 +126,7 @@ impl CudaDevice {
                         layout: LayoutCode::Hwc,
                         dtype: DTypeCode::U8,
                     };
-                    let config = grid_stride(count * taps.outputs() * plan.rows.len());
+                    let config = frame_slots(count, taps.outputs() * plan.rows.len())?;
                     // SAFETY: `frames` is a live `u8 [count, height, width, 3]`
                     // tensor (checked by the caller); the table's first
                     // positions and counts stay inside each source row and the
@@ -152,7 +152,7 @@ impl CudaDevice {
                 layout: layout_code(output.layout),
                 dtype: dtype_code(output.dtype),
             };
-            let config = grid_stride(count * out_width * out_rows);
+            let config = frame_slots(count, out_width * out_rows)?;
             // SAFETY: `source` holds `count × source_rows × out_width × 3`
             // bytes (the frames themselves when nothing is resized, whose width
             // is then the output's); the columns' table reads rows inside
@@ -176,11 +176,18 @@ fn append_taps(table: &mut Vec<i32>, taps: &ResizeTaps, shift: usize) {
     table.extend(&taps.weights);
 }
 
-/// A grid of `THREADS`-thread blocks over `items`, at most 2³¹ − 1 blocks
-/// (the kernels stride over the rest).
-fn grid_stride(items: usize) -> LaunchConfig {
-    let blocks = (items as u64).div_ceil(THREADS as u64).clamp(1, i32::MAX as u64);
-    LaunchConfig { grid: blocks as u32, block: THREADS, shared_bytes: 0 }
+/// The grid of a frame kernel: a whole number of frames' worth of
+/// `THREADS`-thread blocks (`pixels` threads a frame, fewer than 2³²), as
+/// many frame slots as frames up to 2³¹ − 1 blocks (each slot strides over
+/// the frames past the grid).
+fn frame_slots(frames: usize, pixels: usize) -> Result<LaunchConfig> {
+    let blocks_per_frame = (pixels as u64).div_ceil(THREADS as u64).max(1);
+    let slots = (frames as u64).min((i32::MAX as u64 / blocks_per_frame).max(1));
+    let grid = u32::try_from(slots * blocks_per_frame).map_err(|_| Error::Limit {
+        what: format!("frames of {pixels} pixels"),
+        limit: "too many pixels for one launch".into(),
+    })?;
+    Ok(LaunchConfig { grid, block: THREADS, shared_bytes: 0 })
 }
 
 fn layout_code(layout: FrameLayout) -> LayoutCode {
