@@ -84,6 +84,34 @@ extern "C" __global__ void yuv420_to_rgb(FrameArgs args) {
 // pixels of frame slot b / blocks_per_frame, each slot striding over the
 // frames, so no index needs a 64-bit division.
 
+// RGB frames laid out and typed without a resize: out[f] in the output's
+// layout and dtype from src[f] ([in_rows, in_width, 3]); the table and the
+// out_* sizes are unused.
+extern "C" __global__ void rgb_layout(ResizeArgs args) {
+    __shared__ float float_levels[256];
+    if (args.dtype == DT_F32) fill_float_levels(float_levels);
+    const uint32_t pixels = args.in_rows * args.in_width;  // below 2^32 (checked on the host)
+    const uint32_t blocks_per_frame = (pixels + blockDim.x - 1) / blockDim.x;
+    const uint32_t slot = blockIdx.x / blocks_per_frame;
+    const uint32_t slots = gridDim.x / blocks_per_frame;
+    const uint32_t p = (blockIdx.x - slot * blocks_per_frame) * blockDim.x + threadIdx.x;
+    if (p >= pixels) return;
+    for (uint64_t frame = slot; frame < args.frames; frame += slots) {
+        const uint64_t first = frame * 3 * (uint64_t)pixels;
+        const uint8_t* pixel = args.src + first + (uint64_t)p * 3;
+        const uint8_t rgb[3] = {pixel[0], pixel[1], pixel[2]};
+        for (int channel = 0; channel < 3; ++channel) {
+            const uint64_t at = first + (args.layout == LAYOUT_CHW ? (uint64_t)channel * pixels + p
+                                                                  : (uint64_t)p * 3 + channel);
+            if (args.dtype == DT_F32) {
+                ((float*)args.out)[at] = float_levels[rgb[channel]];
+            } else {
+                ((uint8_t*)args.out)[at] = rgb[channel];
+            }
+        }
+    }
+}
+
 #define RESIZE_PRECISION_BITS 22
 #define RESIZE_HALF (1 << (RESIZE_PRECISION_BITS - 1))
 

@@ -356,7 +356,8 @@ structs! {
     /// The arguments of `resize_rows` and `resize_columns`, the two passes of
     /// a frame resize: each output pixel a weighted sum of source pixels
     /// along one axis (`table`: for each output position its first source
-    /// position, then the counts, then `taps` weights each).
+    /// position, then the counts, then `taps` weights each); and of
+    /// `rgb_layout` (`src`, `out`, `frames`, `in_*`, `layout`, `dtype`).
     struct ResizeArgs {
         /// `u8 [frames, in_rows, in_width, 3]`.
         src: u64 => "const uint8_t* src",

@@ -345,8 +345,10 @@ kernels! {
     /// The horizontal pass of a frame resize, u8 to u8: `(args,)`.
     ResizeRows => Video, "resize_rows", (ResizeArgs,);
     /// The vertical pass of a frame resize, into the output's layout and
-    /// dtype (with a one-tap table, the layout and dtype alone): `(args,)`.
+    /// dtype: `(args,)`.
     ResizeColumns => Video, "resize_columns", (ResizeArgs,);
+    /// RGB frames in another layout and dtype, not resized: `(args,)`.
+    RgbLayout => Video, "rgb_layout", (ResizeArgs,);
 }
 
 #[cfg(test)]

@@ -145,17 +145,6 @@ impl ResizeTaps {
         Ok(ResizeTaps { taps, first, count, weights })
     }
 
-    /// `size` positions each copied from the same position: one weight of
-    /// 1.0 (a pass of these taps is an exact copy).
-    pub fn identity(size: usize) -> ResizeTaps {
-        ResizeTaps {
-            taps: 1,
-            first: (0..size as u32).collect(),
-            count: vec![1; size],
-            weights: vec![1 << PRECISION_BITS; size],
-        }
-    }
-
     /// The same taps reading `offset` positions further (a crop's origin).
     fn shifted(mut self, offset: usize) -> Self {
         // The crop was checked to end inside the frame, which is narrower than 2^32.

@@ -85,85 +85,87 @@ impl CudaDevice {
         let out_shape = output.shape(count, width, height);
         let dtype = output.dtype.dtype();
         let out = self.alloc(out_shape.iter().product::<usize>() * dtype.size_in_bytes())?;
-        if count > 0 {
-            // The tables of both passes in one upload: a one-tap identity for
-            // the columns when nothing is resized (layout and dtype alone).
-            let identity;
-            let (rows, columns) = match resize {
-                Some(plan) => (Some(&plan.horizontal), &plan.vertical),
-                None => {
-                    identity = ResizeTaps::identity(height);
-                    (None, &identity)
-                }
-            };
-            let mut table: Vec<i32> = Vec::new();
-            let columns_at = rows.map_or(0, |taps| {
-                append_taps(&mut table, taps, 0);
-                table.len()
-            });
-            let first_row = resize.map_or(0, |plan| plan.rows.start);
-            append_taps(&mut table, columns, first_row);
-            let entries = table.len();
-            let table = Tensor::from_host_vec(device, HostVec::I32(table), &[entries])?;
-            let table_at = |index: usize| device_pointer(&table) + 4 * index as u64;
-            let (out_width, out_rows) = (resize.map_or(width, |plan| plan.output.0), columns.outputs());
-            // The horizontal pass: the rows the columns read, at the output's width.
-            let (source, source_rows, intermediate) = match (rows, resize) {
-                (Some(taps), Some(plan)) => {
-                    let bytes = count * plan.intermediate_len();
-                    let intermediate = self.alloc(bytes)?;
-                    let args = ResizeArgs {
-                        src: device_pointer(frames),
-                        out: intermediate.device_pointer(),
-                        table: table_at(0),
-                        frames: count as u64,
-                        in_width: width as u32,
-                        in_rows: height as u32,
-                        out_width: taps.outputs() as u32,
-                        out_rows: plan.rows.len() as u32,
-                        taps: taps.taps as u32,
-                        first_row: first_row as u32,
-                        layout: LayoutCode::Hwc,
-                        dtype: DTypeCode::U8,
-                    };
-                    let config = frame_slots(count, taps.outputs() * plan.rows.len())?;
-                    // SAFETY: `frames` is a live `u8 [count, height, width, 3]`
-                    // tensor (checked by the caller); the table's first
-                    // positions and counts stay inside each source row and the
-                    // rows inside each frame (the plan's); `intermediate` holds
-                    // `count × rows × out_width × 3` bytes. All stay alive
-                    // through the launch in stream order.
-                    unsafe { self.context.launch(entry::ResizeRows, config, (args,)) }.map_err(cuda_error)?;
-                    (intermediate.device_pointer(), plan.rows.len(), Some(intermediate))
-                }
-                _ => (device_pointer(frames), height, None),
-            };
+        if count == 0 {
+            return Ok(Tensor::on_device(device, DeviceStorage::new(out), dtype, out_shape));
+        }
+        let Some(plan) = resize else {
+            // The layout and dtype alone.
             let args = ResizeArgs {
-                src: source,
+                src: device_pointer(frames),
                 out: out.device_pointer(),
-                table: table_at(columns_at),
+                table: 0,
                 frames: count as u64,
-                in_width: out_width as u32,
-                in_rows: source_rows as u32,
-                out_width: out_width as u32,
-                out_rows: out_rows as u32,
-                taps: columns.taps as u32,
+                in_width: width as u32,
+                in_rows: height as u32,
+                out_width: width as u32,
+                out_rows: height as u32,
+                taps: 0,
                 first_row: 0,
                 layout: layout_code(output.layout),
                 dtype: dtype_code(output.dtype),
             };
-            let config = frame_slots(count, out_width * out_rows)?;
-            // SAFETY: `source` holds `count × source_rows × out_width × 3`
-            // bytes (the frames themselves when nothing is resized, whose width
-            // is then the output's); the columns' table reads rows inside
-            // `source_rows` (shifted by the first row the horizontal pass
-            // wrote); `out` holds every output element. All stay alive through
-            // the launch in stream order (a dropped buffer is freed in stream
-            // order).
-            unsafe { self.context.launch(entry::ResizeColumns, config, (args,)) }.map_err(cuda_error)?;
-            drop(intermediate);
-            drop(table);
-        }
+            let config = frame_slots(count, width * height)?;
+            // SAFETY: `frames` is a live `u8 [count, height, width, 3]` tensor
+            // (checked by the caller), `out` a new allocation of every output
+            // element; both stay alive through the launch in stream order.
+            unsafe { self.context.launch(entry::RgbLayout, config, (args,)) }.map_err(cuda_error)?;
+            return Ok(Tensor::on_device(device, DeviceStorage::new(out), dtype, out_shape));
+        };
+        // Both passes' tables in one upload: the rows', then the columns'
+        // (their first rows counted from the first row the row pass writes).
+        let (across, down) = (&plan.horizontal, &plan.vertical);
+        let mut table: Vec<i32> =
+            Vec::with_capacity(across.outputs() * (2 + across.taps) + down.outputs() * (2 + down.taps));
+        append_taps(&mut table, across, 0);
+        let down_at = table.len();
+        append_taps(&mut table, down, plan.rows.start);
+        let entries = table.len();
+        let table = Tensor::from_host_vec(device, HostVec::I32(table), &[entries])?;
+        let table_at = |index: usize| device_pointer(&table) + 4 * index as u64;
+        let ((out_width, out_height), rows) = (plan.output, plan.rows.len());
+        let intermediate = self.alloc(count * plan.intermediate_len())?;
+        let args = ResizeArgs {
+            src: device_pointer(frames),
+            out: intermediate.device_pointer(),
+            table: table_at(0),
+            frames: count as u64,
+            in_width: width as u32,
+            in_rows: height as u32,
+            out_width: out_width as u32,
+            out_rows: rows as u32,
+            taps: across.taps as u32,
+            first_row: plan.rows.start as u32,
+            layout: LayoutCode::Hwc,
+            dtype: DTypeCode::U8,
+        };
+        let config = frame_slots(count, out_width * rows)?;
+        // SAFETY: `frames` is a live `u8 [count, height, width, 3]` tensor
+        // (checked by the caller); the table's first positions and counts stay
+        // inside each source row and the rows inside each frame (the plan's);
+        // `intermediate` holds `count × rows × out_width × 3` bytes. All stay
+        // alive through the launch in stream order.
+        unsafe { self.context.launch(entry::ResizeRows, config, (args,)) }.map_err(cuda_error)?;
+        let args = ResizeArgs {
+            src: intermediate.device_pointer(),
+            out: out.device_pointer(),
+            table: table_at(down_at),
+            frames: count as u64,
+            in_width: out_width as u32,
+            in_rows: rows as u32,
+            out_width: out_width as u32,
+            out_rows: out_height as u32,
+            taps: down.taps as u32,
+            first_row: 0,
+            layout: layout_code(output.layout),
+            dtype: dtype_code(output.dtype),
+        };
+        let config = frame_slots(count, out_width * out_height)?;
+        // SAFETY: `intermediate` holds `count × rows × out_width × 3` bytes,
+        // and the columns' table reads rows inside `rows` (shifted by the
+        // first row the row pass wrote); `out` holds every output element.
+        // All stay alive through the launch in stream order (a dropped buffer
+        // is freed in stream order).
+        unsafe { self.context.launch(entry::ResizeColumns, config, (args,)) }.map_err(cuda_error)?;
         Ok(Tensor::on_device(device, DeviceStorage::new(out), dtype, out_shape))
     }
 }
