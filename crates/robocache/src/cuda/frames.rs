@@ -31,6 +31,7 @@ impl CudaDevice {
         let dtype = output.dtype.dtype();
         let shape = output.shape(frames, width, height);
         let out_bytes = frames * width * height * 3 * dtype.size_in_bytes();
+        self.keep_frames_memory(out_bytes)?;
         let out = self.alloc(out_bytes)?;
         if frames > 0 {
             let config = frame_slots(frames, width * height)?;
@@ -84,7 +85,9 @@ impl CudaDevice {
         }
         let out_shape = output.shape(count, width, height);
         let dtype = output.dtype.dtype();
-        let out = self.alloc(out_shape.iter().product::<usize>() * dtype.size_in_bytes())?;
+        let out_bytes = out_shape.iter().product::<usize>() * dtype.size_in_bytes();
+        self.keep_frames_memory(out_bytes + resize.map_or(0, |plan| count * plan.intermediate_len()))?;
+        let out = self.alloc(out_bytes)?;
         if count == 0 {
             return Ok(Tensor::on_device(device, DeviceStorage::new(out), dtype, out_shape));
         }
@@ -167,6 +170,18 @@ impl CudaDevice {
         // is freed in stream order).
         unsafe { self.context.launch(entry::ResizeColumns, config, (args,)) }.map_err(cuda_error)?;
         Ok(Tensor::on_device(device, DeviceStorage::new(out), dtype, out_shape))
+    }
+}
+
+impl CudaDevice {
+    /// Lets the device's pool keep the `bytes` a frame conversion allocates
+    /// once they are freed (its release threshold, never lowered): a training
+    /// step that converts a batch of frames and synchronises would otherwise
+    /// have the driver unmap them at each synchronisation and map them again
+    /// for the next batch, which for a float32 batch of camera frames takes
+    /// longer than the conversion (docs/architecture.md).
+    fn keep_frames_memory(&self, bytes: usize) -> Result<()> {
+        self.context.keep_pool_memory(bytes as u64).map_err(cuda_error)
     }
 }
 
