@@ -35,39 +35,57 @@ __device__ __forceinline__ void fill_float_levels(float* levels) {
     __syncthreads();
 }
 
+// A thread's place in a grid of whole frames' worth of blocks (`per_frame`
+// threads a frame): block b covers pixels of frame slot b / blocks_per_frame,
+// and each slot strides over the frames by `slots` (the host sizes the grid,
+// at most one slot per frame). `pixel` may be past the frame's last.
+struct FrameSlot {
+    uint32_t slot, slots, pixel;
+};
+
+__device__ __forceinline__ FrameSlot frame_slot(uint32_t per_frame) {
+    const uint32_t blocks_per_frame = (per_frame + blockDim.x - 1) / blockDim.x;
+    const uint32_t slot = blockIdx.x / blocks_per_frame;
+    return {slot, gridDim.x / blocks_per_frame, (blockIdx.x - slot * blocks_per_frame) * blockDim.x + threadIdx.x};
+}
+
+// Writes pixel `p`'s three levels into frame `frame` of `out` (`pixels` a
+// frame) in the layout and dtype asked for.
+__device__ __forceinline__ void store_rgb(void* out, int layout, int dtype, uint64_t frame, uint32_t pixels,
+                                          uint32_t p, const uint8_t rgb[3], const float* float_levels) {
+    const uint64_t first = frame * 3 * (uint64_t)pixels;
+    for (int channel = 0; channel < 3; ++channel) {
+        const uint64_t at = first + (layout == LAYOUT_CHW ? (uint64_t)channel * pixels + p : (uint64_t)p * 3 + channel);
+        if (dtype == DT_F32) {
+            ((float*)out)[at] = float_levels[rgb[channel]];
+        } else {
+            ((uint8_t*)out)[at] = rgb[channel];
+        }
+    }
+}
+
 extern "C" __global__ void yuv420_to_rgb(FrameArgs args) {
     __shared__ float float_levels[256];
     if (args.dtype == DT_F32) fill_float_levels(float_levels);
     const uint32_t width = args.width, height = args.height;
     const uint32_t pixels = width * height;  // checked on the host to fit 32 bits
-    const uint32_t blocks_per_frame = (pixels + blockDim.x - 1) / blockDim.x;
-    const uint32_t slot = blockIdx.x / blocks_per_frame;
-    const uint32_t slots = gridDim.x / blocks_per_frame;
-    const uint32_t p = (blockIdx.x - slot * blocks_per_frame) * blockDim.x + threadIdx.x;
+    const FrameSlot at = frame_slot(pixels);
+    const uint32_t p = at.pixel;
     if (p >= pixels) return;
     const uint32_t row = p / width, column = p - row * width;
     const uint32_t chroma_width = (width + 1) / 2, chroma_height = (height + 1) / 2;
     const uint32_t c = (row / 2) * chroma_width + column / 2;
-    for (uint64_t frame = slot; frame < args.frames; frame += slots) {
+    for (uint64_t frame = at.slot; frame < args.frames; frame += at.slots) {
         const uint8_t* planes = args.planes + frame * args.frame_bytes;
         const int y = mulhw((int)planes[p] * 8 - 128, 9539);
         const int u = (int)planes[pixels + c] * 8 - 1024;
         const int v = (int)planes[pixels + chroma_width * chroma_height + c] * 8 - 1024;
-        const int rgb[3] = {
-            clamp_level(y + mulhw(v, 13075)),
-            clamp_level(y + mulhw(u, -3209) + mulhw(v, -6660)),
-            clamp_level(y + mulhw(u, 16525)),
+        const uint8_t rgb[3] = {
+            (uint8_t)clamp_level(y + mulhw(v, 13075)),
+            (uint8_t)clamp_level(y + mulhw(u, -3209) + mulhw(v, -6660)),
+            (uint8_t)clamp_level(y + mulhw(u, 16525)),
         };
-        const uint64_t first = frame * 3 * (uint64_t)pixels;
-        for (int channel = 0; channel < 3; ++channel) {
-            const uint64_t at = first + (args.layout == LAYOUT_CHW ? (uint64_t)channel * pixels + p
-                                                                  : (uint64_t)p * 3 + channel);
-            if (args.dtype == DT_F32) {
-                ((float*)args.out)[at] = float_levels[rgb[channel]];
-            } else {
-                ((uint8_t*)args.out)[at] = (uint8_t)rgb[channel];
-            }
-        }
+        store_rgb(args.out, args.layout, args.dtype, frame, pixels, p, rgb, float_levels);
     }
 }
 
@@ -79,10 +97,8 @@ extern "C" __global__ void yuv420_to_rgb(FrameArgs args) {
 // below 2^31 since the host caps the taps). The host computes the weights
 // (f64, as the reference) and passes them in `table`.
 //
-// One thread per output pixel, all three channels, over a grid of whole
-// frames' worth of blocks as `yuv420_to_rgb`'s: block b covers output
-// pixels of frame slot b / blocks_per_frame, each slot striding over the
-// frames, so no index needs a 64-bit division.
+// One thread per output pixel, all three channels, over a grid of frame
+// slots (`frame_slot`), so no index needs a 64-bit division.
 
 // RGB frames laid out and typed without a resize: out[f] in the output's
 // layout and dtype from src[f] ([in_rows, in_width, 3]); the table and the
@@ -91,24 +107,13 @@ extern "C" __global__ void rgb_layout(ResizeArgs args) {
     __shared__ float float_levels[256];
     if (args.dtype == DT_F32) fill_float_levels(float_levels);
     const uint32_t pixels = args.in_rows * args.in_width;  // below 2^32 (checked on the host)
-    const uint32_t blocks_per_frame = (pixels + blockDim.x - 1) / blockDim.x;
-    const uint32_t slot = blockIdx.x / blocks_per_frame;
-    const uint32_t slots = gridDim.x / blocks_per_frame;
-    const uint32_t p = (blockIdx.x - slot * blocks_per_frame) * blockDim.x + threadIdx.x;
+    const FrameSlot at = frame_slot(pixels);
+    const uint32_t p = at.pixel;
     if (p >= pixels) return;
-    for (uint64_t frame = slot; frame < args.frames; frame += slots) {
-        const uint64_t first = frame * 3 * (uint64_t)pixels;
-        const uint8_t* pixel = args.src + first + (uint64_t)p * 3;
+    for (uint64_t frame = at.slot; frame < args.frames; frame += at.slots) {
+        const uint8_t* pixel = args.src + (frame * pixels + p) * 3;
         const uint8_t rgb[3] = {pixel[0], pixel[1], pixel[2]};
-        for (int channel = 0; channel < 3; ++channel) {
-            const uint64_t at = first + (args.layout == LAYOUT_CHW ? (uint64_t)channel * pixels + p
-                                                                  : (uint64_t)p * 3 + channel);
-            if (args.dtype == DT_F32) {
-                ((float*)args.out)[at] = float_levels[rgb[channel]];
-            } else {
-                ((uint8_t*)args.out)[at] = rgb[channel];
-            }
-        }
+        store_rgb(args.out, args.layout, args.dtype, frame, pixels, p, rgb, float_levels);
     }
 }
 
@@ -122,17 +127,15 @@ __device__ __forceinline__ uint8_t resize_level(int sum) {
 // Along rows: out[f][r][x] from src[f][first_row + r][first[x] ..].
 extern "C" __global__ void resize_rows(ResizeArgs args) {
     const uint32_t per_frame = args.out_rows * args.out_width;  // below 2^32 (checked on the host)
-    const uint32_t blocks_per_frame = (per_frame + blockDim.x - 1) / blockDim.x;
-    const uint32_t slot = blockIdx.x / blocks_per_frame;
-    const uint32_t slots = gridDim.x / blocks_per_frame;
-    const uint32_t p = (blockIdx.x - slot * blocks_per_frame) * blockDim.x + threadIdx.x;
+    const FrameSlot at = frame_slot(per_frame);
+    const uint32_t p = at.pixel;
     if (p >= per_frame) return;
     const uint32_t row = p / args.out_width, x = p - row * args.out_width;
     const int* first = args.table;
     const int* count = args.table + args.out_width;
     const int* w = args.table + 2 * (uint64_t)args.out_width + (uint64_t)x * args.taps;
     const int taps = count[x];
-    for (uint64_t frame = slot; frame < args.frames; frame += slots) {
+    for (uint64_t frame = at.slot; frame < args.frames; frame += at.slots) {
         const uint8_t* line =
             args.src + ((frame * args.in_rows + args.first_row + row) * args.in_width + first[x]) * 3;
         int sum0 = RESIZE_HALF, sum1 = RESIZE_HALF, sum2 = RESIZE_HALF;
@@ -156,10 +159,8 @@ extern "C" __global__ void resize_columns(ResizeArgs args) {
     __shared__ float float_levels[256];
     if (args.dtype == DT_F32) fill_float_levels(float_levels);
     const uint32_t per_frame = args.out_rows * args.out_width;  // below 2^32 (checked on the host)
-    const uint32_t blocks_per_frame = (per_frame + blockDim.x - 1) / blockDim.x;
-    const uint32_t slot = blockIdx.x / blocks_per_frame;
-    const uint32_t slots = gridDim.x / blocks_per_frame;
-    const uint32_t p = (blockIdx.x - slot * blocks_per_frame) * blockDim.x + threadIdx.x;
+    const FrameSlot at = frame_slot(per_frame);
+    const uint32_t p = at.pixel;
     if (p >= per_frame) return;
     const uint32_t y = p / args.out_width, x = p - y * args.out_width;
     const int* first = args.table;
@@ -167,26 +168,17 @@ extern "C" __global__ void resize_columns(ResizeArgs args) {
     const int* w = args.table + 2 * (uint64_t)args.out_rows + (uint64_t)y * args.taps;
     const int taps = count[y];
     const uint64_t row_bytes = (uint64_t)args.in_width * 3;
-    for (uint64_t frame = slot; frame < args.frames; frame += slots) {
+    for (uint64_t frame = at.slot; frame < args.frames; frame += at.slots) {
         const uint8_t* column = args.src + (frame * args.in_rows + first[y]) * row_bytes + (uint64_t)x * 3;
-        int sum[3] = {RESIZE_HALF, RESIZE_HALF, RESIZE_HALF};
+        int sum0 = RESIZE_HALF, sum1 = RESIZE_HALF, sum2 = RESIZE_HALF;
         for (int k = 0; k < taps; ++k) {
             const uint8_t* pixel = column + k * row_bytes;
             const int weight = w[k];
-            sum[0] += (int)pixel[0] * weight;
-            sum[1] += (int)pixel[1] * weight;
-            sum[2] += (int)pixel[2] * weight;
+            sum0 += (int)pixel[0] * weight;
+            sum1 += (int)pixel[1] * weight;
+            sum2 += (int)pixel[2] * weight;
         }
-        const uint64_t frame_first = frame * 3 * (uint64_t)per_frame;
-        for (int channel = 0; channel < 3; ++channel) {
-            const uint8_t level = resize_level(sum[channel]);
-            const uint64_t at = frame_first + (args.layout == LAYOUT_CHW ? (uint64_t)channel * per_frame + p
-                                                                        : (uint64_t)p * 3 + channel);
-            if (args.dtype == DT_F32) {
-                ((float*)args.out)[at] = float_levels[level];
-            } else {
-                ((uint8_t*)args.out)[at] = level;
-            }
-        }
+        const uint8_t rgb[3] = {resize_level(sum0), resize_level(sum1), resize_level(sum2)};
+        store_rgb(args.out, args.layout, args.dtype, frame, per_frame, p, rgb, float_levels);
     }
 }
