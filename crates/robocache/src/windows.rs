@@ -213,7 +213,7 @@ impl Device {
                     let pad = dataset.read_delta_windows_into(&cut, name, offsets, data.as_mut_bytes())?;
                     match rgb_image_size(info) {
                         // Camera frames stored as images: converted as video is.
-                        Some((height, width)) if frames != FrameOutput::default() => {
+                        Some((width, height)) if frames != FrameOutput::default() => {
                             let images = data.into_tensor(self, &[cut.len() * steps, height, width, 3], name)?;
                             let converted = self.convert_frames(&images, frames)?;
                             let mut shape = vec![cut.len(), steps];
@@ -426,11 +426,11 @@ pub(crate) fn unwrap_angle_channels<T: Element>(v: &mut [T], channels: usize, ra
     }
 }
 
-/// `(height, width)` of a stream of 8-bit RGB images (`u8 [H, W, 3]`
+/// `(width, height)` (as [`Dataset::video_frame_size`]) of a stream of 8-bit RGB images (`u8 [H, W, 3]`
 /// camera frames stored as images), which [`FrameOutput`] converts.
 pub(crate) fn rgb_image_size(info: &StreamInfo) -> Option<(usize, usize)> {
     match info.step_shape[..] {
-        [height, width, 3] if info.is_image() && info.dtype == DType::U8 => Some((height, width)),
+        [height, width, 3] if info.is_image() && info.dtype == DType::U8 => Some((width, height)),
         _ => None,
     }
 }

@@ -298,7 +298,7 @@ impl Loader {
             // A crop or resize that cannot apply to a camera stream fails here,
             // not in the first batch.
             if let Some(resize) = &config.frames.resize {
-                let size = dataset.video_frame_size(name).or(crate::windows::rgb_image_size(info).map(|(h, w)| (w, h)));
+                let size = dataset.video_frame_size(name).or(crate::windows::rgb_image_size(info));
                 if let Some((width, height)) = size {
                     resize_plan(resize, width, height).map_err(|error| match error {
                         Error::Resize { what, problem } => {
@@ -717,7 +717,7 @@ fn device_batch_bytes(
     sum_over_streams(cut, dataset, streamed, batch_size, |info, video| match video {
         Some((width, height)) => robocache_video::yuv420_len(width, height) + converted(width, height),
         None => match crate::windows::rgb_image_size(info) {
-            Some((height, width)) if deltas && frames != FrameOutput::default() => {
+            Some((width, height)) if deltas && frames != FrameOutput::default() => {
                 info.step_bytes() + converted(width, height)
             }
             _ => 2 * info.step_bytes(),

@@ -40,9 +40,9 @@ impl Device {
         check_yuv_frames(self, planes, width, height)?;
         if let Some(resize) = output.resize {
             // Planned before converting, so that a bad resize costs nothing.
-            resize_plan(&resize, width, height)?;
+            let plan = resize_plan(&resize, width, height)?;
             let rgb = self.yuv420_to_rgb(planes, width, height, FrameOutput::default())?;
-            return self.convert_frames(&rgb, output);
+            return self.convert_checked_frames(&rgb, Some(&plan), output);
         }
         let frames = planes.shape()[0];
         let shape = output.shape(frames, width, height);
@@ -92,12 +92,23 @@ impl Device {
     /// ```
     pub fn convert_frames(&self, frames: &Tensor, output: FrameOutput) -> Result<Tensor> {
         let plan = check_rgb_frames(self, frames, &output)?;
+        self.convert_checked_frames(frames, plan.as_ref(), output)
+    }
+
+    /// [`Device::convert_frames`] of checked frames, with `output.resize`
+    /// planned for them.
+    fn convert_checked_frames(
+        &self,
+        frames: &Tensor,
+        plan: Option<&ResizePlan>,
+        output: FrameOutput,
+    ) -> Result<Tensor> {
         let shape = frames.shape();
         let (count, width, height) = (shape[0], shape[2], shape[1]);
         match self {
             Device::Cpu => {
                 let HostSlice::U8(levels) = frames.host_slice() else { unreachable!("dtype checked") };
-                let rgb = match &plan {
+                let rgb = match plan {
                     Some(plan) => resize_on_host(plan, levels, count),
                     None => levels.to_vec(),
                 };
@@ -105,7 +116,7 @@ impl Device {
                 let pixels = out_shape[1..].iter().product::<usize>() / 3;
                 Ok(Tensor::host(self, laid_out(rgb, pixels, output), out_shape))
             }
-            Device::Cuda(cuda) => cuda.convert_frames(self, frames, plan.as_ref(), output),
+            Device::Cuda(cuda) => cuda.convert_frames(self, frames, plan, output),
         }
     }
 }
