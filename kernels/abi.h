@@ -180,6 +180,15 @@ struct FrameArgs {
     int dtype;
 };
 
+struct GatherArgs {
+    const uint64_t* sources;
+    void* out;
+    uint64_t frames;
+    uint32_t pixels;
+    int layout;
+    int dtype;
+};
+
 struct ResizeArgs {
     const uint8_t* src;
     void* out;

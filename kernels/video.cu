@@ -117,6 +117,23 @@ extern "C" __global__ void rgb_layout(ResizeArgs args) {
     }
 }
 
+// Frames picked from anywhere on the device (the loader's frame cache and a
+// batch's newly decoded frames) stacked into one batch: output frame f is
+// the u8 [H, W, 3] frame at sources[f], written in the output's layout and
+// dtype.
+extern "C" __global__ void gather_rgb(GatherArgs args) {
+    __shared__ float float_levels[256];
+    if (args.dtype == DT_F32) fill_float_levels(float_levels);
+    const FrameSlot at = frame_slot(args.pixels);
+    const uint32_t p = at.pixel;
+    if (p >= args.pixels) return;
+    for (uint64_t frame = at.slot; frame < args.frames; frame += at.slots) {
+        const uint8_t* pixel = (const uint8_t*)args.sources[frame] + (uint64_t)p * 3;
+        const uint8_t rgb[3] = {pixel[0], pixel[1], pixel[2]};
+        store_rgb(args.out, args.layout, args.dtype, frame, args.pixels, p, rgb, float_levels);
+    }
+}
+
 #define RESIZE_PRECISION_BITS 22
 #define RESIZE_HALF (1 << (RESIZE_PRECISION_BITS - 1))
 

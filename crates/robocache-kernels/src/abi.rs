@@ -353,6 +353,23 @@ structs! {
         dtype: DTypeCode => "int dtype",
     }
 
+    /// The arguments of `gather_rgb`: 8-bit RGB frames picked from anywhere
+    /// on the device (`sources`: one frame's address each) stacked into one
+    /// batch in the output's layout and dtype.
+    struct GatherArgs {
+        /// `u64 [frames]`: the address of each output frame's source, a
+        /// `u8 [height, width, 3]` frame.
+        sources: u64 => "const uint64_t* sources",
+        /// `[frames, H, W, 3]` or `[frames, 3, H, W]` of `dtype`.
+        out: u64 => "void* out",
+        frames: u64 => "uint64_t frames",
+        /// Pixels of a frame (`width × height`, below 2³²).
+        pixels: u32 => "uint32_t pixels",
+        layout: FrameLayout => "int layout",
+        /// `DT_U8` (levels) or `DT_F32` (levels / 255).
+        dtype: DTypeCode => "int dtype",
+    }
+
     /// The arguments of `resize_rows` and `resize_columns`, the two passes of
     /// a frame resize: each output pixel a weighted sum of source pixels
     /// along one axis (`table`: for each output position its first source

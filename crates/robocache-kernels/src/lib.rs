@@ -29,7 +29,9 @@ pub mod abi;
 use std::ffi::c_void;
 use std::marker::PhantomData;
 
-use abi::{AssembleArgs, FrameArgs, FusionArgs, MeanLists, ResampleArgs, ResizeArgs, SlotPoints, VoxelArgs};
+use abi::{
+    AssembleArgs, FrameArgs, FusionArgs, GatherArgs, MeanLists, ResampleArgs, ResizeArgs, SlotPoints, VoxelArgs,
+};
 
 /// A PTX target architecture.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -349,6 +351,9 @@ kernels! {
     ResizeColumns => Video, "resize_columns", (ResizeArgs,);
     /// RGB frames in another layout and dtype, not resized: `(args,)`.
     RgbLayout => Video, "rgb_layout", (ResizeArgs,);
+    /// RGB frames from a table of addresses stacked into one batch, in its
+    /// layout and dtype: `(args,)`.
+    GatherRgb => Video, "gather_rgb", (GatherArgs,);
 }
 
 #[cfg(test)]

@@ -125,7 +125,7 @@ fn window_spec(windows: WindowsArg) -> PyResult<WindowSpec> {
 #[pymethods]
 impl Loader {
     #[new]
-    #[pyo3(signature = (dataset, streams, windows, batch_size, device, seed, shuffle, rank, world_size, drop_last, workers, prefetch, normalization, mode, frame_cache_bytes=0, shard_by="windows", video_decoder="auto", frame_layout="hwc", frame_dtype="uint8", frame_size=None, frame_crop=None))]
+    #[pyo3(signature = (dataset, streams, windows, batch_size, device, seed, shuffle, rank, world_size, drop_last, workers, prefetch, normalization, mode, frame_cache_bytes=0, shard_by="windows", video_decoder="auto", frame_layout="hwc", frame_dtype="uint8", frame_size=None, frame_crop=None, device_frame_cache_bytes=0))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -150,6 +150,7 @@ impl Loader {
         frame_dtype: &str,
         frame_size: Option<(usize, usize)>,
         frame_crop: Option<(usize, usize, usize, usize)>,
+        device_frame_cache_bytes: usize,
     ) -> PyResult<Self> {
         let device =
             Device::from_request(device.parse().map_err(|e: String| invalid(format!("device: {e}")))?).py_err()?;
@@ -206,6 +207,7 @@ impl Loader {
             frame_cache_bytes: Some(frame_cache_bytes),
             video_decoders,
             frames,
+            device_frame_cache_bytes,
             ..LoaderConfig::new(&names, window_spec(windows)?, batch_size)
         };
         let dataset = dataset.inner.clone();

@@ -9,9 +9,12 @@ use robocache::Error;
 fn class_name(error: &Error) -> &'static str {
     match error {
         Error::Invalid(robocache_cpu::Error::DTypeMismatch { .. }) => "DTypeError",
-        Error::Invalid(_) | Error::Rank { .. } | Error::Limit { .. } | Error::Layout { .. } | Error::Resize { .. } => {
-            "InvalidInputError"
-        }
+        Error::Invalid(_)
+        | Error::Rank { .. }
+        | Error::Limit { .. }
+        | Error::Layout { .. }
+        | Error::Resize { .. }
+        | Error::FrameIndex { .. } => "InvalidInputError",
         Error::DeviceMismatch { .. } => "DeviceMismatchError",
         Error::CudaNotCompiled | Error::NoCudaDevice { .. } => "CudaUnavailableError",
         Error::OutOfMemory { .. } => "OutOfMemoryError",

@@ -39,6 +39,11 @@ pub enum Error {
     #[error("{what}: {problem}")]
     Resize { what: String, problem: String },
 
+    /// A frame picked by index from a tensor of fewer frames
+    /// ([`crate::Device::stack_frames`]).
+    #[error("{what}: frame {index} of a tensor of {frames} frames")]
+    FrameIndex { what: String, index: usize, frames: usize },
+
     /// Memory handed in from outside (another library's array) cannot be
     /// used as it is laid out.
     #[error("{what}: {reason}")]

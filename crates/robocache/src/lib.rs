@@ -47,6 +47,7 @@ mod backend;
 mod batch_buffer;
 mod cuda;
 mod device;
+mod device_frame_cache;
 mod error;
 pub mod loader;
 mod ops;
@@ -56,6 +57,7 @@ mod windows;
 
 pub use cuda::{ptx_archs, CudaDevice};
 pub use device::{BackendKind, BackendRequest, Device};
+pub use device_frame_cache::DeviceFrameCache;
 pub use error::{Error, Result};
 pub use loader::{
     nvdec_device, Epoch, FrameCacheReport, Loader, LoaderConfig, LoaderMode, MaskKind, Normalization,

@@ -11,12 +11,16 @@
 //!   result is continuous inside a window and equals the angle modulo 2π.
 
 use robocache_cpu::{Boundary, DType, Element, HostVec, ResampleSpec};
-use robocache_datasets::{Dataset, DeltaWindows, FrameFormat, StepWindows, StreamInfo, TimeWindows};
+use robocache_datasets::{Dataset, DeltaWindow, DeltaWindows, FrameFormat, StepWindows, StreamInfo, TimeWindows};
 use robocache_video::yuv420_len;
 
 pub use crate::assembly::{BatchStream, MaskKind};
 use crate::batch_buffer::BatchBuffer;
-use crate::{Device, Error, FrameOutput, Result, StreamInput, TargetTimes, Tensor, TimeAxis};
+use crate::device_frame_cache::{EpisodeFrame, HeldFrame};
+use crate::{
+    Device, DeviceFrameCache, Error, FrameDType, FrameLayout, FrameOutput, Result, StreamInput, TargetTimes, Tensor,
+    TimeAxis,
+};
 
 /// A batch of windows: one [`BatchStream`] per requested stream, plus where
 /// each window came from.
@@ -170,6 +174,57 @@ impl Device {
         streams: &[&str],
         frames: FrameOutput,
     ) -> Result<WindowBatch> {
+        self.delta_window_batch_from(dataset, windows, samples, streams, frames, None)
+    }
+
+    /// [`Device::delta_window_batch_with_frames`] with the video frames
+    /// `cache` holds stacked from there ([`Device::stack_frames`]), and the
+    /// others decoded, converted and resized as before, then kept in `cache`
+    /// while its budget lasts. The values are those of the uncached call,
+    /// bit for bit. `cache` must be on this device (and its stream), with
+    /// `frames.resize` as its crop and resize.
+    ///
+    /// ```
+    /// use robocache::datasets::{Dataset, DeltaTimestamps, DeltaWindows};
+    /// use robocache::{Device, DeviceFrameCache, FrameOutput};
+    ///
+    /// let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../robocache-datasets/tests/fixtures/lerobot/av1");
+    /// let dataset = Dataset::open(&root)?;
+    /// let camera = "observation.images.front"; // 10 fps
+    /// let spec = DeltaTimestamps::new(vec![(camera.into(), vec![-0.1, 0.0])]);
+    /// let windows = DeltaWindows::new(dataset.info(), &spec)?;
+    /// let device = Device::cpu();
+    /// let cache = DeviceFrameCache::new(&device, None, 64 << 20);
+    /// let frames = FrameOutput::default();
+    /// let first = device.delta_window_batch_cached(&dataset, &windows, &[3, 4], &[camera], frames, &cache)?;
+    /// assert_eq!(cache.usage().misses, 3); // frames 2, 3 and 4 of episode 0
+    /// let again = device.delta_window_batch_cached(&dataset, &windows, &[3, 4], &[camera], frames, &cache)?;
+    /// assert_eq!(cache.usage().hits, 3);
+    /// assert_eq!(first.streams[0].data.to_vec::<u8>()?, again.streams[0].data.to_vec::<u8>()?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn delta_window_batch_cached(
+        &self,
+        dataset: &Dataset,
+        windows: &DeltaWindows,
+        samples: &[usize],
+        streams: &[&str],
+        frames: FrameOutput,
+        cache: &DeviceFrameCache,
+    ) -> Result<WindowBatch> {
+        cache.check_use(self, frames.resize)?;
+        self.delta_window_batch_from(dataset, windows, samples, streams, frames, Some(cache))
+    }
+
+    fn delta_window_batch_from(
+        &self,
+        dataset: &Dataset,
+        windows: &DeltaWindows,
+        samples: &[usize],
+        streams: &[&str],
+        frames: FrameOutput,
+        cache: Option<&DeviceFrameCache>,
+    ) -> Result<WindowBatch> {
         let cut: Vec<_> = samples.iter().map(|&s| windows.window(s)).collect::<Result<_, _>>()?;
         let mut out = Vec::with_capacity(streams.len());
         for &name in streams {
@@ -189,8 +244,15 @@ impl Device {
                     ))));
                 }
             }
-            let (data, pad) = match dataset.video_frame_size(name) {
-                Some((width, height)) => {
+            let (data, pad) = match (dataset.video_frame_size(name), cache) {
+                (Some(size), Some(cache)) => {
+                    let converted = self.cached_video_frames(dataset, cache, name, &cut, offsets, size, frames)?;
+                    let mut shape = vec![cut.len(), steps];
+                    shape.extend(&converted.shape()[1..]);
+                    let pad = cut.iter().flat_map(|w| offsets.iter().map(move |&d| w.row(d).1)).collect();
+                    (converted.reshape(&shape)?, pad)
+                }
+                (Some((width, height)), None) => {
                     // The whole batch in one read: each group of pictures
                     // decoded once for all the windows that need a frame of it.
                     let (count, frame_bytes) = (cut.len() * steps, yuv420_len(width, height));
@@ -208,7 +270,7 @@ impl Device {
                     shape.extend(&rgb.shape()[1..]);
                     (rgb.reshape(&shape)?, pad)
                 }
-                None => {
+                (None, _) => {
                     let mut data = BatchBuffer::new(self, info.dtype, cut.len() * steps * info.channels())?;
                     let pad = dataset.read_delta_windows_into(&cut, name, offsets, data.as_mut_bytes())?;
                     match rgb_image_size(info) {
@@ -243,6 +305,63 @@ impl Device {
             anchors: cut.iter().map(|w| w.frame as f64 / fps).collect(),
             columns: None,
         })
+    }
+
+    /// The frames of video stream `name` at `offsets` of each window of
+    /// `cut`, `[windows × offsets, ...]` as `frames` says: those `cache`
+    /// holds stacked from there, the others read as YUV (each once), put on
+    /// this device, converted to 8-bit RGB and resized there, and kept in
+    /// `cache` while it has room.
+    #[allow(clippy::too_many_arguments)]
+    fn cached_video_frames(
+        &self,
+        dataset: &Dataset,
+        cache: &DeviceFrameCache,
+        name: &str,
+        cut: &[DeltaWindow],
+        offsets: &[i64],
+        (width, height): (usize, usize),
+        frames: FrameOutput,
+    ) -> Result<Tensor> {
+        // Each distinct frame once, in the order first asked for.
+        let mut distinct: Vec<EpisodeFrame> = Vec::new();
+        let mut position = std::collections::HashMap::new();
+        let slots: Vec<usize> = cut
+            .iter()
+            .flat_map(|w| offsets.iter().map(move |&d| (w.episode, w.row(d).0)))
+            .map(|frame| {
+                *position.entry(frame).or_insert_with(|| {
+                    distinct.push(frame);
+                    distinct.len() - 1
+                })
+            })
+            .collect();
+        let held = cache.find(name, &distinct)?;
+        let missing: Vec<EpisodeFrame> =
+            distinct.iter().zip(&held).filter(|(_, h)| h.is_none()).map(|(&f, _)| f).collect();
+        let decoded = if missing.is_empty() {
+            None
+        } else {
+            let frame_bytes = yuv420_len(width, height);
+            let mut planes = BatchBuffer::new(self, DType::U8, missing.len() * frame_bytes)?;
+            dataset.read_video_frames_at_into(name, &missing, FrameFormat::Yuv420, planes.as_mut_bytes())?;
+            let planes = planes.into_tensor(self, &[missing.len(), frame_bytes], name)?;
+            let rgb = FrameOutput { layout: FrameLayout::Hwc, dtype: FrameDType::U8, resize: frames.resize };
+            let decoded = std::sync::Arc::new(self.yuv420_to_rgb(&planes, width, height, rgb)?);
+            cache.keep(name, &missing, &decoded)?;
+            Some(decoded)
+        };
+        let mut next_decoded = 0..;
+        let sources: Vec<HeldFrame> = held
+            .into_iter()
+            .map(|found| match (found, &decoded) {
+                (Some(held), _) => Ok(held),
+                (None, Some(decoded)) => Ok((decoded.clone(), next_decoded.next().unwrap_or_default())),
+                (None, None) => Err(Error::Internal("a frame the cache does not hold was not decoded".into())),
+            })
+            .collect::<Result<_>>()?;
+        let picks: Vec<(&Tensor, usize)> = slots.iter().map(|&s| (sources[s].0.as_ref(), sources[s].1)).collect();
+        self.stack_frames(&picks, frames.layout, frames.dtype)
     }
 
     /// Time windows `samples` of `windows` for `streams`, each stream

@@ -932,6 +932,176 @@ fn frames_crop_and_resize_as_pillow(device: &Device) {
     assert!(error.contains("RGB frames"), "{error}");
 }
 
+/// Frames picked from several tensors stack into one batch in every layout
+/// and dtype: each output frame is its pick's frame, bit for bit; bad picks
+/// are errors that name the pick.
+fn frames_stack_from_many_tensors(device: &Device) {
+    use robocache::{FrameDType, FrameLayout};
+    let sizes = (1usize..20, 1usize..12, proptest::collection::vec(1usize..5, 1..4), 1usize..40, any::<u64>());
+    runner()
+        .run(&sizes, |(width, height, counts, picks, seed)| {
+            let mut state = seed | 1;
+            let mut next = move || {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state
+            };
+            let frame_bytes = width * height * 3;
+            let hosts: Vec<Vec<u8>> =
+                counts.iter().map(|&n| (0..n * frame_bytes).map(|_| (next() >> 56) as u8).collect()).collect();
+            let tensors: Vec<Tensor> = hosts
+                .iter()
+                .zip(&counts)
+                .map(|(levels, &n)| Tensor::from_slice(device, levels, &[n, height, width, 3]).unwrap())
+                .collect();
+            let chosen: Vec<(usize, usize)> = (0..picks)
+                .map(|_| {
+                    let t = next() as usize % counts.len();
+                    (t, next() as usize % counts[t])
+                })
+                .collect();
+            let picked: Vec<(&Tensor, usize)> = chosen.iter().map(|&(t, i)| (&tensors[t], i)).collect();
+            let want: Vec<u8> =
+                chosen.iter().flat_map(|&(t, i)| hosts[t][i * frame_bytes..(i + 1) * frame_bytes].to_vec()).collect();
+            let pixels = width * height;
+            for layout in [FrameLayout::Hwc, FrameLayout::Chw] {
+                let levels: Vec<u8> = want
+                    .chunks_exact(frame_bytes)
+                    .flat_map(|rgb| match layout {
+                        FrameLayout::Hwc => rgb.to_vec(),
+                        FrameLayout::Chw => (0..3).flat_map(|c| (0..pixels).map(move |p| rgb[p * 3 + c])).collect(),
+                    })
+                    .collect();
+                let got = device.stack_frames(&picked, layout, FrameDType::U8).unwrap();
+                let shape = match layout {
+                    FrameLayout::Hwc => [picks, height, width, 3],
+                    FrameLayout::Chw => [picks, 3, height, width],
+                };
+                prop_assert_eq!(got.shape(), &shape[..]);
+                prop_assert_eq!(got.to_vec::<u8>().unwrap(), levels.clone(), "{:?}", layout);
+                let got = device.stack_frames(&picked, layout, FrameDType::F32).unwrap();
+                let got: Vec<u32> = got.to_vec::<f32>().unwrap().iter().map(|v| v.to_bits()).collect();
+                let want: Vec<u32> = levels.iter().map(|&l| (l as f32 / 255.0).to_bits()).collect();
+                prop_assert_eq!(got, want, "{:?} f32", layout);
+            }
+            Ok(())
+        })
+        .unwrap();
+
+    let frames = Tensor::from_slice(device, &[7u8; 2 * 4 * 3 * 3], &[2, 4, 3, 3]).unwrap();
+    let other = Tensor::from_slice(device, &[7u8; 4 * 4 * 3], &[1, 4, 4, 3]).unwrap();
+    let floats = Tensor::from_slice(device, &[0f32; 4 * 3 * 3], &[1, 4, 3, 3]).unwrap();
+    let stack = |picks: &[(&Tensor, usize)]| {
+        device.stack_frames(picks, FrameLayout::Hwc, FrameDType::U8).map(|_| ()).unwrap_err().to_string()
+    };
+    let error = stack(&[(&frames, 0), (&frames, 2)]);
+    assert!(error.contains("pick 1") && error.contains("frame 2 of a tensor of 2 frames"), "{error}");
+    let error = stack(&[(&frames, 1), (&other, 0)]);
+    assert!(error.contains("pick 1") && error.contains("[N, 4, 3, 3]"), "{error}");
+    let error = stack(&[(&frames, 1), (&floats, 0)]);
+    assert!(error.contains("pick 1") && error.contains("u8"), "{error}");
+    let error = stack(&[]);
+    assert!(error.contains("at least one frame"), "{error}");
+}
+
+/// A loader with a frame cache on its device gives the batches of a loader
+/// without one, bit for bit, epoch after epoch, cropped, resized and in
+/// float32 (the AV1 fixture LeRobot wrote, both cameras): the first epoch
+/// fills the cache with every frame of both cameras, and the next one
+/// decodes nothing. A budget for a few frames keeps only what fits and
+/// changes no value.
+fn device_frame_cache_serves_the_batches_it_would_decode(device: &Device) {
+    use std::sync::Arc;
+
+    use robocache::datasets::{Dataset, DeltaTimestamps, DeltaWindows, StepWindowSpec};
+    use robocache::{
+        CropBox, DeviceFrameCache, FrameDType, FrameLayout, FrameOutput, FrameResize, Loader, LoaderConfig, WindowSpec,
+    };
+
+    let root =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../robocache-datasets/tests/fixtures/lerobot/av1");
+    let dataset = Arc::new(Dataset::open(&root).unwrap());
+    let cameras = ["observation.images.front", "observation.images.wrist"];
+    let deltas = DeltaTimestamps::new(cameras.iter().map(|c| ((*c).to_owned(), vec![-0.1, 0.0, 0.2])).collect());
+    let frames = FrameOutput {
+        layout: FrameLayout::Chw,
+        dtype: FrameDType::F32,
+        resize: Some(FrameResize {
+            width: 24,
+            height: 20,
+            crop: Some(CropBox { left: 8, top: 2, width: 32, height: 28 }),
+        }),
+    };
+    let config = |cache_bytes: usize| LoaderConfig {
+        frames,
+        workers: 3,
+        seed: 11,
+        device_frame_cache_bytes: cache_bytes,
+        ..LoaderConfig::new(&[cameras[0], cameras[1], "action"], WindowSpec::Deltas(deltas.clone()), 8)
+    };
+    let frame_bytes = 24 * 20 * 3;
+    let total_frames = dataset.info().episodes.iter().map(|e| e.len).sum::<usize>();
+    let plain = Loader::new(device, dataset.clone(), config(0)).unwrap();
+    let cached = Loader::new(device, dataset.clone(), config(1 << 30)).unwrap();
+    let small = Loader::new(device, dataset.clone(), config(10 * frame_bytes + 5)).unwrap();
+    assert!(plain.telemetry().device_frame_cache.is_none());
+    let mut misses_after_first = 0;
+    for epoch in 0..2 {
+        for (batch, ((a, b), c)) in plain.epoch(epoch).zip(cached.epoch(epoch)).zip(small.epoch(epoch)).enumerate() {
+            let (a, b, c) = (a.unwrap(), b.unwrap(), c.unwrap());
+            assert_eq!(a.samples, b.samples);
+            for camera in cameras {
+                let (want, got, few) =
+                    (a.stream(camera).unwrap(), b.stream(camera).unwrap(), c.stream(camera).unwrap());
+                assert_eq!(got.data.shape(), want.data.shape());
+                assert_eq!(got.data.shape()[1..], [3, 3, 20, 24]);
+                let bits = |t: &Tensor| t.to_vec::<f32>().unwrap().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                assert!(bits(&got.data) == bits(&want.data), "epoch {epoch} batch {batch} {camera}: cached frames");
+                assert!(bits(&few.data) == bits(&want.data), "epoch {epoch} batch {batch} {camera}: small cache");
+                assert_eq!(got.mask.to_vec::<bool>().unwrap(), want.mask.to_vec::<bool>().unwrap());
+            }
+        }
+        let usage = cached.telemetry().device_frame_cache.unwrap();
+        assert_eq!(usage.frames, 2 * total_frames, "epoch {epoch}: every frame of both cameras held");
+        assert_eq!(usage.bytes, usage.frames * frame_bytes);
+        if epoch == 0 {
+            misses_after_first = usage.misses;
+            assert!(usage.misses >= 2 * total_frames as u64, "{usage:?}");
+        } else {
+            assert_eq!(usage.misses, misses_after_first, "the second epoch decodes nothing: {usage:?}");
+            assert!(usage.hits >= 2 * total_frames as u64, "{usage:?}");
+        }
+        let few = small.telemetry().device_frame_cache.unwrap();
+        assert_eq!((few.frames, few.bytes, few.budget_bytes), (10, 10 * frame_bytes, 10 * frame_bytes + 5));
+    }
+
+    // A cache serves batches of its own resize only, and step windows keep none.
+    let windows = DeltaWindows::new(dataset.info(), &deltas).unwrap();
+    let cache = DeviceFrameCache::new(device, None, 1 << 20);
+    let error = device
+        .delta_window_batch_cached(&dataset, &windows, &[0], &[cameras[0]], frames, &cache)
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("cannot serve frames resized"), "{error}");
+    let steps = WindowSpec::Steps(StepWindowSpec {
+        seq_length: 2,
+        frame_stack: 1,
+        pad_seq_length: true,
+        pad_frame_stack: true,
+    });
+    let error = Loader::new(
+        device,
+        dataset,
+        LoaderConfig { device_frame_cache_bytes: 1, ..LoaderConfig::new(&["action"], steps, 4) },
+    )
+    .map(|_| ())
+    .unwrap_err()
+    .to_string();
+    assert!(error.contains("device_frame_cache_bytes"), "{error}");
+}
+
 macro_rules! backend_tests {
     ($backend:ident, $device:expr, [$($operation:ident),*]) => {
         mod $backend {
@@ -1264,7 +1434,9 @@ backend_tests!(
         handles_of_one_device_share_its_stream,
         bad_inputs_fail_as_the_reference_does,
         yuv_frames_convert_as_swscale,
-        frames_crop_and_resize_as_pillow
+        frames_crop_and_resize_as_pillow,
+        frames_stack_from_many_tensors,
+        device_frame_cache_serves_the_batches_it_would_decode
     ]
 );
 // The 2^31 case needs 4 GiB on the host and the device.
@@ -1286,6 +1458,8 @@ backend_tests!(
         bad_inputs_fail_as_the_reference_does,
         yuv_frames_convert_as_swscale,
         frames_crop_and_resize_as_pillow,
+        frames_stack_from_many_tensors,
+        device_frame_cache_serves_the_batches_it_would_decode,
         indexes_past_two_to_the_31
     ]
 );

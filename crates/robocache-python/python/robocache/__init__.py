@@ -32,6 +32,7 @@ from ._errors import (
     OutOfMemoryError,
 )
 from ._data import Dataset, Loader, open  # noqa: A004
+from ._data import _int_tuple
 from ._native import __version__
 from ._native import convert_frames as _native_convert_frames
 from ._native import cuda_available as _cuda_available
@@ -255,10 +256,8 @@ def convert_frames(frames, size: Optional[Tuple[int, int]] = None, *,
     keep: list = []
     desc = _arrays.describe(frames, "frames", keep)
     stream = _arrays.current_stream(_device_of(desc))
-    size = None if size is None else (int(size[0]), int(size[1]))
-    crop = None if crop is None else tuple(int(v) for v in crop)
-    if crop is not None and len(crop) != 4:
-        raise InvalidInputError(f"crop is (top, left, height, width), not {crop}")
+    size = _int_tuple("size", size, "(height, width)")
+    crop = _int_tuple("crop", crop, "(top, left, height, width)")
     out = _native_convert_frames(desc, size, crop, str(layout), str(dtype), stream)
     return _arrays.output(out, like_torch)
 

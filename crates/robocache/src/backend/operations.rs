@@ -55,6 +55,16 @@ pub(crate) trait CudaOperations {
         resize: Option<&ResizePlan>,
         output: FrameOutput,
     ) -> Result<Tensor>;
+    /// [`Device::stack_frames`] on this device (the picks checked: u8
+    /// `[height, width, 3]` frames of tensors on this device).
+    fn stack_frames(
+        &self,
+        device: &Device,
+        picks: &[(&Tensor, usize)],
+        width: usize,
+        height: usize,
+        output: FrameOutput,
+    ) -> Result<Tensor>;
     /// A resident stream's episode table in the assembly kernel's layout.
     fn resident_table(&self, device: &Device, stream: &ResidentStream) -> Result<Tensor>;
     /// One batch of windows of resident streams, with its columns.

@@ -33,6 +33,10 @@ impl CudaOperations for CudaDevice {
         self.unreachable()
     }
 
+    fn stack_frames(&self, _: &Device, _: &[(&Tensor, usize)], _: usize, _: usize, _: FrameOutput) -> Result<Tensor> {
+        self.unreachable()
+    }
+
     fn resident_table(&self, _: &Device, _: &ResidentStream) -> Result<Tensor> {
         self.unreachable()
     }

@@ -214,6 +214,17 @@ impl CudaOperations for CudaDevice {
         self.run_convert_frames(device, frames, resize, output)
     }
 
+    fn stack_frames(
+        &self,
+        device: &Device,
+        picks: &[(&Tensor, usize)],
+        width: usize,
+        height: usize,
+        output: FrameOutput,
+    ) -> Result<Tensor> {
+        self.run_stack_frames(device, picks, width, height, output)
+    }
+
     fn resident_table(&self, device: &Device, stream: &ResidentStream) -> Result<Tensor> {
         self.upload_resident_table(device, stream)
     }

@@ -1,9 +1,11 @@
 //! Camera frames on the device (see `kernels/video.cu`): decoded YUV to RGB,
 //! one `yuv420_to_rgb` launch for a batch of frames; RGB frames cropped,
-//! resized and laid out, a `resize_rows` and a `resize_columns` launch.
+//! resized and laid out, a `resize_rows` and a `resize_columns` launch;
+//! frames picked from several tensors stacked into a batch, a `gather_rgb`
+//! launch.
 
 use robocache_cpu::HostVec;
-use robocache_cuda::abi::{DTypeCode, FrameArgs, FrameLayout as LayoutCode, ResizeArgs};
+use robocache_cuda::abi::{DTypeCode, FrameArgs, FrameLayout as LayoutCode, GatherArgs, ResizeArgs};
 use robocache_cuda::{entry, LaunchConfig};
 use robocache_video::{ResizePlan, ResizeTaps};
 
@@ -169,6 +171,53 @@ impl CudaDevice {
         // All stay alive through the launch in stream order (a dropped buffer
         // is freed in stream order).
         unsafe { self.context.launch(entry::ResizeColumns, config, (args,)) }.map_err(cuda_error)?;
+        Ok(Tensor::on_device(device, DeviceStorage::new(out), dtype, out_shape))
+    }
+}
+
+impl CudaDevice {
+    /// [`Device::stack_frames`] on this device; the picks are checked by the
+    /// caller (u8 `[height, width, 3]` frames of live tensors on this
+    /// device, fewer than 2³² pixels a frame). One `gather_rgb` launch reads
+    /// each output frame from its source's address.
+    pub(super) fn run_stack_frames(
+        &self,
+        device: &Device,
+        picks: &[(&Tensor, usize)],
+        width: usize,
+        height: usize,
+        output: FrameOutput,
+    ) -> Result<Tensor> {
+        let count = picks.len();
+        let pixels = width * height;
+        let out_shape = output.shape(count, width, height);
+        let dtype = output.dtype.dtype();
+        let out_bytes = count * pixels * 3 * dtype.size_in_bytes();
+        self.keep_frames_memory(out_bytes)?;
+        let out = self.alloc(out_bytes)?;
+        if count == 0 {
+            return Ok(Tensor::on_device(device, DeviceStorage::new(out), dtype, out_shape));
+        }
+        let sources: Vec<u64> =
+            picks.iter().map(|&(tensor, index)| device_pointer(tensor) + (index * pixels * 3) as u64).collect();
+        let sources = Tensor::from_host_vec(device, HostVec::U64(sources), &[count])?;
+        let args = GatherArgs {
+            sources: device_pointer(&sources),
+            out: out.device_pointer(),
+            frames: count as u64,
+            pixels: pixels as u32,
+            layout: layout_code(output.layout),
+            dtype: dtype_code(output.dtype),
+        };
+        let config = frame_slots(count, pixels)?;
+        // SAFETY: every source address is frame `index` of a live u8
+        // `[N, height, width, 3]` tensor on this device with `index < N`
+        // (checked by the caller), so each reads `pixels × 3` bytes inside
+        // it; `out` is a new allocation of every output element. The tensors
+        // the picks borrow, the address table and `out` stay alive through
+        // the launch in stream order (a dropped buffer is freed in stream
+        // order).
+        unsafe { self.context.launch(entry::GatherRgb, config, (args,)) }.map_err(cuda_error)?;
         Ok(Tensor::on_device(device, DeviceStorage::new(out), dtype, out_shape))
     }
 }

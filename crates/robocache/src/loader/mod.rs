@@ -64,7 +64,7 @@ use crate::backend::operations::CudaOperations;
 use crate::backend::CudaBackend;
 use crate::ops::descriptors::resize_plan;
 use crate::windows::{BatchStream, WindowBatch};
-use crate::{Device, Error, FrameOutput, Result, Tensor};
+use crate::{Device, DeviceFrameCache, Error, FrameOutput, Result, Tensor};
 
 /// How windows are cut.
 #[derive(Clone, Debug, PartialEq)]
@@ -153,6 +153,16 @@ pub struct LoaderConfig {
     /// there too when `frames` is not the default. Step and time windows
     /// give camera frames as u8 `[H, W, 3]` and take only the default.
     pub frames: FrameOutput,
+    /// The byte budget of a frame cache on the loader's device
+    /// ([`DeviceFrameCache`]; 0, the default: none): camera video frames of
+    /// [`WindowSpec::Deltas`] batches kept after their first decode as 8-bit
+    /// RGB, already cropped and resized as `frames.resize` asks, in GPU
+    /// memory for a CUDA loader and host memory for a CPU one. A later batch
+    /// stacks them into its frames in one pass instead of decoding,
+    /// uploading, converting and resizing them again. The first frames
+    /// decoded are kept until the budget is spent. Step and time windows
+    /// take 0 only.
+    pub device_frame_cache_bytes: usize,
 }
 
 impl LoaderConfig {
@@ -180,6 +190,7 @@ impl LoaderConfig {
             frame_cache_bytes: None,
             video_decoders: None,
             frames: FrameOutput::default(),
+            device_frame_cache_bytes: 0,
         }
     }
 }
@@ -252,6 +263,8 @@ pub struct Loader {
     epochs: Arc<Epochs>,
     telemetry: Arc<Mutex<Telemetry>>,
     utilization: telemetry::UtilizationSampler,
+    /// Frames kept on the device (`LoaderConfig::device_frame_cache_bytes`).
+    frame_cache: Option<Arc<DeviceFrameCache>>,
 }
 
 impl Loader {
@@ -288,6 +301,12 @@ impl Loader {
             return Err(invalid(format!(
                 "LoaderConfig::frames {:?} applies to delta_timestamps windows; step and time windows give camera video as u8 [H, W, 3] (the default)",
                 config.frames
+            )));
+        }
+        if !deltas && config.device_frame_cache_bytes > 0 {
+            return Err(invalid(format!(
+                "LoaderConfig::device_frame_cache_bytes ({}) applies to delta_timestamps windows; step and time windows keep no frames on the device",
+                config.device_frame_cache_bytes
             )));
         }
         let first = dataset.info().episodes.first().ok_or_else(|| invalid("the dataset has no episodes".into()))?;
@@ -367,7 +386,14 @@ impl Loader {
             // being assembled, held by the consumer) instead of handing it
             // back to the driver at every synchronisation and mapping it
             // again for the next batch (docs/architecture.md).
-            let device_batch = device_batch_bytes(&cut, &dataset, &streamed, config.batch_size, config.frames)?;
+            let device_batch = device_batch_bytes(
+                &cut,
+                &dataset,
+                &streamed,
+                config.batch_size,
+                config.frames,
+                config.device_frame_cache_bytes > 0,
+            )?;
             let in_flight = config.prefetch + config.workers.max(1) + 2;
             cuda.keep_pool_memory(device_batch.saturating_mul(in_flight))?;
         }
@@ -394,6 +420,8 @@ impl Loader {
         );
         let cut = Arc::new(cut);
         let telemetry = Arc::new(Mutex::new(Telemetry::default()));
+        let frame_cache = (config.device_frame_cache_bytes > 0)
+            .then(|| Arc::new(DeviceFrameCache::new(device, config.frames.resize, config.device_frame_cache_bytes)));
         let job = Arc::new(Job {
             device: device.clone(),
             dataset: dataset.clone(),
@@ -404,6 +432,7 @@ impl Loader {
             masks: config.masks,
             wait_until_ready: config.wait_until_ready,
             frames: config.frames,
+            frame_cache: frame_cache.clone(),
         });
         let epochs = Arc::new(Epochs {
             job,
@@ -425,6 +454,7 @@ impl Loader {
             epochs,
             telemetry,
             utilization: telemetry::UtilizationSampler::start(device),
+            frame_cache,
         })
     }
 
@@ -514,6 +544,7 @@ impl Loader {
             }
         }
         report.frame_cache = self.dataset.frame_cache_usage().map(Into::into);
+        report.device_frame_cache = self.frame_cache.as_ref().map(|cache| cache.usage().into());
         report.video_decode = self.dataset.video_decode_counts().map(Into::into);
         report
     }
@@ -525,6 +556,9 @@ impl Loader {
         }
         self.utilization.reset();
         self.dataset.reset_frame_cache_counts();
+        if let Some(cache) = &self.frame_cache {
+            cache.reset_counts();
+        }
     }
 
     /// The time a consumer that drops each batch as it arrives takes for
@@ -626,6 +660,7 @@ struct Job {
     masks: MaskKind,
     wait_until_ready: bool,
     frames: FrameOutput,
+    frame_cache: Option<Arc<DeviceFrameCache>>,
 }
 
 impl Job {
@@ -662,9 +697,14 @@ impl Job {
             let batch = match self.cut.as_ref() {
                 Cut::Steps(w) => self.device.step_window_batch(&self.dataset, w, &samples, &names)?,
                 Cut::Times(w) => self.device.time_window_batch(&self.dataset, w, &samples, &names)?,
-                Cut::Deltas(w) => {
-                    self.device.delta_window_batch_with_frames(&self.dataset, w, &samples, &names, self.frames)?
-                }
+                Cut::Deltas(w) => match &self.frame_cache {
+                    Some(cache) => {
+                        self.device.delta_window_batch_cached(&self.dataset, w, &samples, &names, self.frames, cache)?
+                    }
+                    None => {
+                        self.device.delta_window_batch_with_frames(&self.dataset, w, &samples, &names, self.frames)?
+                    }
+                },
             };
             let keep_pad = matches!(*self.cut, Cut::Deltas(_));
             for mut stream in batch.streams {
@@ -697,7 +737,8 @@ fn streamed_batch_bytes(cut: &Cut, dataset: &Dataset, streamed: &[String], batch
 }
 
 /// Device bytes of one batch's streamed streams: each tensor, and for
-/// camera video of delta windows the YUV planes it is converted from; other
+/// camera video of delta windows the YUV planes it is converted from (and,
+/// with a frame cache on the device, the 8-bit frames it stacks from); other
 /// streams twice (their upload and the resampled result).
 fn device_batch_bytes(
     cut: &Cut,
@@ -705,13 +746,15 @@ fn device_batch_bytes(
     streamed: &[String],
     batch_size: usize,
     frames: FrameOutput,
+    frame_cache: bool,
 ) -> Result<usize> {
     // A converted frame: its output, and what the conversion holds on the
     // device meanwhile (the RGB frame and the horizontal pass, when resized).
     let converted = |width: usize, height: usize| {
         let (out_width, out_height) = frames.resize.map_or((width, height), |r| (r.width, r.height));
         let passes = if frames.resize.is_some() { 3 * width * height + 3 * height * out_width } else { 0 };
-        passes + 3 * out_width * out_height * frames.dtype.dtype().size_in_bytes()
+        let stacked_from = if frame_cache { 3 * out_width * out_height } else { 0 };
+        passes + stacked_from + 3 * out_width * out_height * frames.dtype.dtype().size_in_bytes()
     };
     let deltas = matches!(cut, Cut::Deltas(_));
     sum_over_streams(cut, dataset, streamed, batch_size, |info, video| match video {

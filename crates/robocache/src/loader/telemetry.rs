@@ -43,6 +43,10 @@ pub struct TelemetryReport {
     pub host_cores_busy: Option<f64>,
     /// The decoded-frame cache of the dataset (`None` without video).
     pub frame_cache: Option<FrameCacheReport>,
+    /// The loader's frame cache on its device
+    /// (`LoaderConfig::device_frame_cache_bytes`; `None` without one): hits
+    /// and misses count each distinct frame a batch asked for.
+    pub device_frame_cache: Option<FrameCacheReport>,
     /// Video samples decoded since the telemetry was last reset, on the CPU
     /// and on NVDEC (`None` without video).
     pub video_decode: Option<VideoDecodeReport>,
@@ -160,6 +164,7 @@ impl Telemetry {
                 _ => None,
             },
             frame_cache: None,
+            device_frame_cache: None,
             video_decode: None,
         }
     }

@@ -219,6 +219,43 @@ pub(crate) fn check_rgb_frames(device: &Device, frames: &Tensor, output: &FrameO
     output.resize.map(|resize| resize_plan(&resize, width, height)).transpose()
 }
 
+/// The checks every backend makes of a [`Device::stack_frames`] call: at
+/// least one pick; each pick's tensor `u8 [N, H, W, 3]` on `device`, of the
+/// first pick's `H` and `W`, and its index below `N`; fewer than 2³² pixels
+/// a frame. Gives `(width, height)`.
+pub(crate) fn check_frame_picks(device: &Device, picks: &[(&Tensor, usize)]) -> Result<(usize, usize)> {
+    let Some(&(first, _)) = picks.first() else {
+        return Err(robocache_cpu::Error::Empty {
+            what: "frames to stack".into(),
+            reason: "at least one frame is needed (its size is the batch's)".into(),
+        }
+        .into());
+    };
+    let plan = check_rgb_frames(device, first, &FrameOutput::default())?;
+    debug_assert!(plan.is_none());
+    let (width, height) = (first.shape()[2], first.shape()[1]);
+    for (pick, &(tensor, index)) in picks.iter().enumerate() {
+        let what = || format!("frames to stack, pick {pick}");
+        if !std::ptr::eq(tensor, first) {
+            device.expect_same(&what(), tensor.device())?;
+            expect_dtype(&what(), tensor, DType::U8)?;
+            let shape = tensor.shape();
+            if shape.len() != 4 || shape[1] != height || shape[2] != width || shape[3] != 3 {
+                return Err(Error::Rank {
+                    what: what(),
+                    expected: format!("[N, {height}, {width}, 3] (8-bit RGB frames of the first pick's size)"),
+                    shape: shape.to_vec(),
+                });
+            }
+        }
+        let frames = tensor.shape()[0];
+        if index >= frames {
+            return Err(Error::FrameIndex { what: what(), index, frames });
+        }
+    }
+    Ok((width, height))
+}
+
 /// The plan of `resize` for `width × height` frames, or what is wrong with it.
 pub(crate) fn resize_plan(resize: &FrameResize, width: usize, height: usize) -> Result<ResizePlan> {
     let plan = resize

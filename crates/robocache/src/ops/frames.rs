@@ -3,7 +3,9 @@ use robocache_cpu::{HostSlice, HostVec};
 
 use robocache_video::ResizePlan;
 
-use super::descriptors::{check_rgb_frames, check_yuv_frames, resize_plan, FrameDType, FrameLayout, FrameOutput};
+use super::descriptors::{
+    check_frame_picks, check_rgb_frames, check_yuv_frames, resize_plan, FrameDType, FrameLayout, FrameOutput,
+};
 use crate::backend::operations::CudaOperations;
 use crate::{Device, Result, Tensor};
 
@@ -117,6 +119,50 @@ impl Device {
                 Ok(Tensor::host(self, laid_out(rgb, pixels, output), out_shape))
             }
             Device::Cuda(cuda) => cuda.convert_frames(self, frames, plan, output),
+        }
+    }
+}
+
+impl Device {
+    /// Frames picked from several tensors of 8-bit RGB frames, stacked into
+    /// one batch: pick `(tensor, i)` is frame `i` of a `u8 [N, H, W, 3]`
+    /// tensor on this device, and every pick has the first one's `H` and
+    /// `W`. The batch comes as `[picks, H, W, 3]` or `[picks, 3, H, W]`, u8
+    /// or f32 (levels / 255), as `layout` and `dtype` say; one pass, whatever
+    /// the number of tensors.
+    ///
+    /// The loader's frame cache on its device ([`crate::DeviceFrameCache`]) serves a
+    /// batch this way: frames it holds, from the batches that first decoded
+    /// them, beside the frames the batch decodes itself.
+    ///
+    /// ```
+    /// use robocache::{Device, FrameDType, FrameLayout, Tensor};
+    ///
+    /// let device = Device::cpu();
+    /// // Two tensors of 1x1 frames: [10], [20] and [30].
+    /// let first = Tensor::from_slice(&device, &[10u8, 10, 10, 20, 20, 20], &[2, 1, 1, 3])?;
+    /// let second = Tensor::from_slice(&device, &[30u8, 30, 30], &[1, 1, 1, 3])?;
+    /// let batch = device.stack_frames(&[(&second, 0), (&first, 1), (&first, 1)], FrameLayout::Hwc, FrameDType::U8)?;
+    /// assert_eq!(batch.shape(), [3, 1, 1, 3]);
+    /// assert_eq!(batch.to_vec::<u8>()?, [30, 30, 30, 20, 20, 20, 20, 20, 20]);
+    /// assert!(device.stack_frames(&[(&second, 1)], FrameLayout::Hwc, FrameDType::U8).is_err()); // no frame 1
+    /// # Ok::<(), robocache::Error>(())
+    /// ```
+    pub fn stack_frames(&self, picks: &[(&Tensor, usize)], layout: FrameLayout, dtype: FrameDType) -> Result<Tensor> {
+        let (width, height) = check_frame_picks(self, picks)?;
+        let output = FrameOutput { layout, dtype, resize: None };
+        match self {
+            Device::Cpu => {
+                let frame_bytes = width * height * 3;
+                let mut rgb = vec![0u8; picks.len() * frame_bytes];
+                for (out, &(tensor, index)) in rgb.chunks_exact_mut(frame_bytes.max(1)).zip(picks) {
+                    let HostSlice::U8(levels) = tensor.host_slice() else { unreachable!("dtype checked") };
+                    out.copy_from_slice(&levels[index * frame_bytes..(index + 1) * frame_bytes]);
+                }
+                let shape = output.shape(picks.len(), width, height);
+                Ok(Tensor::host(self, laid_out(rgb, width * height, output), shape))
+            }
+            Device::Cuda(cuda) => cuda.stack_frames(self, picks, width, height, output),
         }
     }
 }
