@@ -23,8 +23,12 @@ windows with 2 frames per camera (offsets -1/fps and 0) and 16 actions:
   for each D in `--video-decoders` (default `auto`: NVDEC beside the CPU
   decoders where the GPU decodes the codec), with the share of samples
   NVDEC decoded;
-- robocache with a decoded-frame cache of `--cache-gib`: its first epoch
-  (cold: every frame decoded, the cache filled) and the epochs after it.
+- robocache with a decoded-frame cache of `--cache-gib` (YUV in host
+  memory): its first epoch (cold: every frame decoded, the cache filled) and
+  the epochs after it;
+- robocache with a frame cache of `--device-cache-gib` on the GPU
+  (`device_frame_cache_bytes`: uint8 RGB at `--frame-size` when given),
+  float32 frames: its first epoch and the epochs after it.
 
 Reported: frames/s and batches/s delivered to the training loop, host cores
 busy (from /proc/stat over the timed batches), peak GPU memory, and each
@@ -212,16 +216,20 @@ def robocache_run(root, workers, batches, fps, return_uint8, device, video_decod
     return result
 
 
-def robocache_cached_run(root, workers, batches, fps, device, cache_bytes):
-    """One loader with a decoded-frame cache: its first epoch (every frame
-    decoded once, the cache filled) timed whole, then `batches` batches of
-    the epochs after it."""
+def robocache_cached_run(root, workers, batches, fps, device, cache_bytes=0, device_cache_bytes=0,
+                         return_uint8=True, frame_size=None):
+    """One loader with a decoded-frame cache (`cache_bytes`: YUV in host
+    memory; `device_cache_bytes`: RGB on the loader's device): its first
+    epoch (every frame decoded once, the cache filled) timed whole, then
+    `batches` batches of the epochs after it."""
     import torch  # noqa: F401 (a CUDA loader's batches are torch tensors)
     import robocache
 
     loader = robocache.Loader(root, None, delta_timestamps=deltas(fps), batch_size=BATCH, shuffle=True,
                               workers=workers, prefetch=2 * workers, device=device, drop_last=True,
-                              return_uint8=True, frame_cache_bytes=cache_bytes)
+                              return_uint8=return_uint8, frame_cache_bytes=cache_bytes,
+                              device_frame_cache_bytes=device_cache_bytes,
+                              frame_size=None if frame_size is None else tuple(frame_size))
     hz = os.sysconf("SC_CLK_TCK")
     reset_gpu_peak(device)
     busy0, t0 = cpu_jiffies(), time.perf_counter()
@@ -231,12 +239,14 @@ def robocache_cached_run(root, workers, batches, fps, device, cache_bytes):
         n += 1
     elapsed = time.perf_counter() - t0
     cold = {"batches_per_s": n / elapsed, "frames_per_s": n * BATCH * 4 / elapsed, "seconds": elapsed,
-            "cores_busy": (cpu_jiffies() - busy0) / hz / elapsed, "frame_cache": loader.telemetry()["frame_cache"]}
+            "cores_busy": (cpu_jiffies() - busy0) / hz / elapsed}
+    telemetry = loader.telemetry()
+    cold["frame_cache"], cold["device_frame_cache"] = telemetry["frame_cache"], telemetry["device_frame_cache"]
     loader.reset_telemetry()
 
     warm = timed(batches, 3, lambda: epochs(loader, device, 1), BATCH * 4)
     telemetry = loader.telemetry()
-    warm["frame_cache"] = telemetry["frame_cache"]
+    warm["frame_cache"], warm["device_frame_cache"] = telemetry["frame_cache"], telemetry["device_frame_cache"]
     warm["host_cores_busy"] = telemetry["host_cores_busy"]
     warm["gpu_peak_bytes"] = cold["gpu_peak_bytes"] = peak_gpu_bytes(device)
     return cold, warm
@@ -274,6 +284,17 @@ def all_runs(args):
         rows.append({"loader": f"robocache.Loader workers={workers} uint8 cache, epoch 1", **cold})
         print(rows[-1], flush=True)
         rows.append({"loader": f"robocache.Loader workers={workers} uint8 cache, epoch 2+", **warm})
+        print(rows[-1], flush=True)
+    for workers in args.robocache_workers:
+        if args.device_cache_gib <= 0:
+            break
+        cold, warm = robocache_cached_run(args.root, workers, args.batches, fps, args.device,
+                                          device_cache_bytes=int(args.device_cache_gib * 2**30),
+                                          return_uint8=False, frame_size=args.frame_size)
+        size = "" if args.frame_size is None else f" {args.frame_size[0]}x{args.frame_size[1]}"
+        rows.append({"loader": f"robocache.Loader workers={workers} f32{size} GPU cache, epoch 1", **cold})
+        print(rows[-1], flush=True)
+        rows.append({"loader": f"robocache.Loader workers={workers} f32{size} GPU cache, epoch 2+", **warm})
         print(rows[-1], flush=True)
     for backend in args.backends:
         for workers in args.workers:
@@ -317,6 +338,8 @@ def main():
     a.add_argument("--video-decoders", nargs="+", default=["auto"],
                    help="robocache's video_decoder values to time (auto: NVDEC beside the CPU on a CUDA loader)")
     a.add_argument("--cache-gib", type=float, default=8.0, help="frame cache of the cached robocache run (0: none)")
+    a.add_argument("--device-cache-gib", type=float, default=0.0,
+                   help="frame cache on the GPU of a float32 robocache run, RGB at --frame-size (0: no such run)")
     a.add_argument("--frame-size", type=int, nargs=2, metavar=("H", "W"),
                    help="also run robocache float32 loaders resizing every frame to H x W on the device")
     a.add_argument("--json")

@@ -35,7 +35,10 @@ The LeRobot feeds read a root that ``benches/lerobot_loader.py write`` makes
 resized on the GPU to ``--lerobot-image`` inside the model's step (as a
 policy's preprocessing would). ``robocache-lerobot-cache-N`` reads one whole
 epoch first (the cache filled, its time reported as ``cache_fill_s``), then
-trains on the epochs after it.
+trains on the epochs after it; ``robocache-lerobot-gpucache-N`` does the
+same with the frame cache on the GPU (``device_frame_cache_bytes``), its
+frames resized to ``--lerobot-image`` by the loader as they are first
+decoded.
     torchrun --nproc_per_node 2 benches/train_policy.py --ddp --out results/
 
 Under ``--ddp`` each rank trains with DistributedDataParallel on its local
@@ -372,15 +375,20 @@ def lerobot_feed(args, device, workers):
     return batches()
 
 
-def robocache_lerobot_feed(args, device, workers, cache_bytes):
+def robocache_lerobot_feed(args, device, workers, cache_bytes, on_gpu=False):
     """robocache's Loader over the LeRobot root, uint8 frames; with a frame
-    cache, one epoch read first to fill it (its time returned)."""
+    cache (in host memory, or `on_gpu` with the frames resized to
+    `--lerobot-image` as they are first decoded), one epoch read first to
+    fill it (its time returned)."""
     import torch  # noqa: F401 (a CUDA loader's batches are torch tensors)
     import robocache
 
+    host_bytes, gpu_bytes = (0, cache_bytes) if on_gpu else (cache_bytes, 0)
+    size = (args.lerobot_image, args.lerobot_image) if on_gpu else None
     loader = robocache.Loader(args.lerobot_root, None, delta_timestamps=deltas(lerobot_fps(args.lerobot_root)),
                               batch_size=args.batch, shuffle=True, workers=workers, prefetch=2 * workers,
-                              device=device, drop_last=True, return_uint8=True, frame_cache_bytes=cache_bytes)
+                              device=device, drop_last=True, return_uint8=True, frame_cache_bytes=host_bytes,
+                              device_frame_cache_bytes=gpu_bytes, frame_size=size)
     fill_s = None
     if cache_bytes:
         started = time.perf_counter()
@@ -547,11 +555,13 @@ def main():
                         help="synthetic, robocache-steps, robocache-times, robocache-once (one robocache batch "
                              "repeated), robomimic-N (num_workers N); on --lerobot-root: lerobot-N (LeRobotDataset "
                              "+ DataLoader, N workers), robocache-lerobot-N (N workers), robocache-lerobot-cache-N "
-                             "(with the frame cache, after one epoch that fills it)")
+                             "(with the frame cache, after one epoch that fills it), robocache-lerobot-gpucache-N (the "
+                             "frame cache on the GPU, frames resized there to --lerobot-image)")
     parser.add_argument("--lerobot-root", help="a LeRobot root (benches/lerobot_loader.py write) for the LeRobot feeds")
     parser.add_argument("--lerobot-image", type=int, default=224, help="LeRobot frames resized to this on the GPU")
     parser.add_argument("--lerobot-backend", default="torchcodec", help="LeRobot's video backend (torchcodec, pyav)")
-    parser.add_argument("--cache-gib", type=float, default=8.0, help="robocache-lerobot-cache's frame cache")
+    parser.add_argument("--cache-gib", type=float, default=8.0,
+                        help="the frame cache of robocache-lerobot-cache and robocache-lerobot-gpucache")
     parser.add_argument("--robomimic-cache", default="low_dim", choices=["low_dim", "all"])
     parser.add_argument("--robocache-workers", type=int, default=4)
     parser.add_argument("--ddp", action="store_true", help="under torchrun: DDP, sharded loaders, exactly-once check")
@@ -616,9 +626,10 @@ def main():
             elif name.startswith("lerobot-"):
                 feed = lerobot_feed(args, device, int(name.split("-")[-1]))
             elif name.startswith("robocache-lerobot-"):
-                cache = int(args.cache_gib * 2**30) if name.startswith("robocache-lerobot-cache-") else 0
+                cached = name.startswith(("robocache-lerobot-cache-", "robocache-lerobot-gpucache-"))
+                cache = int(args.cache_gib * 2**30) if cached else 0
                 feed, loader, fill_s = robocache_lerobot_feed(args, f"cuda:{local_rank}", int(name.split("-")[-1]),
-                                                              cache)
+                                                              cache, on_gpu=name.startswith("robocache-lerobot-gpucache-"))
                 if cache:
                     extra["cache_fill_s"] = fill_s
             elif name.startswith("robomimic-"):
@@ -630,6 +641,8 @@ def main():
             result = train(args, model, feed, device, utilization, label, world_size)
             if name.startswith("robocache-lerobot-cache-"):
                 extra["frame_cache"] = loader.telemetry()["frame_cache"]
+            if name.startswith("robocache-lerobot-gpucache-"):
+                extra["device_frame_cache"] = loader.telemetry()["device_frame_cache"]
             result.update(extra)
             result.update({"model": size, "params": params, "feed": name, "world_size": world_size,
                            "batch_per_gpu": args.batch, "device": torch.cuda.get_device_name(device)})

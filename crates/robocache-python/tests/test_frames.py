@@ -127,3 +127,61 @@ def test_cuda_frames_equal_cpu(cuda):
 def test_cuda_loader_crops_and_resizes_as_pillow(root, cuda):
     pytest.importorskip("torch")
     check_loader_resize(root, cuda)
+
+
+def check_device_frame_cache(root, device):
+    """A loader with ``device_frame_cache_bytes`` gives the batches of one
+    without it, bit for bit, in its first epoch (which fills the cache) and
+    its second (served from it: no new misses)."""
+    cameras = ["observation.images.front", "observation.images.wrist"]
+    deltas = {"observation.images.front": [-0.1, 0.0], "observation.images.wrist": [0.0, 0.2]}
+    common = dict(delta_timestamps=deltas, batch_size=8, shuffle=True, seed=4, device=device, rank=0, world_size=1,
+                  frame_size=(20, 24), frame_crop=(2, 8, 28, 32), workers=3)
+    plain = robocache.Loader(FIXTURES / root, cameras, **common)
+    cached = robocache.Loader(FIXTURES / root, cameras, device_frame_cache_bytes=1 << 24, **common)
+    assert plain.telemetry()["device_frame_cache"] is None
+    misses = None
+    for epoch in range(2):
+        for a, b in zip(plain, cached):
+            for key in cameras:
+                want = np.asarray(a[key].cpu() if hasattr(a[key], "cpu") else a[key])
+                got = np.asarray(b[key].cpu() if hasattr(b[key], "cpu") else b[key])
+                assert got.dtype == np.float32 and got.shape == want.shape, (key, got.shape)
+                np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32), err_msg=f"{epoch} {key}")
+                pads = [np.asarray(x.cpu() if hasattr(x, "cpu") else x) for x in (a[f"{key}_is_pad"], b[f"{key}_is_pad"])]
+                np.testing.assert_array_equal(*pads)
+        usage = cached.telemetry()["device_frame_cache"]
+        frames = 2 * sum(e["len"] for e in robocache.open(FIXTURES / root).episodes)  # both cameras
+        assert usage["frames"] == frames and usage["bytes"] == frames * 20 * 24 * 3, usage
+        if epoch == 0:
+            misses = usage["misses"]
+        else:
+            assert usage["misses"] == misses and usage["hit_rate"] > 0.5, usage
+
+
+@pytest.mark.skipif(FIXTURES is None, reason="the Python tests copied outside a checkout")
+def test_device_frame_cache_gives_the_batches_it_would_decode():
+    check_device_frame_cache("av1", "cpu")
+
+
+@pytest.mark.skipif(FIXTURES is None, reason="the Python tests copied outside a checkout")
+@pytest.mark.parametrize("root", ["av1", "h264"])
+def test_cuda_device_frame_cache_gives_the_batches_it_would_decode(root, cuda):
+    pytest.importorskip("torch")
+    check_device_frame_cache(root, cuda)
+
+
+def test_loader_frame_arguments_are_checked():
+    root = FIXTURES / "av1" if FIXTURES is not None else None
+    if root is None:
+        pytest.skip("the Python tests copied outside a checkout")
+    common = dict(delta_timestamps={"observation.images.front": [0.0]}, batch_size=2, device="cpu", rank=0,
+                  world_size=1)
+    with pytest.raises(robocache.InvalidInputError, match=r"frame_crop is \(top, left, height, width\)"):
+        robocache.Loader(root, ["observation.images.front"], frame_crop=(0, 0, 8), **common)
+    with pytest.raises(robocache.InvalidInputError, match=r"frame_size is \(height, width\)"):
+        robocache.Loader(root, ["observation.images.front"], frame_size=224, **common)
+    with pytest.raises(robocache.InvalidInputError, match="device_frame_cache_bytes"):
+        robocache.Loader(root, ["observation.images.front"], device_frame_cache_bytes=-1, **common)
+    with pytest.raises(robocache.InvalidInputError, match=r"crop is \(top, left, height, width\)"):
+        robocache.convert_frames(np.zeros((1, 4, 4, 3), np.uint8), (2, 2), crop=(0, 0, 2))
