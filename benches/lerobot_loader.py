@@ -279,7 +279,7 @@ def all_runs(args):
     for workers in args.robocache_workers:
         if args.cache_gib <= 0:
             break
-        cold, warm = robocache_cached_run(args.root, workers, args.batches, fps, args.device,
+        cold, warm = robocache_cached_run(args.root, workers, args.cached_batches or args.batches, fps, args.device,
                                           int(args.cache_gib * 2**30))
         rows.append({"loader": f"robocache.Loader workers={workers} uint8 cache, epoch 1", **cold})
         print(rows[-1], flush=True)
@@ -288,7 +288,7 @@ def all_runs(args):
     for workers in args.robocache_workers:
         if args.device_cache_gib <= 0:
             break
-        cold, warm = robocache_cached_run(args.root, workers, args.batches, fps, args.device,
+        cold, warm = robocache_cached_run(args.root, workers, args.cached_batches or args.batches, fps, args.device,
                                           device_cache_bytes=int(args.device_cache_gib * 2**30),
                                           return_uint8=False, frame_size=args.frame_size)
         size = "" if args.frame_size is None else f" {args.frame_size[0]}x{args.frame_size[1]}"
@@ -338,6 +338,9 @@ def main():
     a.add_argument("--video-decoders", nargs="+", default=["auto"],
                    help="robocache's video_decoder values to time (auto: NVDEC beside the CPU on a CUDA loader)")
     a.add_argument("--cache-gib", type=float, default=8.0, help="frame cache of the cached robocache run (0: none)")
+    a.add_argument("--cached-batches", type=int,
+                   help="timed batches of the cached runs' later epochs (default --batches; a fast cache needs more "
+                        "for the prefetched batches not to dominate)")
     a.add_argument("--device-cache-gib", type=float, default=0.0,
                    help="frame cache on the GPU of a float32 robocache run, RGB at --frame-size (0: no such run)")
     a.add_argument("--frame-size", type=int, nargs=2, metavar=("H", "W"),

@@ -87,9 +87,11 @@ pub(crate) trait CudaBackend: Sized {
     fn staging_bytes(staging: &mut Self::Staging) -> &mut [u8];
     /// The staged bytes on the device, copied on the copy stream.
     fn upload_staging(&self, staging: Self::Staging) -> Result<Self::Storage>;
-    /// Sets the most page-locked memory the staging pool holds.
+    /// Sets the most page-locked memory the staging pool holds (idle
+    /// buffers over it freed, the peak restarted).
     fn set_staging_budget(&self, bytes: usize) -> Result<()>;
-    /// The staging budget and the most page-locked bytes held at once so far.
+    /// The staging budget and the most page-locked bytes held at once since
+    /// the budget was last set.
     fn staging_usage(&self) -> Result<(usize, usize)>;
 
     /// An event recorded on the device's stream now.

@@ -106,12 +106,14 @@ impl CudaBackend for CudaDevice {
         self.staging.upload_lent(&self.context, lent).map(DeviceStorage::new)
     }
 
-    /// Sets the most page-locked memory the staging pool holds.
+    /// Sets the most page-locked memory the staging pool holds (idle
+    /// buffers over it freed, the peak restarted).
     fn set_staging_budget(&self, bytes: usize) -> Result<()> {
         self.staging.set_budget(bytes)
     }
 
-    /// The staging budget and the most page-locked bytes held at once so far.
+    /// The staging budget and the most page-locked bytes held at once since
+    /// the budget was last set.
     fn staging_usage(&self) -> Result<(usize, usize)> {
         self.staging.usage()
     }

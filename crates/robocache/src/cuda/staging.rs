@@ -66,12 +66,24 @@ impl StagingPool {
         StagingPool { state: Mutex::new(State { budget, ..State::default() }), returned: Condvar::new() }
     }
 
+    /// Sets the budget (each loader made on the device does), frees idle
+    /// buffers while the pool holds more than it, and restarts the peak
+    /// from what the pool holds now: the peak a loader reports is then its
+    /// own, not that of an earlier loader with a larger budget.
     pub(crate) fn set_budget(&self, budget: usize) -> Result<()> {
-        self.state.lock().map_err(|_| poisoned())?.budget = budget;
+        let mut state = self.state.lock().map_err(|_| poisoned())?;
+        state.budget = budget;
+        reclaim(&mut state)?;
+        while state.held > budget {
+            let Some(buffer) = state.idle.pop() else { break };
+            state.held -= buffer.len();
+        }
+        state.peak = state.held;
         Ok(())
     }
 
-    /// The budget and the most page-locked bytes held at once so far.
+    /// The budget and the most page-locked bytes held at once since the
+    /// budget was last set.
     pub(crate) fn usage(&self) -> Result<(usize, usize)> {
         let state = self.state.lock().map_err(|_| poisoned())?;
         Ok((state.budget, state.peak))

@@ -33,7 +33,8 @@ pub struct TelemetryReport {
     /// Why GPU utilization is absent (CPU backend, no NVML, ...).
     pub gpu_utilization_note: Option<String>,
     /// CUDA: the page-locked staging budget of streamed uploads and the most
-    /// bytes it held at once since the device was opened (`None` on the CPU).
+    /// bytes it held at once since the budget was last set (by the last
+    /// loader made on the device; `None` on the CPU).
     pub staging_budget_bytes: Option<usize>,
     pub staging_peak_bytes: Option<usize>,
     /// Host CPU time of the whole process (every thread: the loader's
