@@ -181,13 +181,13 @@ fn triangle(x: f64) -> f64 {
     }
 }
 
-/// One weighted sum, rounded and clamped as both passes do.
+/// Where every weighted sum starts: a half, so that the shift rounds.
+const HALF: i32 = 1 << (PRECISION_BITS - 1);
+
+/// A weighted sum (from [`HALF`]) as a level: shifted and clamped, as both
+/// passes round.
 #[inline]
-fn filtered(levels: impl Iterator<Item = u8>, weights: &[i32]) -> u8 {
-    let mut sum = 1i32 << (PRECISION_BITS - 1);
-    for (level, &w) in levels.zip(weights) {
-        sum += i32::from(level) * w;
-    }
+fn rounded(sum: i32) -> u8 {
     (sum >> PRECISION_BITS).clamp(0, 255) as u8
 }
 
@@ -222,23 +222,40 @@ impl ResizePlan {
     pub fn resize_rgb_into(&self, frame: &[u8], rows: &mut [u8], out: &mut [u8]) {
         let ((width, _), (out_width, out_height)) = (self.source, self.output);
         let rows = &mut rows[..self.intermediate_len()];
+        // Along rows: each output pixel's three sums over its taps' pixels.
         for (row, line) in self.rows.clone().zip(rows.chunks_exact_mut(out_width * 3)) {
             let source = &frame[row * width * 3..(row + 1) * width * 3];
             for (x, pixel) in line.chunks_exact_mut(3).enumerate() {
                 let (first, weights) = self.horizontal.run(x);
-                for (channel, level) in pixel.iter_mut().enumerate() {
-                    let levels = source[first * 3 + channel..].iter().step_by(3).copied();
-                    *level = filtered(levels, weights);
+                let taps = &source[first * 3..(first + weights.len()) * 3];
+                let mut sums = [HALF; 3];
+                for (levels, &weight) in taps.chunks_exact(3).zip(weights) {
+                    sums[0] += i32::from(levels[0]) * weight;
+                    sums[1] += i32::from(levels[1]) * weight;
+                    sums[2] += i32::from(levels[2]) * weight;
+                }
+                for (level, sum) in pixel.iter_mut().zip(sums) {
+                    *level = rounded(sum);
                 }
             }
         }
+        // Along columns: a whole output row at once, each tap's source row
+        // added into one line of sums (integer sums: the order changes no
+        // bit, and the inner loop runs over contiguous bytes).
         let line_bytes = out_width * 3;
+        let mut sums = vec![0i32; line_bytes];
         for (y, line) in out[..out_height * line_bytes].chunks_exact_mut(line_bytes).enumerate() {
             let (first, weights) = self.vertical.run(y);
             let first = first - self.rows.start;
-            for (at, level) in line.iter_mut().enumerate() {
-                let levels = rows[first * line_bytes + at..].iter().step_by(line_bytes).copied();
-                *level = filtered(levels, weights);
+            sums.fill(HALF);
+            for (k, &weight) in weights.iter().enumerate() {
+                let source = &rows[(first + k) * line_bytes..(first + k + 1) * line_bytes];
+                for (sum, &level) in sums.iter_mut().zip(source) {
+                    *sum += i32::from(level) * weight;
+                }
+            }
+            for (level, &sum) in line.iter_mut().zip(&sums) {
+                *level = rounded(sum);
             }
         }
     }
