@@ -155,6 +155,7 @@ def check_device_frame_cache(root, device):
         assert usage["frames"] == frames and usage["bytes"] == frames * 20 * 24 * 3, usage
         if epoch == 0:
             misses = usage["misses"]
+            assert misses == frames, usage  # each frame decoded once: workers wait for one another's
         else:
             assert usage["misses"] == misses and usage["hit_rate"] > 0.5, usage
 

@@ -13,6 +13,14 @@
 //! same hit rate and a lock on every read). Kept tensors stay alive as long
 //! as the cache does.
 //!
+//! Batches assembled side by side (the loader's workers) would each decode a
+//! frame neither has kept yet. So a batch claims the frames it decodes
+//! while the budget has room; a batch that needs a claimed frame decodes
+//! only its own, keeps them, then waits for the claimed frame. Nothing is
+//! waited for while a claim is held, so no two batches wait for each other,
+//! and a claim given up (its frame did not fit, or its batch failed) sends
+//! the waiting batch to decode the frame itself.
+//!
 //! Ordering on a GPU: a batch keeps its decoded tensor once the conversion
 //! that writes it is queued on the device's stream, and every batch that
 //! reads it queues its stacking on the same stream afterwards (the cache
@@ -20,7 +28,7 @@
 //! before it is written.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use robocache_datasets::FrameCacheUsage;
 
@@ -54,12 +62,92 @@ pub struct DeviceFrameCache {
 
 #[derive(Debug, Default)]
 struct Held {
-    /// Per stream, each held frame.
-    streams: HashMap<String, HashMap<EpisodeFrame, HeldFrame>>,
+    /// Per stream, each frame held or being decoded by a batch.
+    streams: HashMap<String, HashMap<EpisodeFrame, Entry>>,
     bytes: usize,
     frames: usize,
+    /// A batch had frames the budget had no room for: no frame is claimed
+    /// any more (a claim would make other batches wait for a frame that
+    /// will not be kept).
+    full: bool,
     hits: u64,
     misses: u64,
+}
+
+#[derive(Debug)]
+enum Entry {
+    Held(HeldFrame),
+    /// A batch is decoding it and will keep it (or say it did not).
+    Decoding(Arc<Pending>),
+}
+
+/// A frame one batch decodes for the cache while others wait for it.
+#[derive(Debug, Default)]
+pub(crate) struct Pending {
+    /// `Some(Some(frame))` once kept, `Some(None)` once the batch gave up on
+    /// it (not kept, or its decode failed).
+    done: Mutex<Option<Option<HeldFrame>>>,
+    finished: Condvar,
+}
+
+impl Pending {
+    fn finish(&self, frame: Option<HeldFrame>) {
+        if let Ok(mut done) = self.done.lock() {
+            *done = Some(frame);
+        }
+        self.finished.notify_all();
+    }
+}
+
+/// What a batch does for each frame it needs ([`DeviceFrameCache::find`]).
+pub(crate) enum Lookup {
+    /// Held: stack it from there.
+    Held(HeldFrame),
+    /// Not held: decode it. Claimed when `Claims` holds it (other batches
+    /// then wait for this one to keep it).
+    Decode,
+    /// Another batch is decoding it: wait for it
+    /// ([`DeviceFrameCache::wait`]) once this batch's own frames are kept.
+    Wait(Arc<Pending>),
+}
+
+/// The frames a batch claimed to decode for the cache. [`DeviceFrameCache::keep`]
+/// settles them; dropped unsettled (the batch failed), they are given up,
+/// and the batches waiting for them decode them themselves.
+pub(crate) struct Claims<'a> {
+    cache: &'a DeviceFrameCache,
+    stream: String,
+    claimed: Vec<(EpisodeFrame, Arc<Pending>)>,
+}
+
+impl Claims<'_> {
+    /// Gives up every claim still unsettled.
+    fn give_up(&mut self) {
+        if self.claimed.is_empty() {
+            return;
+        }
+        let mut held = match self.cache.held.lock() {
+            Ok(held) => held,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if let Some(kept) = held.streams.get_mut(&self.stream) {
+            for (frame, pending) in &self.claimed {
+                if matches!(kept.get(frame), Some(Entry::Decoding(p)) if Arc::ptr_eq(p, pending)) {
+                    kept.remove(frame);
+                }
+            }
+        }
+        drop(held);
+        for (_, pending) in self.claimed.drain(..) {
+            pending.finish(None);
+        }
+    }
+}
+
+impl Drop for Claims<'_> {
+    fn drop(&mut self) {
+        self.give_up();
+    }
 }
 
 impl DeviceFrameCache {
@@ -128,26 +216,69 @@ impl DeviceFrameCache {
         Ok(())
     }
 
-    /// Where each of `frames` of `stream` is held (`None`: not held), each
-    /// counted as a hit or a miss.
-    pub(crate) fn find(&self, stream: &str, frames: &[EpisodeFrame]) -> Result<Vec<Option<HeldFrame>>> {
+    /// What a batch does for each of `frames` of `stream` (distinct
+    /// frames): stack it from the cache, decode it, or wait for the batch
+    /// decoding it. Frames to decode are claimed while the budget has room,
+    /// so that a batch running beside this one waits for them instead of
+    /// decoding them again. Held frames count as hits, the others as misses
+    /// ([`DeviceFrameCache::wait`] counts the waits).
+    pub(crate) fn find(&self, stream: &str, frames: &[EpisodeFrame]) -> Result<(Vec<Lookup>, Claims<'_>)> {
         let mut held = self.lock()?;
-        let found: Vec<Option<HeldFrame>> = match held.streams.get(stream) {
-            Some(kept) => frames.iter().map(|frame| kept.get(frame).cloned()).collect(),
-            None => vec![None; frames.len()],
-        };
-        let hits = found.iter().filter(|f| f.is_some()).count() as u64;
+        let claim = !held.full && self.budget_bytes > held.bytes;
+        let kept = held.streams.entry(stream.to_owned()).or_default();
+        let mut claimed = Vec::new();
+        let lookups: Vec<Lookup> = frames
+            .iter()
+            .map(|frame| match kept.get(frame) {
+                Some(Entry::Held(frame)) => Lookup::Held(frame.clone()),
+                Some(Entry::Decoding(pending)) => Lookup::Wait(pending.clone()),
+                None => {
+                    if claim {
+                        let pending = Arc::new(Pending::default());
+                        kept.insert(*frame, Entry::Decoding(pending.clone()));
+                        claimed.push((*frame, pending));
+                    }
+                    Lookup::Decode
+                }
+            })
+            .collect();
+        let hits = lookups.iter().filter(|l| matches!(l, Lookup::Held(_))).count() as u64;
         held.hits += hits;
-        held.misses += frames.len() as u64 - hits;
-        Ok(found)
+        held.misses += lookups.iter().filter(|l| matches!(l, Lookup::Decode)).count() as u64;
+        Ok((lookups, Claims { cache: self, stream: stream.to_owned(), claimed }))
+    }
+
+    /// Claims of nothing, for [`DeviceFrameCache::keep`] of frames decoded
+    /// without a claim.
+    pub(crate) fn no_claims(&self, stream: &str) -> Claims<'_> {
+        Claims { cache: self, stream: stream.to_owned(), claimed: Vec::new() }
+    }
+
+    /// The frame another batch was decoding, once it has kept it (a hit), or
+    /// `None` where it did not (a miss: decode it).
+    pub(crate) fn wait(&self, pending: &Pending) -> Result<Option<HeldFrame>> {
+        let poisoned = || Error::Internal("frame cache: poisoned by a panic on another thread".into());
+        let mut done = pending.done.lock().map_err(|_| poisoned())?;
+        while done.is_none() {
+            done = pending.finished.wait(done).map_err(|_| poisoned())?;
+        }
+        let frame = done.clone().flatten();
+        drop(done);
+        let mut held = self.lock()?;
+        match frame {
+            Some(_) => held.hits += 1,
+            None => held.misses += 1,
+        }
+        Ok(frame)
     }
 
     /// Keeps the frames of `stream` that `decoded` holds (`u8 [M, H, W, 3]`,
     /// frame `i` being `frames[i]`, on the cache's device, converted and
     /// resized as the cache's frames are) where the budget has room: the
     /// whole tensor when every frame is new and fits, else a copy of the new
-    /// frames that fit.
-    pub(crate) fn keep(&self, stream: &str, frames: &[EpisodeFrame], decoded: &Arc<Tensor>) -> Result<()> {
+    /// frames that fit. Settles `claims`: the claimed frames kept are handed
+    /// to the batches waiting for them, the others given up.
+    pub(crate) fn keep(&self, mut claims: Claims<'_>, frames: &[EpisodeFrame], decoded: &Arc<Tensor>) -> Result<()> {
         let shape = decoded.shape();
         if shape.len() != 4 || shape[0] != frames.len() || decoded.dtype() != robocache_cpu::DType::U8 {
             return Err(Error::Internal(format!(
@@ -157,36 +288,52 @@ impl DeviceFrameCache {
             )));
         }
         let frame_bytes = shape[1..].iter().product::<usize>().max(1);
-        let mut held = self.lock()?;
-        let room = self.budget_bytes.saturating_sub(held.bytes) / frame_bytes;
-        if room == 0 {
-            return Ok(());
-        }
-        let kept = held.streams.entry(stream.to_owned()).or_default();
-        let mut new: Vec<usize> = Vec::with_capacity(frames.len());
-        let mut seen = std::collections::HashSet::with_capacity(frames.len());
-        for (i, frame) in frames.iter().enumerate() {
-            if !kept.contains_key(frame) && seen.insert(*frame) {
-                new.push(i);
+        let mut settled = Vec::new();
+        {
+            let mut held = self.lock()?;
+            let room = self.budget_bytes.saturating_sub(held.bytes) / frame_bytes;
+            let kept = held.streams.entry(claims.stream.clone()).or_default();
+            let ours = |frame: &EpisodeFrame, entry: &Entry| match entry {
+                Entry::Decoding(pending) => claims.claimed.iter().any(|(f, p)| f == frame && Arc::ptr_eq(p, pending)),
+                Entry::Held(_) => false,
+            };
+            // New frames: not held, and not being decoded by another batch.
+            let mut new: Vec<usize> = Vec::with_capacity(frames.len());
+            let mut seen = std::collections::HashSet::with_capacity(frames.len());
+            for (i, frame) in frames.iter().enumerate() {
+                let free = kept.get(frame).is_none_or(|entry| ours(frame, entry));
+                if free && seen.insert(*frame) {
+                    new.push(i);
+                }
             }
+            let full = new.len() > room;
+            new.truncate(room);
+            if !new.is_empty() {
+                let tensor = if new.len() == frames.len() {
+                    decoded.clone()
+                } else {
+                    // Another batch kept some of them first, or the budget
+                    // ends here: only what is new and fits.
+                    let picks: Vec<(&Tensor, usize)> = new.iter().map(|&i| (decoded.as_ref(), i)).collect();
+                    Arc::new(self.device.stack_frames(&picks, FrameLayout::Hwc, FrameDType::U8)?)
+                };
+                for (index, &i) in new.iter().enumerate() {
+                    let frame = (tensor.clone(), index);
+                    if let Some(Entry::Decoding(pending)) = kept.insert(frames[i], Entry::Held(frame.clone())) {
+                        settled.push((frames[i], pending, frame));
+                    }
+                }
+            }
+            held.bytes += new.len() * frame_bytes;
+            held.frames += new.len();
+            held.full |= full;
         }
-        new.truncate(room);
-        if new.is_empty() {
-            return Ok(());
+        // Hand the kept frames to the batches waiting; give up the rest.
+        for (frame, pending, kept) in settled {
+            claims.claimed.retain(|(f, p)| !(*f == frame && Arc::ptr_eq(p, &pending)));
+            pending.finish(Some(kept));
         }
-        let tensor = if new.len() == frames.len() {
-            decoded.clone()
-        } else {
-            // Another batch kept some of them first, or the budget ends here:
-            // only what is new and fits.
-            let picks: Vec<(&Tensor, usize)> = new.iter().map(|&i| (decoded.as_ref(), i)).collect();
-            Arc::new(self.device.stack_frames(&picks, FrameLayout::Hwc, FrameDType::U8)?)
-        };
-        for (index, &i) in new.iter().enumerate() {
-            kept.insert(frames[i], (tensor.clone(), index));
-        }
-        held.bytes += new.len() * frame_bytes;
-        held.frames += new.len();
+        claims.give_up();
         Ok(())
     }
 
@@ -197,4 +344,60 @@ impl DeviceFrameCache {
 
 fn invalid(message: String) -> Error {
     Error::Dataset(robocache_datasets::Error::Invalid(message))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frames(device: &Device, count: usize) -> Arc<Tensor> {
+        let levels: Vec<u8> = (0..count * 2 * 2 * 3).map(|i| i as u8).collect();
+        Arc::new(Tensor::from_slice(device, &levels, &[count, 2, 2, 3]).unwrap())
+    }
+
+    #[test]
+    fn a_claimed_frame_is_handed_to_the_batch_waiting_for_it() {
+        let device = Device::cpu();
+        let cache = DeviceFrameCache::new(&device, None, 1 << 20);
+        let (first, claims) = cache.find("cam", &[(0, 1), (0, 2)]).unwrap();
+        assert!(first.iter().all(|l| matches!(l, Lookup::Decode)));
+        let (second, _) = cache.find("cam", &[(0, 2), (0, 3)]).unwrap();
+        let Lookup::Wait(pending) = &second[0] else { panic!("frame 2 is being decoded: a wait") };
+        assert!(matches!(second[1], Lookup::Decode));
+        let decoded = frames(&device, 2);
+        std::thread::scope(|scope| {
+            let waiter = scope.spawn(|| cache.wait(pending).unwrap());
+            cache.keep(claims, &[(0, 1), (0, 2)], &decoded).unwrap();
+            let (tensor, index) = waiter.join().unwrap().expect("kept, so handed over");
+            assert!(Arc::ptr_eq(&tensor, &decoded) && index == 1);
+        });
+        let usage = cache.usage();
+        assert_eq!((usage.frames, usage.bytes, usage.misses, usage.hits), (2, 24, 3, 1));
+    }
+
+    #[test]
+    fn a_claim_given_up_sends_the_waiting_batch_to_decode() {
+        let device = Device::cpu();
+        let cache = DeviceFrameCache::new(&device, None, 1 << 20);
+        let (_, claims) = cache.find("cam", &[(1, 0)]).unwrap();
+        let (second, _) = cache.find("cam", &[(1, 0)]).unwrap();
+        let Lookup::Wait(pending) = &second[0] else { panic!("a wait") };
+        drop(claims); // the claiming batch failed
+        assert!(cache.wait(pending).unwrap().is_none());
+        // Not held, not claimed: the next batch decodes it and may claim it.
+        let (third, _) = cache.find("cam", &[(1, 0)]).unwrap();
+        assert!(matches!(third[0], Lookup::Decode));
+
+        // A budget of one frame: the second claimed frame does not fit, is
+        // given up, and no frame is claimed after that.
+        let small = DeviceFrameCache::new(&device, None, 12);
+        let (_, claims) = small.find("cam", &[(0, 0), (0, 1)]).unwrap();
+        let (waiting, _) = small.find("cam", &[(0, 1)]).unwrap();
+        let Lookup::Wait(pending) = &waiting[0] else { panic!("a wait") };
+        small.keep(claims, &[(0, 0), (0, 1)], &frames(&device, 2)).unwrap();
+        assert!(small.wait(pending).unwrap().is_none());
+        assert_eq!((small.usage().frames, small.usage().bytes), (1, 12));
+        let (_, claims) = small.find("cam", &[(0, 2)]).unwrap();
+        assert!(claims.claimed.is_empty(), "a full cache claims nothing");
+    }
 }

@@ -16,7 +16,7 @@ use robocache_video::yuv420_len;
 
 pub use crate::assembly::{BatchStream, MaskKind};
 use crate::batch_buffer::BatchBuffer;
-use crate::device_frame_cache::{EpisodeFrame, HeldFrame};
+use crate::device_frame_cache::{EpisodeFrame, HeldFrame, Lookup};
 use crate::{
     Device, DeviceFrameCache, Error, FrameDType, FrameLayout, FrameOutput, Result, StreamInput, TargetTimes, Tensor,
     TimeAxis,
@@ -311,7 +311,8 @@ impl Device {
     /// `cut`, `[windows × offsets, ...]` as `frames` says: those `cache`
     /// holds stacked from there, the others read as YUV (each once), put on
     /// this device, converted to 8-bit RGB and resized there, and kept in
-    /// `cache` while it has room.
+    /// `cache` while it has room. A frame another batch is decoding for the
+    /// cache is waited for once this batch's own frames are kept.
     #[allow(clippy::too_many_arguments)]
     fn cached_video_frames(
         &self,
@@ -336,29 +337,57 @@ impl Device {
                 })
             })
             .collect();
-        let held = cache.find(name, &distinct)?;
-        let missing: Vec<EpisodeFrame> =
-            distinct.iter().zip(&held).filter(|(_, h)| h.is_none()).map(|(&f, _)| f).collect();
-        let decoded = if missing.is_empty() {
-            None
-        } else {
+        let (lookups, claims) = cache.find(name, &distinct)?;
+        // Frames read as YUV (each group of pictures decoded once), put on
+        // this device, converted to 8-bit RGB and resized there.
+        let rgb = FrameOutput { layout: FrameLayout::Hwc, dtype: FrameDType::U8, resize: frames.resize };
+        let decode = |wanted: &[EpisodeFrame]| -> Result<std::sync::Arc<Tensor>> {
             let frame_bytes = yuv420_len(width, height);
-            let mut planes = BatchBuffer::new(self, DType::U8, missing.len() * frame_bytes)?;
-            dataset.read_video_frames_at_into(name, &missing, FrameFormat::Yuv420, planes.as_mut_bytes())?;
-            let planes = planes.into_tensor(self, &[missing.len(), frame_bytes], name)?;
-            let rgb = FrameOutput { layout: FrameLayout::Hwc, dtype: FrameDType::U8, resize: frames.resize };
-            let decoded = std::sync::Arc::new(self.yuv420_to_rgb(&planes, width, height, rgb)?);
-            cache.keep(name, &missing, &decoded)?;
-            Some(decoded)
+            let mut planes = BatchBuffer::new(self, DType::U8, wanted.len() * frame_bytes)?;
+            dataset.read_video_frames_at_into(name, wanted, FrameFormat::Yuv420, planes.as_mut_bytes())?;
+            let planes = planes.into_tensor(self, &[wanted.len(), frame_bytes], name)?;
+            Ok(std::sync::Arc::new(self.yuv420_to_rgb(&planes, width, height, rgb)?))
         };
-        let mut next_decoded = 0..;
-        let sources: Vec<HeldFrame> = held
+        // This batch's own frames first, kept (and handed to the batches
+        // waiting for them) before it waits for anyone else's.
+        let missing: Vec<EpisodeFrame> =
+            distinct.iter().zip(&lookups).filter(|(_, l)| matches!(l, Lookup::Decode)).map(|(&f, _)| f).collect();
+        let mut sources: Vec<Option<HeldFrame>> = vec![None; distinct.len()];
+        if missing.is_empty() {
+            drop(claims);
+        } else {
+            let decoded = decode(&missing)?;
+            cache.keep(claims, &missing, &decoded)?;
+            let mut next = 0..;
+            for (source, lookup) in sources.iter_mut().zip(&lookups) {
+                if matches!(lookup, Lookup::Decode) {
+                    *source = Some((decoded.clone(), next.next().unwrap_or_default()));
+                }
+            }
+        }
+        let mut given_up = Vec::new();
+        for (at, lookup) in lookups.into_iter().enumerate() {
+            match lookup {
+                Lookup::Held(frame) => sources[at] = Some(frame),
+                Lookup::Wait(pending) => match cache.wait(&pending)? {
+                    Some(frame) => sources[at] = Some(frame),
+                    None => given_up.push(at),
+                },
+                Lookup::Decode => {}
+            }
+        }
+        if !given_up.is_empty() {
+            // Frames another batch claimed and then gave up: decoded here.
+            let frames: Vec<EpisodeFrame> = given_up.iter().map(|&at| distinct[at]).collect();
+            let decoded = decode(&frames)?;
+            cache.keep(cache.no_claims(name), &frames, &decoded)?;
+            for (index, &at) in given_up.iter().enumerate() {
+                sources[at] = Some((decoded.clone(), index));
+            }
+        }
+        let sources: Vec<HeldFrame> = sources
             .into_iter()
-            .map(|found| match (found, &decoded) {
-                (Some(held), _) => Ok(held),
-                (None, Some(decoded)) => Ok((decoded.clone(), next_decoded.next().unwrap_or_default())),
-                (None, None) => Err(Error::Internal("a frame the cache does not hold was not decoded".into())),
-            })
+            .map(|source| source.ok_or_else(|| Error::Internal("a frame of the batch has no source".into())))
             .collect::<Result<_>>()?;
         let picks: Vec<(&Tensor, usize)> = slots.iter().map(|&s| (sources[s].0.as_ref(), sources[s].1)).collect();
         self.stack_frames(&picks, frames.layout, frames.dtype)
