@@ -185,6 +185,7 @@ struct GatherArgs {
     void* out;
     uint64_t frames;
     uint32_t pixels;
+    uint32_t pixels_per_thread;
     int layout;
     int dtype;
 };
@@ -202,6 +203,7 @@ struct ResizeArgs {
     uint32_t first_row;
     int layout;
     int dtype;
+    uint32_t pixels_per_thread;
 };
 
 struct SlotPoints {

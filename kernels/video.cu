@@ -103,34 +103,85 @@ extern "C" __global__ void yuv420_to_rgb(FrameArgs args) {
 // RGB frames laid out and typed without a resize: out[f] in the output's
 // layout and dtype from src[f] ([in_rows, in_width, 3]); the table and the
 // out_* sizes are unused.
+// Pixels p..p+3 of frame `frame` (p a multiple of 4, `pixels` too) from
+// `src` (4-byte aligned: their 12 bytes) into `out` (16-byte aligned) in the
+// output's layout and dtype: three word loads, and per channel one 16-byte
+// (f32) or 4-byte (u8) store channels first, or three such stores channels
+// last. Every offset is a multiple of 4 pixels, so each access is aligned.
+__device__ __forceinline__ void store_rgb4(const uint8_t* src, void* out, int layout, int dtype, uint64_t frame,
+                                           uint32_t pixels, uint32_t p, const float* float_levels) {
+    const uint32_t* words = (const uint32_t*)src;
+    const uint32_t word[3] = {words[0], words[1], words[2]};
+    uint8_t level[12];  // pixel k's channel c at 3k + c (little-endian words)
+    for (int i = 0; i < 12; ++i) level[i] = (uint8_t)(word[i / 4] >> (8 * (i % 4)));
+    const uint64_t first = frame * 3 * (uint64_t)pixels;
+    if (layout == LAYOUT_CHW) {
+        for (int c = 0; c < 3; ++c) {
+            const uint64_t at = first + (uint64_t)c * pixels + p;
+            if (dtype == DT_F32) {
+                *(float4*)((float*)out + at) = make_float4(float_levels[level[c]], float_levels[level[3 + c]],
+                                                           float_levels[level[6 + c]], float_levels[level[9 + c]]);
+            } else {
+                *(uint32_t*)((uint8_t*)out + at) = (uint32_t)level[c] | (uint32_t)level[3 + c] << 8 |
+                                                   (uint32_t)level[6 + c] << 16 | (uint32_t)level[9 + c] << 24;
+            }
+        }
+    } else {
+        const uint64_t at = first + (uint64_t)p * 3;
+        for (int k = 0; k < 3; ++k) {
+            if (dtype == DT_F32) {
+                *((float4*)((float*)out + at) + k) =
+                    make_float4(float_levels[level[4 * k]], float_levels[level[4 * k + 1]],
+                                float_levels[level[4 * k + 2]], float_levels[level[4 * k + 3]]);
+            } else {
+                *((uint32_t*)((uint8_t*)out + at) + k) = word[k];
+            }
+        }
+    }
+}
+
+// RGB frames laid out and typed without a resize: out[f] in the output's
+// layout and dtype from src[f] ([in_rows, in_width, 3]); the table and the
+// out_* sizes are unused. `pixels_per_thread` 4 (the host checks the sizes
+// and alignments) moves 4 pixels a thread with word accesses.
 extern "C" __global__ void rgb_layout(ResizeArgs args) {
     __shared__ float float_levels[256];
     if (args.dtype == DT_F32) fill_float_levels(float_levels);
     const uint32_t pixels = args.in_rows * args.in_width;  // below 2^32 (checked on the host)
-    const FrameSlot at = frame_slot(pixels);
-    const uint32_t p = at.pixel;
-    if (p >= pixels) return;
+    const uint32_t per_thread = args.pixels_per_thread;
+    const FrameSlot at = frame_slot(pixels / per_thread);
+    if (at.pixel >= pixels / per_thread) return;
+    const uint32_t p = at.pixel * per_thread;
     for (uint64_t frame = at.slot; frame < args.frames; frame += at.slots) {
         const uint8_t* pixel = args.src + (frame * pixels + p) * 3;
-        const uint8_t rgb[3] = {pixel[0], pixel[1], pixel[2]};
-        store_rgb(args.out, args.layout, args.dtype, frame, pixels, p, rgb, float_levels);
+        if (per_thread == 4) {
+            store_rgb4(pixel, args.out, args.layout, args.dtype, frame, pixels, p, float_levels);
+        } else {
+            const uint8_t rgb[3] = {pixel[0], pixel[1], pixel[2]};
+            store_rgb(args.out, args.layout, args.dtype, frame, pixels, p, rgb, float_levels);
+        }
     }
 }
 
 // Frames picked from anywhere on the device (the loader's frame cache and a
 // batch's newly decoded frames) stacked into one batch: output frame f is
 // the u8 [H, W, 3] frame at sources[f], written in the output's layout and
-// dtype.
+// dtype, 4 pixels a thread where the host says (`pixels_per_thread`).
 extern "C" __global__ void gather_rgb(GatherArgs args) {
     __shared__ float float_levels[256];
     if (args.dtype == DT_F32) fill_float_levels(float_levels);
-    const FrameSlot at = frame_slot(args.pixels);
-    const uint32_t p = at.pixel;
-    if (p >= args.pixels) return;
+    const uint32_t per_thread = args.pixels_per_thread;
+    const FrameSlot at = frame_slot(args.pixels / per_thread);
+    if (at.pixel >= args.pixels / per_thread) return;
+    const uint32_t p = at.pixel * per_thread;
     for (uint64_t frame = at.slot; frame < args.frames; frame += at.slots) {
         const uint8_t* pixel = (const uint8_t*)args.sources[frame] + (uint64_t)p * 3;
-        const uint8_t rgb[3] = {pixel[0], pixel[1], pixel[2]};
-        store_rgb(args.out, args.layout, args.dtype, frame, args.pixels, p, rgb, float_levels);
+        if (per_thread == 4) {
+            store_rgb4(pixel, args.out, args.layout, args.dtype, frame, args.pixels, p, float_levels);
+        } else {
+            const uint8_t rgb[3] = {pixel[0], pixel[1], pixel[2]};
+            store_rgb(args.out, args.layout, args.dtype, frame, args.pixels, p, rgb, float_levels);
+        }
     }
 }
 

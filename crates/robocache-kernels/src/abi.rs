@@ -365,6 +365,10 @@ structs! {
         frames: u64 => "uint64_t frames",
         /// Pixels of a frame (`width × height`, below 2³²).
         pixels: u32 => "uint32_t pixels",
+        /// 4: each thread moves 4 pixels with word loads and vector stores
+        /// (`pixels` a multiple of 4, every source 4-byte aligned, `out`
+        /// 16-byte aligned); 1: a pixel each.
+        pixels_per_thread: u32 => "uint32_t pixels_per_thread",
         layout: FrameLayout => "int layout",
         /// `DT_U8` (levels) or `DT_F32` (levels / 255).
         dtype: DTypeCode => "int dtype",
@@ -399,6 +403,10 @@ structs! {
         layout: FrameLayout => "int layout",
         /// `resize_columns` only: `DT_U8` (levels) or `DT_F32` (levels / 255).
         dtype: DTypeCode => "int dtype",
+        /// `rgb_layout` only: 4 moves 4 pixels a thread with word loads and
+        /// vector stores (the frame a multiple of 4 pixels, `src` 4-byte
+        /// aligned, `out` 16-byte aligned); 1: a pixel each.
+        pixels_per_thread: u32 => "uint32_t pixels_per_thread",
     }
 
     /// Point `1 <= k < SLOTS` of voxel `v` at `words[(k - 1) * stride + v]`.

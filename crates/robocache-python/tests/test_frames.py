@@ -184,5 +184,8 @@ def test_loader_frame_arguments_are_checked():
         robocache.Loader(root, ["observation.images.front"], frame_size=224, **common)
     with pytest.raises(robocache.InvalidInputError, match="device_frame_cache_bytes"):
         robocache.Loader(root, ["observation.images.front"], device_frame_cache_bytes=-1, **common)
+    with pytest.raises(robocache.InvalidInputError, match="device_frame_cache_bytes"):
+        robocache.Loader(root, ["action"], windows={"seq_length": 2}, batch_size=2, device="cpu", rank=0,
+                         world_size=1, device_frame_cache_bytes=1 << 20)
     with pytest.raises(robocache.InvalidInputError, match=r"crop is \(top, left, height, width\)"):
         robocache.convert_frames(np.zeros((1, 4, 4, 3), np.uint8), (2, 2), crop=(0, 0, 2))

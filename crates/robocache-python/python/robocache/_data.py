@@ -238,6 +238,9 @@ class Loader:
                             ("device_frame_cache_bytes", device_frame_cache_bytes)):
             if int(value) < 0:
                 raise InvalidInputError(f"{name} must be 0 or more, not {value}")
+        if int(device_frame_cache_bytes) > 0 and delta_timestamps is None:
+            raise InvalidInputError("device_frame_cache_bytes keeps the camera frames of delta_timestamps= batches; "
+                                    "windows= batches keep none")
         frame_size = _int_tuple("frame_size", frame_size, "(height, width)")
         frame_crop = _int_tuple("frame_crop", frame_crop, "(top, left, height, width)")
         if not isinstance(dataset, Dataset):

@@ -95,6 +95,7 @@ impl CudaDevice {
         }
         let Some(plan) = resize else {
             // The layout and dtype alone.
+            let per_thread = pixels_per_thread(width * height, &[device_pointer(frames)], out.device_pointer());
             let args = ResizeArgs {
                 src: device_pointer(frames),
                 out: out.device_pointer(),
@@ -108,8 +109,9 @@ impl CudaDevice {
                 first_row: 0,
                 layout: layout_code(output.layout),
                 dtype: dtype_code(output.dtype),
+                pixels_per_thread: per_thread as u32,
             };
-            let config = frame_slots(count, width * height)?;
+            let config = frame_slots(count, width * height / per_thread)?;
             // SAFETY: `frames` is a live `u8 [count, height, width, 3]` tensor
             // (checked by the caller), `out` a new allocation of every output
             // element; both stay alive through the launch in stream order.
@@ -142,6 +144,7 @@ impl CudaDevice {
             first_row: plan.rows.start as u32,
             layout: LayoutCode::Hwc,
             dtype: DTypeCode::U8,
+            pixels_per_thread: 1,
         };
         let config = frame_slots(count, out_width * rows)?;
         // SAFETY: `frames` is a live `u8 [count, height, width, 3]` tensor
@@ -163,6 +166,7 @@ impl CudaDevice {
             first_row: 0,
             layout: layout_code(output.layout),
             dtype: dtype_code(output.dtype),
+            pixels_per_thread: 1,
         };
         let config = frame_slots(count, out_width * out_height)?;
         // SAFETY: `intermediate` holds `count × rows × out_width × 3` bytes,
@@ -200,16 +204,18 @@ impl CudaDevice {
         }
         let sources: Vec<u64> =
             picks.iter().map(|&(tensor, index)| device_pointer(tensor) + (index * pixels * 3) as u64).collect();
+        let per_thread = pixels_per_thread(pixels, &sources, out.device_pointer());
         let sources = Tensor::from_host_vec(device, HostVec::U64(sources), &[count])?;
         let args = GatherArgs {
             sources: device_pointer(&sources),
             out: out.device_pointer(),
             frames: count as u64,
             pixels: pixels as u32,
+            pixels_per_thread: per_thread as u32,
             layout: layout_code(output.layout),
             dtype: dtype_code(output.dtype),
         };
-        let config = frame_slots(count, pixels)?;
+        let config = frame_slots(count, pixels / per_thread)?;
         // SAFETY: every source address is frame `index` of a live u8
         // `[N, height, width, 3]` tensor on this device with `index < N`
         // (checked by the caller), so each reads `pixels × 3` bytes inside
@@ -240,6 +246,18 @@ fn append_taps(table: &mut Vec<i32>, taps: &ResizeTaps, shift: usize) {
     table.extend(taps.first.iter().map(|&f| (f as usize - shift) as i32));
     table.extend(taps.count.iter().map(|&c| c as i32));
     table.extend(&taps.weights);
+}
+
+/// Pixels a thread of `rgb_layout` and `gather_rgb` moves: 4 (word loads,
+/// vector stores) when a frame is a multiple of 4 pixels, every source frame
+/// starts 4-byte aligned and the output 16-byte aligned (every frame's
+/// offset is then aligned too); else 1.
+fn pixels_per_thread(pixels: usize, sources: &[u64], out: u64) -> usize {
+    if pixels.is_multiple_of(4) && out.is_multiple_of(16) && sources.iter().all(|s| s.is_multiple_of(4)) {
+        4
+    } else {
+        1
+    }
 }
 
 /// The grid of a frame kernel: a whole number of frames' worth of
