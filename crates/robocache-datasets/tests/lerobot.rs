@@ -381,6 +381,47 @@ fn batched_windows_equal_single_windows_and_the_frame_cache_serves_later_epochs(
     assert!(uncached == partial);
 }
 
+/// Readers side by side (a loader's workers) decode each frame once: a
+/// reader waits for a frame another one is decoding for the cache instead of
+/// decoding it too, and every frame read equals the uncached read.
+#[test]
+fn readers_side_by_side_decode_each_frame_once() {
+    let dataset = Dataset::open(fixtures().join("av1")).unwrap();
+    let camera = "observation.images.front";
+    let spec = DeltaTimestamps::new(vec![(camera.into(), vec![-0.1, 0.0, 0.1])]);
+    let windows = DeltaWindows::new(dataset.info(), &spec).unwrap();
+    let frame_bytes = robocache_video::yuv420_len(48, 32);
+    let read = |samples: &[usize]| {
+        let cut: Vec<_> = samples.iter().map(|&s| windows.window(s).unwrap()).collect();
+        let mut planes = vec![0u8; cut.len() * 3 * frame_bytes];
+        dataset.read_delta_frames_into(&cut, camera, windows.offsets(0), FrameFormat::Yuv420, &mut planes).unwrap();
+        planes
+    };
+    let batches: Vec<Vec<usize>> = (0..windows.len()).collect::<Vec<_>>().chunks(4).map(<[usize]>::to_vec).collect();
+    let uncached: Vec<Vec<u8>> = batches.iter().map(|b| read(b)).collect();
+    dataset.set_frame_cache_budget(64 << 20);
+    for round in 0..2 {
+        let cached: Vec<Vec<u8>> = std::thread::scope(|scope| {
+            let readers: Vec<_> = (0..4)
+                .map(|reader| {
+                    let (batches, read) = (&batches, &read);
+                    scope.spawn(move || {
+                        batches.iter().skip(reader).step_by(4).map(|b| (b.clone(), read(b))).collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            let mut all: Vec<(Vec<usize>, Vec<u8>)> = readers.into_iter().flat_map(|r| r.join().unwrap()).collect();
+            all.sort();
+            all.into_iter().map(|(_, planes)| planes).collect()
+        });
+        assert!(cached == uncached, "round {round}: cached frames equal decoded ones");
+        let usage = dataset.frame_cache_usage().unwrap();
+        let frames = dataset.info().episodes.iter().map(|e| e.len).sum::<usize>();
+        assert_eq!(usage.frames, frames, "every frame of the camera held");
+        assert_eq!(usage.misses as usize, frames, "round {round}: each frame decoded once: {usage:?}");
+    }
+}
+
 #[test]
 fn batched_image_feature_windows_equal_single_windows() {
     let dataset = Dataset::open(fixtures().join("images")).unwrap();

@@ -11,10 +11,16 @@
 //!
 //! Frames are shared as `Arc<[u8]>`: a hit clones the pointer under the
 //! lock and copies the bytes outside it.
+//!
+//! Readers decoding side by side (a loader's workers) would each decode a
+//! frame none has kept yet. [`FrameCache::lookup`] therefore hands the first
+//! reader a [`Claim`] on a frame it decodes for the cache, and the readers
+//! after it a [`Pending`] to wait for; a reader settles its own claims
+//! before it waits, so no two wait for each other.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 /// A frame's name in the cache: the file (a number its owner gives each
 /// video file) and the frame's index in presentation order.
@@ -55,7 +61,93 @@ impl FrameCacheUsage {
 struct Held {
     budget: usize,
     bytes: usize,
-    frames: HashMap<FrameKey, Arc<[u8]>>,
+    /// Frames held.
+    count: usize,
+    /// A claimed frame did not fit: nothing is claimed any more.
+    full: bool,
+    frames: HashMap<FrameKey, Entry>,
+}
+
+#[derive(Debug)]
+enum Entry {
+    Held(Arc<[u8]>),
+    /// A reader is decoding it for the cache (see [`Claim`]).
+    Decoding(Arc<Pending>),
+}
+
+/// A frame one reader decodes for the cache while others wait for it.
+#[derive(Debug, Default)]
+pub struct Pending {
+    /// `Some(Some(frame))` once kept, `Some(None)` once given up.
+    done: Mutex<Option<Option<Arc<[u8]>>>>,
+    finished: Condvar,
+}
+
+impl Pending {
+    fn finish(&self, frame: Option<Arc<[u8]>>) {
+        *self.done.lock().unwrap_or_else(|p| p.into_inner()) = Some(frame);
+        self.finished.notify_all();
+    }
+}
+
+/// What a reader does with a frame ([`FrameCache::lookup`]).
+#[derive(Debug)]
+pub enum Lookup<'a> {
+    /// Held: copy it.
+    Held(Arc<[u8]>),
+    /// Not held: decode it, and keep it with the claim when there is one
+    /// (readers beside this one then wait for it instead of decoding it).
+    Decode(Option<Claim<'a>>),
+    /// Another reader is decoding it: wait ([`FrameCache::wait`]) once every
+    /// claim of this reader is settled.
+    Wait(Arc<Pending>),
+}
+
+/// A reader's promise to decode a frame for the cache. [`Claim::keep`]
+/// settles it; dropped unsettled (the decode failed), it is given up, and
+/// the readers waiting for the frame decode it themselves. A reader must
+/// settle or drop its claims before it waits for anyone else's, so that no
+/// two readers wait for each other.
+#[derive(Debug)]
+pub struct Claim<'a> {
+    cache: &'a FrameCache,
+    key: FrameKey,
+    pending: Arc<Pending>,
+    settled: bool,
+}
+
+impl Claim<'_> {
+    /// Keeps `frame` (as [`FrameCache::insert`]) and hands it to the readers
+    /// waiting for it; returns whether it is held.
+    pub fn keep(mut self, frame: Arc<[u8]>) -> bool {
+        let kept = self.cache.insert(self.key, frame.clone());
+        if !kept {
+            self.cache.forget_claim(self.key, &self.pending);
+        }
+        self.pending.finish(kept.then_some(frame));
+        self.settled = true;
+        kept
+    }
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        if self.settled {
+            return;
+        }
+        self.cache.forget_claim(self.key, &self.pending);
+        self.pending.finish(None);
+    }
+}
+
+impl FrameCache {
+    /// Removes `key`'s entry if it is still `pending` (a claim given up).
+    fn forget_claim(&self, key: FrameKey, pending: &Arc<Pending>) {
+        let mut held = self.lock();
+        if matches!(held.frames.get(&key), Some(Entry::Decoding(p)) if Arc::ptr_eq(p, pending)) {
+            held.frames.remove(&key);
+        }
+    }
 }
 
 /// Decoded frames by [`FrameKey`], at most a budget of bytes (0: none kept).
@@ -74,52 +166,97 @@ impl FrameCache {
         cache
     }
 
+    fn lock(&self) -> std::sync::MutexGuard<'_, Held> {
+        self.held.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Changes the budget; frames are dropped (all of them) only when what
     /// is held no longer fits.
     pub fn set_budget(&self, budget_bytes: usize) {
-        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        let mut held = self.lock();
         held.budget = budget_bytes;
+        held.full = false;
         if held.bytes > budget_bytes {
-            held.frames.clear();
+            held.frames.retain(|_, entry| matches!(entry, Entry::Decoding(_)));
             held.bytes = 0;
+            held.count = 0;
         }
     }
 
     /// True when the budget is above zero (frames may be kept).
     pub fn is_enabled(&self) -> bool {
-        self.held.lock().unwrap_or_else(|p| p.into_inner()).budget > 0
+        self.lock().budget > 0
     }
 
     /// The frame held for `key`, counted as a hit, or `None`, counted as a miss.
     pub fn get(&self, key: FrameKey) -> Option<Arc<[u8]>> {
-        let found = self.held.lock().unwrap_or_else(|p| p.into_inner()).frames.get(&key).cloned();
+        let found = match self.lock().frames.get(&key) {
+            Some(Entry::Held(frame)) => Some(frame.clone()),
+            _ => None,
+        };
         let counter = if found.is_some() { &self.hits } else { &self.misses };
         counter.fetch_add(1, Ordering::Relaxed);
         found
     }
 
+    /// What a reader does with the frame `key`: copy it (a hit), decode it
+    /// (a miss; claimed while the budget has room), or wait for the reader
+    /// decoding it (counted by [`FrameCache::wait`]).
+    pub fn lookup(&self, key: FrameKey) -> Lookup<'_> {
+        let mut held = self.lock();
+        let claim = !held.full && held.bytes < held.budget;
+        let lookup = match held.frames.get(&key) {
+            Some(Entry::Held(frame)) => Lookup::Held(frame.clone()),
+            Some(Entry::Decoding(pending)) => return Lookup::Wait(pending.clone()),
+            None if claim => {
+                let pending = Arc::new(Pending::default());
+                held.frames.insert(key, Entry::Decoding(pending.clone()));
+                Lookup::Decode(Some(Claim { cache: self, key, pending, settled: false }))
+            }
+            None => Lookup::Decode(None),
+        };
+        let counter = if matches!(lookup, Lookup::Held(_)) { &self.hits } else { &self.misses };
+        counter.fetch_add(1, Ordering::Relaxed);
+        lookup
+    }
+
+    /// The frame another reader was decoding, once it kept it (a hit), or
+    /// `None` where it gave it up (a miss: decode it).
+    pub fn wait(&self, pending: &Pending) -> Option<Arc<[u8]>> {
+        let mut done = pending.done.lock().unwrap_or_else(|p| p.into_inner());
+        while done.is_none() {
+            done = pending.finished.wait(done).unwrap_or_else(|p| p.into_inner());
+        }
+        let frame = done.clone().flatten();
+        let counter = if frame.is_some() { &self.hits } else { &self.misses };
+        counter.fetch_add(1, Ordering::Relaxed);
+        frame
+    }
+
     /// Keeps `frame` under `key` if it fits in what is left of the budget;
     /// returns whether it is held (a frame already held stays as it is).
     pub fn insert(&self, key: FrameKey, frame: Arc<[u8]>) -> bool {
-        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
-        if held.frames.contains_key(&key) {
+        let mut held = self.lock();
+        if matches!(held.frames.get(&key), Some(Entry::Held(_))) {
             return true;
         }
         if held.bytes + frame.len() > held.budget {
+            held.full = true;
             return false;
         }
         held.bytes += frame.len();
-        held.frames.insert(key, frame);
+        held.count += 1;
+        held.frames.insert(key, Entry::Held(frame));
         true
     }
 
     /// What the cache holds and its hits and misses so far.
     pub fn usage(&self) -> FrameCacheUsage {
-        let held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        let held = self.lock();
         FrameCacheUsage {
             budget_bytes: held.budget,
             bytes: held.bytes,
-            frames: held.frames.len(),
+            frames: held.count,
             hits: self.hits.load(Ordering::Relaxed),
             misses: self.misses.load(Ordering::Relaxed),
         }
@@ -156,6 +293,42 @@ mod tests {
         assert!((usage.hit_rate() - 1.0 / 3.0).abs() < 1e-12);
         cache.reset_counts();
         assert_eq!(cache.usage().hit_rate(), 0.0);
+    }
+
+    #[test]
+    fn a_claimed_frame_is_handed_to_the_reader_waiting_for_it() {
+        let cache = FrameCache::new(250);
+        let key = FrameKey { file: 2, frame: 5 };
+        let Lookup::Decode(Some(claim)) = cache.lookup(key) else { panic!("a miss, claimed") };
+        let Lookup::Wait(pending) = cache.lookup(key) else { panic!("being decoded: a wait") };
+        std::thread::scope(|scope| {
+            let waiter = scope.spawn(|| cache.wait(&pending));
+            assert!(claim.keep(frame(100, 3)));
+            assert_eq!(waiter.join().unwrap().expect("kept, so handed over")[0], 3);
+        });
+        assert!(matches!(cache.lookup(key), Lookup::Held(_)));
+        let usage = cache.usage();
+        assert_eq!((usage.frames, usage.bytes, usage.hits, usage.misses), (1, 100, 2, 1));
+    }
+
+    #[test]
+    fn a_claim_given_up_sends_the_waiting_reader_to_decode() {
+        let cache = FrameCache::new(150);
+        let key = |frame| FrameKey { file: 0, frame };
+        let Lookup::Decode(Some(claim)) = cache.lookup(key(0)) else { panic!("claimed") };
+        let Lookup::Wait(pending) = cache.lookup(key(0)) else { panic!("a wait") };
+        drop(claim); // the decode failed
+        assert!(cache.wait(&pending).is_none());
+        assert!(matches!(cache.lookup(key(0)), Lookup::Decode(Some(_))), "free to claim again");
+        // A claimed frame that does not fit is given up, and nothing is
+        // claimed after that.
+        let Lookup::Decode(Some(first)) = cache.lookup(key(1)) else { panic!("claimed") };
+        let Lookup::Decode(Some(second)) = cache.lookup(key(2)) else { panic!("claimed") };
+        let Lookup::Wait(pending) = cache.lookup(key(2)) else { panic!("a wait") };
+        assert!(first.keep(frame(100, 1)));
+        assert!(!second.keep(frame(100, 2)), "past the budget");
+        assert!(cache.wait(&pending).is_none());
+        assert!(matches!(cache.lookup(key(3)), Lookup::Decode(None)), "a full cache claims nothing");
     }
 
     #[test]

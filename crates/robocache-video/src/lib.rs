@@ -47,7 +47,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 pub use error::{Error, Result};
-pub use frame_cache::{FrameCache, FrameCacheUsage, FrameKey};
+pub use frame_cache::{Claim, FrameCache, FrameCacheUsage, FrameKey, Lookup, Pending};
 pub use mp4::{Codec, Track};
 pub use resize::{CropBox, FrameResize, ResizePlan, ResizeTaps, MAX_RESIZE_TAPS};
 pub use robocache_storage::Blob;

@@ -31,7 +31,9 @@ use std::sync::{Arc, Mutex};
 
 use robocache_cpu::DType;
 use robocache_storage::Storage;
-use robocache_video::{DecodeCounts, DecoderChoice, FrameCache, FrameCacheUsage, FrameFormat, FrameKey, VideoFile};
+use robocache_video::{
+    Claim, DecodeCounts, DecoderChoice, FrameCache, FrameCacheUsage, FrameFormat, FrameKey, Lookup, Pending, VideoFile,
+};
 use serde_json::{json, Map, Value};
 
 use self::columns::{read_column, read_f64, read_i64, ColumnData, Expect};
@@ -93,6 +95,18 @@ pub(crate) fn video_size(feature: &LeRobotFeature) -> Result<(usize, usize)> {
             feature.name, feature.shape
         ))),
     }
+}
+
+/// A slot of a read waiting for a frame another reader decodes for the
+/// cache: where it goes, and what to decode if that reader gives it up.
+struct WaitingSlot {
+    slot: usize,
+    episode: usize,
+    /// The video file's cache number.
+    file: usize,
+    video: Arc<VideoFile>,
+    index: usize,
+    pending: Arc<Pending>,
 }
 
 /// The frames of one video file a read needs decoded.
@@ -583,15 +597,28 @@ impl LeRobotSource {
         // Per file: the video, the episode that first named it (for errors),
         // and (slot in `out`, frame index) of every frame the cache lacks.
         let mut missing: HashMap<usize, MissingFrames> = HashMap::new();
+        // Frames this call claimed to decode for the cache, and the slots
+        // waiting for frames another reader claimed.
+        let mut claims: HashMap<FrameKey, Claim<'_>> = HashMap::new();
+        let mut waiting: Vec<WaitingSlot> = Vec::new();
         let caching = self.frames.is_enabled();
-        let choice = self.video_decoders();
         for (slot, &(episode, row)) in wanted.iter().enumerate() {
             let (id, video, index) = self.frame_of(episode, feature, row)?;
-            let chunk = &mut out[slot * frame_bytes..(slot + 1) * frame_bytes];
-            if caching {
-                if let Some(frame) = self.frames.get(FrameKey { file: id, frame: index }) {
-                    write(&frame, chunk);
-                    continue;
+            let key = FrameKey { file: id, frame: index };
+            if caching && !claims.contains_key(&key) {
+                match self.frames.lookup(key) {
+                    Lookup::Held(frame) => {
+                        write(&frame, &mut out[slot * frame_bytes..(slot + 1) * frame_bytes]);
+                        continue;
+                    }
+                    Lookup::Wait(pending) => {
+                        waiting.push(WaitingSlot { slot, episode, file: id, video, index, pending });
+                        continue;
+                    }
+                    Lookup::Decode(Some(claim)) => {
+                        claims.insert(key, claim);
+                    }
+                    Lookup::Decode(None) => {}
                 }
             }
             missing
@@ -600,6 +627,37 @@ impl LeRobotSource {
                 .slots
                 .push((slot, index));
         }
+        self.decode_missing(feature, missing, &mut claims, frame_bytes, out, write)?;
+        // Every claim is settled before this call waits for anyone else's.
+        drop(claims);
+        let mut given_up: HashMap<usize, MissingFrames> = HashMap::new();
+        for WaitingSlot { slot, episode, file, video, index, pending } in waiting {
+            match self.frames.wait(&pending) {
+                Some(frame) => write(&frame, &mut out[slot * frame_bytes..(slot + 1) * frame_bytes]),
+                None => given_up
+                    .entry(file)
+                    .or_insert_with(|| MissingFrames { video, episode, slots: Vec::new() })
+                    .slots
+                    .push((slot, index)),
+            }
+        }
+        self.decode_missing(feature, given_up, &mut HashMap::new(), frame_bytes, out, write)
+    }
+
+    /// Decodes the `missing` frames of each file (each group of pictures
+    /// once) into their slots of `out`, keeping each in the cache (with its
+    /// claim where this reader holds one).
+    fn decode_missing(
+        &self,
+        feature: &LeRobotFeature,
+        missing: HashMap<usize, MissingFrames>,
+        claims: &mut HashMap<FrameKey, Claim<'_>>,
+        frame_bytes: usize,
+        out: &mut [u8],
+        write: impl Fn(&[u8], &mut [u8]),
+    ) -> Result<()> {
+        let caching = self.frames.is_enabled();
+        let choice = self.video_decoders();
         for (id, MissingFrames { video, episode, slots }) in missing {
             let mut indices: Vec<usize> = slots.iter().map(|&(_, index)| index).collect();
             indices.sort_unstable();
@@ -622,8 +680,15 @@ impl LeRobotSource {
                     let at = at - first - frame_bytes;
                     tail[at..at + frame_bytes].copy_from_slice(written);
                 }
-                if caching {
-                    self.frames.insert(FrameKey { file: id, frame: index }, Arc::from(frame.data));
+                let key = FrameKey { file: id, frame: index };
+                match claims.remove(&key) {
+                    Some(claim) => {
+                        claim.keep(Arc::from(frame.data));
+                    }
+                    None if caching => {
+                        self.frames.insert(key, Arc::from(frame.data));
+                    }
+                    None => {}
                 }
             }
         }
