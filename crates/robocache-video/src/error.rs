@@ -11,9 +11,6 @@ pub enum Error {
     /// Not an MP4 file robocache reads: truncated, no video track, broken tables.
     #[error("{}: {problem}", file.display())]
     Container { file: PathBuf, problem: String },
-    /// A codec this build does not decode on the CPU.
-    #[error("{}: {codec} video is not decoded on the CPU by this build of robocache ({hint})", file.display())]
-    UnsupportedCodec { file: PathBuf, codec: &'static str, hint: &'static str },
     /// NVDEC was required ([`crate::DecoderChoice::Nvdec`]) and cannot
     /// decode this file: no driver, no such GPU, a codec or size its
     /// video engines lack.

@@ -1,6 +1,6 @@
 //! Camera video for robocache: MP4 files demuxed in Rust ([`mp4`]), AV1
-//! decoded on the CPU by rav1d (the Rust port of dav1d) and H.264 by
-//! OpenH264 (both compiled by cargo), frames converted
+//! decoded on the CPU by rav1d (the Rust port of dav1d), H.264 by
+//! OpenH264 and HEVC by libde265 (all compiled by cargo), frames converted
 //! to RGB exactly as FFmpeg's swscale converts them ([`yuv`]), so that a
 //! frame equals what PyAV, torchcodec and LeRobot return for it.
 //!
@@ -29,13 +29,13 @@
 //! [`DecoderChoice`] says where frames are decoded: on the CPU, or on a
 //! GPU's video engines (NVDEC, through the driver's `libnvcuvid.so.1`,
 //! found at run time) with the CPU beside and instead of them. H.264 and
-//! HEVC decode on every NVDEC GPU; HEVC has no CPU decoder here, and
-//! reading it on the CPU is a clear error.
+//! HEVC decode on every NVDEC GPU, AV1 on Ada and later.
 
 mod av1;
 mod error;
 mod frame_cache;
 mod h264;
+mod hevc;
 pub mod mp4;
 mod nal;
 mod nvdec;
@@ -55,6 +55,7 @@ pub use yuv::{yuv420_len, yuv420_to_rgb_into, Yuv420};
 
 use av1::Av1Decoder;
 use h264::H264Decoder;
+use hevc::HevcDecoder;
 pub use nal::NalConfig;
 pub use nvdec::SHARED_SESSIONS as NVDEC_SHARED_SESSIONS;
 use nvdec::{Gpu, Input, NvdecDecoder};
@@ -62,7 +63,7 @@ use nvdec::{Gpu, Input, NvdecDecoder};
 /// Where frames are decoded.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum DecoderChoice {
-    /// On the CPU: AV1 by rav1d, H.264 by OpenH264; HEVC is an error.
+    /// On the CPU: AV1 by rav1d, H.264 by OpenH264, HEVC by libde265.
     #[default]
     Cpu,
     /// On GPU `device`'s video engines (NVDEC) where its driver is there
@@ -90,7 +91,7 @@ pub enum FrameFormat {
 /// and the frames between included), summed over requests.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DecodeCounts {
-    /// Decoded on the CPU (rav1d, OpenH264).
+    /// Decoded on the CPU (rav1d, OpenH264, libde265).
     pub cpu_samples: u64,
     /// Decoded on NVDEC.
     pub nvdec_samples: u64,
@@ -123,6 +124,7 @@ enum FrameDecoder {
     Av1(Av1Decoder),
     /// Boxed: OpenH264's wrapper is a few hundred bytes of function pointers.
     H264(Box<H264Decoder>),
+    Hevc(HevcDecoder),
     /// An NVDEC session of a GPU, lent to this file for one request.
     Nvdec(Box<NvdecDecoder>),
 }
@@ -132,7 +134,7 @@ impl FrameDecoder {
     fn start_group(&mut self) {
         match self {
             FrameDecoder::Av1(decoder) => decoder.flush(),
-            FrameDecoder::H264(_) => {}
+            FrameDecoder::H264(_) | FrameDecoder::Hevc(_) => {}
             FrameDecoder::Nvdec(decoder) => decoder.start_group(),
         }
     }
@@ -145,6 +147,7 @@ impl FrameDecoder {
             // An AV1 temporal unit in MP4 shows its own frame, if any.
             FrameDecoder::Av1(decoder) => Ok(decoder.decode(sample)?.map(|frame| (tag, frame)).into_iter().collect()),
             FrameDecoder::H264(decoder) => decoder.decode(tag, sample),
+            FrameDecoder::Hevc(decoder) => decoder.decode(tag, sample),
             FrameDecoder::Nvdec(decoder) => decoder.decode(tag, wanted, sample),
         }
     }
@@ -155,6 +158,7 @@ impl FrameDecoder {
         match self {
             FrameDecoder::Av1(_) => Ok(Vec::new()),
             FrameDecoder::H264(decoder) => decoder.finish(),
+            FrameDecoder::Hevc(decoder) => decoder.finish(),
             FrameDecoder::Nvdec(decoder) => decoder.finish(),
         }
     }
@@ -251,8 +255,18 @@ impl VideoFile {
                 frame: index,
                 frames: self.frames(),
             })?;
-            let key = (0..=sample).rev().find(|&s| self.track.samples[s].sync).unwrap_or(0);
-            wanted.entry(key).or_default().push(sample);
+            wanted.entry(self.key_frame_of(sample)).or_default().push(sample);
+        }
+        // Decode ranges, in decode order: a group whose key frame falls in
+        // the range before it (that range ends at a leading picture of this
+        // key frame) joins that range.
+        let mut ranges: Vec<(usize, usize)> = Vec::with_capacity(wanted.len());
+        for (&key, samples) in &wanted {
+            let last = samples.iter().copied().max().unwrap_or(key);
+            match ranges.last_mut() {
+                Some((_, end)) if key <= *end => *end = (*end).max(last),
+                _ => ranges.push((key, last)),
+            }
         }
         let mut decoder = self.take_decoder(choice)?;
         let on_nvdec = matches!(decoder, FrameDecoder::Nvdec(_));
@@ -285,10 +299,10 @@ impl VideoFile {
                 Ok(())
             };
             let mut last = 0;
-            for (key, samples) in &wanted {
-                last = samples.iter().copied().max().unwrap_or(*key);
+            for &(key, end) in &ranges {
+                last = end;
                 decoder.start_group();
-                for sample in *key..=last {
+                for sample in key..=last {
                     samples_decoded += 1;
                     let bytes = mp4::read_sample(&self.path, &self.file, &self.track.samples[sample])?;
                     let wanted = wanted_samples.contains(&sample);
@@ -326,6 +340,21 @@ impl VideoFile {
             DecodeCounts { cpu_samples: samples_decoded, ..Default::default() }
         };
         Ok((frames, counts))
+    }
+
+    /// The decode-order sample that decoding sample `sample` starts from:
+    /// the sync sample at or before it, or, for a leading picture of an
+    /// open group of pictures (shown before its key frame, a CRA in HEVC,
+    /// which may refer to frames before that key frame), the sync sample
+    /// before that one, as a seek to the frame's time in FFmpeg does.
+    fn key_frame_of(&self, sample: usize) -> usize {
+        let samples = &self.track.samples;
+        let sync_before = |end: usize| (0..=end).rev().find(|&s| samples[s].sync).unwrap_or(0);
+        let mut key = sync_before(sample);
+        while key > 0 && samples[sample].pts < samples[key].pts {
+            key = sync_before(key - 1);
+        }
+        key
     }
 
     /// A decoder for one request: an NVDEC session where `choice` allows
@@ -382,13 +411,7 @@ impl VideoFile {
         let decoder = match self.track.codec {
             Codec::Av1 => Av1Decoder::new().map(FrameDecoder::Av1),
             Codec::H264 => H264Decoder::new(&self.track.config).map(|d| FrameDecoder::H264(Box::new(d))),
-            codec => {
-                return Err(Error::UnsupportedCodec {
-                    file: self.path.clone(),
-                    codec: codec.name(),
-                    hint: "HEVC is decoded by NVDEC: a GPU loader, or `DecoderChoice::Auto`/`Nvdec`",
-                });
-            }
+            Codec::Hevc => HevcDecoder::new(&self.track.config).map(FrameDecoder::Hevc),
         };
         decoder.map_err(|problem| Error::Decode { file: self.path.clone(), frame: 0, problem })
     }

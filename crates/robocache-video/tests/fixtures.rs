@@ -79,11 +79,12 @@ fn broken_files_are_clear_errors() {
 const NVDEC: DecoderChoice = DecoderChoice::Nvdec { device: 0 };
 
 #[test]
-fn codecs_not_decoded_and_corrupt_h264_are_clear_errors() {
+fn mislabelled_and_corrupt_h264_are_clear_errors() {
     let dir = std::env::temp_dir().join(format!("robocache-video-h264-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let bytes = std::fs::read(video("h264", "front")).unwrap();
-    // The same track labelled HEVC: demuxed, then refused by name.
+    // The same track labelled HEVC: demuxed, then its avcC record and
+    // samples read as HEVC fail, naming the file and the frame.
     let mut hevc = bytes.clone();
     for at in 0..hevc.len() - 4 {
         if &hevc[at..at + 4] == b"avc1" {
@@ -94,7 +95,7 @@ fn codecs_not_decoded_and_corrupt_h264_are_clear_errors() {
     let file = VideoFile::open(dir.join("hevc.mp4")).unwrap();
     assert_eq!(file.codec(), Codec::Hevc);
     let err = file.decode_rgb(&[0]).unwrap_err().to_string();
-    assert!(err.contains("hevc.mp4") && err.contains("hevc video is not decoded"), "{err}");
+    assert!(err.contains("hevc.mp4") && err.contains("frame 0"), "{err}");
     // On NVDEC the avcC record read as hvcC is an error too (or NVDEC's absence is).
     let err = file.decode_yuv_on(&[0], NVDEC).unwrap_err().to_string();
     assert!(err.contains("hevc.mp4"), "{err}");

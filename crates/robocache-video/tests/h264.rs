@@ -2,9 +2,11 @@
 //! frame, on streams written by libx264 and libx265
 //! (`tests/fixtures/make_h264_fixtures.py`): High profile with B-frames in
 //! a pyramid (frames leave the decoder in another order than they enter),
-//! Baseline with a cropped size, and HEVC with B-frames and a cropped size.
+//! Baseline with a cropped size, and HEVC with B-frames and a cropped size,
+//! in closed and in open groups of pictures (leading pictures shown before
+//! their CRA key frame, decoded from the key frame before).
 //!
-//! Each check runs on the CPU (OpenH264) and on NVDEC (GPU 0). The NVDEC
+//! Each check runs on the CPU (OpenH264, libde265) and on NVDEC (GPU 0). The NVDEC
 //! instances pass without checking where no NVIDIA driver is (CI), unless
 //! `ROBOCACHE_REQUIRE_CUDA=1` (the GPU bundle's run.sh sets it), where a
 //! missing NVDEC fails them.
@@ -92,18 +94,50 @@ macro_rules! on_cpu_and_nvdec {
 on_cpu_and_nvdec! {
     high_profile_b_frames_equal_ffmpeg: "high_bframes", Codec::H264, 64 x 48, 40;
     baseline_cropped_frames_equal_ffmpeg: "baseline_cropped", Codec::H264, 50 x 30, 20;
+    hevc_b_frames_cropped_equal_ffmpeg: "hevc_bframes", Codec::Hevc, 176 x 150, 24;
+    hevc_open_gop_leading_pictures_equal_ffmpeg: "hevc_open_gop", Codec::Hevc, 176 x 150, 36;
 }
 
-#[test]
-fn nvdec_hevc_b_frames_cropped_equal_ffmpeg() {
-    check("hevc_bframes", Codec::Hevc, 176, 150, 24, NVDEC);
-}
-
-#[test]
-fn hevc_on_the_cpu_is_an_error_naming_the_codec_and_file() {
+/// The HEVC fixture with every sample's bytes after `keep` of each NAL
+/// unit replaced by `fill(at)`, written beside the test's other files.
+fn corrupt_hevc(name: &str, keep: usize, fill: impl Fn(usize) -> u8) -> VideoFile {
     let (file, _) = fixture("hevc_bframes");
-    let error = file.decode_yuv(&[0]).unwrap_err().to_string();
-    assert!(error.contains("hevc") && error.contains("hevc_bframes.mp4") && error.contains("NVDEC"), "{error}");
+    let mut bytes = std::fs::read(file.path()).unwrap();
+    let blob = robocache_storage::Storage::new(Default::default()).open(file.path()).unwrap();
+    let track = robocache_video::mp4::read_track(file.path(), &blob).unwrap();
+    for sample in &track.samples {
+        let (mut at, end) = (sample.offset as usize, sample.offset as usize + sample.size as usize);
+        while at + 4 <= end {
+            let size = u32::from_be_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+            let unit = at + 4..(at + 4 + size).min(end);
+            for i in unit.start + keep.min(size)..unit.end {
+                bytes[i] = fill(i);
+            }
+            at = unit.end;
+        }
+    }
+    let dir = std::env::temp_dir().join(format!("robocache-video-hevc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{name}.mp4"));
+    std::fs::write(&path, &bytes).unwrap();
+    VideoFile::open(&path).unwrap()
+}
+
+#[test]
+fn corrupt_hevc_is_an_error_naming_the_file_and_frame() {
+    // Slice data replaced (NAL headers kept), by noise or by ones: libde265
+    // warns, and the sample fails; a whole unit of ones is no NAL unit
+    // libde265 reads, and no frame comes out.
+    let noise = |i: usize| (i.wrapping_mul(2654435761) >> 13) as u8;
+    for (name, keep, fill) in
+        [("noise", 3, &noise as &dyn Fn(usize) -> u8), ("ones", 3, &|_| 0xff), ("units", 0, &|_| 0xff)]
+    {
+        let file = corrupt_hevc(name, keep, fill);
+        for picks in [vec![5], vec![0, 23, 11]] {
+            let err = file.decode_yuv(&picks).unwrap_err().to_string();
+            assert!(err.contains(&format!("{name}.mp4")) && err.contains("frame"), "{name}: {err}");
+        }
+    }
 }
 
 #[test]

@@ -199,7 +199,7 @@ class Loader:
     ``"auto"`` (a CUDA loader decodes on its GPU's video engines, NVDEC,
     where the driver has them and they decode the codec, with the CPU
     decoders beside them; a CPU loader decodes on the CPU), ``"cpu"`` (AV1
-    by rav1d, H.264 by OpenH264; HEVC is an error) or ``"nvdec"`` (NVDEC
+    by rav1d, H.264 by OpenH264, HEVC by libde265) or ``"nvdec"`` (NVDEC
     only: an error where it cannot decode). NVDEC decodes H.264 and HEVC
     on every NVIDIA GPU that has it, AV1 on Ada and later (not the H100).
     ``frame_cache_bytes`` keeps decoded frames (YUV 4:2:0 as decoded, 1.5
