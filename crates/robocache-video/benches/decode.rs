@@ -21,26 +21,10 @@ fn video(root: &str) -> VideoFile {
     VideoFile::open(path).expect("the LeRobot fixture opens")
 }
 
-fn decode(c: &mut Criterion) {
-    for codec in ["av1", "h264"] {
-        let file = video(codec);
-        let all: Vec<usize> = (0..file.frames()).collect();
-        let mut group = c.benchmark_group(format!("decode_{codec}_48x32"));
-        group.throughput(Throughput::Elements(all.len() as u64));
-        group.bench_function("one_request", |b| b.iter(|| file.decode_yuv(&all).expect("decodes")));
-        group.bench_function("a_request_per_pair", |b| {
-            b.iter(|| {
-                for pair in all.chunks(2) {
-                    file.decode_yuv(pair).expect("decodes");
-                }
-            })
-        });
-        group.finish();
-    }
-    let file = VideoFile::open(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hevc_open_gop.mp4"))
-        .expect("the HEVC fixture opens");
+/// One request for every frame of `file`, and a request per pair of frames.
+fn requests(c: &mut Criterion, group: &str, file: &VideoFile) {
     let all: Vec<usize> = (0..file.frames()).collect();
-    let mut group = c.benchmark_group("decode_hevc_176x150");
+    let mut group = c.benchmark_group(group);
     group.throughput(Throughput::Elements(all.len() as u64));
     group.bench_function("one_request", |b| b.iter(|| file.decode_yuv(&all).expect("decodes")));
     group.bench_function("a_request_per_pair", |b| {
@@ -51,6 +35,15 @@ fn decode(c: &mut Criterion) {
         })
     });
     group.finish();
+}
+
+fn decode(c: &mut Criterion) {
+    for codec in ["av1", "h264"] {
+        requests(c, &format!("decode_{codec}_48x32"), &video(codec));
+    }
+    let hevc = VideoFile::open(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hevc_open_gop.mp4"))
+        .expect("the HEVC fixture opens");
+    requests(c, "decode_hevc_176x150", &hevc);
 }
 
 criterion_group!(benches, decode);
