@@ -15,12 +15,14 @@
 //! Readers decoding side by side (a loader's workers) would each decode a
 //! frame none has kept yet. [`FrameCache::lookup`] therefore hands the first
 //! reader a [`Claim`] on a frame it decodes for the cache, and the readers
-//! after it a [`Pending`] to wait for; a reader settles its own claims
+//! after it a [`PendingFrame`] to wait for; a reader settles its own claims
 //! before it waits, so no two wait for each other.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
+
+use crate::pending::Pending;
 
 /// A frame's name in the cache: the file (a number its owner gives each
 /// video file) and the frame's index in presentation order.
@@ -72,23 +74,12 @@ struct Held {
 enum Entry {
     Held(Arc<[u8]>),
     /// A reader is decoding it for the cache (see [`Claim`]).
-    Decoding(Arc<Pending>),
+    Decoding(Arc<PendingFrame>),
 }
 
-/// A frame one reader decodes for the cache while others wait for it.
-#[derive(Debug, Default)]
-pub struct Pending {
-    /// `Some(Some(frame))` once kept, `Some(None)` once given up.
-    done: Mutex<Option<Option<Arc<[u8]>>>>,
-    finished: Condvar,
-}
-
-impl Pending {
-    fn finish(&self, frame: Option<Arc<[u8]>>) {
-        *self.done.lock().unwrap_or_else(|p| p.into_inner()) = Some(frame);
-        self.finished.notify_all();
-    }
-}
+/// A frame one reader decodes for the cache while others wait for it:
+/// finished with the frame once kept, with `None` once given up.
+pub type PendingFrame = Pending<Arc<[u8]>>;
 
 /// What a reader does with a frame ([`FrameCache::lookup`]).
 #[derive(Debug)]
@@ -100,7 +91,7 @@ pub enum Lookup<'a> {
     Decode(Option<Claim<'a>>),
     /// Another reader is decoding it: wait ([`FrameCache::wait`]) once every
     /// claim of this reader is settled.
-    Wait(Arc<Pending>),
+    Wait(Arc<PendingFrame>),
 }
 
 /// A reader's promise to decode a frame for the cache. [`Claim::keep`]
@@ -112,7 +103,7 @@ pub enum Lookup<'a> {
 pub struct Claim<'a> {
     cache: &'a FrameCache,
     key: FrameKey,
-    pending: Arc<Pending>,
+    pending: Arc<PendingFrame>,
     settled: bool,
 }
 
@@ -142,7 +133,7 @@ impl Drop for Claim<'_> {
 
 impl FrameCache {
     /// Removes `key`'s entry if it is still `pending` (a claim given up).
-    fn forget_claim(&self, key: FrameKey, pending: &Arc<Pending>) {
+    fn forget_claim(&self, key: FrameKey, pending: &Arc<PendingFrame>) {
         let mut held = self.lock();
         if matches!(held.frames.get(&key), Some(Entry::Decoding(p)) if Arc::ptr_eq(p, pending)) {
             held.frames.remove(&key);
@@ -209,7 +200,7 @@ impl FrameCache {
             Some(Entry::Held(frame)) => Lookup::Held(frame.clone()),
             Some(Entry::Decoding(pending)) => return Lookup::Wait(pending.clone()),
             None if claim => {
-                let pending = Arc::new(Pending::default());
+                let pending = Arc::new(PendingFrame::default());
                 held.frames.insert(key, Entry::Decoding(pending.clone()));
                 Lookup::Decode(Some(Claim { cache: self, key, pending, settled: false }))
             }
@@ -222,12 +213,8 @@ impl FrameCache {
 
     /// The frame another reader was decoding, once it kept it (a hit), or
     /// `None` where it gave it up (a miss: decode it).
-    pub fn wait(&self, pending: &Pending) -> Option<Arc<[u8]>> {
-        let mut done = pending.done.lock().unwrap_or_else(|p| p.into_inner());
-        while done.is_none() {
-            done = pending.finished.wait(done).unwrap_or_else(|p| p.into_inner());
-        }
-        let frame = done.clone().flatten();
+    pub fn wait(&self, pending: &PendingFrame) -> Option<Arc<[u8]>> {
+        let frame = pending.wait();
         let counter = if frame.is_some() { &self.hits } else { &self.misses };
         counter.fetch_add(1, Ordering::Relaxed);
         frame

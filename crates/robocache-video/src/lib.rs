@@ -39,6 +39,7 @@ mod hevc;
 pub mod mp4;
 mod nal;
 mod nvdec;
+mod pending;
 pub mod resize;
 pub mod yuv;
 
@@ -47,8 +48,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 pub use error::{Error, Result};
-pub use frame_cache::{Claim, FrameCache, FrameCacheUsage, FrameKey, Lookup, Pending};
+pub use frame_cache::{Claim, FrameCache, FrameCacheUsage, FrameKey, Lookup, PendingFrame};
 pub use mp4::{Codec, Track};
+pub use pending::Pending;
 pub use resize::{CropBox, FrameResize, ResizePlan, ResizeTaps, MAX_RESIZE_TAPS};
 pub use robocache_storage::Blob;
 pub use yuv::{yuv420_len, yuv420_to_rgb_into, Yuv420};

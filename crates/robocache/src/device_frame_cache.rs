@@ -28,9 +28,10 @@
 //! before it is written.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use robocache_datasets::FrameCacheUsage;
+use robocache_video::Pending;
 
 use crate::ops::{FrameDType, FrameLayout, FrameResize};
 use crate::{Device, Error, Result, Tensor};
@@ -78,26 +79,13 @@ struct Held {
 enum Entry {
     Held(HeldFrame),
     /// A batch is decoding it and will keep it (or say it did not).
-    Decoding(Arc<Pending>),
+    Decoding(Arc<PendingFrame>),
 }
 
-/// A frame one batch decodes for the cache while others wait for it.
-#[derive(Debug, Default)]
-pub(crate) struct Pending {
-    /// `Some(Some(frame))` once kept, `Some(None)` once the batch gave up on
-    /// it (not kept, or its decode failed).
-    done: Mutex<Option<Option<HeldFrame>>>,
-    finished: Condvar,
-}
-
-impl Pending {
-    fn finish(&self, frame: Option<HeldFrame>) {
-        if let Ok(mut done) = self.done.lock() {
-            *done = Some(frame);
-        }
-        self.finished.notify_all();
-    }
-}
+/// A frame one batch decodes for the cache while others wait for it:
+/// finished with the frame once kept, with `None` once the batch gave up
+/// on it (not kept, or its decode failed).
+pub(crate) type PendingFrame = Pending<HeldFrame>;
 
 /// What a batch does for each frame it needs ([`DeviceFrameCache::find`]).
 pub(crate) enum Lookup {
@@ -108,7 +96,7 @@ pub(crate) enum Lookup {
     Decode,
     /// Another batch is decoding it: wait for it
     /// ([`DeviceFrameCache::wait`]) once this batch's own frames are kept.
-    Wait(Arc<Pending>),
+    Wait(Arc<PendingFrame>),
 }
 
 /// The frames a batch claimed to decode for the cache. [`DeviceFrameCache::keep`]
@@ -117,7 +105,7 @@ pub(crate) enum Lookup {
 pub(crate) struct Claims<'a> {
     cache: &'a DeviceFrameCache,
     stream: String,
-    claimed: Vec<(EpisodeFrame, Arc<Pending>)>,
+    claimed: Vec<(EpisodeFrame, Arc<PendingFrame>)>,
 }
 
 impl Claims<'_> {
@@ -234,7 +222,7 @@ impl DeviceFrameCache {
                 Some(Entry::Decoding(pending)) => Lookup::Wait(pending.clone()),
                 None => {
                     if claim {
-                        let pending = Arc::new(Pending::default());
+                        let pending = Arc::new(PendingFrame::default());
                         kept.insert(*frame, Entry::Decoding(pending.clone()));
                         claimed.push((*frame, pending));
                     }
@@ -256,14 +244,8 @@ impl DeviceFrameCache {
 
     /// The frame another batch was decoding, once it has kept it (a hit), or
     /// `None` where it did not (a miss: decode it).
-    pub(crate) fn wait(&self, pending: &Pending) -> Result<Option<HeldFrame>> {
-        let poisoned = || Error::Internal("frame cache: poisoned by a panic on another thread".into());
-        let mut done = pending.done.lock().map_err(|_| poisoned())?;
-        while done.is_none() {
-            done = pending.finished.wait(done).map_err(|_| poisoned())?;
-        }
-        let frame = done.clone().flatten();
-        drop(done);
+    pub(crate) fn wait(&self, pending: &PendingFrame) -> Result<Option<HeldFrame>> {
+        let frame = pending.wait();
         let mut held = self.lock()?;
         match frame {
             Some(_) => held.hits += 1,

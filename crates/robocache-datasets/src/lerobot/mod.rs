@@ -32,7 +32,8 @@ use std::sync::{Arc, Mutex};
 use robocache_cpu::DType;
 use robocache_storage::Storage;
 use robocache_video::{
-    Claim, DecodeCounts, DecoderChoice, FrameCache, FrameCacheUsage, FrameFormat, FrameKey, Lookup, Pending, VideoFile,
+    Claim, DecodeCounts, DecoderChoice, FrameCache, FrameCacheUsage, FrameFormat, FrameKey, Lookup, PendingFrame,
+    VideoFile,
 };
 use serde_json::{json, Map, Value};
 
@@ -106,7 +107,7 @@ struct WaitingSlot {
     file: usize,
     video: Arc<VideoFile>,
     index: usize,
-    pending: Arc<Pending>,
+    pending: Arc<PendingFrame>,
 }
 
 /// The frames of one video file a read needs decoded.
