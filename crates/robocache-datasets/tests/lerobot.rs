@@ -190,6 +190,15 @@ fn lerobot_v30_h264_root_windows_equal_lerobot() {
     check_against_lerobot("h264", "h264");
 }
 
+/// HEVC (libde265 on the CPU) with x265's open groups of pictures: a
+/// leading picture decodes from the key frame before its own. LeRobot's
+/// answers here are its `pyav` backend's (its torchcodec one fails on
+/// this root).
+#[test]
+fn lerobot_v30_hevc_root_windows_equal_lerobot() {
+    check_against_lerobot("hevc", "hevc");
+}
+
 #[test]
 fn lerobot_v30_image_features_equal_lerobot_bit_for_bit() {
     check_against_lerobot("images", "images");

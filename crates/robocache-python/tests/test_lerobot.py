@@ -109,6 +109,15 @@ def test_loader_batches_equal_lerobot_with_h264_video():
     check_root("h264", "h264", LOW_DIM + ["observation.images.front", "observation.images.wrist"])
 
 
+def test_loader_batches_equal_lerobot_with_hevc_video():
+    """Frames decoded from HEVC (libde265 on the CPU; open groups of pictures,
+    whose leading pictures decode from the key frame before) equal LeRobot's
+    (its pyav backend: FFmpeg's decoder) bit for bit, at 48x64."""
+    pytest.importorskip("torch")
+    loader = check_root("hevc", "hevc", LOW_DIM + ["observation.images.front", "observation.images.wrist"])
+    assert loader.telemetry()["video_decode"]["cpu_samples"] > 0
+
+
 def test_loader_batches_equal_lerobot_with_image_features():
     pytest.importorskip("torch")
     cameras = ["observation.images.front", "observation.images.wrist"]
