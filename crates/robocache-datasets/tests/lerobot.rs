@@ -132,8 +132,9 @@ fn check_against_lerobot(root: &str, answers: &str) {
                 }
                 FeatureStorage::Video => {
                     // Frames as LeRobot decoded them (dav1d or FFmpeg's
-                    // H.264 decoder, then swscale's conversion): robocache's
-                    // (rav1d or OpenH264) equal them bit for bit.
+                    // H.264 or HEVC decoder, then swscale's conversion):
+                    // robocache's (rav1d, OpenH264, libde265) equal them bit
+                    // for bit.
                     let (ids, _) = npz(&mut archive, &format!("{sample}/{key}"));
                     let (table, shape) = npz(&mut archive, &format!("frames/{key}"));
                     let (c, h, w) = (shape[1], shape[2], shape[3]);
