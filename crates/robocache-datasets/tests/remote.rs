@@ -97,7 +97,7 @@ fn site_on_s3() -> (Site, servers::Server, Vec<(String, String)>) {
 }
 
 const RLDS: &str = "rlds/robocache_fixture_dict/1.0.0";
-const LEROBOT_ROOTS: [&str; 4] = ["av1", "h264", "images", "v21"];
+const LEROBOT_ROOTS: [&str; 5] = ["av1", "h264", "hevc", "images", "v21"];
 
 #[test]
 fn fixtures_read_over_http_equal_the_local_ones() {
