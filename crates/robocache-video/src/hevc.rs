@@ -10,8 +10,8 @@
 //! presentation time stamp, and each picture comes out with the tag of the
 //! sample it was decoded from.
 //!
-//! A jump to a sample that does not follow the last one decoded starts a
-//! new decoder, as a seek in FFmpeg does: a CRA key frame then starts the
+//! A jump to a sample that does not follow the last one decoded resets the
+//! decoder (`de265_reset`), as a seek in FFmpeg does: a CRA key frame then starts the
 //! stream, and its leading pictures (which refer to frames before it) are
 //! not decoded. A warning from libde265 (a reference it could not find, a
 //! header it could not parse) fails the sample instead of showing a
@@ -171,7 +171,7 @@ impl HevcDecoder {
         if warning == de265_error::DE265_OK {
             return Ok(());
         }
-        Err(format!("libde265: {}: corrupt or unsupported HEVC data", text(warning)))
+        Err(problem(warning))
     }
 }
 
@@ -187,17 +187,20 @@ fn check(status: de265_error::Type) -> Result<(), String> {
     if unsafe { de265_isOK(status) } != 0 {
         return Ok(());
     }
-    Err(format!("libde265: {}: corrupt or unsupported HEVC data", text(status)))
+    Err(problem(status))
 }
 
-fn text(status: de265_error::Type) -> String {
+/// An error or warning code of libde265 as the sample's problem.
+fn problem(status: de265_error::Type) -> String {
     // SAFETY: libde265 returns a static string for every code.
     let text = unsafe { de265_get_error_text(status) };
-    if text.is_null() {
-        return format!("error {status}");
-    }
-    // SAFETY: a NUL-terminated static string.
-    unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned()
+    let text = if text.is_null() {
+        format!("error {status}")
+    } else {
+        // SAFETY: a NUL-terminated static string.
+        unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned()
+    };
+    format!("libde265: {text}: corrupt or unsupported HEVC data")
 }
 
 /// The picture libde265 let out, copied (it lives until the next call).
