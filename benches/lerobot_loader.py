@@ -21,8 +21,9 @@ windows with 2 frames per camera (offsets -1/fps and 0) and 16 actions:
 - robocache: `robocache.Loader(root, None, delta_timestamps=..., batch_size=64,
   workers=W, video_decoder=D)` on the GPU, float32 frames and uint8 frames,
   for each D in `--video-decoders` (default `auto`: NVDEC beside the CPU
-  decoders where the GPU decodes the codec), with the share of samples
-  NVDEC decoded;
+  decoders where the GPU decodes the codec; `--nvdec-sessions N ...` runs
+  `auto` once per limit on the NVDEC sessions in use at once), with the
+  share of samples NVDEC decoded;
 - robocache with a decoded-frame cache of `--cache-gib` (YUV in host
   memory): its first epoch (cold: every frame decoded, the cache filled) and
   the epochs after it;
@@ -200,14 +201,16 @@ def epochs(loader, device, first):
         epoch += 1
 
 
-def robocache_run(root, workers, batches, fps, return_uint8, device, video_decoder="auto", frame_size=None):
+def robocache_run(root, workers, batches, fps, return_uint8, device, video_decoder="auto", frame_size=None,
+                  nvdec_sessions=None):
     import torch  # noqa: F401 (a CUDA loader's batches are torch tensors)
     import robocache
 
+    limit = {} if nvdec_sessions is None else {"nvdec_sessions": nvdec_sessions}
     loader = robocache.Loader(root, None, delta_timestamps=deltas(fps), batch_size=BATCH, shuffle=True,
                               workers=workers, prefetch=2 * workers, device=device, drop_last=True,
                               return_uint8=return_uint8, video_decoder=video_decoder,
-                              frame_size=None if frame_size is None else tuple(frame_size))
+                              frame_size=None if frame_size is None else tuple(frame_size), **limit)
 
     reset_gpu_peak(device)
     result = timed(batches, 3, lambda: epochs(loader, device, 0), BATCH * 4)
@@ -263,12 +266,15 @@ def all_runs(args):
                  "batches_per_s": ceil["frames_per_s"] / (BATCH * 4), "cores_busy": float(ceil["processes"])})
     for decoder in args.video_decoders:
         for workers in args.robocache_workers:
-            for uint8 in (False, True):
-                r = robocache_run(args.root, workers, args.batches, fps, uint8, args.device, decoder)
-                share = r["video_decode"]["nvdec_share"]
-                rows.append({"loader": f"robocache.Loader {decoder} (nvdec {share:.2f}) workers={workers}"
-                                       f"{' uint8' if uint8 else ''}", **r})
-                print(rows[-1], flush=True)
+            for sessions in args.nvdec_sessions if decoder == "auto" else [None]:
+                for uint8 in args.dtypes:
+                    r = robocache_run(args.root, workers, args.batches, fps, uint8 == "uint8", args.device, decoder,
+                                      nvdec_sessions=sessions)
+                    share = r["video_decode"]["nvdec_share"]
+                    limit = "" if sessions is None else f" sessions={sessions}"
+                    rows.append({"loader": f"robocache.Loader {decoder}{limit} (nvdec {share:.2f}) workers={workers}"
+                                           f"{' uint8' if uint8 == 'uint8' else ''}", **r})
+                    print(rows[-1], flush=True)
     for decoder in args.video_decoders if args.frame_size else []:
         for workers in args.robocache_workers:
             r = robocache_run(args.root, workers, args.batches, fps, False, args.device, decoder, args.frame_size)
@@ -337,6 +343,11 @@ def main():
     a.add_argument("--processes", type=int, help="decode ceiling processes (default: one per core)")
     a.add_argument("--video-decoders", nargs="+", default=["auto"],
                    help="robocache's video_decoder values to time (auto: NVDEC beside the CPU on a CUDA loader)")
+    a.add_argument("--nvdec-sessions", type=int, nargs="+", default=[None],
+                   help="with auto: the most NVDEC sessions in use at once, the other requests decoding on the CPU "
+                        "(one run each; default robocache's)")
+    a.add_argument("--dtypes", nargs="+", default=["float32", "uint8"], choices=["float32", "uint8"],
+                   help="frame dtypes of the uncached robocache runs")
     a.add_argument("--cache-gib", type=float, default=8.0, help="frame cache of the cached robocache run (0: none)")
     a.add_argument("--cached-batches", type=int,
                    help="timed batches of the cached runs' later epochs (default --batches; a fast cache needs more "

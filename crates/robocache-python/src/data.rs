@@ -125,7 +125,7 @@ fn window_spec(windows: WindowsArg) -> PyResult<WindowSpec> {
 #[pymethods]
 impl Loader {
     #[new]
-    #[pyo3(signature = (dataset, streams, windows, batch_size, device, seed, shuffle, rank, world_size, drop_last, workers, prefetch, normalization, mode, frame_cache_bytes=0, shard_by="windows", video_decoder="auto", frame_layout="hwc", frame_dtype="uint8", frame_size=None, frame_crop=None, device_frame_cache_bytes=0))]
+    #[pyo3(signature = (dataset, streams, windows, batch_size, device, seed, shuffle, rank, world_size, drop_last, workers, prefetch, normalization, mode, frame_cache_bytes=0, shard_by="windows", video_decoder="auto", frame_layout="hwc", frame_dtype="uint8", frame_size=None, frame_crop=None, device_frame_cache_bytes=0, nvdec_sessions=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -151,6 +151,7 @@ impl Loader {
         frame_size: Option<(usize, usize)>,
         frame_crop: Option<(usize, usize, usize, usize)>,
         device_frame_cache_bytes: usize,
+        nvdec_sessions: Option<usize>,
     ) -> PyResult<Self> {
         let device =
             Device::from_request(device.parse().map_err(|e: String| invalid(format!("device: {e}")))?).py_err()?;
@@ -161,11 +162,19 @@ impl Loader {
             "episodes" => ShardBy::Episodes,
             other => return Err(invalid(format!("shard_by {other:?}: expected windows or episodes"))),
         };
-        let video_decoders = match video_decoder {
-            "auto" => None,
-            "cpu" => Some(DecoderChoice::Cpu),
-            "nvdec" => Some(DecoderChoice::Nvdec { device: nvdec_device(&device).py_err()? }),
-            other => return Err(invalid(format!("video_decoder {other:?}: expected auto, cpu or nvdec"))),
+        let video_decoders = match (video_decoder, nvdec_sessions) {
+            ("auto", None) => None,
+            ("auto", Some(nvdec_sessions)) => {
+                Some(DecoderChoice::Auto { device: nvdec_device(&device).py_err()?, nvdec_sessions })
+            }
+            ("cpu" | "nvdec", Some(_)) => {
+                return Err(invalid(format!(
+                    "nvdec_sessions is for video_decoder=\"auto\" (NVDEC beside the CPU), not {video_decoder:?}"
+                )))
+            }
+            ("cpu", None) => Some(DecoderChoice::Cpu),
+            ("nvdec", None) => Some(DecoderChoice::Nvdec { device: nvdec_device(&device).py_err()? }),
+            (other, _) => return Err(invalid(format!("video_decoder {other:?}: expected auto, cpu or nvdec"))),
         };
         let frames = crate::ops::frame_output(frame_layout, frame_dtype, frame_size, frame_crop)?;
         let mode = match mode {

@@ -50,13 +50,14 @@ def to_numpy(value):
     return value.cpu().numpy() if hasattr(value, "cpu") else np.asarray(value)
 
 
-def check_root(root, answers, keys, device="cpu", frame_cache_bytes=0, loader=None, video_decoder="auto"):
+def check_root(root, answers, keys, device="cpu", frame_cache_bytes=0, loader=None, video_decoder="auto",
+               nvdec_sessions=None):
     archive, meta = expected(answers)
     deltas = {k: v for k, v in meta["deltas"].items() if k in keys}
     if loader is None:
         loader = robocache.Loader(FIXTURES / root, keys, delta_timestamps=deltas, batch_size=16, shuffle=False,
                                   device=device, rank=0, world_size=1, frame_cache_bytes=frame_cache_bytes,
-                                  video_decoder=video_decoder)
+                                  video_decoder=video_decoder, nvdec_sessions=nvdec_sessions)
     assert loader.samples_per_epoch == meta["len"]
     seen = 0
     compared = list(keys) + [f"{k}_is_pad" for k in deltas]
@@ -185,12 +186,23 @@ def test_cuda_loader_equals_the_cpu_one(cuda):
     assert decoded["video_decode"]["nvdec_samples"] == 0 and decoded["video_decode"]["cpu_samples"] > 0, decoded
     # AV1 on a GPU whose NVDEC lacks it (the H100): "auto" decodes on the CPU.
     check_root("av1", "av1", LOW_DIM + cameras, device=cuda, video_decoder="auto")
+    # No NVDEC session allowed: "auto" decodes on the CPU.
+    decoded = check_root("h264", "h264", LOW_DIM + cameras, device=cuda, nvdec_sessions=0).telemetry()
+    assert decoded["video_decode"]["nvdec_samples"] == 0 and decoded["video_decode"]["cpu_samples"] > 0, decoded
 
 
 def test_video_decoder_is_checked_by_name():
     with pytest.raises(robocache.Error, match="video_decoder"):
         robocache.Loader(FIXTURES / "h264", LOW_DIM, delta_timestamps={}, batch_size=4, device="cpu",
                          rank=0, world_size=1, video_decoder="gpu")
+    for decoder, sessions, problem in (("cpu", 4, "nvdec_sessions"), ("nvdec", 4, "nvdec_sessions"),
+                                       ("auto", -1, "nvdec_sessions")):
+        with pytest.raises(robocache.InvalidInputError, match=problem):
+            robocache.Loader(FIXTURES / "h264", LOW_DIM, delta_timestamps={}, batch_size=4, device="cpu",
+                             rank=0, world_size=1, video_decoder=decoder, nvdec_sessions=sessions)
+    # With "auto" and no NVDEC session allowed, frames decode on the CPU.
+    loader = check_root("h264", "h264", LOW_DIM + ["observation.images.front"], nvdec_sessions=0)
+    assert loader.telemetry()["video_decode"]["nvdec_samples"] == 0
     # On the CPU, "cpu" and "auto" decode the same frames as LeRobot.
     loader = check_root("h264", "h264", LOW_DIM + ["observation.images.front"], video_decoder="cpu")
     decoded = loader.telemetry()["video_decode"]

@@ -17,7 +17,7 @@
 //! let index = video.frame_at(2.5)?; // the frame LeRobot picks for t = 2.5 s
 //! let frames = video.decode_rgb(&[index, index + 1])?; // [H, W, 3] each, decoded on the CPU
 //! // On GPU 0's NVDEC where it decodes this codec, else on the CPU: the same planes.
-//! let yuv = video.decode_yuv_on(&[index], DecoderChoice::Auto { device: 0 })?;
+//! let yuv = video.decode_yuv_on(&[index], DecoderChoice::auto(0))?;
 //! assert_eq!(yuv[0].to_rgb(), frames[0]);
 //! println!("{} frames at {fps} fps, {}x{}", video.frames(), video.width(), video.height());
 //! # Ok::<(), robocache_video::Error>(())
@@ -59,7 +59,7 @@ use av1::Av1Decoder;
 use h264::H264Decoder;
 use hevc::HevcDecoder;
 pub use nal::NalConfig;
-pub use nvdec::SHARED_SESSIONS as NVDEC_SHARED_SESSIONS;
+pub use nvdec::DEFAULT_SESSIONS as DEFAULT_NVDEC_SESSIONS;
 use nvdec::{Gpu, Input, NvdecDecoder};
 
 /// Where frames are decoded.
@@ -70,12 +70,21 @@ pub enum DecoderChoice {
     Cpu,
     /// On GPU `device`'s video engines (NVDEC) where its driver is there
     /// and decodes the codec at the video's size (H.264 and HEVC on every
-    /// NVDEC GPU, AV1 on Ada and later), up to [`NVDEC_SHARED_SESSIONS`]
-    /// decoders at once; requests past that decode on the CPU beside them,
-    /// and every request does where NVDEC cannot.
-    Auto { device: u32 },
+    /// NVDEC GPU, AV1 on Ada and later), with at most `nvdec_sessions`
+    /// requests of the process decoding on that GPU at once; requests past
+    /// that decode on the CPU beside them, and every request does where
+    /// NVDEC cannot. [`DecoderChoice::auto`] takes
+    /// [`DEFAULT_NVDEC_SESSIONS`].
+    Auto { device: u32, nvdec_sessions: usize },
     /// On GPU `device`'s NVDEC only: where it cannot decode, an error.
     Nvdec { device: u32 },
+}
+
+impl DecoderChoice {
+    /// [`DecoderChoice::Auto`] on GPU `device` with [`DEFAULT_NVDEC_SESSIONS`].
+    pub fn auto(device: u32) -> DecoderChoice {
+        DecoderChoice::Auto { device, nvdec_sessions: DEFAULT_NVDEC_SESSIONS }
+    }
 }
 
 /// How decoded frames are handed out.
@@ -362,12 +371,13 @@ impl VideoFile {
     /// A decoder for one request: an NVDEC session where `choice` allows
     /// and one is free, else this file's idle CPU decoder or a new one.
     fn take_decoder(&self, choice: DecoderChoice) -> Result<FrameDecoder> {
-        let (device, required) = match choice {
+        let (device, limit) = match choice {
             DecoderChoice::Cpu => return self.take_cpu_decoder(),
-            DecoderChoice::Auto { device } => (device, false),
-            DecoderChoice::Nvdec { device } => (device, true),
+            DecoderChoice::Auto { device, nvdec_sessions } => (device, Some(nvdec_sessions)),
+            DecoderChoice::Nvdec { device } => (device, None),
         };
-        match self.take_nvdec(device, required) {
+        let required = limit.is_none();
+        match self.take_nvdec(device, limit) {
             Ok(Some(decoder)) => Ok(decoder),
             Ok(None) => self.take_cpu_decoder(),
             Err(problem) if required => Err(Error::Nvdec { file: self.path.clone(), problem }),
@@ -379,12 +389,12 @@ impl VideoFile {
     }
 
     /// An NVDEC session of GPU `device` set to this track; `None` where
-    /// every shared session is taken (and not `required`).
-    fn take_nvdec(&self, device: u32, required: bool) -> Result<Option<FrameDecoder>, String> {
+    /// `limit` sessions are in use already (no limit: NVDEC required).
+    fn take_nvdec(&self, device: u32, limit: Option<usize>) -> Result<Option<FrameDecoder>, String> {
         let gpu = Gpu::get(device)?;
         gpu.supports(self.track.codec, self.track.width, self.track.height)?;
         let input = Input::new(self.track.codec, &self.track.config)?;
-        let Some(session) = gpu.take_session(required)? else { return Ok(None) };
+        let Some(session) = gpu.take_session(limit)? else { return Ok(None) };
         Ok(Some(FrameDecoder::Nvdec(Box::new(NvdecDecoder::new(session, self.track.codec, input)))))
     }
 

@@ -145,8 +145,32 @@ fn auto_decodes_everywhere_with_the_same_frames() {
     // NVDEC where it is, the CPU otherwise: the frames are the same.
     let (file, ffmpeg) = fixture("high_bframes");
     let picks = [39, 0, 13, 13, 26];
-    let frames = file.decode_yuv_on(&picks, DecoderChoice::Auto { device: 0 }).unwrap();
+    let frames = file.decode_yuv_on(&picks, DecoderChoice::auto(0)).unwrap();
     for (frame, &index) in frames.iter().zip(&picks) {
         assert_eq!(frame.data, ffmpeg[index], "frame {index}");
+    }
+}
+
+#[test]
+fn auto_keeps_to_its_limit_on_nvdec_sessions() {
+    // No session allowed: every sample decodes on the CPU, even where NVDEC is.
+    let (file, ffmpeg) = fixture("high_bframes");
+    let picks = [39, 0, 13];
+    let cpu_only = DecoderChoice::Auto { device: 0, nvdec_sessions: 0 };
+    let (frames, counts) = file.decode_yuv_counted(&picks, cpu_only).unwrap();
+    assert_eq!(counts.nvdec_samples, 0);
+    assert!(counts.cpu_samples >= picks.len() as u64, "{counts:?}");
+    for (frame, &index) in frames.iter().zip(&picks) {
+        assert_eq!(frame.data, ffmpeg[index], "frame {index}");
+    }
+    // One session allowed, one request at a time: NVDEC decodes it where it can.
+    if runs_here(&file, NVDEC) {
+        let one = DecoderChoice::Auto { device: 0, nvdec_sessions: 1 };
+        let (frames, counts) = file.decode_yuv_counted(&picks, one).unwrap();
+        assert_eq!(counts.cpu_samples, 0, "{counts:?}");
+        assert!(counts.nvdec_samples >= picks.len() as u64, "{counts:?}");
+        for (frame, &index) in frames.iter().zip(&picks) {
+            assert_eq!(frame.data, ffmpeg[index], "frame {index}");
+        }
     }
 }

@@ -22,6 +22,14 @@ use crate::{
     TimeAxis,
 };
 
+/// The YUV planes of one video stream of a batch, read before its turn
+/// ([`Device::read_video_streams_at_once`]), and its pad flags or the read's error.
+struct VideoRead<'a> {
+    stream: &'a str,
+    planes: BatchBuffer,
+    pads: Result<Vec<bool>>,
+}
+
 /// A batch of windows: one [`BatchStream`] per requested stream, plus where
 /// each window came from.
 #[derive(Clone, Debug)]
@@ -226,6 +234,10 @@ impl Device {
         cache: Option<&DeviceFrameCache>,
     ) -> Result<WindowBatch> {
         let cut: Vec<_> = samples.iter().map(|&s| windows.window(s)).collect::<Result<_, _>>()?;
+        let mut video_reads = match cache {
+            None => self.read_video_streams_at_once(dataset, windows, &cut, streams)?,
+            Some(_) => Vec::new(),
+        };
         let mut out = Vec::with_capacity(streams.len());
         for &name in streams {
             let offsets = windows.offsets_of(name).unwrap_or(&[0]);
@@ -256,14 +268,18 @@ impl Device {
                     // The whole batch in one read: each group of pictures
                     // decoded once for all the windows that need a frame of it.
                     let (count, frame_bytes) = (cut.len() * steps, yuv420_len(width, height));
-                    let mut planes = BatchBuffer::new(self, DType::U8, count * frame_bytes)?;
-                    let pad = dataset.read_delta_frames_into(
-                        &cut,
-                        name,
-                        offsets,
-                        FrameFormat::Yuv420,
-                        planes.as_mut_bytes(),
-                    )?;
+                    let (planes, pad) = match video_reads.iter().position(|read| read.stream == name) {
+                        Some(at) => {
+                            let read = video_reads.swap_remove(at);
+                            (read.planes, read.pads?)
+                        }
+                        None => {
+                            let mut planes = BatchBuffer::new(self, DType::U8, count * frame_bytes)?;
+                            let bytes = planes.as_mut_bytes();
+                            let pad = dataset.read_delta_frames_into(&cut, name, offsets, FrameFormat::Yuv420, bytes)?;
+                            (planes, pad)
+                        }
+                    };
                     let planes = planes.into_tensor(self, &[count, frame_bytes], name)?;
                     let rgb = self.yuv420_to_rgb(&planes, width, height, frames)?;
                     let mut shape = vec![cut.len(), steps];
@@ -305,6 +321,59 @@ impl Device {
             anchors: cut.iter().map(|w| w.frame as f64 / fps).collect(),
             columns: None,
         })
+    }
+
+    /// The YUV planes of every video stream of `streams` that batch `cut`
+    /// reads, decoded at once where there are two or more: each on a thread
+    /// of its own, so that a batch keeps one decoder (an NVDEC session or a
+    /// CPU decoder) busy per camera instead of one at a time. NVDEC decodes
+    /// a request's pictures one after the other, so the requests in flight
+    /// bound its throughput. A read's error is kept for its stream's turn,
+    /// so a batch fails with the error of the first stream that fails, as
+    /// when the streams are read in turn.
+    fn read_video_streams_at_once<'a>(
+        &self,
+        dataset: &Dataset,
+        windows: &DeltaWindows,
+        cut: &[DeltaWindow],
+        streams: &[&'a str],
+    ) -> Result<Vec<VideoRead<'a>>> {
+        let video: Vec<(&str, &[i64], usize)> = streams
+            .iter()
+            .filter_map(|&name| {
+                let (width, height) = dataset.video_frame_size(name)?;
+                let offsets = windows.offsets_of(name).unwrap_or(&[0]);
+                Some((name, offsets, yuv420_len(width, height)))
+            })
+            .collect();
+        if video.len() < 2 || cut.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut planes = Vec::with_capacity(video.len());
+        for &(_, offsets, frame_bytes) in &video {
+            planes.push(BatchBuffer::new(self, DType::U8, cut.len() * offsets.len() * frame_bytes)?);
+        }
+        let mut pads: Vec<Result<Vec<bool>>> = std::thread::scope(|scope| {
+            let mut reads = video.iter().zip(planes.iter_mut()).map(|(&(name, offsets, _), planes)| {
+                let bytes = planes.as_mut_bytes();
+                move || dataset.read_delta_frames_into(cut, name, offsets, FrameFormat::Yuv420, bytes).map_err(Error::from)
+            });
+            // The first stream on this thread, the others each on its own.
+            let first = reads.next();
+            let others: Vec<_> = reads.map(|read| scope.spawn(read)).collect();
+            let mut pads = Vec::with_capacity(video.len());
+            pads.extend(first.map(|mut read| read()));
+            for thread in others {
+                pads.push(thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
+            }
+            pads
+        });
+        Ok(video
+            .iter()
+            .zip(planes)
+            .zip(pads.drain(..))
+            .map(|((&(stream, _, _), planes), pads)| VideoRead { stream, planes, pads })
+            .collect())
     }
 
     /// The frames of video stream `name` at `offsets` of each window of

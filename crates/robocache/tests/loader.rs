@@ -334,3 +334,58 @@ fn lerobot_image_frames_convert_as_video_frames_do() {
     let error = Loader::new(&Device::Cpu, dataset, config(past)).map(|_| ()).unwrap_err().to_string();
     assert!(error.contains(camera) && error.contains("past the 48x32 frame"), "{error}");
 }
+
+/// A batch decodes its cameras at once, each on a thread of its own: its
+/// frames equal those of each camera read alone, and where cameras fail it
+/// fails with the error of the first camera asked for, as when they are
+/// read in turn.
+#[test]
+fn cameras_decoded_at_once_equal_each_alone_and_fail_in_order() {
+    use robocache::datasets::DeltaWindows;
+
+    fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for entry in std::fs::read_dir(from).unwrap() {
+            let entry = entry.unwrap();
+            let target = to.join(entry.file_name());
+            if entry.path().is_dir() {
+                copy_dir(&entry.path(), &target);
+            } else {
+                std::fs::copy(entry.path(), &target).unwrap();
+            }
+        }
+    }
+    let fixture =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../robocache-datasets/tests/fixtures/lerobot/av1");
+    let cameras = ["observation.images.front", "observation.images.wrist"];
+    let deltas = DeltaTimestamps::new(cameras.iter().map(|c| ((*c).to_owned(), vec![-0.1, 0.0])).collect());
+    let batch = |root: &std::path::Path, streams: &[&str]| {
+        let dataset = Dataset::open(root).unwrap();
+        let windows = DeltaWindows::new(dataset.info(), &deltas).unwrap();
+        let samples: Vec<usize> = (0..windows.len()).step_by(3).collect();
+        Device::Cpu.delta_window_batch(&dataset, &windows, &samples, streams)
+    };
+    let together = batch(&fixture, &cameras).unwrap();
+    for (at, camera) in cameras.iter().enumerate() {
+        let alone = batch(&fixture, &[camera]).unwrap();
+        let (want, got) = (&alone.streams[0], &together.streams[at]);
+        assert_eq!(got.name, *camera);
+        assert_eq!(got.data.to_vec::<u8>().unwrap(), want.data.to_vec::<u8>().unwrap(), "{camera}");
+        assert_eq!(got.mask.to_vec::<bool>().unwrap(), want.mask.to_vec::<bool>().unwrap(), "{camera}");
+    }
+
+    let scratch = tempfile::tempdir().unwrap();
+    let truncate = |root: &std::path::Path, camera: &str| {
+        let video = root.join(format!("videos/{camera}/chunk-000/file-000.mp4"));
+        let bytes = std::fs::read(&video).unwrap();
+        std::fs::write(&video, &bytes[..bytes.len() / 2]).unwrap();
+    };
+    let root = scratch.path().join("wrist");
+    copy_dir(&fixture, &root);
+    truncate(&root, cameras[1]);
+    let error = batch(&root, &cameras).map(|_| ()).unwrap_err().to_string();
+    assert!(error.contains(cameras[1]) && error.contains("truncated"), "{error}");
+    truncate(&root, cameras[0]);
+    let error = batch(&root, &cameras).map(|_| ()).unwrap_err().to_string();
+    assert!(error.contains(cameras[0]) && error.contains("truncated"), "{error}");
+}

@@ -202,6 +202,9 @@ class Loader:
     by rav1d, H.264 by OpenH264, HEVC by libde265) or ``"nvdec"`` (NVDEC
     only: an error where it cannot decode). NVDEC decodes H.264 and HEVC
     on every NVIDIA GPU that has it, AV1 on Ada and later (not the H100).
+    ``nvdec_sessions`` (with ``"auto"``): at most that many of the
+    process's decode requests use the GPU's NVDEC at once, the others
+    decode on the CPU beside them (default 32; 0 decodes on the CPU only).
     ``frame_cache_bytes`` keeps decoded frames (YUV 4:2:0 as decoded, 1.5
     bytes a pixel, in host memory) up to that many bytes, the first ones decoded: every epoch after the
     first reads them instead of decoding them again (a cache holding part of
@@ -233,11 +236,13 @@ class Loader:
                  drop_last: bool = False, workers: int = 2, prefetch: int = 4,
                  normalization: Optional[str] = None, mode: str = "auto",
                  rank: Optional[int] = None, world_size: Optional[int] = None, shard_by: str = "windows",
-                 video_decoder: str = "auto"):
+                 video_decoder: str = "auto", nvdec_sessions: Optional[int] = None):
         for name, value in (("frame_cache_bytes", frame_cache_bytes),
                             ("device_frame_cache_bytes", device_frame_cache_bytes)):
             if int(value) < 0:
                 raise InvalidInputError(f"{name} must be 0 or more, not {value}")
+        if nvdec_sessions is not None and int(nvdec_sessions) < 0:
+            raise InvalidInputError(f"nvdec_sessions must be 0 or more, not {nvdec_sessions}")
         if int(device_frame_cache_bytes) > 0 and delta_timestamps is None:
             raise InvalidInputError("device_frame_cache_bytes keeps the camera frames of delta_timestamps= batches; "
                                     "windows= batches keep none")
@@ -288,7 +293,8 @@ class Loader:
                                      bool(shuffle), self.rank, self.world_size, bool(drop_last), int(workers), int(prefetch),
                                      normalization, mode, int(frame_cache_bytes), str(shard_by),
                                      str(video_decoder), frame_layout, frame_dtype, frame_size, frame_crop,
-                                     int(device_frame_cache_bytes))
+                                     int(device_frame_cache_bytes),
+                                     None if nvdec_sessions is None else int(nvdec_sessions))
         self._epoch = 0
         self._next_batch = 0
         # What each batch holds, in the order the native loader hands it over.

@@ -21,9 +21,10 @@
 //!
 //! Sessions (a stream, a hardware decoder and its surfaces in GPU memory)
 //! belong to the GPU, not to a file: a request takes an idle one, sets it
-//! to its file's codec and parameter sets, and gives it back. At most
-//! [`SHARED_SESSIONS`] live per GPU for [`crate::DecoderChoice::Auto`];
-//! past that, requests decode on the CPU beside them.
+//! to its file's codec and parameter sets, and gives it back. A request of
+//! [`crate::DecoderChoice::Auto`] takes one only while fewer than its
+//! `nvdec_sessions` are in use on the GPU; past that, it decodes on the
+//! CPU beside them.
 //!
 //! Every `unsafe` call into the driver is in this module and [`ffi`].
 
@@ -42,11 +43,11 @@ use crate::mp4::Codec;
 use crate::nal::NalConfig;
 use crate::yuv::Yuv420;
 
-/// The most NVDEC sessions a GPU keeps for requests that may also decode
-/// on the CPU: one per loader worker and camera for 16 workers and two
-/// cameras. Each holds its decode surfaces in GPU memory (about 10 MB for
-/// 480×640 H.264).
-pub const SHARED_SESSIONS: usize = 32;
+/// The most NVDEC sessions in use at once on a GPU for requests that may
+/// also decode on the CPU, unless they say otherwise
+/// ([`crate::DecoderChoice::Auto`]). Each session holds its decode surfaces
+/// in GPU memory (about 10 MB for 480×640 H.264).
+pub const DEFAULT_SESSIONS: usize = 32;
 
 /// Whether NVDEC decodes a codec: its smallest and largest width and height, or why not.
 type Caps = Result<[(u32, u32); 2], String>;
@@ -58,7 +59,8 @@ pub struct Gpu {
     device: u32,
     context: CUcontext,
     idle: Mutex<Vec<Session>>,
-    live: AtomicUsize,
+    /// Sessions handed out and not given back.
+    busy: AtomicUsize,
     /// Per codec: `Ok` where NVDEC decodes it (8-bit 4:2:0), with its largest size.
     caps: Mutex<HashMap<Codec, Caps>>,
 }
@@ -91,7 +93,7 @@ impl Gpu {
             device,
             context,
             idle: Mutex::new(Vec::new()),
-            live: AtomicUsize::new(0),
+            busy: AtomicUsize::new(0),
             caps: Mutex::new(HashMap::new()),
         });
         gpus.insert(device, gpu.clone());
@@ -147,26 +149,28 @@ impl Gpu {
         })
     }
 
-    /// An idle session, or a new one: always for `required`, else only
-    /// while fewer than [`SHARED_SESSIONS`] live (`Ok(None)` past that).
-    pub fn take_session(self: &Arc<Self>, required: bool) -> Result<Option<Session>, String> {
-        if let Some(session) = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop() {
-            return Ok(Some(session));
-        }
-        let claimed = self.live.fetch_update(Ordering::AcqRel, Ordering::Acquire, |live| {
-            (required || live < SHARED_SESSIONS).then_some(live + 1)
+    /// An idle session, or a new one: always where there is no `limit`,
+    /// else only while fewer than `limit` are in use (`Ok(None)` past that).
+    pub fn take_session(self: &Arc<Self>, limit: Option<usize>) -> Result<Option<Session>, String> {
+        let claimed = self.busy.fetch_update(Ordering::AcqRel, Ordering::Acquire, |busy| {
+            limit.is_none_or(|limit| busy < limit).then_some(busy + 1)
         });
         if claimed.is_err() {
             return Ok(None);
         }
+        if let Some(session) = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop() {
+            return Ok(Some(session));
+        }
+        // A session that is never made is not in use.
         Session::new(self.clone()).map(Some).inspect_err(|_| {
-            self.live.fetch_sub(1, Ordering::AcqRel);
+            self.busy.fetch_sub(1, Ordering::AcqRel);
         })
     }
 
     /// Gives a session back for the next request.
     fn put_session(&self, session: Session) {
         self.idle.lock().unwrap_or_else(|p| p.into_inner()).push(session);
+        self.busy.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -258,7 +262,9 @@ impl Drop for Session {
                 (api.cuStreamDestroy)(state.stream);
             }
         });
-        self.gpu.live.fetch_sub(1, Ordering::AcqRel);
+        // Only sessions in use are dropped (a request that failed); idle
+        // ones stay with their GPU for the process's life.
+        self.gpu.busy.fetch_sub(1, Ordering::AcqRel);
     }
 }
 

@@ -402,7 +402,7 @@ impl Loader {
         }
         let decoders = match (config.video_decoders, device) {
             (Some(choice), _) => Some(choice),
-            (None, Device::Cuda(_)) => Some(DecoderChoice::Auto { device: nvdec_device(device)? }),
+            (None, Device::Cuda(_)) => Some(DecoderChoice::auto(nvdec_device(device)?)),
             (None, _) => None,
         };
         if let Some(choice) = decoders {
