@@ -47,6 +47,13 @@ enum Command {
     Bench(commands::bench::Args),
 }
 
+/// The program's allocator: mimalloc keeps freed pages for the next
+/// allocation of its thread, where glibc's per-thread heaps hand the pages
+/// of the loader's decoded frames back and fault them in again
+/// (docs/architecture.md, "Allocator").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(

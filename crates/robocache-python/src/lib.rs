@@ -31,6 +31,13 @@ mod streams;
 
 use pyo3::prelude::*;
 
+/// The module's allocator: mimalloc keeps freed pages for the next
+/// allocation of its thread. With glibc's, the loader's threads, each
+/// allocating and freeing decoded frames (460 KB at 480x640), fault the
+/// pages of every frame in again (docs/architecture.md, "Allocator").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Whether a CUDA device answers (the driver is loaded on first use; a
 /// machine without one answers false).
 #[pyfunction]

@@ -276,7 +276,8 @@ impl Device {
                         None => {
                             let mut planes = BatchBuffer::new(self, DType::U8, count * frame_bytes)?;
                             let bytes = planes.as_mut_bytes();
-                            let pad = dataset.read_delta_frames_into(&cut, name, offsets, FrameFormat::Yuv420, bytes)?;
+                            let pad =
+                                dataset.read_delta_frames_into(&cut, name, offsets, FrameFormat::Yuv420, bytes)?;
                             (planes, pad)
                         }
                     };
@@ -356,7 +357,9 @@ impl Device {
         let mut pads: Vec<Result<Vec<bool>>> = std::thread::scope(|scope| {
             let mut reads = video.iter().zip(planes.iter_mut()).map(|(&(name, offsets, _), planes)| {
                 let bytes = planes.as_mut_bytes();
-                move || dataset.read_delta_frames_into(cut, name, offsets, FrameFormat::Yuv420, bytes).map_err(Error::from)
+                move || {
+                    dataset.read_delta_frames_into(cut, name, offsets, FrameFormat::Yuv420, bytes).map_err(Error::from)
+                }
             });
             // The first stream on this thread, the others each on its own.
             let first = reads.next();
