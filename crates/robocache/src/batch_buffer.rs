@@ -37,6 +37,21 @@ impl BatchBuffer {
         Ok(BatchBuffer { dtype, storage })
     }
 
+    /// Buffers of `elements[i]` elements of `dtype` each, made together: on
+    /// a CUDA device the staging pool lends them all at once (a caller that
+    /// held some while it waited for the others could wait for ever on
+    /// another that does the same).
+    pub(crate) fn new_together(device: &Device, dtype: DType, elements: &[usize]) -> Result<Vec<Self>> {
+        match device {
+            Device::Cpu => elements.iter().map(|&n| BatchBuffer::new(device, dtype, n)).collect(),
+            Device::Cuda(cuda) => {
+                let lens: Vec<usize> = elements.iter().map(|&n| n * dtype.size_in_bytes()).collect();
+                let lent = cuda.lend_staging_together(&lens)?;
+                Ok(lent.into_iter().map(|lent| BatchBuffer { dtype, storage: Storage::Staged(lent) }).collect())
+            }
+        }
+    }
+
     /// The buffer's bytes.
     pub(crate) fn as_mut_bytes(&mut self) -> &mut [u8] {
         match &mut self.storage {

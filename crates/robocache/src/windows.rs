@@ -23,11 +23,11 @@ use crate::{
 };
 
 /// The YUV planes of one video stream of a batch, read before its turn
-/// ([`Device::read_video_streams_at_once`]), and its pad flags or the read's error.
+/// ([`Device::read_video_streams_at_once`]) and on the device, with its pad
+/// flags; or the read's error.
 struct VideoRead<'a> {
     stream: &'a str,
-    planes: BatchBuffer,
-    pads: Result<Vec<bool>>,
+    planes_and_pads: Result<(Tensor, Vec<bool>)>,
 }
 
 /// A batch of windows: one [`BatchStream`] per requested stream, plus where
@@ -269,19 +269,15 @@ impl Device {
                     // decoded once for all the windows that need a frame of it.
                     let (count, frame_bytes) = (cut.len() * steps, yuv420_len(width, height));
                     let (planes, pad) = match video_reads.iter().position(|read| read.stream == name) {
-                        Some(at) => {
-                            let read = video_reads.swap_remove(at);
-                            (read.planes, read.pads?)
-                        }
+                        Some(at) => video_reads.swap_remove(at).planes_and_pads?,
                         None => {
                             let mut planes = BatchBuffer::new(self, DType::U8, count * frame_bytes)?;
                             let bytes = planes.as_mut_bytes();
                             let pad =
                                 dataset.read_delta_frames_into(&cut, name, offsets, FrameFormat::Yuv420, bytes)?;
-                            (planes, pad)
+                            (planes.into_tensor(self, &[count, frame_bytes], name)?, pad)
                         }
                     };
-                    let planes = planes.into_tensor(self, &[count, frame_bytes], name)?;
                     let rgb = self.yuv420_to_rgb(&planes, width, height, frames)?;
                     let mut shape = vec![cut.len(), steps];
                     shape.extend(&rgb.shape()[1..]);
@@ -331,7 +327,9 @@ impl Device {
     /// a request's pictures one after the other, so the requests in flight
     /// bound its throughput. A read's error is kept for its stream's turn,
     /// so a batch fails with the error of the first stream that fails, as
-    /// when the streams are read in turn.
+    /// when the streams are read in turn. The staging buffers are lent
+    /// together and uploaded at once, so the batch holds none of them while
+    /// it waits for another buffer (docs/loader.md, "Staging").
     fn read_video_streams_at_once<'a>(
         &self,
         dataset: &Dataset,
@@ -350,10 +348,9 @@ impl Device {
         if video.len() < 2 || cut.is_empty() {
             return Ok(Vec::new());
         }
-        let mut planes = Vec::with_capacity(video.len());
-        for &(_, offsets, frame_bytes) in &video {
-            planes.push(BatchBuffer::new(self, DType::U8, cut.len() * offsets.len() * frame_bytes)?);
-        }
+        let sizes: Vec<usize> =
+            video.iter().map(|&(_, offsets, frame_bytes)| cut.len() * offsets.len() * frame_bytes).collect();
+        let mut planes = BatchBuffer::new_together(self, DType::U8, &sizes)?;
         let mut pads: Vec<Result<Vec<bool>>> = std::thread::scope(|scope| {
             let mut reads = video.iter().zip(planes.iter_mut()).map(|(&(name, offsets, _), planes)| {
                 let bytes = planes.as_mut_bytes();
@@ -371,12 +368,16 @@ impl Device {
             }
             pads
         });
-        Ok(video
-            .iter()
-            .zip(planes)
-            .zip(pads.drain(..))
-            .map(|((&(stream, _, _), planes), pads)| VideoRead { stream, planes, pads })
-            .collect())
+        let mut reads = Vec::with_capacity(video.len());
+        for ((&(stream, _, frame_bytes), planes), pads) in video.iter().zip(planes).zip(pads.drain(..)) {
+            // A buffer whose read failed goes back to the pool unused.
+            let planes_and_pads = pads.and_then(|pads| {
+                let count = pads.len();
+                Ok((planes.into_tensor(self, &[count, frame_bytes], stream)?, pads))
+            });
+            reads.push(VideoRead { stream, planes_and_pads });
+        }
+        Ok(reads)
     }
 
     /// The frames of video stream `name` at `offsets` of each window of

@@ -1103,6 +1103,52 @@ fn device_frame_cache_serves_the_batches_it_would_decode(device: &Device) {
     assert!(error.contains("device_frame_cache_bytes"), "{error}");
 }
 
+/// Two loaders on one device at once (say, training and evaluation), each
+/// batch decoding the AV1 fixture's two cameras at once into staging
+/// buffers lent together. The second loader is made half way through the
+/// first one's epoch, and so shrinks the device's staging budget to its
+/// own (one batch per worker, for 2 workers against 6): both still give
+/// every batch, equal to each loader's batches alone.
+fn loaders_of_one_device_share_its_staging(device: &Device) {
+    use std::sync::Arc;
+
+    use robocache::datasets::{Dataset, DeltaTimestamps};
+    use robocache::{Loader, LoaderConfig, WindowSpec};
+
+    let root =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../robocache-datasets/tests/fixtures/lerobot/av1");
+    let dataset = Arc::new(Dataset::open(&root).unwrap());
+    let cameras = ["observation.images.front", "observation.images.wrist"];
+    let deltas = DeltaTimestamps::new(cameras.iter().map(|c| ((*c).to_owned(), vec![-0.1, 0.0])).collect());
+    let config = |workers: usize, seed: u64| LoaderConfig {
+        workers,
+        seed,
+        prefetch: 2,
+        staging_bytes: 1,
+        ..LoaderConfig::new(&[cameras[0], cameras[1], "action"], WindowSpec::Deltas(deltas.clone()), 4)
+    };
+    let frames = |batch: robocache::Result<robocache::WindowBatch>| -> Vec<Vec<u8>> {
+        let batch = batch.unwrap();
+        cameras.iter().map(|c| batch.stream(c).unwrap().data.to_vec::<u8>().unwrap()).collect()
+    };
+    let alone = |workers, seed| -> Vec<Vec<Vec<u8>>> {
+        Loader::new(device, dataset.clone(), config(workers, seed)).unwrap().epoch(0).map(frames).collect()
+    };
+    let (want_first, want_second) = (alone(6, 1), alone(2, 2));
+    assert!(want_first.len() >= 4, "{} batches", want_first.len());
+
+    let first = Loader::new(device, dataset.clone(), config(6, 1)).unwrap();
+    let mut epoch = first.epoch(0);
+    let mut got_first: Vec<_> = epoch.by_ref().take(want_first.len() / 2).map(frames).collect();
+    let second = Loader::new(device, dataset.clone(), config(2, 2)).unwrap();
+    std::thread::scope(|scope| {
+        let other = scope.spawn(|| second.epoch(0).map(frames).collect::<Vec<_>>());
+        got_first.extend(epoch.map(frames));
+        assert!(other.join().unwrap() == want_second, "the second loader's batches");
+    });
+    assert!(got_first == want_first, "the first loader's batches");
+}
+
 macro_rules! backend_tests {
     ($backend:ident, $device:expr, [$($operation:ident),*]) => {
         mod $backend {
@@ -1437,7 +1483,8 @@ backend_tests!(
         yuv_frames_convert_as_swscale,
         frames_crop_and_resize_as_pillow,
         frames_stack_from_many_tensors,
-        device_frame_cache_serves_the_batches_it_would_decode
+        device_frame_cache_serves_the_batches_it_would_decode,
+        loaders_of_one_device_share_its_staging
     ]
 );
 // The 2^31 case needs 4 GiB on the host and the device.
@@ -1461,6 +1508,7 @@ backend_tests!(
         frames_crop_and_resize_as_pillow,
         frames_stack_from_many_tensors,
         device_frame_cache_serves_the_batches_it_would_decode,
+        loaders_of_one_device_share_its_staging,
         indexes_past_two_to_the_31
     ]
 );

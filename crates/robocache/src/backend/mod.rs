@@ -83,6 +83,9 @@ pub(crate) trait CudaBackend: Sized {
     fn keep_pool_memory(&self, bytes: usize) -> Result<()>;
     /// `len` bytes of page-locked memory from the staging pool.
     fn lend_staging(&self, len: usize) -> Result<Self::Staging>;
+    /// Buffers of `lens` bytes lent together: all at once, never some
+    /// while the others are waited for.
+    fn lend_staging_together(&self, lens: &[usize]) -> Result<Vec<Self::Staging>>;
     /// The bytes of lent staging memory, to fill.
     fn staging_bytes(staging: &mut Self::Staging) -> &mut [u8];
     /// The staged bytes on the device, copied on the copy stream.

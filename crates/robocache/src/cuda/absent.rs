@@ -117,6 +117,10 @@ impl CudaBackend for CudaDevice {
         match self.never {}
     }
 
+    fn lend_staging_together(&self, _: &[usize]) -> Result<Vec<StagingBuffer>> {
+        match self.never {}
+    }
+
     fn staging_bytes(staging: &mut StagingBuffer) -> &mut [u8] {
         match *staging {}
     }

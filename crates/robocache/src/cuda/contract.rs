@@ -100,6 +100,10 @@ impl CudaBackend for CudaDevice {
         self.staging.lend(&self.context, len)
     }
 
+    fn lend_staging_together(&self, lens: &[usize]) -> Result<Vec<StagingBuffer>> {
+        self.staging.lend_together(&self.context, lens)
+    }
+
     /// The bytes of `lent` on the device, copied on the copy stream; returns
     /// once the copy is queued.
     fn upload_staging(&self, lent: StagingBuffer) -> Result<DeviceStorage> {

@@ -96,6 +96,21 @@ impl StagingPool {
         Ok(StagingBuffer { pool: self.clone(), buffer: Some(buffer), len })
     }
 
+    /// Buffers of `lens` bytes, lent together: all of them or, while the
+    /// budget lacks room for all, none. A caller that needs several
+    /// buffers at once (a batch's cameras, decoded at once) takes them so,
+    /// never holding some while it waits for the others: two such callers,
+    /// or one and a loader whose budget shrank, would otherwise wait for
+    /// each other for ever.
+    pub(crate) fn lend_together(self: &Arc<Self>, context: &CudaContext, lens: &[usize]) -> Result<Vec<StagingBuffer>> {
+        let buffers = self.acquire_together(context, lens)?;
+        Ok(buffers
+            .into_iter()
+            .zip(lens)
+            .map(|(buffer, &len)| StagingBuffer { pool: self.clone(), buffer: Some(buffer), len })
+            .collect())
+    }
+
     /// The bytes of `lent` on the device: copied on the copy stream, ordered
     /// before the stream's later work; the buffer returns to the pool once
     /// the copy has completed.
@@ -148,6 +163,58 @@ impl StagingPool {
                 }
                 return made;
             }
+            state = self.wait_for_a_buffer(state)?;
+        }
+    }
+
+    /// Buffers of `lens` bytes, all within the budget at once (or beyond
+    /// it when the pool holds nothing else), else none while it waits.
+    fn acquire_together(&self, context: &CudaContext, lens: &[usize]) -> Result<Vec<PinnedBuffer>> {
+        let mut state = self.state.lock().map_err(|_| poisoned())?;
+        loop {
+            reclaim(&mut state)?;
+            // Idle buffers that serve, taken out while this thread holds the lock.
+            let mut reused: Vec<Option<PinnedBuffer>> = Vec::with_capacity(lens.len());
+            for &len in lens {
+                let at = state.idle.iter().position(|b| b.len() >= len);
+                reused.push(at.map(|at| state.idle.swap_remove(at)));
+            }
+            let reused_bytes: usize = reused.iter().flatten().map(PinnedBuffer::len).sum();
+            let new: usize = lens.iter().zip(&reused).filter(|(_, b)| b.is_none()).map(|(&len, _)| len).sum();
+            while state.held + new > state.budget && !state.idle.is_empty() {
+                let freed = state.idle.pop().map_or(0, |b| b.len());
+                state.held -= freed;
+            }
+            if state.held + new <= state.budget || state.held == reused_bytes {
+                state.held += new;
+                state.peak = state.peak.max(state.held);
+                drop(state);
+                let mut made = Vec::new();
+                for (&len, _) in lens.iter().zip(&reused).filter(|(_, reused)| reused.is_none()) {
+                    match context.pinned(len) {
+                        Ok(buffer) => made.push(buffer),
+                        Err(e) => {
+                            // Nothing lent: the buffers in hand go back idle
+                            // (counted), the ones not made are not counted.
+                            let made_bytes: usize = made.iter().map(PinnedBuffer::len).sum();
+                            let mut state = self.state.lock().map_err(|_| poisoned())?;
+                            state.held -= new - made_bytes;
+                            state.idle.extend(made);
+                            state.idle.extend(reused.into_iter().flatten());
+                            drop(state);
+                            self.returned.notify_all();
+                            return Err(cuda_error(e));
+                        }
+                    }
+                }
+                let mut made = made.into_iter();
+                return reused
+                    .into_iter()
+                    .map(|reused| reused.or_else(|| made.next()))
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or_else(|| Error::Internal("staging pool: fewer buffers made than asked for".into()));
+            }
+            state.idle.extend(reused.into_iter().flatten());
             state = self.wait_for_a_buffer(state)?;
         }
     }
