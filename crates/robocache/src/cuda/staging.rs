@@ -11,6 +11,9 @@
 //! than its budget of page-locked memory, except one buffer for a single
 //! upload larger than the whole budget: an upload that does not fit waits
 //! for earlier copies to complete, then frees idle buffers to make room.
+//! Buffers a caller needs at once are lent together
+//! ([`StagingPool::lend_together`]): all of them or none, so that no caller
+//! holds some while it waits for the others.
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
@@ -181,11 +184,13 @@ impl StagingPool {
             }
             let reused_bytes: usize = reused.iter().flatten().map(PinnedBuffer::len).sum();
             let new: usize = lens.iter().zip(&reused).filter(|(_, b)| b.is_none()).map(|(&len, _)| len).sum();
-            while state.held + new > state.budget && !state.idle.is_empty() {
+            while new > 0 && state.held + new > state.budget && !state.idle.is_empty() {
                 let freed = state.idle.pop().map_or(0, |b| b.len());
                 state.held -= freed;
             }
-            if state.held + new <= state.budget || state.held == reused_bytes {
+            // Idle buffers serve every length (nothing new to hold), the
+            // budget has room, or the pool holds nothing else.
+            if new == 0 || state.held + new <= state.budget || state.held == reused_bytes {
                 state.held += new;
                 state.peak = state.peak.max(state.held);
                 drop(state);
