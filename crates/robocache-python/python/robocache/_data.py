@@ -205,6 +205,8 @@ class Loader:
     ``nvdec_sessions`` (with ``"auto"``): at most that many of the
     process's decode requests use the GPU's NVDEC at once, the others
     decode on the CPU beside them (default 32; 0 decodes on the CPU only).
+    A CPU loader given ``nvdec_sessions`` uses GPU 0's NVDEC, as
+    ``"nvdec"`` does.
     ``frame_cache_bytes`` keeps decoded frames (YUV 4:2:0 as decoded, 1.5
     bytes a pixel, in host memory) up to that many bytes, the first ones decoded: every epoch after the
     first reads them instead of decoding them again (a cache holding part of
