@@ -95,8 +95,8 @@ impl StagingPool {
     /// `len` bytes of page-locked memory to assemble an upload in, within
     /// the budget (waiting for earlier copies when it is spent).
     pub(crate) fn lend(self: &Arc<Self>, context: &CudaContext, len: usize) -> Result<StagingBuffer> {
-        let buffer = self.acquire(context, len)?;
-        Ok(StagingBuffer { pool: self.clone(), buffer: Some(buffer), len })
+        let mut lent = self.lend_together(context, &[len])?;
+        lent.pop().ok_or_else(|| Error::Internal("staging pool: no buffer lent".into()))
     }
 
     /// Buffers of `lens` bytes, lent together: all of them or, while the
@@ -106,7 +106,7 @@ impl StagingPool {
     /// or one and a loader whose budget shrank, would otherwise wait for
     /// each other for ever.
     pub(crate) fn lend_together(self: &Arc<Self>, context: &CudaContext, lens: &[usize]) -> Result<Vec<StagingBuffer>> {
-        let buffers = self.acquire_together(context, lens)?;
+        let buffers = self.acquire(context, lens)?;
         Ok(buffers
             .into_iter()
             .zip(lens)
@@ -142,37 +142,11 @@ impl StagingPool {
         result
     }
 
-    /// A buffer of at least `len` bytes, within the budget.
-    fn acquire(&self, context: &CudaContext, len: usize) -> Result<PinnedBuffer> {
-        let mut state = self.state.lock().map_err(|_| poisoned())?;
-        loop {
-            reclaim(&mut state)?;
-            if let Some(at) = state.idle.iter().position(|b| b.len() >= len) {
-                return Ok(state.idle.swap_remove(at));
-            }
-            // Free idle buffers too small to serve, while that makes room.
-            while state.held + len > state.budget && !state.idle.is_empty() {
-                let freed = state.idle.pop().map_or(0, |b| b.len());
-                state.held -= freed;
-            }
-            if state.held + len <= state.budget || state.held == 0 {
-                state.held += len;
-                state.peak = state.peak.max(state.held);
-                drop(state);
-                let made = context.pinned(len).map_err(cuda_error);
-                if made.is_err() {
-                    let mut state = self.state.lock().map_err(|_| poisoned())?;
-                    state.held -= len;
-                }
-                return made;
-            }
-            state = self.wait_for_a_buffer(state)?;
-        }
-    }
-
-    /// Buffers of `lens` bytes, all within the budget at once (or beyond
-    /// it when the pool holds nothing else), else none while it waits.
-    fn acquire_together(&self, context: &CudaContext, lens: &[usize]) -> Result<Vec<PinnedBuffer>> {
+    /// Buffers of at least `lens` bytes, all within the budget at once (or
+    /// beyond it when the pool holds nothing else), else none while it
+    /// waits: idle buffers that serve first, then new ones, after idle
+    /// buffers too small to serve are freed while that makes room.
+    fn acquire(&self, context: &CudaContext, lens: &[usize]) -> Result<Vec<PinnedBuffer>> {
         let mut state = self.state.lock().map_err(|_| poisoned())?;
         loop {
             reclaim(&mut state)?;
