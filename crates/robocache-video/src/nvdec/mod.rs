@@ -622,7 +622,7 @@ impl State {
         let unmapped = unsafe { (self.api.cuvidUnmapVideoFrame64)(self.decoder, frame) };
         copied?;
         self.api.check(unmapped, "cuvidUnmapVideoFrame")?;
-        let picture = self.planes();
+        let picture = self.planes()?;
         self.shown.push((tag, picture));
         Ok(())
     }
@@ -656,25 +656,14 @@ impl State {
     }
 
     /// `self.host` (NV12, the even target size) as YUV 4:2:0 planes of the display size.
-    fn planes(&self) -> Yuv420 {
+    fn planes(&self) -> Result<Yuv420, String> {
         let ((w, h), (tw, th)) = (self.size, self.target);
-        let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
-        let mut out = Yuv420::new(w, h);
+        if self.host.is_null() {
+            return Err("NVDEC showed a picture before the stream's format".into());
+        }
         // SAFETY: `host` holds `host_len` bytes, written by the copy waited for above.
         let host = unsafe { std::slice::from_raw_parts(self.host, self.host_len) };
-        let (luma, chroma) = host.split_at(tw * th);
-        for (row, line) in out.plane_mut(0).chunks_exact_mut(w).enumerate() {
-            line.copy_from_slice(&luma[row * tw..row * tw + w]);
-        }
-        for plane in [1, 2] {
-            let first = plane - 1;
-            for (row, line) in out.plane_mut(plane).chunks_exact_mut(cw).enumerate().take(ch) {
-                let pairs = &chroma[row * tw..row * tw + 2 * cw];
-                for (out, pair) in line.iter_mut().zip(pairs.chunks_exact(2)) {
-                    *out = pair[first];
-                }
-            }
-        }
-        out
+        Yuv420::from_nv12(w, h, host, tw, th)
+            .ok_or_else(|| format!("NVDEC's {tw}×{th} picture is smaller than the video's {w}×{h} frames"))
     }
 }
