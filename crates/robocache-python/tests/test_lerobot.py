@@ -4,6 +4,7 @@ delta_timestamps=...)`` and compared with what ``LeRobotDataset`` returned
 for every index, collated as a ``DataLoader`` collates it."""
 
 import json
+import os
 import pathlib
 
 import numpy as np
@@ -207,6 +208,22 @@ def test_video_decoder_is_checked_by_name():
     loader = check_root("h264", "h264", LOW_DIM + ["observation.images.front"], video_decoder="cpu")
     decoded = loader.telemetry()["video_decode"]
     assert decoded["cpu_samples"] > 0 and decoded["nvdec_samples"] == 0 and decoded["nvdec_share"] == 0, decoded
+
+
+def test_workers_default_to_the_cores_for_camera_video_and_to_2_otherwise(monkeypatch):
+    common = dict(batch_size=4, device="cpu", rank=0, world_size=1)
+    cameras = {"observation.images.front": [-0.1, 0.0]}
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(12)), raising=False)
+    monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    video = robocache.Loader(FIXTURES / "av1", LOW_DIM, delta_timestamps=cameras, **common)
+    assert video.workers == 12
+    batch = next(iter(video))
+    assert to_numpy(batch["observation.images.front"]).shape[:2] == (4, 2)
+    for local_world_size, workers in (("4", 3), ("8", 2)):  # the node's cores shared, never fewer than 2
+        monkeypatch.setenv("LOCAL_WORLD_SIZE", local_world_size)
+        assert robocache.Loader(FIXTURES / "av1", LOW_DIM, delta_timestamps=cameras, **common).workers == workers
+    assert robocache.Loader(FIXTURES / "av1", LOW_DIM, delta_timestamps={}, **common).workers == 2
+    assert robocache.Loader(FIXTURES / "av1", LOW_DIM, delta_timestamps=cameras, workers=5, **common).workers == 5
 
 
 def test_verify_reads_every_frame_and_names_a_truncated_video(tmp_path):

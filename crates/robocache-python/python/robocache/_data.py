@@ -148,6 +148,16 @@ def _int_tuple(name: str, value, form: str) -> Optional[Tuple[int, ...]]:
     return ints
 
 
+def _default_workers(video: bool) -> int:
+    """The loader's workers when none are asked for: 2, or, where its batches
+    decode camera video, one per core this process may run on, shared among
+    the node's processes (``LOCAL_WORLD_SIZE``, as torchrun sets it)."""
+    if not video:
+        return 2
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 2)
+    return max(2, cores // max(_env_int("LOCAL_WORLD_SIZE", 1), 1))
+
+
 def _env_int(name: str, default: int) -> int:
     value = os.environ.get(name)
     if value is None:
@@ -190,8 +200,10 @@ class Loader:
     :func:`robocache.convert_frames` does (Pillow's bilinear resize of the
     crop, bit for bit), instead of a ``Resize`` transform on the batch.
 
-    Camera video is decoded in the loader's ``workers`` (Rust threads),
-    each batch's frames together: a group of pictures is decoded once for
+    Camera video is decoded in the loader's ``workers`` (Rust threads;
+    by default one per core the process may run on, divided among the
+    node's ``LOCAL_WORLD_SIZE`` processes, where the batches hold camera
+    video, and 2 otherwise), each batch's frames together: a group of pictures is decoded once for
     every window of the batch that needs a frame of it. Frames go to the
     loader's device as the decoder's YUV 4:2:0 planes (1.5 bytes a pixel)
     and are converted to RGB there, straight into ``[B, T, C, H, W]``
@@ -235,7 +247,7 @@ class Loader:
                  frame_crop: Optional[Tuple[int, int, int, int]] = None, frame_cache_bytes: int = 0,
                  device_frame_cache_bytes: int = 0,
                  batch_size: int, device: Optional[str] = None, seed: int = 0, shuffle: bool = True,
-                 drop_last: bool = False, workers: int = 2, prefetch: int = 4,
+                 drop_last: bool = False, workers: Optional[int] = None, prefetch: int = 4,
                  normalization: Optional[str] = None, mode: str = "auto",
                  rank: Optional[int] = None, world_size: Optional[int] = None, shard_by: str = "windows",
                  video_decoder: str = "auto", nvdec_sessions: Optional[int] = None):
@@ -291,6 +303,10 @@ class Loader:
         frame_layout, frame_dtype = "hwc", "uint8"
         if self._lerobot is not None:
             frame_layout, frame_dtype = "chw", "uint8" if return_uint8 else "float32"
+        if workers is None:
+            video = self._lerobot is not None and any(key in self._lerobot._video for key in self.streams)
+            workers = _default_workers(video)
+        self.workers = int(workers)
         self._native = _NativeLoader(dataset._native, self.streams, spec, self.batch_size, self.device, int(seed),
                                      bool(shuffle), self.rank, self.world_size, bool(drop_last), int(workers), int(prefetch),
                                      normalization, mode, int(frame_cache_bytes), str(shard_by),
