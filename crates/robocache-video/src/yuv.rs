@@ -191,6 +191,19 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// `len` bytes of xorshift noise from `seed`.
+    fn noise(seed: u64, len: usize) -> Vec<u8> {
+        let mut state = seed | 1;
+        (0..len)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 56) as u8
+            })
+            .collect()
+    }
+
     /// The conversion pixel by pixel, as the module's docs state it.
     fn to_rgb_per_pixel(frame: &Yuv420) -> Vec<u8> {
         let (w, h, cw) = (frame.width, frame.height, frame.width.div_ceil(2));
@@ -213,13 +226,7 @@ mod tests {
             width in 1usize..40, height in 1usize..12, seed in any::<u64>()
         ) {
             let mut frame = Yuv420::new(width, height);
-            let mut state = seed | 1;
-            for byte in frame.data.iter_mut() {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                *byte = (state >> 56) as u8;
-            }
+            frame.data = noise(seed, frame.data.len());
             prop_assert_eq!(frame.to_rgb(), to_rgb_per_pixel(&frame));
         }
     }
@@ -251,15 +258,7 @@ mod tests {
         ) {
             let pitch = 2 * width.div_ceil(2) + pad;
             let luma_rows = height + extra_rows;
-            let mut state = seed | 1;
-            let nv12: Vec<u8> = (0..pitch * (luma_rows + height.div_ceil(2)))
-                .map(|_| {
-                    state ^= state << 13;
-                    state ^= state >> 7;
-                    state ^= state << 17;
-                    (state >> 56) as u8
-                })
-                .collect();
+            let nv12 = noise(seed, pitch * (luma_rows + height.div_ceil(2)));
             let frame = Yuv420::from_nv12(width, height, &nv12, pitch, luma_rows);
             prop_assert_eq!(frame, Some(nv12_per_byte(width, height, &nv12, pitch, luma_rows)));
         }
