@@ -15,6 +15,12 @@ windows with 2 frames per camera (offsets -1/fps and 0) and 16 actions:
 
 - ceiling: every MP4 of the root decoded by FFmpeg (PyAV, dav1d for AV1),
   one single-threaded process per core, frames/s to YUV;
+- window ceiling: the same decoders doing only the decodes the windows
+  need, batch by batch (each needed frame from its key frame, a frame two
+  windows of a batch share once, nothing kept between batches), frames/s
+  delivered: what a loader without a frame cache can reach on this root
+  (with g=2 and windows of 2 frames, a window starting on the second frame
+  of a group decodes its key frame for it: about 1.25 decodes per frame);
 - lerobot: `LeRobotDataset(root, delta_timestamps=...)` + `DataLoader(batch_size=64,
   shuffle=True, num_workers=W)` for W in `--workers`, with its default video
   backend (torchcodec) and with pyav, each batch moved to the GPU;
@@ -150,6 +156,72 @@ def ceiling(root, processes, seconds=10.0):
     return {"frames_per_s": sum(rates), "processes": processes, "files": len(files)}
 
 
+def window_decode_for(job):
+    """Frames/s delivered by one single-threaded FFmpeg decoder doing the
+    decodes the benchmark's windows need in `path`, for `seconds`: windows
+    (frames t-1 and t, t in a shuffled epoch) in batches of 64, each batch
+    decoding the frames it needs in order, each from its key frame, a frame
+    shared by two windows of the batch once (as robocache's loader does per
+    batch), nothing kept between batches. Returns (delivered, decoded)
+    frames per second, or None where frames are reordered (B-frames)."""
+    import random
+
+    import av
+    path, seconds, seed = job
+    with av.open(path) as container:
+        stream = container.streams.video[0]
+        packets = [p for p in container.demux(stream) if p.size]
+        pts = [p.pts for p in packets]
+        if any(b <= a for a, b in zip(pts, pts[1:])):
+            return None
+        key, last_key = [], 0
+        for i, p in enumerate(packets):
+            last_key = i if p.is_keyframe else last_key
+            key.append(last_key)
+        ctx = stream.codec_context
+        ctx.thread_type = "NONE"
+        ctx.thread_count = 1
+        rng = random.Random(seed)
+        order, delivered, decoded, t0 = [], 0, 0, time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            if len(order) < BATCH:
+                order = list(range(len(packets)))
+                rng.shuffle(order)
+            batch, order = order[:BATCH], order[BATCH:]
+            needed = sorted({f for t in batch for f in (max(t - 1, 0), t)})
+            position = None
+            for f in needed:
+                if position is None or key[f] > position + 1:
+                    if position is not None:
+                        decoded += len(ctx.decode(None))
+                        ctx.flush_buffers()
+                    position = key[f] - 1
+                for i in range(position + 1, f + 1):
+                    decoded += len(ctx.decode(packets[i]))
+                position = f
+            decoded += len(ctx.decode(None))
+            ctx.flush_buffers()
+            delivered += 2 * len(batch)
+        elapsed = time.perf_counter() - t0
+    return delivered / elapsed, decoded / elapsed
+
+
+def window_ceiling(root, processes, seconds=10.0):
+    """The ceiling for the benchmark's windows without frames kept between
+    batches: `window_decode_for` in one single-threaded process per core,
+    all at once (sums of their rates); None where frames are reordered."""
+    import multiprocessing as mp
+    files = sorted(os.path.join(d, f) for d, _, fs in os.walk(os.path.join(root, "videos")) for f in fs
+                   if f.endswith(".mp4"))
+    with mp.get_context("spawn").Pool(processes) as pool:
+        pool.map(window_decode_for, [(files[0], 0.5, 0)] * processes)  # warm up (imports)
+        rates = pool.map(window_decode_for, [(files[i % len(files)], seconds, i) for i in range(processes)])
+    if any(r is None for r in rates):
+        return None
+    return {"frames_per_s": sum(r[0] for r in rates), "decoded_per_s": sum(r[1] for r in rates),
+            "processes": processes, "files": len(files)}
+
+
 def sync(device):
     import torch
     if device.startswith("cuda"):
@@ -264,6 +336,15 @@ def all_runs(args):
     print(f"ceiling: {ceil['frames_per_s']:.0f} frames/s ({ceil['processes']} processes)", flush=True)
     rows.append({"loader": f"ceiling: FFmpeg {codec} decode, 1 process/core", "frames_per_s": ceil["frames_per_s"],
                  "batches_per_s": ceil["frames_per_s"] / (BATCH * 4), "cores_busy": float(ceil["processes"])})
+    windows = window_ceiling(args.root, args.processes or os.cpu_count())
+    if windows is None:
+        print("window ceiling: n/a (frames reordered)", flush=True)
+    else:
+        print(f"window ceiling: {windows['frames_per_s']:.0f} frames/s delivered, {windows['decoded_per_s']:.0f} "
+              f"decoded ({windows['processes']} processes)", flush=True)
+        rows.append({"loader": f"window ceiling: FFmpeg {codec}, batch decodes, 1 process/core",
+                     "frames_per_s": windows["frames_per_s"],
+                     "batches_per_s": windows["frames_per_s"] / (BATCH * 4), "cores_busy": float(windows["processes"])})
     for decoder in args.video_decoders:
         for workers in args.robocache_workers:
             for sessions in args.nvdec_sessions if decoder == "auto" else [None]:
@@ -313,12 +394,16 @@ def all_runs(args):
             print(rows[-1], flush=True)
     print(f"\n{codec}, {info['total_episodes']} episodes x {info['total_frames'] // info['total_episodes']} frames, "
           f"2 cameras {info['features'][CAMERAS[0]]['shape']}, batch {BATCH} x (2 frames x 2 cameras + 16 actions)")
-    print(f"{'loader':<52} {'frames/s':>9} {'batches/s':>9} {'cores':>6} {'of ceiling':>10} {'GPU MiB':>8}")
+    print(f"{'loader':<52} {'frames/s':>9} {'batches/s':>9} {'cores':>6} {'of ceiling':>10} {'of window':>9} "
+          f"{'GPU MiB':>8}")
     for r in rows:
+        of_windows = "n/a" if windows is None else f"{r['frames_per_s'] / windows['frames_per_s']:.2f}"
         print(f"{r['loader']:<52} {r['frames_per_s']:>9.0f} {r['batches_per_s']:>9.1f} {r.get('cores_busy', 0):>6.1f} "
-              f"{r['frames_per_s'] / ceil['frames_per_s']:>10.2f} {r.get('gpu_peak_bytes', 0) / 2**20:>8.0f}")
+              f"{r['frames_per_s'] / ceil['frames_per_s']:>10.2f} {of_windows:>9} "
+              f"{r.get('gpu_peak_bytes', 0) / 2**20:>8.0f}")
     if args.json:
-        json.dump({"codec": codec, "rows": rows, "ceiling": ceil}, open(args.json, "w"), indent=1)
+        json.dump({"codec": codec, "rows": rows, "ceiling": ceil, "window_ceiling": windows}, open(args.json, "w"),
+                  indent=1)
 
 
 def main():
