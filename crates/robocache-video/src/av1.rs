@@ -64,8 +64,10 @@ impl Av1Decoder {
         }
     }
 
-    /// Decodes one temporal unit; returns its shown frame, if it has one.
-    pub fn decode(&mut self, sample: &[u8]) -> Result<Option<Yuv420>, String> {
+    /// Decodes one temporal unit; returns its shown frame, if it has one
+    /// and it is `wanted` (a frame decoded only as a reference for the
+    /// next is released inside rav1d, never copied out).
+    pub fn decode(&mut self, sample: &[u8], wanted: bool) -> Result<Option<Yuv420>, String> {
         let context = self.context.ok_or("the decoder is closed")?;
         if sample.is_empty() {
             return Err("an empty sample".into());
@@ -89,8 +91,8 @@ impl Av1Decoder {
                 unsafe { dav1d_data_unref(Some(NonNull::from(&mut data))) };
                 return Err(format!("rav1d rejected the sample (error {}): corrupt AV1 data", sent.0));
             }
-            while let Some(picture) = self.picture(context)? {
-                frame = Some(picture);
+            while let Some(picture) = self.picture(context, wanted)? {
+                frame = picture;
             }
             if data.sz == 0 {
                 return Ok(frame);
@@ -101,8 +103,9 @@ impl Av1Decoder {
         Err("rav1d did not take the sample (corrupt AV1 data)".into())
     }
 
-    /// The next decoded picture, if one is ready.
-    fn picture(&mut self, context: Dav1dContext) -> Result<Option<Yuv420>, String> {
+    /// The next decoded picture, if one is ready: `Some(None)` where it is
+    /// not `wanted` (released without a copy).
+    fn picture(&mut self, context: Dav1dContext, wanted: bool) -> Result<Option<Option<Yuv420>>, String> {
         let mut picture = Dav1dPicture::default();
         // SAFETY: `context` is open and `picture` is writable.
         let got = unsafe { dav1d_get_picture(Some(context), Some(NonNull::from(&mut picture))) };
@@ -112,7 +115,7 @@ impl Av1Decoder {
         if got.0 < 0 {
             return Err(format!("rav1d failed to decode a frame (error {}): corrupt AV1 data", got.0));
         }
-        let copied = copy_picture(&picture);
+        let copied = if wanted { copy_picture(&picture).map(Some) } else { Ok(None) };
         // SAFETY: the picture is ours to release.
         unsafe { dav1d_picture_unref(Some(NonNull::from(&mut picture))) };
         copied.map(Some)

@@ -151,12 +151,14 @@ impl FrameDecoder {
     }
 
     /// Decodes sample `tag`; returns the frames it lets out. A decoder
-    /// may leave out the frames of samples not `wanted` (NVDEC does: they
-    /// are decoded as references, not copied to the host).
+    /// may leave out the frames of samples not `wanted` (NVDEC and rav1d
+    /// do: they are decoded as references, not copied out).
     fn decode(&mut self, tag: usize, wanted: bool, sample: &[u8]) -> Result<Vec<(usize, Yuv420)>, String> {
         match self {
             // An AV1 temporal unit in MP4 shows its own frame, if any.
-            FrameDecoder::Av1(decoder) => Ok(decoder.decode(sample)?.map(|frame| (tag, frame)).into_iter().collect()),
+            FrameDecoder::Av1(decoder) => {
+                Ok(decoder.decode(sample, wanted)?.map(|frame| (tag, frame)).into_iter().collect())
+            }
             FrameDecoder::H264(decoder) => decoder.decode(tag, sample),
             FrameDecoder::Hevc(decoder) => decoder.decode(tag, sample),
             FrameDecoder::Nvdec(decoder) => decoder.decode(tag, wanted, sample),
