@@ -82,6 +82,8 @@ mod rlds;
 mod sampler;
 mod streams;
 pub mod synthetic;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod verify;
 mod windows;
 

@@ -7,6 +7,7 @@
 use std::path::PathBuf;
 
 use robocache_cpu::{DType, HostVec};
+use robocache_datasets::testing::copy_tree;
 use robocache_datasets::{Dataset, DeltaTimestamps, DeltaWindows, FeatureStorage, Format, FrameFormat};
 use serde_json::Value;
 
@@ -232,19 +233,6 @@ fn lerobot_metadata_lists_tasks_streams_and_video_spans() {
     assert_eq!(times.time(3), 0.3f32 as f64);
 }
 
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.path().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
 /// Reads every camera frame and every low-dimensional row of every
 /// episode; the first error, as text.
 fn read_everything(root: &std::path::Path) -> Result<(), String> {
@@ -262,7 +250,7 @@ fn broken_lerobot_roots_are_clear_errors() {
     let scratch = tempfile::tempdir().unwrap();
     let fresh = |name: &str| {
         let root = scratch.path().join(name);
-        copy_dir(&fixtures().join("av1"), &root);
+        copy_tree(&fixtures().join("av1"), &root).unwrap();
         root
     };
     let front = "videos/observation.images.front/chunk-000/file-000.mp4";
@@ -456,7 +444,7 @@ fn verify_reads_every_row_and_frame_and_names_what_is_broken() {
     // comes first); verify names the file, and only that camera fails.
     let scratch = tempfile::tempdir().unwrap();
     let root = scratch.path().join("truncated_video");
-    copy_dir(&fixtures().join("av1"), &root);
+    copy_tree(&fixtures().join("av1"), &root).unwrap();
     let front = root.join("videos/observation.images.front/chunk-000/file-000.mp4");
     let bytes = std::fs::read(&front).unwrap();
     std::fs::write(&front, &bytes[..bytes.len() / 2]).unwrap();

@@ -343,18 +343,6 @@ fn lerobot_image_frames_convert_as_video_frames_do() {
 fn cameras_decoded_at_once_equal_each_alone_and_fail_in_order() {
     use robocache::datasets::DeltaWindows;
 
-    fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
-        std::fs::create_dir_all(to).unwrap();
-        for entry in std::fs::read_dir(from).unwrap() {
-            let entry = entry.unwrap();
-            let target = to.join(entry.file_name());
-            if entry.path().is_dir() {
-                copy_dir(&entry.path(), &target);
-            } else {
-                std::fs::copy(entry.path(), &target).unwrap();
-            }
-        }
-    }
     let fixture =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../robocache-datasets/tests/fixtures/lerobot/av1");
     let cameras = ["observation.images.front", "observation.images.wrist"];
@@ -381,7 +369,7 @@ fn cameras_decoded_at_once_equal_each_alone_and_fail_in_order() {
         std::fs::write(&video, &bytes[..bytes.len() / 2]).unwrap();
     };
     let root = scratch.path().join("wrist");
-    copy_dir(&fixture, &root);
+    robocache_datasets::testing::copy_tree(&fixture, &root).unwrap();
     truncate(&root, cameras[1]);
     let error = batch(&root, &cameras).map(|_| ()).unwrap_err().to_string();
     assert!(error.contains(cameras[1]) && error.contains("truncated"), "{error}");
