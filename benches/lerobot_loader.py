@@ -39,7 +39,7 @@ windows with 2 frames per camera (offsets -1/fps and 0) and 16 actions:
 
 Reported: frames/s and batches/s delivered to the training loop, host cores
 busy (from /proc/stat over the timed batches), peak GPU memory, and each
-figure as a fraction of the ceiling. Only the cached run keeps frames
+figure as a fraction of the ceiling and of the window ceiling. Only the cached run keeps frames
 between epochs: in every other run each batch decodes its frames.
 """
 
