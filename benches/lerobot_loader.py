@@ -147,13 +147,21 @@ def decode_for(job):
 def ceiling(root, processes, seconds=10.0):
     """Frames/s of FFmpeg's software decoder, one single-threaded process per
     core, all decoding at once for `seconds` (the sum of their rates)."""
+    files, rates = per_process(decode_for, root, processes, seconds)
+    return {"frames_per_s": sum(rates), "processes": processes, "files": len(files)}
+
+
+def per_process(decode, root, processes, seconds, extra=lambda i: ()):
+    """`decode((file, seconds, *extra(i)))` in `processes` spawned processes
+    at once, process i on the root's i-th MP4 (round robin), after a 0.5 s
+    warm-up of each (imports); the root's MP4 files and the results."""
     import multiprocessing as mp
     files = sorted(os.path.join(d, f) for d, _, fs in os.walk(os.path.join(root, "videos")) for f in fs
                    if f.endswith(".mp4"))
     with mp.get_context("spawn").Pool(processes) as pool:
-        pool.map(decode_for, [(files[0], 0.5)] * processes)  # warm up (imports)
-        rates = pool.map(decode_for, [(files[i % len(files)], seconds) for i in range(processes)])
-    return {"frames_per_s": sum(rates), "processes": processes, "files": len(files)}
+        pool.map(decode, [(files[0], 0.5, *extra(i)) for i in range(processes)])
+        results = pool.map(decode, [(files[i % len(files)], seconds, *extra(i)) for i in range(processes)])
+    return files, results
 
 
 def window_decode_for(job):
@@ -210,12 +218,7 @@ def window_ceiling(root, processes, seconds=10.0):
     """The ceiling for the benchmark's windows without frames kept between
     batches: `window_decode_for` in one single-threaded process per core,
     all at once (sums of their rates); None where frames are reordered."""
-    import multiprocessing as mp
-    files = sorted(os.path.join(d, f) for d, _, fs in os.walk(os.path.join(root, "videos")) for f in fs
-                   if f.endswith(".mp4"))
-    with mp.get_context("spawn").Pool(processes) as pool:
-        pool.map(window_decode_for, [(files[0], 0.5, 0)] * processes)  # warm up (imports)
-        rates = pool.map(window_decode_for, [(files[i % len(files)], seconds, i) for i in range(processes)])
+    files, rates = per_process(window_decode_for, root, processes, seconds, lambda i: (i,))
     if any(r is None for r in rates):
         return None
     return {"frames_per_s": sum(r[0] for r in rates), "decoded_per_s": sum(r[1] for r in rates),

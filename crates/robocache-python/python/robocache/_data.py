@@ -203,9 +203,10 @@ class Loader:
     Camera video is decoded in the loader's ``workers`` (Rust threads;
     by default one per core the process may run on, divided among the
     node's ``LOCAL_WORLD_SIZE`` processes, where the batches hold camera
-    video, and 2 otherwise), each batch's frames together: a group of pictures is decoded once for
-    every window of the batch that needs a frame of it. Frames go to the
-    loader's device as the decoder's YUV 4:2:0 planes (1.5 bytes a pixel)
+    video, and 2 otherwise), each batch's frames together: a group of
+    pictures is decoded once for every window of the batch that needs a
+    frame of it. Frames go to the loader's device as the decoder's YUV
+    4:2:0 planes (1.5 bytes a pixel)
     and are converted to RGB there, straight into ``[B, T, C, H, W]``
     float32 or uint8, bit for bit as FFmpeg (and so LeRobot) converts them. ``video_decoder``:
     ``"auto"`` (a CUDA loader decodes on its GPU's video engines, NVDEC,
@@ -308,7 +309,7 @@ class Loader:
             workers = _default_workers(video)
         self.workers = int(workers)
         self._native = _NativeLoader(dataset._native, self.streams, spec, self.batch_size, self.device, int(seed),
-                                     bool(shuffle), self.rank, self.world_size, bool(drop_last), int(workers), int(prefetch),
+                                     bool(shuffle), self.rank, self.world_size, bool(drop_last), self.workers, int(prefetch),
                                      normalization, mode, int(frame_cache_bytes), str(shard_by),
                                      str(video_decoder), frame_layout, frame_dtype, frame_size, frame_crop,
                                      int(device_frame_cache_bytes),
