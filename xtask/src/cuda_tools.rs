@@ -263,51 +263,6 @@ fn cust_raw_bindings() -> Result<PathBuf> {
     Ok(Path::new(manifest).with_file_name("src/cuda.rs"))
 }
 
-/// NASM for rav1d's assembly, from Debian's package unpacked into
-/// `target/tools/nasm` (`apt-get download`, `dpkg-deb -x`): the folder
-/// holding the `nasm` binary, or `None` (with a warning) where apt cannot
-/// fetch it, in which case the bundle decodes AV1 with rav1d's Rust code.
-pub fn nasm_tools() -> Option<PathBuf> {
-    let dir = root().join("target/tools/nasm");
-    let bin = dir.join("root/usr/bin");
-    if bin.join("nasm").is_file() {
-        return Some(bin);
-    }
-    let fetched = (|| -> Result<()> {
-        std::fs::create_dir_all(&dir)?;
-        run(Command::new("apt-get").current_dir(&dir).args(["download", "nasm"]))?;
-        let deb = std::fs::read_dir(&dir)?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .find(|p| p.extension().is_some_and(|e| e == "deb"))
-            .context("apt-get download nasm wrote no .deb")?;
-        run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(dir.join("root")))?;
-        Ok(())
-    })();
-    match fetched {
-        Ok(()) if bin.join("nasm").is_file() => Some(bin),
-        Ok(()) => None,
-        Err(e) => {
-            eprintln!("warning: no NASM ({e:#}): AV1 decodes with rav1d's Rust code in this bundle (slower)");
-            None
-        }
-    }
-}
-
-/// Puts `dir` first on `command`'s PATH.
-pub fn prepend_command_path(command: &mut Command, dir: &Path) {
-    let path = command
-        .get_envs()
-        .find(|(k, _)| *k == "PATH")
-        .and_then(|(_, v)| v.map(|v| v.to_owned()))
-        .or_else(|| std::env::var_os("PATH"))
-        .unwrap_or_default();
-    let mut paths = vec![dir.to_path_buf()];
-    paths.extend(std::env::split_paths(&path));
-    if let Ok(joined) = std::env::join_paths(paths) {
-        command.env("PATH", joined);
-    }
-}
-
 /// Integration tests of the bundled crates that never touch a GPU (the
 /// module graph test reads the checkout's sources, which the bundle lacks).
 const CPU_ONLY_TESTS: [&str; 2] = ["test-loader", "test-module_graph"];
@@ -331,25 +286,19 @@ pub fn gpu_bundle() -> Result<()> {
     let bundle = root().join("target/gpu-bundle");
     let _ = std::fs::remove_dir_all(&bundle);
     std::fs::create_dir_all(&bundle)?;
-    let nasm = nasm_tools();
-    if nasm.is_some() {
-        // OpenH264's build script looks for NASM once and never reruns: a
-        // release build made without NASM on PATH would keep its C-only
-        // decoder (about 6× slower) in every binary and wheel built after.
-        let mut clean = Command::new(env!("CARGO"));
-        clean.current_dir(root()).args(["clean", "--release", "-p", "openh264-sys2"]);
-        run(&mut clean)?;
-    }
+    // OpenH264's build script looks for NASM once and never reruns: a
+    // release build made without NASM on PATH would keep its C-only decoder
+    // (about 6× slower) in every binary and wheel built after.
+    let mut clean = Command::new(env!("CARGO"));
+    clean.current_dir(root()).args(["clean", "--release", "-p", "openh264-sys2"]);
+    run(&mut clean)?;
     let mut tests = Command::new(env!("CARGO"));
     tests
         .current_dir(root())
         .args(["test", "--release", "--no-run", "--message-format=json", "-p", "robocache", "-p", "robocache-cuda"])
         .args(["-p", "robocache-video"])
-        .args(["--features", "robocache/cuda,robocache-cuda/driver"]);
+        .args(["--features", "robocache/cuda,robocache/video-asm,robocache-cuda/driver"]);
     tools.apply(&mut tests);
-    if let Some(nasm) = &nasm {
-        prepend_command_path(&mut tests, nasm);
-    }
     let output = tests.output().context("cargo test --no-run")?;
     if !output.status.success() {
         bail!("building the GPU tests failed:\n{}", String::from_utf8_lossy(&output.stderr));
@@ -373,10 +322,6 @@ pub fn gpu_bundle() -> Result<()> {
     let mut cli = Command::new(env!("CARGO"));
     cli.current_dir(root()).args(["build", "--release", "-p", "robocache-cli", "--features", "cuda"]);
     tools.apply(&mut cli);
-    if let Some(nasm) = &nasm {
-        cli.args(["--features", "video-asm"]);
-        prepend_command_path(&mut cli, nasm);
-    }
     run(&mut cli)?;
     std::fs::copy(root().join("target/release/robocache"), bundle.join("robocache"))?;
     // Debug info and symbols would take the bundle past what travels to a GPU machine.
@@ -521,7 +466,7 @@ pub fn gpu_bundle() -> Result<()> {
     std::fs::copy(root().join("benches/train_policy.py"), bundle.join("train_policy.py"))?;
     std::fs::copy(root().join("benches/lerobot_loader.py"), bundle.join("lerobot_loader.py"))?;
     let python = bundle.join("python");
-    crate::wheel_with(&python, nasm.as_deref())?;
+    crate::wheel(&python)?;
     std::fs::create_dir_all(python.join("tests"))?;
     for test in std::fs::read_dir(root().join("crates/robocache-python/tests"))? {
         let test = test?.path();

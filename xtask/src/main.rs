@@ -24,6 +24,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod cuda_tools;
+mod nasm_tools;
 mod python_tools;
 mod server_tools;
 
@@ -32,6 +33,7 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
+use python_tools::Needs;
 
 #[derive(Debug, Parser)]
 #[command(name = "xtask", about = "robocache project automation")]
@@ -93,7 +95,7 @@ fn main() -> Result<()> {
         Task::Run { args } => {
             let mut all = vec!["--".to_owned()];
             all.extend(args);
-            cargo(&["run", "--release", "--quiet", "-p", "robocache-cli"], &all)
+            cargo_with(Needs::Build, &["run", "--release", "--quiet", "-p", "robocache-cli"], &all)
         }
         Task::Env => python_tools::PythonTools::ensure().map(|tools| print!("{}", tools.exports())),
         Task::BenchNumpy { repeats } => bench_numpy(repeats),
@@ -119,7 +121,12 @@ pub(crate) fn run(command: &mut Command) -> Result<()> {
 
 /// Runs cargo with `args` and `extra`, the project's tools on its PATH.
 fn cargo(args: &[&str], extra: &[String]) -> Result<()> {
-    let tools = python_tools::PythonTools::ensure()?;
+    cargo_with(Needs::Tests, args, extra)
+}
+
+/// [`cargo`] with only the tools `needs` names installed.
+fn cargo_with(needs: Needs, args: &[&str], extra: &[String]) -> Result<()> {
+    let tools = python_tools::PythonTools::ensure_for(needs)?;
     let mut command = Command::new(env!("CARGO"));
     command.current_dir(root()).args(args).args(extra);
     tools.apply(&mut command);
@@ -143,15 +150,11 @@ fn python_tests() -> Result<()> {
     run(&mut pytest)
 }
 
-/// The Python package's wheel (release, abi3) in `out`; returns its path.
+/// The Python package's wheel (release, abi3) in `out`, as `pip install`
+/// builds it (its default features: the decoders' assembly, NASM on
+/// PATH); returns its path.
 pub(crate) fn wheel(out: &Path) -> Result<PathBuf> {
-    wheel_with(out, None)
-}
-
-/// The wheel, with rav1d's (and OpenH264's, if built first here) assembly
-/// when `nasm` (a folder holding the `nasm` binary) is given.
-pub(crate) fn wheel_with(out: &Path, nasm: Option<&Path>) -> Result<PathBuf> {
-    let tools = python_tools::PythonTools::ensure()?;
+    let tools = python_tools::PythonTools::ensure_for(Needs::Build)?;
     let _ = std::fs::remove_dir_all(out);
     let mut build = Command::new(tools.bin.join("maturin"));
     build
@@ -159,10 +162,6 @@ pub(crate) fn wheel_with(out: &Path, nasm: Option<&Path>) -> Result<PathBuf> {
         .args(["build", "--release", "--strip", "--quiet", "-m", "crates/robocache-python/Cargo.toml", "-o"])
         .arg(out);
     tools.apply(&mut build);
-    if let Some(nasm) = nasm {
-        build.args(["--features", "video-asm"]);
-        cuda_tools::prepend_command_path(&mut build, nasm);
-    }
     run(&mut build)?;
     std::fs::read_dir(out)?
         .filter_map(|e| e.ok().map(|e| e.path()))

@@ -1,13 +1,17 @@
-//! The Python tools the project needs, installed from PyPI into
-//! `target/tools/python` (never by hand):
-//! - CMake ≥ 3.26, which the static HDF5 build (`hdf5-metno-src`) needs and
-//!   Debian 12 does not ship;
-//! - h5py and NumPy, the independent writers of the dataset tests' files;
-//! - robomimic 0.3.0 (without its PyTorch dependency: the tests run its
-//!   `SequenceDataset` with a stand-in module), tqdm and termcolor it imports;
-//! - Pillow, whose `Image.resize` the frame resize equals bit for bit;
-//! - moto's S3 server and boto3 for the remote-dataset tests (and nginx,
-//!   from Debian's package: `server_tools`).
+//! The tools the project needs, installed from PyPI into
+//! `target/tools/python` (never by hand), in two sets, so that a command
+//! installs only what it runs:
+//! - to build (`run`, `wheel`, `gpu-bundle`): CMake ≥ 3.26, which the
+//!   static HDF5 build (`hdf5-metno-src`) and libde265 need and Debian 12
+//!   does not ship, maturin (the Python package's build backend), and NASM
+//!   for the decoders' assembly (`nasm_tools`);
+//! - to test (`test`, `env`), in addition: h5py and NumPy, the independent
+//!   writers of the dataset tests' files; robomimic 0.3.0 (without its
+//!   PyTorch dependency: the tests run its `SequenceDataset` with a
+//!   stand-in module), tqdm and termcolor it imports; Pillow, whose
+//!   `Image.resize` the frame resize equals bit for bit; pytest and
+//!   PyTorch; moto's S3 server and boto3 and nginx (`server_tools`) for the
+//!   remote-dataset tests.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -16,18 +20,17 @@ use anyhow::Result;
 
 use crate::{root, run};
 
-/// What `target/tools/python` holds; a change re-runs pip.
-const PACKAGES: [&str; 10] = [
-    "cmake>=3.26,<5",
+/// What building robocache needs.
+const BUILD_PACKAGES: [&str; 2] = ["cmake>=3.26,<5", "maturin>=1.7,<2"];
+/// What its tests need beyond that.
+const TEST_PACKAGES: [&str; 8] = [
     "numpy>=1.26",
     "h5py>=3.10",
     "tqdm",
     "termcolor",
-    // The Python package: its build backend, its tests, and PyTorch (its
-    // tensors in and out are what the tests exchange; a CPU machine runs
-    // torch's CUDA build without a driver).
-    "maturin>=1.7,<2",
     "pytest>=7",
+    // The Python package's tensors in and out are what the tests exchange;
+    // a CPU machine runs torch's CUDA build without a driver.
     "torch>=2.4",
     // The S3-compatible server of the remote-dataset tests (and boto3, which
     // uploads their fixtures).
@@ -38,57 +41,94 @@ const PACKAGES: [&str; 10] = [
 ];
 const ROBOMIMIC: &str = "robomimic==0.3.0";
 
+/// Which set of tools a command needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Needs {
+    Build,
+    Tests,
+}
+
 /// The virtual environment with the tools, created or updated when stale.
+#[derive(Debug)]
 pub struct PythonTools {
     pub bin: PathBuf,
-    /// nginx for the remote-dataset tests (`server_tools`).
-    pub nginx: PathBuf,
+    /// nginx for the remote-dataset tests (`server_tools`), with the test tools.
+    pub nginx: Option<PathBuf>,
+    /// The folder holding NASM, where the system's is missing or too old.
+    pub nasm: Option<PathBuf>,
 }
 
 impl PythonTools {
+    /// Everything: the build tools and the test tools.
     pub fn ensure() -> Result<Self> {
+        Self::ensure_for(Needs::Tests)
+    }
+
+    pub fn ensure_for(needs: Needs) -> Result<Self> {
         let venv = root().join("target/tools/python");
         let python = venv.join("bin/python");
-        let stamp = venv.join("robocache-packages.txt");
-        let wanted = format!("{}\n{ROBOMIMIC}\n", PACKAGES.join("\n"));
         if !python.exists() {
             run(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
         }
-        if std::fs::read_to_string(&stamp).ok().as_deref() != Some(wanted.as_str()) {
-            eprintln!("installing {} into {} (PyPI)", PACKAGES.join(", "), venv.display());
-            let pip = |args: &[&str]| {
-                run(Command::new(&python)
-                    .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
-                    .args(args))
-            };
-            pip(&PACKAGES)?;
-            pip(&["--no-deps", ROBOMIMIC])?;
-            std::fs::write(&stamp, wanted)?;
+        let pip = |args: &[&str]| {
+            run(Command::new(&python)
+                .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
+                .args(args))
+        };
+        let build_stamp = venv.join("robocache-build-packages.txt");
+        let wanted = format!("{}\n", BUILD_PACKAGES.join("\n"));
+        if std::fs::read_to_string(&build_stamp).ok().as_deref() != Some(wanted.as_str()) {
+            eprintln!("installing {} into {} (PyPI)", BUILD_PACKAGES.join(", "), venv.display());
+            pip(&BUILD_PACKAGES)?;
+            std::fs::write(&build_stamp, wanted)?;
         }
-        Ok(PythonTools { bin: venv.join("bin"), nginx: crate::server_tools::nginx()? })
+        let mut nginx = None;
+        if needs == Needs::Tests {
+            let test_stamp = venv.join("robocache-test-packages.txt");
+            let wanted = format!("{}\n{ROBOMIMIC}\n", TEST_PACKAGES.join("\n"));
+            if std::fs::read_to_string(&test_stamp).ok().as_deref() != Some(wanted.as_str()) {
+                eprintln!("installing {} into {} (PyPI)", TEST_PACKAGES.join(", "), venv.display());
+                pip(&TEST_PACKAGES)?;
+                pip(&["--no-deps", ROBOMIMIC])?;
+                std::fs::write(&test_stamp, wanted)?;
+            }
+            nginx = Some(crate::server_tools::nginx()?);
+        }
+        Ok(PythonTools { bin: venv.join("bin"), nginx, nasm: crate::nasm_tools::nasm()? })
+    }
+
+    /// The folders to put first on PATH.
+    fn path_dirs(&self) -> Vec<PathBuf> {
+        std::iter::once(self.bin.clone()).chain(self.nasm.clone()).collect()
     }
 
     /// Puts the tools on `command`'s PATH and names them for the build
-    /// scripts and tests: `CMAKE` (the cmake crate) and `ROBOCACHE_PYTHON`.
+    /// scripts and tests: `CMAKE` (the cmake crate), `ROBOCACHE_PYTHON`
+    /// and, with the test tools, `ROBOCACHE_NGINX`.
     pub fn apply(&self, command: &mut Command) {
         let path = std::env::var_os("PATH").unwrap_or_default();
-        let mut paths = vec![self.bin.clone()];
+        let mut paths = self.path_dirs();
         paths.extend(std::env::split_paths(&path));
         if let Ok(joined) = std::env::join_paths(paths) {
             command.env("PATH", joined);
         }
-        command
-            .env("CMAKE", self.bin.join("cmake"))
-            .env("ROBOCACHE_PYTHON", self.bin.join("python"))
-            .env("ROBOCACHE_NGINX", &self.nginx);
+        command.env("CMAKE", self.bin.join("cmake")).env("ROBOCACHE_PYTHON", self.bin.join("python"));
+        if let Some(nginx) = &self.nginx {
+            command.env("ROBOCACHE_NGINX", nginx);
+        }
     }
 
     /// The same settings as shell `export`s, for `eval "$(cargo xtask env)"`.
     pub fn exports(&self) -> String {
-        format!(
-            "export PATH=\"{bin}:$PATH\"\nexport CMAKE=\"{bin}/cmake\"\nexport ROBOCACHE_PYTHON=\"{bin}/python\"\nexport ROBOCACHE_NGINX=\"{nginx}\"\n",
+        let dirs: Vec<String> = self.path_dirs().iter().map(|d| d.display().to_string()).collect();
+        let mut out = format!(
+            "export PATH=\"{}:$PATH\"\nexport CMAKE=\"{bin}/cmake\"\nexport ROBOCACHE_PYTHON=\"{bin}/python\"\n",
+            dirs.join(":"),
             bin = self.bin.display(),
-            nginx = self.nginx.display()
-        )
+        );
+        if let Some(nginx) = &self.nginx {
+            out.push_str(&format!("export ROBOCACHE_NGINX=\"{}\"\n", nginx.display()));
+        }
+        out
     }
 }

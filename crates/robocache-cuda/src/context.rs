@@ -271,6 +271,12 @@ impl CudaContext {
         release_threshold(self.memory_pool()?)
     }
 
+    /// The device memory the pool holds now, in use or kept for reuse
+    /// (`CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT`).
+    pub fn pool_memory_reserved(&self) -> Result<u64> {
+        pool_attribute(self.memory_pool()?, cust::sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)
+    }
+
     /// The memory pool `cuMemAllocAsync` draws from on this device.
     fn memory_pool(&self) -> Result<cust::sys::CUmemoryPool> {
         self.make_current()?;
@@ -916,10 +922,15 @@ const RELEASE_THRESHOLD: cust::sys::CUmemPool_attribute =
 
 /// The release threshold of `pool`, a valid pool of a device.
 fn release_threshold(pool: cust::sys::CUmemoryPool) -> Result<u64> {
+    pool_attribute(pool, RELEASE_THRESHOLD)
+}
+
+/// A `cuuint64_t` attribute of `pool`, a valid pool of a device.
+fn pool_attribute(pool: cust::sys::CUmemoryPool, attribute: cust::sys::CUmemPool_attribute) -> Result<u64> {
     let mut current: u64 = 0;
-    // SAFETY: the release threshold is a `cuuint64_t`, written into `current`.
+    // SAFETY: the attributes read here are `cuuint64_t`s, written into `current`.
     check(
-        unsafe { cust::sys::cuMemPoolGetAttribute(pool, RELEASE_THRESHOLD, (&mut current as *mut u64).cast()) },
+        unsafe { cust::sys::cuMemPoolGetAttribute(pool, attribute, (&mut current as *mut u64).cast()) },
         "cuMemPoolGetAttribute",
     )?;
     Ok(current)

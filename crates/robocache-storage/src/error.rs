@@ -34,6 +34,10 @@ pub enum Error {
     /// Listing a remote directory failed or is not supported by the server.
     #[error("{url}: listing: {reason}")]
     List { url: String, reason: String },
+    /// A listing named a path outside the directory listed (`..`, an
+    /// absolute path, another scheme): never opened.
+    #[error("{url}: the listing names {problem}")]
+    OutsideRoot { url: String, problem: String },
     /// The Hugging Face Hub answered a request with something else than expected.
     #[error("{url}: {reason}")]
     Hub { url: String, reason: String },

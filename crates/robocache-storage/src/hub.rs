@@ -30,7 +30,12 @@ pub(crate) async fn list_files(access: &HubAccess, repo: &str, revision: &str, d
         dir.split('/').map(percent_encode).collect::<Vec<_>>().join("/")
     );
     let mut files = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for page in 0.. {
+        // A page links the next; a link back to a page seen is a loop.
+        if !seen.insert(url.clone()) {
+            return Err(Error::Hub { url, reason: "the listing's `Link: rel=\"next\"` repeats a page".into() });
+        }
         let mut tries = 0;
         let response = loop {
             tries += 1;
@@ -73,9 +78,50 @@ pub(crate) async fn list_files(access: &HubAccess, repo: &str, revision: &str, d
             .map_err(|e| Error::Hub { url: url.clone(), reason: format!("not a tree listing: {e}") })?;
         files.extend(entries.into_iter().filter(|e| e.kind == "file").map(|e| e.path));
         match next {
-            Some(next) => url = next,
+            // The token goes to the Hub's own host only: a next page elsewhere is an error.
+            Some(next) if same_origin(&next, &access.endpoint) => url = next,
+            Some(next) => {
+                return Err(Error::Hub {
+                    url,
+                    reason: format!(
+                        "the listing's next page `{next}` is not on the Hub's host `{}`: not followed",
+                        access.endpoint
+                    ),
+                })
+            }
             None => break,
         }
     }
     Ok(files)
+}
+
+/// True when `url` has `endpoint`'s scheme, host and port (the endpoint's
+/// path may be a prefix, as a proxied Hub's is).
+fn same_origin(url: &str, endpoint: &str) -> bool {
+    let origin = |text: &str| -> Option<String> {
+        let (scheme, rest) = text.split_once("://")?;
+        let authority = rest.split(['/', '?', '#']).next()?;
+        // Userinfo (`user@host`) would let a page name another host after `@`.
+        (!authority.contains('@'))
+            .then(|| format!("{}://{}", scheme.to_ascii_lowercase(), authority.to_ascii_lowercase()))
+    };
+    matches!((origin(url), origin(endpoint)), (Some(a), Some(b)) if a == b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_origin;
+
+    #[test]
+    fn next_pages_are_followed_only_on_the_hubs_own_host() {
+        let hub = "https://huggingface.co";
+        assert!(same_origin("https://huggingface.co/api/datasets/a/b/tree/main?cursor=x", hub));
+        assert!(same_origin("HTTPS://HuggingFace.co/api/x", hub));
+        assert!(!same_origin("https://huggingface.co.evil.example/api/x", hub));
+        assert!(!same_origin("http://huggingface.co/api/x", hub));
+        assert!(!same_origin("https://huggingface.co@evil.example/api/x", hub));
+        assert!(!same_origin("https://evil.example/?https://huggingface.co", hub));
+        assert!(same_origin("http://127.0.0.1:8080/api/x", "http://127.0.0.1:8080/hub"));
+        assert!(!same_origin("http://127.0.0.1:8081/api/x", "http://127.0.0.1:8080"));
+    }
 }

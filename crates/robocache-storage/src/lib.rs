@@ -45,6 +45,9 @@ mod stores;
 
 pub use block_cache::BLOCK_BYTES;
 pub use error::{Error, Result};
-pub use location::{is_remote, Location, RemoteUrl, StoreKind};
-pub use storage::{Blob, FetchThroughput, Storage, StorageOptions, StorageUsage, DEFAULT_CACHE_BYTES};
+pub use location::{is_remote, join_inside, Location, RemoteUrl, StoreKind};
+pub use storage::{is_credential, Blob, FetchThroughput, Storage, StorageOptions, StorageUsage, DEFAULT_CACHE_BYTES};
 pub use stores::HUB_ENDPOINT;
+
+/// What `Debug` prints in place of a credential.
+pub const REDACTED: &str = "<redacted>";

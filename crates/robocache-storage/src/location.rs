@@ -77,6 +77,32 @@ const SCHEMES: &[(&str, StoreKind)] = &[
     ("hf://", StoreKind::Hub),
 ];
 
+/// `root` joined with `relative`, a path that metadata or a listing gave
+/// (a filled template, a listed key), confined to `root`: `relative` must be
+/// a non-empty relative path of plain names, with no `..` segment, no
+/// leading `/` (which would replace `root`, even a remote one, by a local
+/// path), no scheme (`s3://`, `file:`), no NUL and no backslash. The error
+/// says what is wrong; the caller names the file and field it came from.
+pub fn join_inside(root: &Path, relative: &str) -> std::result::Result<PathBuf, String> {
+    let problem = if relative.is_empty() {
+        Some("is empty")
+    } else if relative.starts_with('/') {
+        Some("is an absolute path (it must stay inside the dataset root)")
+    } else if relative.contains("://") || relative.split('/').next().is_some_and(|first| first.contains(':')) {
+        Some("names a scheme or drive (it must be a path inside the dataset root)")
+    } else if relative.contains('\\') || relative.contains('\0') {
+        Some("holds a backslash or NUL")
+    } else if relative.split('/').any(|segment| segment == "..") {
+        Some("has a `..` segment (it must stay inside the dataset root)")
+    } else {
+        None
+    };
+    match problem {
+        Some(problem) => Err(format!("`{relative}` {problem}")),
+        None => Ok(root.join(relative)),
+    }
+}
+
 /// True when `path` is a URL of a remote store robocache reads (`s3://`,
 /// `gs://`, `az://`, `abfs[s]://`, `http(s)://`, `hf://`).
 pub fn is_remote(path: &Path) -> bool {
@@ -229,6 +255,29 @@ mod tests {
         match Location::parse(Path::new(text)).unwrap() {
             Location::Remote(url) => url,
             Location::Local(path) => panic!("{} read as local", path.display()),
+        }
+    }
+
+    #[test]
+    fn paths_from_metadata_stay_inside_the_root() {
+        let root = Path::new("s3://bucket/root");
+        assert_eq!(
+            join_inside(root, "data/chunk-000/file-000.parquet").unwrap(),
+            root.join("data/chunk-000/file-000.parquet")
+        );
+        assert_eq!(join_inside(Path::new("/data/ds"), "a..b/c.mp4").unwrap(), Path::new("/data/ds/a..b/c.mp4"));
+        for (bad, says) in [
+            ("../outside/data/file.parquet", "`..`"),
+            ("data/../../x", "`..`"),
+            ("/etc/passwd", "absolute"),
+            ("file:///etc/passwd", "scheme"),
+            ("s3://other/x", "scheme"),
+            ("c:/x", "scheme"),
+            ("a\\..\\b", "backslash"),
+            ("", "empty"),
+        ] {
+            let error = join_inside(root, bad).unwrap_err();
+            assert!(error.contains(says), "{bad}: {error}");
         }
     }
 

@@ -27,8 +27,10 @@ const READ_TRIES: usize = 4;
 /// Ranged requests in flight per read.
 const REQUESTS_IN_FLIGHT: usize = 8;
 
-/// How remote datasets are read. Local paths ignore it.
-#[derive(Clone, Debug, Default, PartialEq)]
+/// How remote datasets are read. Local paths ignore it. `Debug` prints
+/// the values of credential options (keys naming a secret, token, key,
+/// password, SAS or session) as `<redacted>`.
+#[derive(Clone, Default, PartialEq)]
 pub struct StorageOptions {
     /// The node-local cache directory, shared by the processes of a node;
     /// `None`: `$XDG_CACHE_HOME/robocache/remote`, else `~/.cache/robocache/remote`.
@@ -43,6 +45,29 @@ pub struct StorageOptions {
     /// `allow_http`, `timeout`, `connect_timeout`, ...) and, for the Hub,
     /// `hf_endpoint` and `hf_token`.
     pub options: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for StorageOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let options: Vec<(&str, &str)> = self
+            .options
+            .iter()
+            .map(|(key, value)| (key.as_str(), if is_credential(key) { crate::REDACTED } else { value.as_str() }))
+            .collect();
+        f.debug_struct("StorageOptions")
+            .field("cache_dir", &self.cache_dir)
+            .field("cache_bytes", &self.cache_bytes)
+            .field("options", &options)
+            .finish()
+    }
+}
+
+/// True for an option whose value is a credential.
+pub fn is_credential(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    ["secret", "token", "key", "password", "sas", "session", "credential", "signature"]
+        .iter()
+        .any(|word| key.contains(word))
 }
 
 impl StorageOptions {
@@ -302,8 +327,11 @@ impl Storage {
                 let mut out: Vec<PathBuf> = keys
                     .iter()
                     .filter_map(|key| key.strip_prefix(&prefix))
-                    .map(|relative| dir.join(relative))
-                    .collect();
+                    .map(|relative| {
+                        crate::join_inside(dir, relative)
+                            .map_err(|problem| Error::OutsideRoot { url: url.url(), problem })
+                    })
+                    .collect::<Result<_>>()?;
                 out.sort();
                 Ok(out)
             }
@@ -622,7 +650,7 @@ impl Blob {
     /// covers that the cache lacks, several at a time, then reads the cache;
     /// without a cache it fetches exactly the range. Never returns partial data.
     pub fn read_exact_at(&self, buffer: &mut [u8], offset: u64) -> Result<()> {
-        let end = offset + buffer.len() as u64;
+        let end = offset.saturating_add(buffer.len() as u64);
         match &*self.inner {
             BlobInner::Local { path, file, len } => {
                 if end > *len {
@@ -689,6 +717,24 @@ impl Drop for RemoteObject {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn credentials_print_redacted() {
+        let options = StorageOptions {
+            options: vec![
+                ("aws_secret_access_key".into(), "s3cr3t-value".into()),
+                ("hf_token".into(), "hf_abcdef".into()),
+                ("azure_storage_sas_key".into(), "sv=2024&sig=xyz".into()),
+                ("aws_endpoint".into(), "http://127.0.0.1:9000".into()),
+            ],
+            ..Default::default()
+        };
+        let text = format!("{options:?}");
+        for secret in ["s3cr3t-value", "hf_abcdef", "sig=xyz"] {
+            assert!(!text.contains(secret), "{secret} printed: {text}");
+        }
+        assert!(text.contains("http://127.0.0.1:9000") && text.contains("<redacted>"), "{text}");
+    }
 
     #[test]
     fn writes_replace_local_files_whole_and_the_hub_is_refused() {

@@ -54,15 +54,88 @@ const OWN_OPTIONS: &[&str] = &["max_retries", "retry_timeout", "hf_endpoint", "h
 
 /// Per request: 30 s in all, 5 s to connect. A slow server times out and
 /// is retried; the loader never waits on a dead connection.
+const CLIENT_DEFAULTS: [(ClientConfigKey, &str); 2] =
+    [(ClientConfigKey::Timeout, "30s"), (ClientConfigKey::ConnectTimeout, "5s")];
+
 fn client_options() -> ClientOptions {
     ClientOptions::new().with_timeout(Duration::from_secs(30)).with_connect_timeout(Duration::from_secs(5))
 }
 
+/// The S3 client's builder: the environment (`AWS_*`, `AWS_ALLOW_HTTP`
+/// included), the AWS files, then `options`; robocache's timeouts only
+/// where none of these set one. (Setting client options whole after
+/// `from_env` would drop the ones the environment set.)
+fn s3_builder(url: &RemoteUrl, retry: RetryConfig, options: &[&(String, String)]) -> Result<AmazonS3Builder> {
+    let mut builder = AmazonS3Builder::from_env().with_url(&url.store).with_retry(retry);
+    for (key, value) in crate::aws_profile::from_files() {
+        builder = builder.with_config(key, value);
+    }
+    for (key, value) in options.iter().copied() {
+        let parsed = AmazonS3ConfigKey::from_str(key).map_err(|_| bad_key(key, "S3"))?;
+        builder = builder.with_config(parsed, value);
+    }
+    for (key, value) in CLIENT_DEFAULTS {
+        if builder.get_config_value(&AmazonS3ConfigKey::Client(key)).is_none() {
+            builder = builder.with_config(AmazonS3ConfigKey::Client(key), value);
+        }
+    }
+    Ok(builder)
+}
+
+fn gcs_builder(
+    url: &RemoteUrl,
+    retry: RetryConfig,
+    options: &[&(String, String)],
+) -> Result<GoogleCloudStorageBuilder> {
+    let mut builder = GoogleCloudStorageBuilder::from_env().with_url(&url.store).with_retry(retry);
+    for (key, value) in options.iter().copied() {
+        let parsed = GoogleConfigKey::from_str(key).map_err(|_| bad_key(key, "GCS"))?;
+        builder = builder.with_config(parsed, value);
+    }
+    for (key, value) in CLIENT_DEFAULTS {
+        if builder.get_config_value(&GoogleConfigKey::Client(key)).is_none() {
+            builder = builder.with_config(GoogleConfigKey::Client(key), value);
+        }
+    }
+    Ok(builder)
+}
+
+fn azure_builder(url: &RemoteUrl, retry: RetryConfig, options: &[&(String, String)]) -> Result<MicrosoftAzureBuilder> {
+    let mut builder = MicrosoftAzureBuilder::from_env().with_url(&url.store).with_retry(retry);
+    for (key, value) in options.iter().copied() {
+        let parsed = AzureConfigKey::from_str(key).map_err(|_| bad_key(key, "Azure"))?;
+        builder = builder.with_config(parsed, value);
+    }
+    for (key, value) in CLIENT_DEFAULTS {
+        if builder.get_config_value(&AzureConfigKey::Client(key)).is_none() {
+            builder = builder.with_config(AzureConfigKey::Client(key), value);
+        }
+    }
+    Ok(builder)
+}
+
+fn bad_key(key: &str, store: &str) -> Error {
+    Error::InvalidOption {
+        key: key.into(),
+        reason: format!("not an option of {store} stores (see object_store's config keys)"),
+    }
+}
+
 /// The Hub's endpoint and token, found as `huggingface_hub` finds them.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub(crate) struct HubAccess {
     pub endpoint: String,
     pub token: Option<String>,
+}
+
+/// The token never prints.
+impl std::fmt::Debug for HubAccess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HubAccess")
+            .field("endpoint", &self.endpoint)
+            .field("token", &self.token.as_ref().map(|_| crate::REDACTED))
+            .finish()
+    }
 }
 
 impl HubAccess {
@@ -104,47 +177,10 @@ pub(crate) fn build(url: &RemoteUrl, all_options: &[(String, String)]) -> Result
     let options: Vec<&(String, String)> =
         all_options.iter().filter(|(k, _)| !OWN_OPTIONS.contains(&k.as_str())).collect();
     let build_error = |source| Error::Request { url: url.store.clone(), range: None, source: Box::new(source) };
-    let bad_key = |key: &str, store: &str| Error::InvalidOption {
-        key: key.into(),
-        reason: format!("not an option of {store} stores (see object_store's config keys)"),
-    };
     let store: Arc<dyn ObjectStore> = match url.kind {
-        StoreKind::S3 => {
-            let mut builder = AmazonS3Builder::from_env()
-                .with_url(&url.store)
-                .with_retry(retry.clone())
-                .with_client_options(client_options());
-            for (key, value) in crate::aws_profile::from_files() {
-                builder = builder.with_config(key, value);
-            }
-            for (key, value) in options.iter().copied() {
-                let parsed = AmazonS3ConfigKey::from_str(key).map_err(|_| bad_key(key, "S3"))?;
-                builder = builder.with_config(parsed, value);
-            }
-            Arc::new(builder.build().map_err(build_error)?)
-        }
-        StoreKind::Gcs => {
-            let mut builder = GoogleCloudStorageBuilder::from_env()
-                .with_url(&url.store)
-                .with_retry(retry.clone())
-                .with_client_options(client_options());
-            for (key, value) in options.iter().copied() {
-                let parsed = GoogleConfigKey::from_str(key).map_err(|_| bad_key(key, "GCS"))?;
-                builder = builder.with_config(parsed, value);
-            }
-            Arc::new(builder.build().map_err(build_error)?)
-        }
-        StoreKind::Azure => {
-            let mut builder = MicrosoftAzureBuilder::from_env()
-                .with_url(&url.store)
-                .with_retry(retry.clone())
-                .with_client_options(client_options());
-            for (key, value) in options.iter().copied() {
-                let parsed = AzureConfigKey::from_str(key).map_err(|_| bad_key(key, "Azure"))?;
-                builder = builder.with_config(parsed, value);
-            }
-            Arc::new(builder.build().map_err(build_error)?)
-        }
+        StoreKind::S3 => Arc::new(s3_builder(url, retry.clone(), &options)?.build().map_err(build_error)?),
+        StoreKind::Gcs => Arc::new(gcs_builder(url, retry.clone(), &options)?.build().map_err(build_error)?),
+        StoreKind::Azure => Arc::new(azure_builder(url, retry.clone(), &options)?.build().map_err(build_error)?),
         StoreKind::Http | StoreKind::Hub => {
             let mut client = client_options();
             if url.store.starts_with("http://") {
@@ -186,4 +222,50 @@ pub(crate) fn build(url: &RemoteUrl, all_options: &[(String, String)]) -> Result
         }
     };
     Ok(store)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::Location;
+
+    fn s3(text: &str) -> RemoteUrl {
+        match Location::parse(Path::new(text)).unwrap() {
+            Location::Remote(url) => url,
+            Location::Local(_) => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn client_options_the_environment_sets_are_kept() {
+        // The only test of this crate that sets AWS_* variables.
+        std::env::set_var("AWS_ALLOW_HTTP", "true");
+        std::env::set_var("AWS_CONNECT_TIMEOUT", "7s");
+        let retry = retry_config(&[]).unwrap();
+        let builder = s3_builder(&s3("s3://bucket/x"), retry.clone(), &[]).unwrap();
+        std::env::remove_var("AWS_ALLOW_HTTP");
+        std::env::remove_var("AWS_CONNECT_TIMEOUT");
+        let client = |key| builder.get_config_value(&AmazonS3ConfigKey::Client(key));
+        assert_eq!(client(ClientConfigKey::AllowHttp).as_deref(), Some("true"));
+        assert_eq!(client(ClientConfigKey::ConnectTimeout).as_deref(), Some("7s"));
+        // robocache's own default where nothing set one.
+        assert_eq!(client(ClientConfigKey::Timeout).as_deref(), Some("30s"));
+        // An option given by the user wins over the environment.
+        let options = [("aws_allow_http".to_owned(), "false".to_owned())];
+        let given: Vec<&(String, String)> = options.iter().collect();
+        let builder = s3_builder(&s3("s3://bucket/x"), retry, &given).unwrap();
+        assert_eq!(
+            builder.get_config_value(&AmazonS3ConfigKey::Client(ClientConfigKey::AllowHttp)).as_deref(),
+            Some("false")
+        );
+    }
+
+    #[test]
+    fn the_hub_token_never_prints() {
+        let access = HubAccess { endpoint: HUB_ENDPOINT.into(), token: Some("hf_secretvalue".into()) };
+        let text = format!("{access:?}");
+        assert!(!text.contains("hf_secretvalue") && text.contains("redacted"), "{text}");
+    }
 }

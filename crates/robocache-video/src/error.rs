@@ -11,9 +11,13 @@ pub enum Error {
     /// Not an MP4 file robocache reads: truncated, no video track, broken tables.
     #[error("{}: {problem}", file.display())]
     Container { file: PathBuf, problem: String },
-    /// NVDEC was required ([`crate::DecoderChoice::Nvdec`]) and cannot
-    /// decode this file: no driver, no such GPU, a codec or size its
-    /// video engines lack.
+    /// NVDEC was required ([`crate::DecoderChoice::Nvdec`]) and this
+    /// machine has none: no NVIDIA driver, no `libnvcuvid`, no such GPU.
+    #[error("{}: NVDEC is not available here: {reason}", file.display())]
+    NvdecUnavailable { file: PathBuf, reason: String },
+    /// NVDEC was required and cannot decode this file: a codec or size
+    /// its video engines lack, a configuration record it refuses, a
+    /// sample that fails.
     #[error("{}: NVDEC cannot decode it: {problem}", file.display())]
     Nvdec { file: PathBuf, problem: String },
     /// A frame that does not decode (corrupt data), or decodes to the wrong size.

@@ -32,6 +32,7 @@
 //! HEVC decode on every NVDEC GPU, AV1 on Ada and later.
 
 mod av1;
+mod build_info;
 mod error;
 mod frame_cache;
 mod h264;
@@ -47,6 +48,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+pub use build_info::{cpu_decoders_have_assembly, decoders, DecoderInfo};
 pub use error::{Error, Result};
 pub use frame_cache::{Claim, FrameCache, FrameCacheUsage, FrameKey, Lookup, PendingFrame};
 pub use mp4::{Codec, Track};
@@ -379,7 +381,15 @@ impl VideoFile {
             DecoderChoice::Nvdec { device } => (device, None),
         };
         let required = limit.is_none();
-        match self.take_nvdec(device, limit) {
+        let gpu = match Gpu::get(device) {
+            Ok(gpu) => gpu,
+            Err(reason) if required => return Err(Error::NvdecUnavailable { file: self.path.clone(), reason }),
+            Err(reason) => {
+                tracing::debug!(file = %self.path.display(), reason, "no NVDEC: decoding on the CPU");
+                return self.take_cpu_decoder();
+            }
+        };
+        match self.take_nvdec(&gpu, limit) {
             Ok(Some(decoder)) => Ok(decoder),
             Ok(None) => self.take_cpu_decoder(),
             Err(problem) if required => Err(Error::Nvdec { file: self.path.clone(), problem }),
@@ -390,10 +400,9 @@ impl VideoFile {
         }
     }
 
-    /// An NVDEC session of GPU `device` set to this track; `None` where
-    /// `limit` sessions are in use already (no limit: NVDEC required).
-    fn take_nvdec(&self, device: u32, limit: Option<usize>) -> Result<Option<FrameDecoder>, String> {
-        let gpu = Gpu::get(device)?;
+    /// An NVDEC session of `gpu` set to this track; `None` where `limit`
+    /// sessions are in use already (no limit: NVDEC required).
+    fn take_nvdec(&self, gpu: &std::sync::Arc<Gpu>, limit: Option<usize>) -> Result<Option<FrameDecoder>, String> {
         gpu.supports(self.track.codec, self.track.width, self.track.height)?;
         let input = Input::new(self.track.codec, &self.track.config)?;
         let Some(session) = gpu.take_session(limit)? else { return Ok(None) };
@@ -422,6 +431,7 @@ impl VideoFile {
 
     /// A CPU decoder for this file's codec.
     fn new_decoder(&self) -> Result<FrameDecoder> {
+        build_info::warn_once_if_slow();
         let decoder = match self.track.codec {
             Codec::Av1 => Av1Decoder::new().map(FrameDecoder::Av1),
             Codec::H264 => H264Decoder::new(&self.track.config).map(|d| FrameDecoder::H264(Box::new(d))),

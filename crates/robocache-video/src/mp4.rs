@@ -7,12 +7,53 @@
 //! minf/stbl/{stsd, stts, ctts, stss, stsz, stz2, stsc, stco, co64}}}`.
 //! Fragmented files (`moof`) are not read (camera datasets are not
 //! fragmented; a fragmented file is a clear error).
+//!
+//! Hostile files: a file of N bytes costs at most O(N) memory and time,
+//! whatever its headers say. Box sizes and offsets are added with checked
+//! arithmetic (64-bit sizes, `co64` offsets, `offset + size` of every
+//! sample); no table is allocated for more entries than its box holds
+//! bytes for, nor for more samples than the file has bytes (a sample is at
+//! least one byte); the `stts`/`ctts` runs stop at the sample count, and
+//! time sums that overflow are an error that names the box.
 
 use std::path::Path;
 
 use robocache_storage::Blob;
 
 use crate::{Error, Result};
+
+/// What the demuxer reads from: a length and the bytes at an offset. A
+/// [`Blob`] (a local file or a remote object) or bytes in memory.
+pub trait ByteSource {
+    /// The length in bytes.
+    fn byte_len(&self) -> u64;
+    /// Fills `buffer` with the bytes at `offset`; past the end is an error.
+    fn read_exact_at(&self, buffer: &mut [u8], offset: u64) -> std::io::Result<()>;
+}
+
+impl ByteSource for Blob {
+    fn byte_len(&self) -> u64 {
+        self.len()
+    }
+    fn read_exact_at(&self, buffer: &mut [u8], offset: u64) -> std::io::Result<()> {
+        Blob::read_exact_at(self, buffer, offset).map_err(Into::into)
+    }
+}
+
+impl ByteSource for [u8] {
+    fn byte_len(&self) -> u64 {
+        self.len() as u64
+    }
+    fn read_exact_at(&self, buffer: &mut [u8], offset: u64) -> std::io::Result<()> {
+        let bytes = usize::try_from(offset)
+            .ok()
+            .and_then(|start| Some(start..start.checked_add(buffer.len())?))
+            .and_then(|range| self.get(range))
+            .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "read past the end"))?;
+        buffer.copy_from_slice(bytes);
+        Ok(())
+    }
+}
 
 /// The codecs robocache knows by their sample entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -84,7 +125,7 @@ impl Track {
         match (self.samples.first(), self.samples.last()) {
             (Some(first), Some(last)) if self.samples.len() >= 2 => {
                 let previous = self.samples[self.samples.len() - 2];
-                last.dts - first.dts + (last.dts - previous.dts)
+                last.dts.saturating_sub(first.dts).saturating_add(last.dts.saturating_sub(previous.dts))
             }
             _ => 0,
         }
@@ -150,14 +191,15 @@ impl<'a> Reader<'a> {
             let kind: [u8; 4] = self.bytes(4)?.try_into().unwrap_or_default();
             let header = if size == 1 { 16 } else { 8 };
             let size = match size {
-                0 => (self.data.len() - self.at + 8) as u64,
+                0 => (self.data.len() - self.at) as u64 + 8,
                 1 => self.u64()?,
                 n => n,
             };
             if size < header {
                 return Err(self.err(format!("box `{}` claims {size} bytes", String::from_utf8_lossy(&kind))));
             }
-            out.push((kind, self.bytes((size - header) as usize)?));
+            let payload = usize::try_from(size - header).unwrap_or(usize::MAX);
+            out.push((kind, self.bytes(payload)?));
         }
         Ok(out)
     }
@@ -169,9 +211,9 @@ fn find<'a>(boxes: &[([u8; 4], &'a [u8])], kind: &[u8; 4]) -> Option<&'a [u8]> {
 
 /// Reads the `moov` box of `file` (named `path` in errors) and the first
 /// video track in it: box headers, then the `moov` payload, nothing else.
-pub fn read_track(path: &Path, file: &Blob) -> Result<Track> {
-    let io = |error: robocache_storage::Error| Error::Io { file: path.to_path_buf(), error: error.into() };
-    let len = file.len();
+pub fn read_track<S: ByteSource + ?Sized>(path: &Path, file: &S) -> Result<Track> {
+    let io = |error: std::io::Error| Error::Io { file: path.to_path_buf(), error };
+    let len = file.byte_len();
     // Walk the top-level boxes to `moov` (reading headers only).
     let mut at = 0u64;
     let mut moov = None;
@@ -189,7 +231,7 @@ pub fn read_track(path: &Path, file: &Blob) -> Result<Track> {
         } else if size == 0 {
             size = len - at;
         }
-        if size < head || at + size > len {
+        if size < head || size > len - at {
             return Err(Error::Container {
                 file: path.to_path_buf(),
                 problem: format!(
@@ -214,7 +256,7 @@ pub fn read_track(path: &Path, file: &Blob) -> Result<Track> {
             problem: "has no `moov` box (not an MP4 file, or a truncated one)".into(),
         });
     };
-    let track = parse_moov(path, &moov)?;
+    let track = parse_moov(path, &moov, len)?;
     if track.samples.is_empty() && fragmented {
         return Err(Error::Container {
             file: path.to_path_buf(),
@@ -222,13 +264,14 @@ pub fn read_track(path: &Path, file: &Blob) -> Result<Track> {
         });
     }
     for (i, sample) in track.samples.iter().enumerate() {
-        if sample.offset + sample.size as u64 > len {
+        let end = sample.offset.checked_add(sample.size as u64);
+        if end.is_none_or(|end| end > len) {
             return Err(Error::Container {
                 file: path.to_path_buf(),
                 problem: format!(
                     "sample {i} lies at bytes {}..{}, past the end of the file ({len} bytes; a truncated file)",
                     sample.offset,
-                    sample.offset + sample.size as u64
+                    sample.offset as u128 + sample.size as u128
                 ),
             });
         }
@@ -236,7 +279,7 @@ pub fn read_track(path: &Path, file: &Blob) -> Result<Track> {
     Ok(track)
 }
 
-fn parse_moov(path: &Path, moov: &[u8]) -> Result<Track> {
+fn parse_moov(path: &Path, moov: &[u8], file_len: u64) -> Result<Track> {
     let top = Reader::new(path, moov, "moov").children()?;
     let movie_timescale = match find(&top, b"mvhd") {
         Some(mvhd) => {
@@ -283,7 +326,7 @@ fn parse_moov(path: &Path, moov: &[u8]) -> Result<Track> {
             }
         };
         let shift = edit_shift(path, find(&trak_boxes, b"edts"), movie_timescale, timescale)?;
-        let samples = sample_table(path, &stbl, shift)?;
+        let samples = sample_table(path, &stbl, shift, file_len)?;
         return Ok(Track { codec, fourcc, width, height, timescale, samples, config });
     }
     Err(Error::Container {
@@ -335,7 +378,9 @@ fn edit_shift(path: &Path, edts: Option<&[u8]>, movie_timescale: u32, timescale:
     let Some(elst) = find(&boxes, b"elst") else { return Ok(0) };
     let mut r = Reader::new(path, elst, "elst");
     let (version, _) = r.full_box()?;
-    let count = r.u32()?;
+    let count = r.u32()? as usize;
+    check_count(path, "elst", count, r.data.len() - r.at, if version == 1 { 20 } else { 12 })?;
+    let overflow = || overflow(path, "elst");
     let mut delay = 0i64;
     for _ in 0..count {
         let (duration, media_time) = match version {
@@ -344,15 +389,26 @@ fn edit_shift(path: &Path, edts: Option<&[u8]>, movie_timescale: u32, timescale:
         };
         r.skip(4)?;
         if media_time == -1 {
-            delay += duration * timescale as i64 / movie_timescale.max(1) as i64;
+            let ticks = (duration as i128 * timescale as i128 / movie_timescale.max(1) as i128).try_into();
+            delay = delay.checked_add(ticks.map_err(|_| overflow())?).ok_or_else(overflow)?;
         } else {
-            return Ok(delay - media_time);
+            return delay.checked_sub(media_time).ok_or_else(overflow);
         }
     }
     Ok(delay)
 }
 
-fn sample_table(path: &Path, stbl: &[([u8; 4], &[u8])], shift: i64) -> Result<Vec<Sample>> {
+fn overflow(path: &Path, what: &str) -> Error {
+    Error::Container { file: path.to_path_buf(), problem: format!("`{what}`: times past the range of 64-bit ticks") }
+}
+
+/// The sample table: each sample's offset, size, times and sync flag.
+/// `file_len` bounds the sample count (a sample is at least one byte).
+fn sample_table(path: &Path, stbl: &[([u8; 4], &[u8])], shift: i64, file_len: u64) -> Result<Vec<Sample>> {
+    let too_many = |what: &str, count: usize| Error::Container {
+        file: path.to_path_buf(),
+        problem: format!("`{what}` claims {count} samples, more than the file's {file_len} bytes can hold"),
+    };
     // Sizes.
     let sizes: Vec<u32> = if let Some(stsz) = find(stbl, b"stsz") {
         let mut r = Reader::new(path, stsz, "stsz");
@@ -360,6 +416,9 @@ fn sample_table(path: &Path, stbl: &[([u8; 4], &[u8])], shift: i64) -> Result<Ve
         let fixed = r.u32()?;
         let count = r.u32()? as usize;
         if fixed != 0 {
+            if (count as u64).checked_mul(fixed as u64).is_none_or(|bytes| bytes > file_len) {
+                return Err(too_many("stsz", count));
+            }
             vec![fixed; count]
         } else {
             check_count(path, "stsz", count, r.data.len() - r.at, 4)?;
@@ -371,10 +430,15 @@ fn sample_table(path: &Path, stbl: &[([u8; 4], &[u8])], shift: i64) -> Result<Ve
         r.skip(3)?;
         let field = r.u8()?;
         let count = r.u32()? as usize;
-        let mut sizes = Vec::with_capacity(count);
         match field {
-            8 => (0..count).try_for_each(|_| r.u8().map(|v| sizes.push(v as u32)))?,
-            16 => (0..count).try_for_each(|_| r.u16().map(|v| sizes.push(v as u32)))?,
+            8 => {
+                check_count(path, "stz2", count, r.data.len() - r.at, 1)?;
+                (0..count).map(|_| r.u8().map(u32::from)).collect::<Result<_>>()?
+            }
+            16 => {
+                check_count(path, "stz2", count, r.data.len() - r.at, 2)?;
+                (0..count).map(|_| r.u16().map(u32::from)).collect::<Result<_>>()?
+            }
             _ => {
                 return Err(Error::Container {
                     file: path.to_path_buf(),
@@ -382,11 +446,13 @@ fn sample_table(path: &Path, stbl: &[([u8; 4], &[u8])], shift: i64) -> Result<Ve
                 })
             }
         }
-        sizes
     } else {
         return Err(missing(path, "stbl/stsz"));
     };
     let n = sizes.len();
+    if n as u64 > file_len {
+        return Err(too_many("stsz", n));
+    }
     // Chunk offsets.
     let offsets: Vec<u64> = if let Some(stco) = find(stbl, b"stco") {
         let mut r = Reader::new(path, stco, "stco");
@@ -417,10 +483,21 @@ fn sample_table(path: &Path, stbl: &[([u8; 4], &[u8])], shift: i64) -> Result<Ve
             Ok((first, per))
         })
         .collect::<Result<_>>()?;
+    if let Some(pair) = runs.windows(2).find(|pair| pair[1].0 <= pair[0].0) {
+        return Err(Error::Container {
+            file: path.to_path_buf(),
+            problem: format!("`stsc` runs out of order (first chunk {} after {})", pair[1].0, pair[0].0),
+        });
+    }
     let mut sample_offsets = Vec::with_capacity(n);
+    // The run of the current chunk: runs are in order of their first chunk.
+    let mut run = 0;
     'chunks: for (chunk, &offset) in offsets.iter().enumerate() {
-        let number = chunk as u32 + 1;
-        let per = runs.iter().rev().find(|(first, _)| *first <= number).map_or(0, |r| r.1);
+        let number = (chunk as u64 + 1).min(u32::MAX as u64) as u32;
+        while run + 1 < runs.len() && runs[run + 1].0 <= number {
+            run += 1;
+        }
+        let per = runs.get(run).filter(|(first, _)| *first <= number).map_or(0, |r| r.1);
         let mut at = offset;
         for _ in 0..per {
             let i = sample_offsets.len();
@@ -428,7 +505,10 @@ fn sample_table(path: &Path, stbl: &[([u8; 4], &[u8])], shift: i64) -> Result<Ve
                 break 'chunks;
             }
             sample_offsets.push(at);
-            at += sizes[i] as u64;
+            at = at.checked_add(sizes[i] as u64).ok_or_else(|| Error::Container {
+                file: path.to_path_buf(),
+                problem: format!("sample {i} of chunk {number} ends past byte 2^64 (`stco`/`co64`)"),
+            })?;
         }
     }
     if sample_offsets.len() != n {
@@ -437,7 +517,7 @@ fn sample_table(path: &Path, stbl: &[([u8; 4], &[u8])], shift: i64) -> Result<Ve
             problem: format!("the chunk tables place {} of the {n} samples", sample_offsets.len()),
         });
     }
-    // Decode times.
+    // Decode times: each run stops at the sample count.
     let stts = find(stbl, b"stts").ok_or_else(|| missing(path, "stbl/stts"))?;
     let mut r = Reader::new(path, stts, "stts");
     r.full_box()?;
@@ -447,11 +527,12 @@ fn sample_table(path: &Path, stbl: &[([u8; 4], &[u8])], shift: i64) -> Result<Ve
     let mut t = 0i64;
     for _ in 0..count {
         let (k, delta) = (r.u32()?, r.u32()?);
-        for _ in 0..k {
-            if dts.len() < n {
-                dts.push(t);
-            }
-            t += delta as i64;
+        for _ in 0..(k as usize).min(n - dts.len()) {
+            dts.push(t);
+            t = t.checked_add(delta as i64).ok_or_else(|| overflow(path, "stts"))?;
+        }
+        if dts.len() == n {
+            break;
         }
     }
     if dts.len() != n {
@@ -460,7 +541,7 @@ fn sample_table(path: &Path, stbl: &[([u8; 4], &[u8])], shift: i64) -> Result<Ve
             problem: format!("`stts` times {} of the {n} samples", dts.len()),
         });
     }
-    // Composition offsets.
+    // Composition offsets: each run stops at the sample count.
     let mut cts = vec![0i64; n];
     if let Some(ctts) = find(stbl, b"ctts") {
         let mut r = Reader::new(path, ctts, "ctts");
@@ -472,11 +553,11 @@ fn sample_table(path: &Path, stbl: &[([u8; 4], &[u8])], shift: i64) -> Result<Ve
             let k = r.u32()?;
             let raw = r.u32()?;
             let offset = if version == 1 { raw as i32 as i64 } else { raw as i64 };
-            for _ in 0..k {
-                if i < n {
-                    cts[i] = offset;
-                    i += 1;
-                }
+            let run = (k as usize).min(n - i);
+            cts[i..i + run].fill(offset);
+            i += run;
+            if i == n {
+                break;
             }
         }
     }
@@ -495,15 +576,18 @@ fn sample_table(path: &Path, stbl: &[([u8; 4], &[u8])], shift: i64) -> Result<Ve
             }
         }
     }
-    Ok((0..n)
-        .map(|i| Sample {
-            offset: sample_offsets[i],
-            size: sizes[i],
-            dts: dts[i],
-            pts: dts[i] + cts[i] + shift,
-            sync: sync[i],
+    (0..n)
+        .map(|i| {
+            let pts = dts[i].checked_add(cts[i]).and_then(|t| t.checked_add(shift));
+            Ok(Sample {
+                offset: sample_offsets[i],
+                size: sizes[i],
+                dts: dts[i],
+                pts: pts.ok_or_else(|| overflow(path, "ctts"))?,
+                sync: sync[i],
+            })
         })
-        .collect())
+        .collect()
 }
 
 fn check_count(path: &Path, what: &str, count: usize, left: usize, entry: usize) -> Result<()> {
@@ -517,9 +601,170 @@ fn check_count(path: &Path, what: &str, count: usize, left: usize, entry: usize)
 }
 
 /// Reads sample `sample`'s bytes from `file`.
-pub fn read_sample(path: &Path, file: &Blob, sample: &Sample) -> Result<Vec<u8>> {
+pub fn read_sample<S: ByteSource + ?Sized>(path: &Path, file: &S, sample: &Sample) -> Result<Vec<u8>> {
     let mut out = vec![0u8; sample.size as usize];
-    file.read_exact_at(&mut out, sample.offset)
-        .map_err(|error| Error::Io { file: path.to_path_buf(), error: error.into() })?;
+    file.read_exact_at(&mut out, sample.offset).map_err(|error| Error::Io { file: path.to_path_buf(), error })?;
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A box: size, type, payload.
+    fn boxed(kind: &[u8; 4], payload: &[u8]) -> Vec<u8> {
+        let mut out = ((payload.len() + 8) as u32).to_be_bytes().to_vec();
+        out.extend_from_slice(kind);
+        out.extend_from_slice(payload);
+        out
+    }
+
+    /// A full box's payload: version and flags, then `fields`.
+    fn full(version: u8, fields: &[u32]) -> Vec<u8> {
+        let mut out = vec![version, 0, 0, 0];
+        fields.iter().for_each(|v| out.extend_from_slice(&v.to_be_bytes()));
+        out
+    }
+
+    /// An `avc1` file of `samples` samples of 10 bytes in one chunk, its
+    /// sample table's boxes replaced by `replace` where it names them.
+    fn movie(samples: u32, replace: &[(&[u8; 4], Vec<u8>)]) -> Vec<u8> {
+        let mut entry = vec![0u8; 24];
+        entry.extend_from_slice(&64u16.to_be_bytes());
+        entry.extend_from_slice(&48u16.to_be_bytes());
+        entry.extend_from_slice(&[0u8; 50]);
+        entry.extend(boxed(b"avcC", &[1, 66, 0, 30]));
+        let mut stsd = full(0, &[1]);
+        stsd.extend(boxed(b"avc1", &entry));
+        let mdat_at = 24 + 8; // ftyp, then mdat's header
+        let mut table = vec![
+            (b"stsd", stsd),
+            (b"stts", full(0, &[1, samples, 512])),
+            (b"stsz", full(0, &[10, samples])),
+            (b"stsc", full(0, &[1, 1, samples, 1])),
+            (b"stco", full(0, &[1, mdat_at])),
+        ];
+        for (kind, payload) in replace {
+            match table.iter_mut().find(|(k, _)| k == kind) {
+                Some(slot) => slot.1 = payload.clone(),
+                None => table.push((kind, payload.clone())),
+            }
+        }
+        let stbl: Vec<u8> = table.iter().flat_map(|(k, p)| boxed(k, p)).collect();
+        let mut hdlr = full(0, &[0]);
+        hdlr.extend_from_slice(b"vide");
+        hdlr.extend_from_slice(&[0u8; 13]);
+        let mdia = [
+            boxed(b"mdhd", &full(0, &[0, 0, 15360, 0, 0])),
+            boxed(b"hdlr", &hdlr),
+            boxed(b"minf", &boxed(b"stbl", &stbl)),
+        ]
+        .concat();
+        let moov = [boxed(b"mvhd", &full(0, &[0, 0, 1000, 0])), boxed(b"trak", &boxed(b"mdia", &mdia))].concat();
+        let mut file = boxed(b"ftyp", b"isom\0\0\0\0isomavc1");
+        file.extend(boxed(b"mdat", &vec![0u8; 10 * samples as usize]));
+        file.extend(boxed(b"moov", &moov));
+        file
+    }
+
+    /// `bytes` with the first box type `from` renamed `to`.
+    fn rename(mut bytes: Vec<u8>, from: &[u8; 4], to: &[u8; 4]) -> Vec<u8> {
+        let at = bytes.windows(4).position(|w| w == from).unwrap();
+        bytes[at..at + 4].copy_from_slice(to);
+        bytes
+    }
+
+    /// Parses `bytes` on a thread; fails unless it answers within a second.
+    fn parse_within_a_second(bytes: Vec<u8>) -> Result<Track> {
+        let (send, receive) = std::sync::mpsc::channel();
+        std::thread::spawn(move || send.send(read_track(Path::new("crafted.mp4"), &bytes[..])));
+        receive.recv_timeout(std::time::Duration::from_secs(1)).expect("the demuxer did not answer within a second")
+    }
+
+    fn problem(bytes: Vec<u8>) -> String {
+        let error = parse_within_a_second(bytes).expect_err("a crafted file read as valid").to_string();
+        assert!(error.contains("crafted.mp4"), "{error}");
+        error
+    }
+
+    #[test]
+    fn the_crafted_movie_reads() {
+        let track = parse_within_a_second(movie(3, &[])).unwrap();
+        assert_eq!((track.codec, track.width, track.height, track.samples.len()), (Codec::H264, 64, 48, 3));
+        assert_eq!(track.samples[2], Sample { offset: 52, size: 10, dts: 1024, pts: 1024, sync: true });
+    }
+
+    #[test]
+    fn a_64_bit_box_size_that_wraps_the_offset_is_an_error_not_a_hang() {
+        // ftyp (32 bytes), then a box whose 64-bit size is 2^64 - 32: `at + size` wraps to 0.
+        let mut bytes = boxed(b"ftyp", b"isom\0\0\0\0isomavc1mp41mp42");
+        assert_eq!(bytes.len(), 32);
+        bytes.extend_from_slice(&1u32.to_be_bytes());
+        bytes.extend_from_slice(b"free");
+        bytes.extend_from_slice(&(u64::MAX - 31).to_be_bytes());
+        assert_eq!(bytes.len(), 48);
+        assert!(problem(bytes).contains("claims"));
+    }
+
+    #[test]
+    fn sample_counts_beyond_the_file_are_errors_before_any_allocation() {
+        // A fixed sample size with 2^32 - 1 samples: 40 GB of sizes for a file of 200 bytes.
+        let error = problem(movie(3, &[(b"stsz", full(0, &[10, u32::MAX]))]));
+        assert!(error.contains("stsz"), "{error}");
+        let error = problem(movie(3, &[(b"stsz", full(0, &[0, u32::MAX]))]));
+        assert!(error.contains("stsz"), "{error}");
+        let mut stz2 = full(0, &[]);
+        stz2.extend_from_slice(&[0, 0, 0, 16]);
+        stz2.extend_from_slice(&u32::MAX.to_be_bytes());
+        let error = problem(rename(movie(3, &[(b"stsz", stz2)]), b"stsz", b"stz2"));
+        assert!(error.contains("stz2"), "{error}");
+    }
+
+    #[test]
+    fn time_runs_stop_at_the_sample_count_and_sums_are_checked() {
+        // 2^32 - 1 runs of 2^32 - 1 samples each would loop 2^64 times.
+        let mut stts = full(0, &[4096]);
+        for _ in 0..4096 {
+            stts.extend_from_slice(&u32::MAX.to_be_bytes());
+            stts.extend_from_slice(&1u32.to_be_bytes());
+        }
+        let track = parse_within_a_second(movie(3, &[(b"stts", stts.clone())])).unwrap();
+        assert_eq!(track.samples.iter().map(|s| s.dts).collect::<Vec<_>>(), [0, 1, 2]);
+        let mut ctts = stts;
+        ctts[0] = 1;
+        // Composition offsets of 1 on the default 512-tick decode times.
+        assert_eq!(parse_within_a_second(movie(3, &[(b"ctts", ctts)])).unwrap().samples[2].pts, 1025);
+    }
+
+    #[test]
+    fn offsets_past_2_to_the_64_are_errors() {
+        // co64: a chunk at 2^64 - 5 whose 10-byte samples end past 2^64.
+        let mut co64 = full(0, &[1]);
+        co64.extend_from_slice(&(u64::MAX - 4).to_be_bytes());
+        let error = problem(rename(movie(3, &[(b"stco", co64)]), b"stco", b"co64"));
+        assert!(error.contains("2^64"), "{error}");
+    }
+
+    #[test]
+    fn an_edit_list_that_overflows_is_an_error() {
+        let mut elst = full(1, &[2]);
+        for _ in 0..2 {
+            elst.extend_from_slice(&(i64::MAX as u64).to_be_bytes()); // duration, in movie ticks
+            elst.extend_from_slice(&u64::MAX.to_be_bytes()); // media time -1: an empty edit
+            elst.extend_from_slice(&[0, 1, 0, 0]);
+        }
+        let bytes = movie(3, &[]);
+        // Put `edts/elst` into the track: rebuild with the edit list before `mdia`.
+        let trak_at = bytes.windows(4).position(|w| w == b"trak").unwrap() - 4;
+        let mut crafted = bytes[..trak_at].to_vec();
+        let trak = &bytes[trak_at + 8..];
+        let mut payload = boxed(b"edts", &boxed(b"elst", &elst));
+        payload.extend_from_slice(trak);
+        crafted.extend(boxed(b"trak", &payload));
+        // The moov's size grows by the edit list.
+        let moov_at = crafted.windows(4).position(|w| w == b"moov").unwrap() - 4;
+        let moov_len = (crafted.len() - moov_at) as u32;
+        crafted[moov_at..moov_at + 4].copy_from_slice(&moov_len.to_be_bytes());
+        assert!(problem(crafted).contains("elst"));
+    }
 }

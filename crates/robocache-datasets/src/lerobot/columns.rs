@@ -209,18 +209,33 @@ fn flatten(array: &dyn Array, dtype: DType, out: &mut Vec<u8>) -> std::result::R
         }
         DataType::List(_) => {
             let list = array.as_list::<i32>();
-            let offsets = list.value_offsets();
-            let (start, end) = (offsets[0] as usize, offsets[list.len()] as usize);
+            let offsets: Vec<usize> = list.value_offsets().iter().map(|&o| o as usize).collect();
+            let (start, end) = uniform_rows(&offsets)?;
             flatten(list.values().slice(start, end - start).as_ref(), dtype, out)
         }
         DataType::LargeList(_) => {
             let list = array.as_list::<i64>();
-            let offsets = list.value_offsets();
-            let (start, end) = (offsets[0] as usize, offsets[list.len()] as usize);
+            let offsets: Vec<usize> = list.value_offsets().iter().map(|&o| o as usize).collect();
+            let (start, end) = uniform_rows(&offsets)?;
             flatten(list.values().slice(start, end - start).as_ref(), dtype, out)
         }
         leaf => primitive(array, leaf, dtype, out),
     }
+}
+
+/// The value range of a list column's rows, every row as long as the
+/// first: a feature has one shape, so rows of different lengths (ragged
+/// rows) are an error rather than values realigned across rows.
+fn uniform_rows(offsets: &[usize]) -> std::result::Result<(usize, usize), String> {
+    let (Some(&start), Some(&end)) = (offsets.first(), offsets.last()) else { return Ok((0, 0)) };
+    let first = offsets.get(1).map_or(0, |&next| next.saturating_sub(start));
+    if let Some(row) = offsets.windows(2).position(|pair| pair[1].saturating_sub(pair[0]) != first) {
+        let len = offsets[row + 1].saturating_sub(offsets[row]);
+        return Err(format!(
+            "its row +{row} holds {len} values where the rows before it hold {first} (ragged rows; a feature has one shape)"
+        ));
+    }
+    Ok((start, end.max(start)))
 }
 
 fn primitive(array: &dyn Array, leaf: &DataType, dtype: DType, out: &mut Vec<u8>) -> std::result::Result<(), String> {
@@ -286,4 +301,36 @@ fn encoded(array: &dyn Array, first_row: usize, out: &mut Vec<Vec<u8>>) -> std::
         other => return Err(format!("image bytes are {other}, not binary")),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use arrow_array::types::Float32Type;
+    use arrow_array::ListArray;
+
+    use super::*;
+
+    fn list(rows: Vec<Vec<f32>>) -> ListArray {
+        ListArray::from_iter_primitive::<Float32Type, _, _>(rows.into_iter().map(|r| Some(r.into_iter().map(Some))))
+    }
+
+    #[test]
+    fn list_rows_of_one_length_flatten_in_order() {
+        let mut out = Vec::new();
+        flatten(&list(vec![vec![1.0, 2.0], vec![3.0, 4.0]]), DType::F32, &mut out).unwrap();
+        let values: Vec<f32> = out.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
+        assert_eq!(values, [1.0, 2.0, 3.0, 4.0]);
+    }
+
+    #[test]
+    fn ragged_list_rows_are_an_error_not_realigned() {
+        // 3 + 1 values: the total of two rows of 2, but not their shape.
+        let mut out = Vec::new();
+        let error = flatten(&list(vec![vec![1.0, 2.0, 3.0], vec![4.0]]), DType::F32, &mut out).unwrap_err();
+        assert!(error.contains("ragged") && error.contains("+1"), "{error}");
+        // Each level of a nested list is checked the same way: its offsets.
+        assert_eq!(uniform_rows(&[4, 6, 8, 10]), Ok((4, 10)));
+        assert_eq!(uniform_rows(&[0]), Ok((0, 0)));
+        assert!(uniform_rows(&[0, 2, 3, 5]).unwrap_err().contains("+1"));
+    }
 }

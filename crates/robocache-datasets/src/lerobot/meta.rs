@@ -120,6 +120,10 @@ pub(crate) struct EpisodeMeta {
     pub videos: BTreeMap<String, VideoSpan>,
 }
 
+/// The widest number a path template may ask for (`{episode_index:020d}`:
+/// a 64-bit index has 20 digits).
+const MAX_TEMPLATE_WIDTH: usize = 20;
+
 /// Fills a path template (`data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet`).
 pub(crate) fn fill_template(template: &str, values: &[(&str, &str, u64)]) -> std::result::Result<String, String> {
     let mut out = String::with_capacity(template.len());
@@ -138,6 +142,11 @@ pub(crate) fn fill_template(template: &str, values: &[(&str, &str, u64)]) -> std
                 } else {
                     width.parse().map_err(|_| format!("`{{{field}}}` in `{template}`: an unknown format"))?
                 };
+                if width > MAX_TEMPLATE_WIDTH {
+                    return Err(format!(
+                        "`{{{field}}}` in `{template}`: a width of {width} digits (at most {MAX_TEMPLATE_WIDTH})"
+                    ));
+                }
                 out.push_str(&format!("{number:0width$}"));
             }
             None => return Err(format!("`{template}` names `{{{name}}}`, which robocache does not know")),
@@ -150,6 +159,13 @@ pub(crate) fn fill_template(template: &str, values: &[(&str, &str, u64)]) -> std
 
 fn template_error(root: &Path, key: &str, problem: String) -> Error {
     Error::Layout { file: root.join(INFO), path: key.into(), problem }
+}
+
+/// A filled template of `info.json`'s field `key` as a path inside `root`
+/// (no `..`, no absolute path, no other scheme).
+fn inside_root(root: &Path, key: &str, filled: &str) -> Result<PathBuf> {
+    robocache_storage::join_inside(root, filled)
+        .map_err(|problem| template_error(root, key, format!("fills to {problem}")))
 }
 
 /// The episodes of a v3.0 root.
@@ -233,7 +249,7 @@ pub(crate) fn episodes_v30(
                 spans.insert(
                     key.clone(),
                     VideoSpan {
-                        file: root.join(path),
+                        file: inside_root(root, "video_path", &path)?,
                         from_timestamp: from[row],
                         to_timestamp: to.as_ref().map(|t| t[row]),
                     },
@@ -243,7 +259,7 @@ pub(crate) fn episodes_v30(
                 index: checked(index[row], "episode_index")?,
                 length: checked(length[row], "length")?,
                 tasks: tasks.get(row).cloned().unwrap_or_default(),
-                data_file: root.join(data_path),
+                data_file: inside_root(root, "data_path", &data_path)?,
                 dataset_from_index: Some(checked(from_index[row], "dataset_from_index")?),
                 videos: spans,
             });
@@ -320,13 +336,14 @@ pub(crate) fn episodes_v21(
             })?;
             let path = fill_template(template, &[values[0], values[1], ("video_key", key, 0)])
                 .map_err(|p| template_error(root, "video_path", p))?;
-            videos.insert(key.clone(), VideoSpan { file: root.join(path), from_timestamp: 0.0, to_timestamp: None });
+            let file = inside_root(root, "video_path", &path)?;
+            videos.insert(key.clone(), VideoSpan { file, from_timestamp: 0.0, to_timestamp: None });
         }
         episodes.push(EpisodeMeta {
             index: entry.episode_index,
             length: entry.length,
             tasks: entry.tasks,
-            data_file: root.join(data_path),
+            data_file: inside_root(root, "data_path", &data_path)?,
             dataset_from_index: None,
             videos,
         });
@@ -351,8 +368,20 @@ pub(crate) fn tasks(storage: &Storage, root: &Path, version: Version) -> Result<
             let indices = read_i64(storage, &file, "task_index")?;
             // pandas writes the texts as its index column, named `task`.
             let texts = read_strings(storage, &file, "task")?;
-            for (i, text) in indices.into_iter().zip(texts) {
-                by_index.insert(i.max(0) as usize, text);
+            if indices.len() != texts.len() {
+                return Err(Error::Layout {
+                    file: file.clone(),
+                    path: "task".into(),
+                    problem: format!("has {} rows, `task_index` {}", texts.len(), indices.len()),
+                });
+            }
+            for (row, (i, text)) in indices.into_iter().zip(texts).enumerate() {
+                let index = usize::try_from(i).map_err(|_| Error::Layout {
+                    file: file.clone(),
+                    path: "task_index".into(),
+                    problem: format!("row {row} is {i}, not an index"),
+                })?;
+                by_index.insert(index, text);
             }
         }
         Version::V21 => {
@@ -443,5 +472,9 @@ mod tests {
         );
         assert!(fill_template("x/{unknown}", &[]).unwrap_err().contains("unknown"));
         assert!(fill_template("x/{chunk_index", &[("chunk_index", "", 1)]).unwrap_err().contains("unclosed"));
+        // A width past 20 digits is an error, not a panic in the formatter.
+        let wide = fill_template("data/{chunk_index:0999999999d}.parquet", &[("chunk_index", "", 1)]);
+        assert!(wide.unwrap_err().contains("999999999 digits"));
+        assert_eq!(fill_template("{i:020d}", &[("i", "", u64::MAX)]).unwrap(), u64::MAX.to_string());
     }
 }

@@ -101,10 +101,23 @@ impl Gpu {
     }
 
     /// Runs `f` with this GPU's context current on the calling thread.
+    /// The context is popped on every path out, a panic in `f` included.
     fn with_context<T>(&self, f: impl FnOnce() -> T) -> Result<T, String> {
+        /// Pops the context pushed with it when dropped (on a panic's unwind).
+        struct Pushed<'a>(&'a Api);
+        impl Drop for Pushed<'_> {
+            fn drop(&mut self) {
+                let mut popped: CUcontext = null_mut();
+                // SAFETY: pops the context pushed when this guard was made.
+                unsafe { (self.0.cuCtxPopCurrent)(&mut popped) };
+            }
+        }
         // SAFETY: the context is retained for the process's life.
         self.api.check(unsafe { (self.api.cuCtxPushCurrent)(self.context) }, "cuCtxPushCurrent")?;
+        let pushed = Pushed(self.api);
         let result = f();
+        // The normal path pops here, to report the driver's answer.
+        std::mem::forget(pushed);
         let mut popped: CUcontext = null_mut();
         // SAFETY: pops the context pushed above.
         self.api.check(unsafe { (self.api.cuCtxPopCurrent)(&mut popped) }, "cuCtxPopCurrent")?;
