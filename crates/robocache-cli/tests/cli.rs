@@ -190,8 +190,21 @@ fn info_reports_backends() {
     let info: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(info["backends"][0]["name"], "cpu");
     assert_eq!(info["backends"][1]["name"], "cuda");
+    // The CLI's default build is the fast one: every CPU decoder with its
+    // assembly (NASM on x86-64; the C compiler assembles it on aarch64).
+    let decoders = &info["build"]["video_decoders"];
+    assert_eq!(decoders["av1"][0]["decoder"], "rav1d");
+    assert_eq!(decoders["h264"][0]["decoder"], "openh264");
+    if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+        assert_eq!(decoders["av1"][0]["assembly"], true, "{decoders}");
+        assert_eq!(decoders["h264"][0]["assembly"], true, "{decoders}");
+    }
+    if cfg!(target_arch = "x86_64") {
+        assert_eq!(info["build"]["cpu_video_decoders_have_assembly"], true, "{decoders}");
+    }
+    assert_eq!(decoders["hevc"][1]["assembly"], serde_json::Value::Null);
     let (ok, stdout, _) = robocache(&["info"]);
-    assert!(ok && stdout.contains("auto picks"), "{stdout}");
+    assert!(ok && stdout.contains("auto picks") && stdout.contains("rav1d (cpu, with its assembly)"), "{stdout}");
 }
 
 #[test]

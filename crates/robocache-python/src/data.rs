@@ -11,8 +11,8 @@ use robocache::datasets::{
     TimeWindowSpec,
 };
 use robocache::{
-    nvdec_device, DType, DecoderChoice, Device, Loader as RustLoader, LoaderConfig, LoaderMode, MaskKind,
-    Normalization, NormalizationMode, Tensor, WindowSpec,
+    nvdec_device, DType, DecoderChoice, Device, FrameCacheBudget, Loader as RustLoader, LoaderConfig, LoaderMode,
+    MaskKind, Normalization, NormalizationMode, Tensor, WindowSpec,
 };
 
 use crate::arrays::{Array, Owned};
@@ -125,7 +125,7 @@ fn window_spec(windows: WindowsArg) -> PyResult<WindowSpec> {
 #[pymethods]
 impl Loader {
     #[new]
-    #[pyo3(signature = (dataset, streams, windows, batch_size, device, seed, shuffle, rank, world_size, drop_last, workers, prefetch, normalization, mode, frame_cache_bytes=0, shard_by="windows", video_decoder="auto", frame_layout="hwc", frame_dtype="uint8", frame_size=None, frame_crop=None, device_frame_cache_bytes=0, nvdec_sessions=None))]
+    #[pyo3(signature = (dataset, streams, windows, batch_size, device, seed, shuffle, rank, world_size, drop_last, workers, prefetch, normalization, mode, frame_cache_bytes=None, shard_by="windows", video_decoder="auto", frame_layout="hwc", frame_dtype="uint8", frame_size=None, frame_crop=None, device_frame_cache_bytes=0, nvdec_sessions=None, processes_per_node=1))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -143,7 +143,7 @@ impl Loader {
         prefetch: usize,
         normalization: Option<&str>,
         mode: &str,
-        frame_cache_bytes: usize,
+        frame_cache_bytes: Option<usize>,
         shard_by: &str,
         video_decoder: &str,
         frame_layout: &str,
@@ -152,6 +152,7 @@ impl Loader {
         frame_crop: Option<(usize, usize, usize, usize)>,
         device_frame_cache_bytes: usize,
         nvdec_sessions: Option<usize>,
+        processes_per_node: usize,
     ) -> PyResult<Self> {
         let device =
             Device::from_request(device.parse().map_err(|e: String| invalid(format!("device: {e}")))?).py_err()?;
@@ -213,7 +214,10 @@ impl Loader {
             masks: MaskKind::Pad,
             // `Epoch::next_batch` hands batches to torch without a stream wait.
             wait_until_ready: true,
-            frame_cache_bytes: Some(frame_cache_bytes),
+            frame_cache_bytes: match frame_cache_bytes {
+                Some(bytes) => FrameCacheBudget::Bytes(bytes),
+                None => FrameCacheBudget::Auto { processes_per_node },
+            },
             video_decoders,
             frames,
             device_frame_cache_bytes,

@@ -59,8 +59,16 @@ fn info() -> String {
         "cuda": cuda,
         "ptx_archs": robocache::ptx_archs(),
         "cpu_threads": std::thread::available_parallelism().map(usize::from).unwrap_or(1),
+        "build": robocache::build_info(),
     })
     .to_string()
+}
+
+/// What this build has, as JSON: version, CUDA backend and PTX archs, and
+/// per video codec its decoders and whether each has its SIMD code.
+#[pyfunction]
+fn build_info() -> String {
+    serde_json::to_string(&robocache::build_info()).unwrap_or_default()
 }
 
 #[pymodule]
@@ -68,6 +76,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(cuda_available, m)?)?;
     m.add_function(wrap_pyfunction!(info, m)?)?;
+    m.add_function(wrap_pyfunction!(build_info, m)?)?;
     m.add_class::<arrays::Array>()?;
     ops::register(m)?;
     data::register(m)?;

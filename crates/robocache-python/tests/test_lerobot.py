@@ -178,6 +178,38 @@ def test_frame_cache_serves_the_second_epoch_with_the_same_frames():
                          device="cpu", frame_cache_bytes=-1)
 
 
+def test_the_frame_cache_is_on_by_default_sized_from_host_memory(monkeypatch):
+    """Two lines swapped, nothing tuned: a share of the host memory keeps the
+    frames, so the second epoch decodes nothing; 0 turns it off."""
+    common = dict(delta_timestamps={"observation.images.front": [-0.1, 0.0]}, batch_size=4, device="cpu",
+                  rank=0, world_size=1)
+    monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    loader = robocache.Loader(FIXTURES / "av1", ["observation.images.front"], **common)
+    for epoch in range(2):
+        loader.set_epoch(epoch)
+        loader.reset_telemetry()
+        for _ in loader:
+            pass
+        cache = loader.telemetry()["frame_cache"]
+        assert cache["automatic"] is True and cache["budget_bytes"] > 0, cache
+        if epoch == 0:
+            assert cache["misses"] > 0 and cache["frames"] > 0, cache
+        else:
+            assert cache["misses"] == 0 and cache["hit_rate"] == 1.0, cache
+    alone = cache["budget_bytes"]
+    # The node's processes share it (host memory moves a little between the two reads).
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "4")
+    shared = robocache.Loader(FIXTURES / "av1", ["observation.images.front"], **common)
+    next(iter(shared))
+    quarter = shared.telemetry()["frame_cache"]["budget_bytes"]
+    assert 0.2 * alone < quarter < 0.3 * alone, (alone, quarter)
+    off = robocache.Loader(FIXTURES / "av1", ["observation.images.front"], frame_cache_bytes=0, **common)
+    for _ in off:
+        pass
+    cache = off.telemetry()["frame_cache"]
+    assert cache["automatic"] is False and cache["budget_bytes"] == 0 and cache["frames"] == 0, cache
+
+
 def test_cuda_loader_equals_the_cpu_one(cuda):
     cameras = ["observation.images.front", "observation.images.wrist"]
     check_root("images", "images", LOW_DIM + cameras, device=cuda)

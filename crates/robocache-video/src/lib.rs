@@ -42,6 +42,8 @@ mod nal;
 mod nvdec;
 mod pending;
 pub mod resize;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod yuv;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -45,6 +45,7 @@
 mod assembly;
 mod backend;
 mod batch_buffer;
+mod build_info;
 mod cuda;
 mod device;
 mod device_frame_cache;
@@ -55,12 +56,13 @@ mod tensor;
 pub mod timing;
 mod windows;
 
+pub use build_info::{build_info, BuildInfo, VideoDecoderReport};
 pub use cuda::{ptx_archs, CudaDevice};
 pub use device::{BackendKind, BackendRequest, Device};
 pub use device_frame_cache::DeviceFrameCache;
 pub use error::{Error, Result};
 pub use loader::{
-    nvdec_device, Epoch, FrameCacheReport, Loader, LoaderConfig, LoaderMode, MaskKind, Normalization,
+    nvdec_device, Epoch, FrameCacheBudget, FrameCacheReport, Loader, LoaderConfig, LoaderMode, MaskKind, Normalization,
     NormalizationMode, TelemetryReport, VideoDecodeReport, WindowSpec,
 };
 pub use ops::{

@@ -15,6 +15,8 @@ struct Info {
     backends: Vec<Backend>,
     ptx_archs: Vec<&'static str>,
     auto: String,
+    /// Per codec, the decoders of this build and whether each has its SIMD code.
+    build: robocache::BuildInfo,
 }
 
 #[derive(Debug, Serialize)]
@@ -34,8 +36,13 @@ pub fn run(args: Args) -> Result<()> {
     };
     let cpu = Backend { name: "cpu", compiled: true, available: true, detail: Device::cpu().to_string() };
     let auto = if cuda.available { "cuda" } else { "cpu" }.to_owned();
-    let info =
-        Info { version: env!("CARGO_PKG_VERSION"), backends: vec![cpu, cuda], ptx_archs: robocache::ptx_archs(), auto };
+    let info = Info {
+        version: env!("CARGO_PKG_VERSION"),
+        backends: vec![cpu, cuda],
+        ptx_archs: robocache::ptx_archs(),
+        auto,
+        build: robocache::build_info(),
+    };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&info)?);
         return Ok(());
@@ -53,5 +60,17 @@ pub fn run(args: Args) -> Result<()> {
         println!("  PTX archs: {}", info.ptx_archs.join(", "));
     }
     println!("  auto picks: {}", info.auto);
+    println!("  video decoders:");
+    for (codec, decoders) in &info.build.video_decoders {
+        let list: Vec<String> = decoders
+            .iter()
+            .map(|d| match d.assembly {
+                Some(true) => format!("{} ({}, with its assembly)", d.decoder, d.device),
+                Some(false) => format!("{} ({}, WITHOUT its assembly: several times slower)", d.decoder, d.device),
+                None => format!("{} ({}, where the driver has it)", d.decoder, d.device),
+            })
+            .collect();
+        println!("    {codec:<5} {}", list.join(", "));
+    }
     Ok(())
 }

@@ -37,6 +37,7 @@ from ._native import __version__
 from ._native import convert_frames as _native_convert_frames
 from ._native import cuda_available as _cuda_available
 from ._native import fuse as _native_fuse
+from ._native import build_info as _build_info
 from ._native import info as _info
 from ._native import resample as _native_resample
 from ._native import voxelize as _native_voxelize
@@ -44,7 +45,7 @@ from ._native import voxelize as _native_voxelize
 __all__ = [
     "Error", "InvalidInputError", "DTypeError", "DeviceMismatchError", "CudaUnavailableError", "CudaError",
     "OutOfMemoryError", "DatasetError", "InternalError",
-    "cuda_available", "is_cuda_available", "info", "resample", "fuse", "voxelize",
+    "cuda_available", "is_cuda_available", "info", "build_info", "resample", "fuse", "voxelize",
     "convert_frames",
     "resample_trajectories", "fuse_multimodal", "fuse_multimodal_alignment", "voxelize_pointcloud", "self_test",
     "Dataset", "open", "Loader", "__version__",
@@ -60,8 +61,25 @@ is_cuda_available = cuda_available
 
 
 def info() -> Dict[str, Any]:
-    """Version, backends, the CUDA device (or why there is none), PTX archs."""
+    """Version, backends, the CUDA device (or why there is none), PTX archs,
+    and what this build has (``build``: :func:`build_info`)."""
     return json.loads(_info())
+
+
+def build_info() -> Dict[str, Any]:
+    """What this build of robocache has: ``version``, ``cuda_compiled``,
+    ``ptx_archs``, and ``video_decoders``: per codec (``av1``, ``h264``,
+    ``hevc``) its decoders (``rav1d``, ``openh264``, ``libde265`` on the
+    CPU, ``nvdec`` on the GPU) and whether each has its SIMD code
+    (``assembly``: ``False`` means several times slower CPU decoding, a build
+    made without NASM; ``None`` for NVDEC). ``cpu_video_decoders_have_assembly``
+    sums it up.
+
+    >>> info = build_info()
+    >>> [d["decoder"] for d in info["video_decoders"]["av1"]]
+    ['rav1d', 'nvdec']
+    """
+    return json.loads(_build_info())
 
 
 # ---- argument forms --------------------------------------------------------

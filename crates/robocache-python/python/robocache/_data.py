@@ -223,8 +223,13 @@ class Loader:
     ``frame_cache_bytes`` keeps decoded frames (YUV 4:2:0 as decoded, 1.5
     bytes a pixel, in host memory) up to that many bytes, the first ones decoded: every epoch after the
     first reads them instead of decoding them again (a cache holding part of
-    the dataset serves that part). ``telemetry()`` reports its hit rate
-    (``frame_cache``) and the host cores the process kept busy
+    the dataset serves that part). By default (``None``) the budget is a
+    quarter of the host memory available when the loader is made (the
+    container's limit included), divided among the node's
+    ``LOCAL_WORLD_SIZE`` processes; ``0`` turns the cache off. Nothing is
+    reserved: frames fill it as they are decoded. ``telemetry()`` reports its
+    budget, whether it is the automatic one, and its hit rate
+    (``frame_cache``), and the host cores the process kept busy
     (``host_cores_busy``). ``device_frame_cache_bytes`` keeps frames on the
     loader's device instead (GPU memory for a CUDA loader), as uint8 RGB
     already cropped and resized to ``frame_size``: a batch then takes the
@@ -245,14 +250,14 @@ class Loader:
                  windows: Optional[Dict[str, Any]] = None,
                  delta_timestamps: Optional[Dict[str, Sequence[float]]] = None, tolerance_s: float = 1e-4,
                  return_uint8: bool = False, frame_size: Optional[Tuple[int, int]] = None,
-                 frame_crop: Optional[Tuple[int, int, int, int]] = None, frame_cache_bytes: int = 0,
+                 frame_crop: Optional[Tuple[int, int, int, int]] = None, frame_cache_bytes: Optional[int] = None,
                  device_frame_cache_bytes: int = 0,
                  batch_size: int, device: Optional[str] = None, seed: int = 0, shuffle: bool = True,
                  drop_last: bool = False, workers: Optional[int] = None, prefetch: int = 4,
                  normalization: Optional[str] = None, mode: str = "auto",
                  rank: Optional[int] = None, world_size: Optional[int] = None, shard_by: str = "windows",
                  video_decoder: str = "auto", nvdec_sessions: Optional[int] = None):
-        for name, value in (("frame_cache_bytes", frame_cache_bytes),
+        for name, value in (("frame_cache_bytes", 0 if frame_cache_bytes is None else frame_cache_bytes),
                             ("device_frame_cache_bytes", device_frame_cache_bytes)):
             if int(value) < 0:
                 raise InvalidInputError(f"{name} must be 0 or more, not {value}")
@@ -310,10 +315,12 @@ class Loader:
         self.workers = int(workers)
         self._native = _NativeLoader(dataset._native, self.streams, spec, self.batch_size, self.device, int(seed),
                                      bool(shuffle), self.rank, self.world_size, bool(drop_last), self.workers, int(prefetch),
-                                     normalization, mode, int(frame_cache_bytes), str(shard_by),
+                                     normalization, mode,
+                                     None if frame_cache_bytes is None else int(frame_cache_bytes), str(shard_by),
                                      str(video_decoder), frame_layout, frame_dtype, frame_size, frame_crop,
                                      int(device_frame_cache_bytes),
-                                     None if nvdec_sessions is None else int(nvdec_sessions))
+                                     None if nvdec_sessions is None else int(nvdec_sessions),
+                                     max(_env_int("LOCAL_WORLD_SIZE", 1), 1))
         self._epoch = 0
         self._next_batch = 0
         # What each batch holds, in the order the native loader hands it over.

@@ -14,6 +14,7 @@ TargetsArg = Union[ArrayDesc, Tuple[str, float, float, int]]
 
 def cuda_available() -> bool: ...
 def info() -> str: ...
+def build_info() -> str: ...
 
 class Array:
     """A result: robocache's memory, readable in place."""
@@ -128,7 +129,7 @@ class Loader:
         prefetch: int,
         normalization: Optional[str],
         mode: str,
-        frame_cache_bytes: int = 0,
+        frame_cache_bytes: Optional[int] = None,
         shard_by: str = "windows",
         video_decoder: str = "auto",
         frame_layout: str = "hwc",
@@ -137,6 +138,7 @@ class Loader:
         frame_crop: Optional[Tuple[int, int, int, int]] = None,
         device_frame_cache_bytes: int = 0,
         nvdec_sessions: Optional[int] = None,
+        processes_per_node: int = 1,
     ) -> None: ...
     def batches_per_epoch(self) -> int: ...
     def samples_per_epoch(self) -> int: ...

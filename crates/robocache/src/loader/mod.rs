@@ -39,6 +39,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod frame_cache_budget;
 pub mod normalization;
 pub(crate) mod resident;
 pub mod telemetry;
@@ -55,6 +56,7 @@ use robocache_datasets::{
 };
 
 pub use crate::assembly::{MaskKind, WindowShape};
+pub use frame_cache_budget::{auto_bytes, host_memory_available, FrameCacheBudget, AUTO_SHARE};
 pub use normalization::{Normalization, NormalizationMode, StreamStatistics};
 pub use resident::ResidentStreams;
 pub use telemetry::{FrameCacheReport, Telemetry, TelemetryReport, VideoDecodeReport};
@@ -135,10 +137,11 @@ pub struct LoaderConfig {
     /// returns once the work is queued; synchronise on the device's stream.
     pub wait_until_ready: bool,
     /// The byte budget of the dataset's decoded-frame cache (camera video:
-    /// RGB frames kept in host memory after their first decode, see
-    /// [`Dataset::set_frame_cache_budget`]); `None` leaves the dataset's
-    /// budget as it is (0 unless set).
-    pub frame_cache_bytes: Option<usize>,
+    /// frames kept in host memory after their first decode, see
+    /// [`Dataset::set_frame_cache_budget`]). The default,
+    /// [`FrameCacheBudget::Auto`], takes a quarter of the host memory
+    /// available, shared among the node's processes; `Bytes(0)` turns it off.
+    pub frame_cache_bytes: FrameCacheBudget,
     /// Where camera frames are decoded (see [`Dataset::set_video_decoders`]).
     /// `None`: NVDEC beside the CPU decoders on a CUDA loader's GPU
     /// ([`DecoderChoice::Auto`]), the dataset's setting (the CPU unless
@@ -187,7 +190,7 @@ impl LoaderConfig {
             staging_bytes: crate::cuda::DEFAULT_STAGING_BYTES,
             masks: MaskKind::Valid,
             wait_until_ready: true,
-            frame_cache_bytes: None,
+            frame_cache_bytes: FrameCacheBudget::default(),
             video_decoders: None,
             frames: FrameOutput::default(),
             device_frame_cache_bytes: 0,
@@ -397,7 +400,7 @@ impl Loader {
             let in_flight = config.prefetch + config.workers.max(1) + 2;
             cuda.keep_pool_memory(device_batch.saturating_mul(in_flight))?;
         }
-        if let Some(bytes) = config.frame_cache_bytes {
+        if let Some(bytes) = config.frame_cache_bytes.resolve() {
             dataset.set_frame_cache_budget(bytes);
         }
         let decoders = match (config.video_decoders, device) {
@@ -543,7 +546,10 @@ impl Loader {
                 (report.staging_budget_bytes, report.staging_peak_bytes) = (Some(budget), Some(peak));
             }
         }
-        report.frame_cache = self.dataset.frame_cache_usage().map(Into::into);
+        report.frame_cache = self.dataset.frame_cache_usage().map(|usage| FrameCacheReport {
+            automatic: matches!(self.config.frame_cache_bytes, FrameCacheBudget::Auto { .. }),
+            ..usage.into()
+        });
         report.device_frame_cache = self.frame_cache.as_ref().map(|cache| cache.usage().into());
         report.video_decode = self.dataset.video_decode_counts().map(Into::into);
         report

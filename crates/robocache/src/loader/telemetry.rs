@@ -78,6 +78,9 @@ impl From<robocache_datasets::DecodeCounts> for VideoDecodeReport {
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct FrameCacheReport {
     pub budget_bytes: usize,
+    /// Whether the budget is the automatic one
+    /// ([`super::FrameCacheBudget::Auto`]: a share of the host memory).
+    pub automatic: bool,
     /// Bytes and frames held.
     pub bytes: usize,
     pub frames: usize,
@@ -93,6 +96,7 @@ impl From<robocache_datasets::FrameCacheUsage> for FrameCacheReport {
     fn from(usage: robocache_datasets::FrameCacheUsage) -> Self {
         FrameCacheReport {
             budget_bytes: usage.budget_bytes,
+            automatic: false,
             bytes: usage.bytes,
             frames: usage.frames,
             hits: usage.hits,

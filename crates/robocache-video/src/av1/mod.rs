@@ -3,6 +3,18 @@
 //! sample) in, its shown frame out, as 8-bit YUV planes.
 //!
 //! rav1d exposes dav1d's C API; every `unsafe` call is in this module.
+//!
+//! **Two frame contexts, not one.** rav1d 1.1 panics inside its
+//! `extern "C"` API when a frame fails to decode with a single frame
+//! context (its error path unwraps a frame header that the same error path
+//! already took: memorysafety/rav1d#1497, open). A panic cannot unwind out
+//! of `extern "C"`: the process aborts, and a training run or a Python
+//! interpreter with it; a single flipped bit in an MP4's `mdat` reached it
+//! (found by the fuzz harness, `tests/fuzz.rs`). With two frame contexts
+//! (two task threads, a frame delay of 2) a decode error takes the other
+//! path and comes back as an error. Each sample is still decoded before
+//! the next goes in: after sending it, the decoder is drained, so its
+//! frame comes out at once, as with one context.
 
 use std::mem::MaybeUninit;
 use std::ptr::NonNull;
@@ -20,9 +32,13 @@ use crate::yuv::Yuv420;
 
 /// dav1d's "try again": `-EAGAIN`.
 const EAGAIN: i32 = -11;
+/// Frame contexts (and task threads) per decoder: more than one keeps
+/// rav1d's single-context error path, which aborts, out of reach.
+const FRAME_CONTEXTS: i32 = 2;
 
-/// An open AV1 decoder (single-threaded, no frame delay: a picture per
-/// temporal unit, so that decoding runs in the loader's own threads).
+/// An open AV1 decoder: two frame contexts (see the module docs), drained
+/// after every temporal unit, so that a sample's picture comes out before
+/// the next sample goes in.
 pub struct Av1Decoder {
     context: Option<Dav1dContext>,
 }
@@ -45,8 +61,8 @@ impl Av1Decoder {
             dav1d_default_settings(NonNull::new_unchecked(settings.as_mut_ptr()));
             settings.assume_init()
         };
-        settings.n_threads = 1;
-        settings.max_frame_delay = 1;
+        settings.n_threads = FRAME_CONTEXTS;
+        settings.max_frame_delay = FRAME_CONTEXTS;
         let mut context: Option<Dav1dContext> = None;
         // SAFETY: both pointers are valid for the call.
         let result = unsafe { dav1d_open(Some(NonNull::from(&mut context)), Some(NonNull::from(&mut settings))) };
@@ -72,9 +88,9 @@ impl Av1Decoder {
         if sample.is_empty() {
             return Err("an empty sample".into());
         }
-        let mut data = Dav1dData::default();
+        let mut data = SampleData(Dav1dData::default());
         // SAFETY: `data` is valid; dav1d_data_create allocates `sample.len()` bytes it owns.
-        let buffer = unsafe { dav1d_data_create(Some(NonNull::from(&mut data)), sample.len()) };
+        let buffer = unsafe { dav1d_data_create(Some(NonNull::from(&mut data.0)), sample.len()) };
         if buffer.is_null() {
             return Err(format!("rav1d could not allocate {} bytes", sample.len()));
         }
@@ -85,41 +101,55 @@ impl Av1Decoder {
         // it asks for room (EAGAIN); bounded, so corrupt data cannot spin.
         for _ in 0..1024 {
             // SAFETY: `context` is open, `data` holds our reference to the bytes.
-            let sent = unsafe { dav1d_send_data(Some(context), Some(NonNull::from(&mut data))) };
+            let sent = unsafe { dav1d_send_data(Some(context), Some(NonNull::from(&mut data.0))) };
             if sent.0 < 0 && sent.0 != EAGAIN {
-                // SAFETY: `data` is ours to release.
-                unsafe { dav1d_data_unref(Some(NonNull::from(&mut data))) };
                 return Err(format!("rav1d rejected the sample (error {}): corrupt AV1 data", sent.0));
             }
-            while let Some(picture) = self.picture(context, wanted)? {
+            while let Some(picture) = picture(context, wanted)? {
                 frame = picture;
             }
-            if data.sz == 0 {
+            if data.0.sz == 0 {
+                // Drained: the second call after a `try again` waits for
+                // the frames in flight (this sample's) and hands them out.
+                while let Some(picture) = picture(context, wanted)? {
+                    frame = picture;
+                }
                 return Ok(frame);
             }
         }
-        // SAFETY: `data` is ours to release.
-        unsafe { dav1d_data_unref(Some(NonNull::from(&mut data))) };
         Err("rav1d did not take the sample (corrupt AV1 data)".into())
     }
+}
 
-    /// The next decoded picture, if one is ready: `Some(None)` where it is
-    /// not `wanted` (released without a copy).
-    fn picture(&mut self, context: Dav1dContext, wanted: bool) -> Result<Option<Option<Yuv420>>, String> {
-        let mut picture = Dav1dPicture::default();
-        // SAFETY: `context` is open and `picture` is writable.
-        let got = unsafe { dav1d_get_picture(Some(context), Some(NonNull::from(&mut picture))) };
-        if got.0 == EAGAIN {
-            return Ok(None);
+/// Our reference to a sample's bytes inside rav1d, released on every path
+/// out, errors included (a no-op once rav1d took them all).
+struct SampleData(Dav1dData);
+
+impl Drop for SampleData {
+    fn drop(&mut self) {
+        if self.0.sz > 0 {
+            // SAFETY: the data is ours to release.
+            unsafe { dav1d_data_unref(Some(NonNull::from(&mut self.0))) };
         }
-        if got.0 < 0 {
-            return Err(format!("rav1d failed to decode a frame (error {}): corrupt AV1 data", got.0));
-        }
-        let copied = if wanted { copy_picture(&picture).map(Some) } else { Ok(None) };
-        // SAFETY: the picture is ours to release.
-        unsafe { dav1d_picture_unref(Some(NonNull::from(&mut picture))) };
-        copied.map(Some)
     }
+}
+
+/// The next decoded picture, if one is ready: `Some(None)` where it is
+/// not `wanted` (released without a copy).
+fn picture(context: Dav1dContext, wanted: bool) -> Result<Option<Option<Yuv420>>, String> {
+    let mut picture = Dav1dPicture::default();
+    // SAFETY: `context` is open and `picture` is writable.
+    let got = unsafe { dav1d_get_picture(Some(context), Some(NonNull::from(&mut picture))) };
+    if got.0 == EAGAIN {
+        return Ok(None);
+    }
+    if got.0 < 0 {
+        return Err(format!("rav1d failed to decode a frame (error {}): corrupt AV1 data", got.0));
+    }
+    let copied = if wanted { copy_picture(&picture).map(Some) } else { Ok(None) };
+    // SAFETY: the picture is ours to release.
+    unsafe { dav1d_picture_unref(Some(NonNull::from(&mut picture))) };
+    copied.map(Some)
 }
 
 /// The picture's planes copied out (8-bit 4:2:0, or 4:0:0 with grey chroma).
