@@ -33,9 +33,16 @@ windows with 2 frames per camera (offsets -1/fps and 0) and 16 actions:
 - robocache with a decoded-frame cache of `--cache-gib` (YUV in host
   memory): its first epoch (cold: every frame decoded, the cache filled) and
   the epochs after it;
+- robocache with every default, "two lines swapped, nothing tuned":
+  `robocache.Loader(root, None, delta_timestamps=..., batch_size=64)`
+  (float32 frames, the workers and the host frame cache it picks itself):
+  its first epoch (cold) and the epochs after it;
 - robocache with a frame cache of `--device-cache-gib` on the GPU
   (`device_frame_cache_bytes`: uint8 RGB at `--frame-size` when given),
   float32 frames: its first epoch and the epochs after it.
+
+The output starts with `robocache.build_info()`: which decoders the
+installed wheel has and whether each has its assembly.
 
 Reported: frames/s and batches/s delivered to the training loop, host cores
 busy (from /proc/stat over the timed batches), peak GPU memory, and each
@@ -330,11 +337,44 @@ def robocache_cached_run(root, workers, batches, fps, device, cache_bytes=0, dev
     return cold, warm
 
 
+def robocache_defaults_run(root, batches, fps):
+    """`robocache.Loader` with every default, as a LeRobot user who swaps two
+    lines gets it: its first epoch timed whole, then `batches` batches of
+    the epochs after it."""
+    import torch  # noqa: F401 (a CUDA loader's batches are torch tensors)
+    import robocache
+
+    loader = robocache.Loader(root, None, delta_timestamps=deltas(fps), batch_size=BATCH)
+    device = loader.device
+    hz = os.sysconf("SC_CLK_TCK")
+    reset_gpu_peak(device)
+    busy0, t0 = cpu_jiffies(), time.perf_counter()
+    frames = 0
+    for batch in loader:
+        sync(device)
+        frames += batch[CAMERAS[0]].shape[0] * 2 * len(CAMERAS)
+    elapsed = time.perf_counter() - t0
+    cold = {"batches_per_s": len(loader) / elapsed, "frames_per_s": frames / elapsed, "seconds": elapsed,
+            "cores_busy": (cpu_jiffies() - busy0) / hz / elapsed, "workers": loader.workers}
+    cold["frame_cache"] = loader.telemetry()["frame_cache"]
+    loader.reset_telemetry()
+    warm = timed(batches, 3, lambda: epochs(loader, device, 1), BATCH * 4)
+    warm["frame_cache"] = loader.telemetry()["frame_cache"]
+    warm["gpu_peak_bytes"] = cold["gpu_peak_bytes"] = peak_gpu_bytes(device)
+    return cold, warm
+
+
 def all_runs(args):
     info = json.load(open(os.path.join(args.root, "meta", "info.json")))
     fps = info["fps"]
     codec = info["features"][CAMERAS[0]]["info"]["video.codec"]
     rows = []
+    import robocache
+
+    build = robocache.build_info()
+    decoders = {codec: [f"{d['decoder']}{'+asm' if d['assembly'] else ''}" for d in found if d["device"] == "cpu"]
+                for codec, found in build["video_decoders"].items()}
+    print(f"robocache {build['version']}, CPU decoders: {decoders}", flush=True)
     ceil = ceiling(args.root, args.processes or os.cpu_count())
     print(f"ceiling: {ceil['frames_per_s']:.0f} frames/s ({ceil['processes']} processes)", flush=True)
     rows.append({"loader": f"ceiling: FFmpeg {codec} decode, 1 process/core", "frames_per_s": ceil["frames_per_s"],
@@ -375,6 +415,14 @@ def all_runs(args):
         print(rows[-1], flush=True)
         rows.append({"loader": f"robocache.Loader workers={workers} uint8 cache, epoch 2+", **warm})
         print(rows[-1], flush=True)
+    if args.defaults:
+        cold, warm = robocache_defaults_run(args.root, args.cached_batches or args.batches, fps)
+        budget = cold["frame_cache"]["budget_bytes"] / 2**30
+        rows.append({"loader": f"robocache defaults (workers={cold['workers']}, cache {budget:.0f} GiB), epoch 1",
+                     **cold})
+        print(rows[-1], flush=True)
+        rows.append({"loader": "robocache defaults, epoch 2+", **warm})
+        print(rows[-1], flush=True)
     for workers in args.robocache_workers:
         if args.device_cache_gib <= 0:
             break
@@ -404,9 +452,10 @@ def all_runs(args):
         print(f"{r['loader']:<52} {r['frames_per_s']:>9.0f} {r['batches_per_s']:>9.1f} {r.get('cores_busy', 0):>6.1f} "
               f"{r['frames_per_s'] / ceil['frames_per_s']:>10.2f} {of_windows:>9} "
               f"{r.get('gpu_peak_bytes', 0) / 2**20:>8.0f}")
+    print(f"CPU decoders of this wheel: {decoders}")
     if args.json:
-        json.dump({"codec": codec, "rows": rows, "ceiling": ceil, "window_ceiling": windows}, open(args.json, "w"),
-                  indent=1)
+        json.dump({"codec": codec, "rows": rows, "ceiling": ceil, "window_ceiling": windows, "build": build},
+                  open(args.json, "w"), indent=1)
 
 
 def main():
@@ -444,6 +493,8 @@ def main():
                    help="frame cache on the GPU of a float32 robocache run, RGB at --frame-size (0: no such run)")
     a.add_argument("--frame-size", type=int, nargs=2, metavar=("H", "W"),
                    help="also run robocache float32 loaders resizing every frame to H x W on the device")
+    a.add_argument("--no-defaults", dest="defaults", action="store_false",
+                   help="leave out the run of robocache.Loader with every default")
     a.add_argument("--json")
     args = parser.parse_args()
     {"write": write, "all": all_runs}[args.command](args)

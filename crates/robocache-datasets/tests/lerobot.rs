@@ -298,6 +298,73 @@ fn broken_lerobot_roots_are_clear_errors() {
     assert!(err.contains("v4.0") && err.contains("codebase_version"), "{err}");
 }
 
+/// `info.json` of `root` with `field` set to `value`.
+fn set_info(root: &std::path::Path, field: &str, value: &str) {
+    let path = root.join("meta/info.json");
+    let mut info: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    info[field] = Value::String(value.into());
+    std::fs::write(&path, serde_json::to_string_pretty(&info).unwrap()).unwrap();
+}
+
+#[test]
+fn paths_from_metadata_stay_inside_the_root() {
+    let scratch = tempfile::tempdir().unwrap();
+    let root = scratch.path().join("root");
+    copy_tree(&fixtures().join("av1"), &root).unwrap();
+    // The same files outside the root, where an escaping template would find them.
+    copy_tree(&root.join("data"), &scratch.path().join("outside/data")).unwrap();
+    copy_tree(&root.join("videos"), &scratch.path().join("outside/videos")).unwrap();
+    let escapes = [
+        ("data_path", "../outside/data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet", "`..`"),
+        ("data_path", "/etc/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet", "absolute"),
+        ("data_path", "file:///data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet", "scheme"),
+        (
+            "video_path",
+            "../outside/videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4",
+            "`..`",
+        ),
+        ("data_path", "data/chunk-{chunk_index:0999999999d}/file-{file_index:03d}.parquet", "digits"),
+    ];
+    for (case, (field, template, says)) in escapes.into_iter().enumerate() {
+        let fresh = scratch.path().join(format!("case-{case}"));
+        copy_tree(&root, &fresh).unwrap();
+        set_info(&fresh, field, template);
+        let err = Dataset::open(&fresh).map(|_| ()).unwrap_err().to_string();
+        assert!(err.contains("info.json") && err.contains(field) && err.contains(says), "{template}: {err}");
+    }
+}
+
+#[test]
+fn negative_indices_are_errors_not_episode_0() {
+    use arrow_array::{Array, Int64Array, RecordBatch};
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    use parquet::arrow::ArrowWriter;
+
+    let scratch = tempfile::tempdir().unwrap();
+    let root = scratch.path().join("root");
+    copy_tree(&fixtures().join("av1"), &root).unwrap();
+    // The first row of the first data file claims episode -1.
+    let data = root.join("data/chunk-000/file-000.parquet");
+    let reader = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&data).unwrap()).unwrap().build().unwrap();
+    let batches: Vec<RecordBatch> = reader.map(Result::unwrap).collect();
+    let schema = batches[0].schema();
+    let column = schema.index_of("episode_index").unwrap();
+    let mut writer = ArrowWriter::try_new(std::fs::File::create(&data).unwrap(), schema.clone(), None).unwrap();
+    for (i, batch) in batches.iter().enumerate() {
+        let mut columns = batch.columns().to_vec();
+        let mut indices: Vec<i64> =
+            columns[column].as_any().downcast_ref::<Int64Array>().unwrap().values().to_vec();
+        if i == 0 {
+            indices[0] = -1;
+        }
+        columns[column] = std::sync::Arc::new(Int64Array::from(indices));
+        writer.write(&RecordBatch::try_new(schema.clone(), columns).unwrap()).unwrap();
+    }
+    writer.close().unwrap();
+    let err = read_everything(&root).unwrap_err();
+    assert!(err.contains("file-000.parquet") && err.contains("episode_index") && err.contains("-1"), "{err}");
+}
+
 /// Every window of `root` read in batches of `batch` (samples in a
 /// scrambled order, so that a batch mixes episodes and groups of pictures)
 /// through [`Dataset::read_delta_windows_into`]: per key of the spec, the

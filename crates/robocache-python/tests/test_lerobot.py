@@ -277,3 +277,20 @@ def test_verify_reads_every_frame_and_names_a_truncated_video(tmp_path):
     assert any("file-000.mp4" in p["error"] and "truncated" in p["error"] for p in problems), problems
     with pytest.raises(robocache.InvalidInputError, match="threads"):
         robocache.open(root).verify(threads=0)
+
+
+def test_hostile_templates_are_errors_not_panics(tmp_path):
+    """A template width past 20 digits reached Python as PanicException; a
+    template leaving the root read files outside it."""
+    import shutil
+
+    for template, says in (("data/chunk-{chunk_index:0999999999d}/file-{file_index:03d}.parquet", "digits"),
+                           ("../outside/data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet", "..")):
+        root = tmp_path / f"root-{len(template)}"
+        shutil.copytree(FIXTURES / "av1", root)
+        info = json.loads((root / "meta/info.json").read_text())
+        info["data_path"] = template
+        (root / "meta/info.json").write_text(json.dumps(info))
+        with pytest.raises(robocache.DatasetError, match="data_path") as error:
+            robocache.open(root)
+        assert says in str(error.value) and "info.json" in str(error.value)

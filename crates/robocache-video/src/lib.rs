@@ -119,6 +119,19 @@ impl std::ops::AddAssign for DecodeCounts {
     }
 }
 
+/// The most idle CPU decoders the process keeps, all files together (a
+/// decoder holds its reference frames: a few MB at 480×640). A decoder
+/// given back past it is closed; a file's next request opens a new one.
+pub const MAX_IDLE_CPU_DECODERS: usize = 128;
+
+/// Idle CPU decoders held by every [`VideoFile`] of the process.
+static IDLE_CPU_DECODERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// The idle CPU decoders the process holds now (at most [`MAX_IDLE_CPU_DECODERS`]).
+pub fn idle_cpu_decoders() -> usize {
+    IDLE_CPU_DECODERS.load(std::sync::atomic::Ordering::Acquire)
+}
+
 /// An open video file: its track's sample table and the decoders that
 /// reading threads share.
 #[derive(Debug)]
@@ -178,6 +191,13 @@ impl FrameDecoder {
             FrameDecoder::Hevc(decoder) => decoder.finish(),
             FrameDecoder::Nvdec(decoder) => decoder.finish(),
         }
+    }
+}
+
+impl Drop for VideoFile {
+    fn drop(&mut self) {
+        let idle = self.decoders.get_mut().map(|d| d.len()).unwrap_or(0);
+        IDLE_CPU_DECODERS.fetch_sub(idle, std::sync::atomic::Ordering::AcqRel);
     }
 }
 
@@ -413,7 +433,10 @@ impl VideoFile {
 
     fn take_cpu_decoder(&self) -> Result<FrameDecoder> {
         match self.decoders.lock().ok().and_then(|mut d| d.pop()) {
-            Some(decoder) => Ok(decoder),
+            Some(decoder) => {
+                IDLE_CPU_DECODERS.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+                Ok(decoder)
+            }
             None => self.new_decoder(),
         }
     }
@@ -424,6 +447,13 @@ impl VideoFile {
         match decoder {
             FrameDecoder::Nvdec(decoder) => decoder.give_back(),
             cpu => {
+                // Kept for this file's next request while the process holds
+                // fewer than MAX_IDLE_CPU_DECODERS idle ones; else closed.
+                use std::sync::atomic::Ordering::AcqRel;
+                if IDLE_CPU_DECODERS.fetch_add(1, AcqRel) >= MAX_IDLE_CPU_DECODERS {
+                    IDLE_CPU_DECODERS.fetch_sub(1, AcqRel);
+                    return;
+                }
                 if let Ok(mut idle) = self.decoders.lock() {
                     idle.push(cpu);
                 }
@@ -445,5 +475,29 @@ impl VideoFile {
     /// Frames `indices` (presentation order) as RGB `[H, W, 3]`, in the order asked.
     pub fn decode_rgb(&self, indices: &[usize]) -> Result<Vec<Vec<u8>>> {
         Ok(self.decode_yuv(indices)?.iter().map(Yuv420::to_rgb).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn idle_cpu_decoders_are_bounded_across_files() {
+        let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/baseline_cropped.mp4");
+        let files: Vec<VideoFile> = (0..4).map(|_| VideoFile::open(&fixture).unwrap()).collect();
+        for file in &files {
+            for _ in 0..MAX_IDLE_CPU_DECODERS {
+                let decoder = file.new_decoder().unwrap();
+                file.put_decoder(decoder);
+                assert!(idle_cpu_decoders() <= MAX_IDLE_CPU_DECODERS);
+            }
+        }
+        let held: usize = files.iter().map(|f| f.decoders.lock().unwrap().len()).sum();
+        assert!(held <= MAX_IDLE_CPU_DECODERS, "{held} idle decoders held");
+        assert!(held >= MAX_IDLE_CPU_DECODERS / 2, "the files kept decoders: {held}");
+        // A file closed gives its idle decoders' count back.
+        drop(files);
+        assert!(idle_cpu_decoders() < MAX_IDLE_CPU_DECODERS);
     }
 }

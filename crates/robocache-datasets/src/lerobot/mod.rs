@@ -22,6 +22,9 @@
 
 pub(crate) mod columns;
 pub(crate) mod meta;
+pub use open_videos::MAX_OPEN_VIDEOS;
+use open_videos::OpenVideos;
+mod open_videos;
 mod parquet_blob;
 
 use std::collections::{HashMap, VecDeque};
@@ -140,7 +143,7 @@ pub(crate) struct LeRobotSource {
     times: Mutex<HashMap<usize, Arc<[f64]>>>,
     /// Open video files (sample tables read once), each with the number
     /// its frames have in `frames`.
-    videos: Mutex<HashMap<PathBuf, (usize, Arc<VideoFile>)>>,
+    videos: Mutex<OpenVideos>,
     /// Decoded frames (YUV 4:2:0, as decoded) kept for later reads (empty
     /// budget by default).
     frames: FrameCache,
@@ -245,7 +248,7 @@ impl LeRobotSource {
             file_rows: Mutex::new(HashMap::new()),
             values: Mutex::new(HashMap::new()),
             encoded: Mutex::new(VecDeque::new()),
-            videos: Mutex::new(HashMap::new()),
+            videos: Mutex::new(OpenVideos::default()),
             frames: FrameCache::new(0),
             decoders: Mutex::new(DecoderChoice::Cpu),
             decoded: Mutex::new(DecodeCounts::default()),
@@ -389,7 +392,12 @@ impl LeRobotSource {
                     let indices = read_i64(&self.storage, &file, "episode_index")?;
                     let mut map = FileRows::new();
                     for (row, &index) in indices.iter().enumerate() {
-                        let index = index.max(0) as usize;
+                        // A negative index is an error, never episode 0's rows.
+                        let index = usize::try_from(index).map_err(|_| Error::Layout {
+                            file: file.clone(),
+                            path: "episode_index".into(),
+                            problem: format!("row {row} is {index}, not an episode index"),
+                        })?;
                         let entry = map.entry(index).or_insert(row..row);
                         if entry.end != row {
                             return Err(Error::Layout {
@@ -530,7 +538,7 @@ impl LeRobotSource {
     /// An open video file and its number in the frame cache.
     fn video(&self, path: &Path, episode: usize, key: &str) -> Result<(usize, Arc<VideoFile>)> {
         if let Some(video) = self.videos.lock().unwrap_or_else(|p| p.into_inner()).get(path) {
-            return Ok(video.clone());
+            return Ok(video);
         }
         let video_error = |source| Error::Video {
             episode: format!("episode_{}", self.episodes[episode].index),
@@ -541,9 +549,7 @@ impl LeRobotSource {
             video_error(robocache_video::Error::Io { file: path.to_path_buf(), error: error.into() })
         })?;
         let video = Arc::new(VideoFile::from_blob(path.to_path_buf(), blob).map_err(video_error)?);
-        let mut videos = self.videos.lock().unwrap_or_else(|p| p.into_inner());
-        let id = videos.len();
-        Ok(videos.entry(path.to_path_buf()).or_insert((id, video)).clone())
+        Ok(self.videos.lock().unwrap_or_else(|p| p.into_inner()).insert(path, video))
     }
 
     /// Frames of a video feature for rows `rows` of `episode`, RGB `[H, W, 3]`

@@ -198,8 +198,26 @@ fn nvdec_codec(codec: Codec) -> c_int {
 /// A stream and a hardware decoder of one GPU, used by one request at a time.
 pub struct Session {
     gpu: Arc<Gpu>,
-    /// Boxed: the parser's callbacks hold its address.
-    state: Box<State>,
+    /// The parser's callbacks hold this address: the state is reached
+    /// through this one raw pointer (`Box::into_raw`, freed in `Drop`), and
+    /// a `&mut State` is made only for a short step outside the parser's
+    /// calls (never one that lives across `cuvidParseVideoData`, while the
+    /// callbacks make their own).
+    state: std::ptr::NonNull<State>,
+}
+
+impl Session {
+    /// The state, for one step while no parser call runs.
+    ///
+    /// # Safety
+    ///
+    /// No parser call of this session may run while the reference lives
+    /// (the callbacks make their own `&mut State` from the raw pointer).
+    unsafe fn state(&mut self) -> &mut State {
+        // SAFETY: the pointer is from `Box::into_raw` and freed only in
+        // `Drop`; `&mut self` and the caller's promise make this the only reference.
+        unsafe { self.state.as_mut() }
+    }
 }
 
 // SAFETY: the handles inside are used by one thread at a time (the owner's),
@@ -243,7 +261,7 @@ impl Session {
         // SAFETY: writes one stream handle; the context is current.
         let result = gpu.with_context(|| unsafe { (api.cuStreamCreate)(&mut stream, CU_STREAM_NON_BLOCKING) })?;
         api.check(result, "cuStreamCreate")?;
-        let state = Box::new(State {
+        let state = Box::into_raw(Box::new(State {
             api,
             stream,
             decoder: null_mut(),
@@ -255,14 +273,18 @@ impl Session {
             shown: Vec::new(),
             error: None,
             pending: VecDeque::new(),
-        });
-        Ok(Session { gpu, state })
+        }));
+        // SAFETY: `Box::into_raw` never returns null.
+        Ok(Session { gpu, state: unsafe { std::ptr::NonNull::new_unchecked(state) } })
     }
 }
 
 impl Drop for Session {
     fn drop(&mut self) {
-        let (api, state) = (self.gpu.api, &mut *self.state);
+        // SAFETY: the pointer is from `Box::into_raw`, freed here once; the
+        // parser that held it was destroyed before (`NvdecDecoder::drop`).
+        let state = unsafe { Box::from_raw(self.state.as_ptr()) };
+        let api = self.gpu.api;
         let _ = self.gpu.with_context(|| {
             // SAFETY: handles this session made and no one else holds.
             unsafe {
@@ -372,7 +394,8 @@ impl NvdecDecoder {
             Input::Av1 { .. } => self.packet.extend_from_slice(sample),
         }
         self.last_tag = Some(tag);
-        self.session()?.state.pending.push_back((tag, wanted));
+        // SAFETY: no parser call runs here.
+        unsafe { self.session()?.state() }.pending.push_back((tag, wanted));
         let timestamp = i64::try_from(tag).map_err(|_| format!("sample {tag}"))?;
         shown.extend(self.parse(PKT_TIMESTAMP | PKT_ENDOFPICTURE, timestamp)?);
         Ok(shown)
@@ -386,7 +409,8 @@ impl NvdecDecoder {
         self.packet.clear();
         let mut shown = self.parse(PKT_ENDOFSTREAM | PKT_NOTIFY_EOS, 0);
         if let (Ok(_), Ok(session)) = (&shown, self.session()) {
-            if let Some(&(tag, _)) = session.state.pending.front() {
+            // SAFETY: no parser call runs here.
+            if let Some(&(tag, _)) = unsafe { session.state() }.pending.front() {
                 shown = Err(format!("NVDEC decoded no picture for sample {tag}: corrupt or unsupported data"));
             }
         }
@@ -405,7 +429,7 @@ impl NvdecDecoder {
         let codec = nvdec_codec(self.codec);
         let (packet, parser) = (&self.packet, &mut self.parser);
         let session = self.session.as_mut().ok_or_else(|| "the NVDEC session was given back".to_string())?;
-        let (gpu, state) = (&session.gpu, &mut *session.state);
+        let (gpu, state) = (&session.gpu, session.state.as_ptr());
         let api = gpu.api;
         let result = gpu.with_context(|| -> Result<(), String> {
             if parser.is_null() {
@@ -414,7 +438,7 @@ impl NvdecDecoder {
                     ulMaxNumDecodeSurfaces: 1,
                     // Pictures shown as soon as their order allows.
                     ulMaxDisplayDelay: 0,
-                    pUserData: (&raw mut *state).cast(),
+                    pUserData: state.cast(),
                     pfnSequenceCallback: Some(on_sequence),
                     pfnDecodePicture: Some(on_decode),
                     pfnDisplayPicture: Some(on_display),
@@ -434,6 +458,8 @@ impl NvdecDecoder {
             let result = unsafe { (api.cuvidParseVideoData)(*parser, &mut data) };
             api.check(result, "cuvidParseVideoData")
         })?;
+        // SAFETY: the parser call is over; this is the only reference now.
+        let state = unsafe { session.state() };
         let error = state.error.take();
         let shown = std::mem::take(&mut state.shown);
         match (result, error) {
@@ -451,9 +477,11 @@ impl NvdecDecoder {
             let api = session.gpu.api;
             // SAFETY: the parser is live and used by no one else.
             let _ = session.gpu.with_context(|| unsafe { (api.cuvidDestroyVideoParser)(parser) });
-            session.state.shown.clear();
-            session.state.error = None;
-            session.state.pending.clear();
+            // SAFETY: the parser is destroyed: no call of it runs.
+            let state = unsafe { session.state() };
+            state.shown.clear();
+            state.error = None;
+            state.pending.clear();
         }
     }
 }
