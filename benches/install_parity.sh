@@ -10,6 +10,11 @@
 #
 #   benches/install_parity.sh PIP_WHEELS BUNDLE_WHEELS OUT [BATCHES]
 #
+# Where the two wheels' native modules are byte-identical (they are since
+# the Python package builds stripped, with the decoders' assembly, as the
+# bundle does) the script says so and measures the pip wheel alone; a
+# missing BUNDLE_WHEELS folder measures the pip wheel alone too.
+#
 # LeRobot, PyAV and torchcodec must be installed in $LEROBOT_DEPS (from
 # `cargo xtask lerobot-wheels`); the roots are written once into
 # $LEROBOT_ROOTS and kept for later runs on the same machine.
@@ -28,19 +33,28 @@ for lib in "$DEPS"/av.libs/lib{avcodec,avdevice,avfilter,avformat,avutil,swresam
   ln -sf "$lib" "$WORK/ffmpeg/$(echo "$name" | sed -E 's/-[0-9a-f]+\.so\.([0-9]+).*/.so.\1/')"
 done
 export LD_LIBRARY_PATH=$WORK/ffmpeg:$DEPS/av.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+WHEELS="pip bundle"
 for wheel in pip bundle; do
   dir=$PIP_WHEELS; [ "$wheel" = bundle ] && dir=$BUNDLE_WHEELS
+  [ -d "$dir" ] || { echo "no $wheel wheel folder ($dir)"; WHEELS=${WHEELS/$wheel/}; continue; }
   python3 -m pip install --quiet --no-index --no-deps --target "$WORK/$wheel" "$dir"/*.whl || status=1
-  PYTHONPATH=$WORK/$wheel python3 -c "import json, robocache; print('$wheel wheel:', json.dumps(robocache.build_info()))"
+  sha256sum "$WORK/$wheel"/robocache/_native*.so | sed "s|$WORK/||"
+  PYTHONPATH=$WORK/$wheel python3 -c "import json, robocache; print('$wheel wheel:', json.dumps(robocache.build_info()['video_decoders']))"
 done
+# Byte-identical native modules are one build: measured once.
+if [ -d "$WORK/pip" ] && [ -d "$WORK/bundle" ] && cmp -s "$WORK"/pip/robocache/_native*.so "$WORK"/bundle/robocache/_native*.so; then
+  echo "the two wheels' native modules are byte-identical: measuring the pip wheel"
+  WHEELS=pip
+fi
 for codec in libsvtav1 h264; do
   [ -d "$ROOTS/$codec" ] || PYTHONPATH=$DEPS python3 "$HERE/lerobot_loader.py" write "$ROOTS/$codec" \
     --episodes 6 --frames 200 --vcodec "$codec" || status=1
 done
-# The two wheels side by side, CPU decoders, twice each, alternating.
-for round in 1 2; do
+# The wheels side by side, CPU decoders, twice each, alternating.
+ROUNDS="1 2"; [ "$(echo $WHEELS)" = pip ] && ROUNDS=1
+for round in $ROUNDS; do
   for codec in libsvtav1 h264; do
-    for wheel in pip bundle; do
+    for wheel in $WHEELS; do
       echo "== round $round, $codec, the $wheel wheel"
       PYTHONPATH=$WORK/$wheel:$DEPS python3 "$HERE/lerobot_loader.py" all "$ROOTS/$codec" --batches "$BATCHES" \
         --backends --video-decoders cpu --dtypes uint8 --cache-gib 0 --no-defaults \
@@ -50,7 +64,7 @@ for round in 1 2; do
 done
 echo "== two lines swapped, nothing tuned: the pip wheel's defaults beside LeRobot's loader (AV1)"
 PYTHONPATH=$WORK/pip:$DEPS python3 "$HERE/lerobot_loader.py" all "$ROOTS/libsvtav1" --batches "$BATCHES" \
-  --workers 8 16 --backends torchcodec --video-decoders auto --dtypes float32 --cache-gib 0 \
+  --workers 8 --backends torchcodec --video-decoders auto --dtypes float32 --cache-gib 0 \
   --json "$OUT/defaults-av1.json" || status=1
 python3 - "$OUT" <<'PY'
 import glob, json, os, sys
