@@ -8,7 +8,9 @@
 # loader on the AV1 root. Each wheel's build_info() is printed beside its
 # rows.
 #
-#   benches/install_parity.sh PIP_WHEELS BUNDLE_WHEELS OUT [BATCHES]
+#   benches/install_parity.sh PIP_WHEELS BUNDLE_WHEELS OUT [BATCHES] [PARTS]
+#
+# PARTS: "parity defaults" (the default), or either alone.
 #
 # Where the two wheels' native modules are byte-identical (they are since
 # the Python package builds stripped, with the decoders' assembly, as the
@@ -19,7 +21,7 @@
 # `cargo xtask lerobot-wheels`); the roots are written once into
 # $LEROBOT_ROOTS and kept for later runs on the same machine.
 set -uo pipefail
-PIP_WHEELS=$1 BUNDLE_WHEELS=$2 OUT=$3 BATCHES=${4:-60}
+PIP_WHEELS=$1 BUNDLE_WHEELS=$2 OUT=$3 BATCHES=${4:-60} PARTS=" ${5:-parity defaults} "
 HERE=$(cd "$(dirname "$0")" && pwd)
 DEPS=${LEROBOT_DEPS:?set LEROBOT_DEPS to the folder LeRobot, PyAV and torchcodec are installed in}
 ROOTS=${LEROBOT_ROOTS:-/tmp/lerobot-roots}
@@ -52,6 +54,7 @@ for codec in libsvtav1 h264; do
 done
 # The wheels side by side, CPU decoders, twice each, alternating.
 ROUNDS="1 2"; [ "$(echo $WHEELS)" = pip ] && ROUNDS=1
+[[ $PARTS == *" parity "* ]] || ROUNDS=
 for round in $ROUNDS; do
   for codec in libsvtav1 h264; do
     for wheel in $WHEELS; do
@@ -62,7 +65,7 @@ for round in $ROUNDS; do
     done
   done
 done
-echo "== two lines swapped, nothing tuned: the pip wheel's defaults beside LeRobot's loader (AV1)"
+[[ $PARTS == *" defaults "* ]] && echo "== two lines swapped, nothing tuned: the pip wheel's defaults beside LeRobot's loader (AV1)" &&
 PYTHONPATH=$WORK/pip:$DEPS python3 "$HERE/lerobot_loader.py" all "$ROOTS/libsvtav1" --batches "$BATCHES" \
   --workers 8 --backends torchcodec --video-decoders auto --dtypes float32 --cache-gib 0 \
   --json "$OUT/defaults-av1.json" || status=1

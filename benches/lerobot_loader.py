@@ -289,9 +289,10 @@ def robocache_run(root, workers, batches, fps, return_uint8, device, video_decod
     import robocache
 
     limit = {} if nvdec_sessions is None else {"nvdec_sessions": nvdec_sessions}
+    # No frame cache: every batch decodes its frames (the cache is on by default).
     loader = robocache.Loader(root, None, delta_timestamps=deltas(fps), batch_size=BATCH, shuffle=True,
                               workers=workers, prefetch=2 * workers, device=device, drop_last=True,
-                              return_uint8=return_uint8, video_decoder=video_decoder,
+                              return_uint8=return_uint8, video_decoder=video_decoder, frame_cache_bytes=0,
                               frame_size=None if frame_size is None else tuple(frame_size), **limit)
 
     reset_gpu_peak(device)

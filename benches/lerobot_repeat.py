@@ -31,7 +31,7 @@ def main():
     for dtype in args.dtypes:
         loader = robocache.Loader(args.root, None, delta_timestamps=ll.deltas(30), batch_size=ll.BATCH, shuffle=True,
                                   workers=args.workers, prefetch=args.prefetch, device=args.device, drop_last=True,
-                                  return_uint8=dtype == "uint8")
+                                  return_uint8=dtype == "uint8", frame_cache_bytes=0)  # every batch decodes
         result = ll.timed(args.batches, 3, lambda: ll.epochs(loader, args.device, 0), ll.BATCH * 4)
         del loader
         torch.cuda.synchronize()

@@ -113,7 +113,8 @@ def loader_for(dataset, kind, workers, rank=0, world_size=1, shard_by="windows")
     if "observation.state" in features:
         deltas["observation.state"] = [-1 / fps, 0.0]
     return robocache.Loader(dataset, None, delta_timestamps=deltas, batch_size=BATCH, shuffle=True, device="cpu",
-                            workers=workers, prefetch=2 * workers, return_uint8=True, **shard)
+                            workers=workers, prefetch=2 * workers, return_uint8=True, frame_cache_bytes=0,
+                            **shard)  # every epoch reads and decodes (the frame cache is on by default)
 
 
 def epoch(make_loader, number):
