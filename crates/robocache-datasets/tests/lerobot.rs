@@ -318,11 +318,7 @@ fn paths_from_metadata_stay_inside_the_root() {
         ("data_path", "../outside/data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet", "`..`"),
         ("data_path", "/etc/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet", "absolute"),
         ("data_path", "file:///data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet", "scheme"),
-        (
-            "video_path",
-            "../outside/videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4",
-            "`..`",
-        ),
+        ("video_path", "../outside/videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4", "`..`"),
         ("data_path", "data/chunk-{chunk_index:0999999999d}/file-{file_index:03d}.parquet", "digits"),
     ];
     for (case, (field, template, says)) in escapes.into_iter().enumerate() {
@@ -345,15 +341,15 @@ fn negative_indices_are_errors_not_episode_0() {
     copy_tree(&fixtures().join("av1"), &root).unwrap();
     // The first row of the first data file claims episode -1.
     let data = root.join("data/chunk-000/file-000.parquet");
-    let reader = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&data).unwrap()).unwrap().build().unwrap();
+    let reader =
+        ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&data).unwrap()).unwrap().build().unwrap();
     let batches: Vec<RecordBatch> = reader.map(Result::unwrap).collect();
     let schema = batches[0].schema();
     let column = schema.index_of("episode_index").unwrap();
     let mut writer = ArrowWriter::try_new(std::fs::File::create(&data).unwrap(), schema.clone(), None).unwrap();
     for (i, batch) in batches.iter().enumerate() {
         let mut columns = batch.columns().to_vec();
-        let mut indices: Vec<i64> =
-            columns[column].as_any().downcast_ref::<Int64Array>().unwrap().values().to_vec();
+        let mut indices: Vec<i64> = columns[column].as_any().downcast_ref::<Int64Array>().unwrap().values().to_vec();
         if i == 0 {
             indices[0] = -1;
         }

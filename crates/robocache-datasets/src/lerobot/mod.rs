@@ -22,8 +22,8 @@
 
 pub(crate) mod columns;
 pub(crate) mod meta;
-pub use open_videos::MAX_OPEN_VIDEOS;
 use open_videos::OpenVideos;
+pub use open_videos::MAX_OPEN_VIDEOS;
 mod open_videos;
 mod parquet_blob;
 

@@ -50,7 +50,6 @@ impl OpenVideos {
         self.open.insert(path.to_path_buf(), (video.clone(), self.clock));
         (number, video)
     }
-
 }
 
 #[cfg(test)]
