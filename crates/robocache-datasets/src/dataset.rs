@@ -508,6 +508,9 @@ impl Dataset {
         match &self.source {
             Source::Hdf5(hdf5) => hdf5.read(info, rows),
             Source::Rlds(_) | Source::LeRobot(_) => {
+                if let Source::LeRobot(lerobot) = &self.source {
+                    lerobot.check_rows(episode)?;
+                }
                 let len = rows.len() * info.channels();
                 if info.dtype == DType::Bool {
                     let mut bytes = vec![0u8; len];

@@ -95,7 +95,9 @@ pub use formats::{
     calvin::RATE_HZ as CALVIN_RATE_HZ, robomimic::DEFAULT_RATE_HZ as ROBOMIMIC_DEFAULT_RATE_HZ, OpenOptions,
 };
 pub use lerobot::{FeatureStorage, DEFAULT_COLUMNS as LEROBOT_COLUMNS, MAX_OPEN_VIDEOS as LEROBOT_MAX_OPEN_VIDEOS};
-pub use model::{ChannelKind, DatasetInfo, EpisodeInfo, Format, StreamInfo, StreamKind, Timeline};
+pub use model::{
+    row_values, ChannelKind, DatasetInfo, EpisodeInfo, Format, StreamInfo, StreamKind, Timeline, MAX_ROW_VALUES,
+};
 pub use rlds::rates::{oxe_rate_hz, OXE_RATES_HZ};
 pub use robocache_storage::{FetchThroughput, Storage, StorageOptions, StorageUsage};
 pub use robocache_video::{DecodeCounts, DecoderChoice, FrameCacheUsage, FrameFormat};

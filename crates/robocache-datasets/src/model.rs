@@ -251,6 +251,22 @@ pub enum Timeline {
     Explicit { key: String },
 }
 
+/// The most values one row (one step) of a stream may hold: 2^27
+/// (512 MiB of f32; a 4K RGB frame holds 24,883,200). Metadata that
+/// claims more is an error before anything is allocated for it: a file of
+/// N bytes must not make the reader allocate far more than N.
+pub const MAX_ROW_VALUES: usize = 1 << 27;
+
+/// The values one row of `shape` holds, where 1 to [`MAX_ROW_VALUES`]
+/// (a dimension of 0 holds nothing to read); else what is wrong with it.
+pub fn row_values(shape: &[usize]) -> std::result::Result<usize, String> {
+    shape
+        .iter()
+        .try_fold(1usize, |n, &d| n.checked_mul(d))
+        .filter(|&n| (1..=MAX_ROW_VALUES).contains(&n))
+        .ok_or_else(|| format!("is {shape:?}: not 1 to {MAX_ROW_VALUES} values a row, as robocache reads"))
+}
+
 /// One stream of an episode.
 #[derive(Clone, Debug, Serialize)]
 pub struct StreamInfo {

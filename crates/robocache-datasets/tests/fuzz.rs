@@ -77,6 +77,11 @@ const REGRESSIONS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/proptest-regress
 
 fn damaged_root_reads_or_fails_clearly(target: usize, edits: &[Mutation]) {
     let (root, file) = &targets()[target % targets().len()];
+    damage_and_read(root, file, edits);
+}
+
+/// Copies `root`, applies `edits` to its `file`, reads it all within the deadline.
+fn damage_and_read(root: &Path, file: &Path, edits: &[Mutation]) {
     let dir = tempfile::tempdir().unwrap();
     // The copy keeps the root's name (`rlds/...`, `lerobot/...`).
     let copy = dir.path().join(root.strip_prefix(fixtures()).unwrap());
@@ -84,7 +89,7 @@ fn damaged_root_reads_or_fails_clearly(target: usize, edits: &[Mutation]) {
     let mut bytes = std::fs::read(copy.join(file)).unwrap();
     apply(&mut bytes, edits);
     std::fs::write(copy.join(file), &bytes).unwrap();
-    let what = format!("{} with {} damaged", root.display(), file.display());
+    let what = format!("{} with {} damaged by {edits:?}", root.display(), file.display());
     let error = within_deadline(&what, move || read_everything(&copy));
     if let Some(error) = error {
         assert!(!error.trim().is_empty(), "{what}: an empty error");
@@ -109,5 +114,41 @@ fn every_fixture_root_reads_undamaged() {
     let roots: std::collections::BTreeSet<&PathBuf> = targets().iter().map(|(root, _)| root).collect();
     for root in roots {
         assert_eq!(read_everything(root), None, "{}", root.display());
+    }
+}
+
+/// What the harness found, each now an error: before, the first aborted the
+/// process allocating 34 GB for a feature whose `info.json` shape became
+/// [4294967295]; the second allocated 120 GB for an episode whose
+/// `episodes.jsonl` length became 4294967295 (the metadata's length, not
+/// the data file's rows); the third panicked (`chunks_exact_mut(0)`) on an
+/// RLDS feature whose `features.json` shape held a 0; the fourth (kept in
+/// `proptest-regressions/fuzz.txt` too) made the parquet crate panic on a
+/// page that names a missing dictionary.
+#[test]
+fn what_the_fuzzer_found_is_an_error() {
+    let cases: [(&str, &str, Vec<Mutation>); 4] = [
+        (
+            "lerobot/v21",
+            "meta/info.json",
+            vec![
+                Mutation::Number { nth: 15466264059902873559, replacement: 6 },
+                Mutation::Number { nth: 16856137982564320261, replacement: 5 },
+            ],
+        ),
+        ("lerobot/v21", "meta/episodes.jsonl", vec![Mutation::Number { nth: 224859472946234781, replacement: 6 }]),
+        (
+            "rlds/robocache_fixture_dict/1.0.0",
+            "features.json",
+            vec![Mutation::Number { nth: 6487862676107849971, replacement: 1 }],
+        ),
+        (
+            "lerobot/v21",
+            "data/chunk-000/episode_000002.parquet",
+            vec![Mutation::Delete { at: 1501588393227493130, len: 19 }],
+        ),
+    ];
+    for (root, file, edits) in cases {
+        damage_and_read(&fixtures().join(root), Path::new(file), &edits);
     }
 }

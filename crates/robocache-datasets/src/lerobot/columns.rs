@@ -59,8 +59,31 @@ fn parquet_error(file: &Path, column: &str, error: impl std::fmt::Display) -> Er
     Error::Layout { file: file.to_path_buf(), path: column.to_owned(), problem: format!("parquet: {error}") }
 }
 
+/// Runs one read of the parquet crate. It panics on some damaged files (a
+/// data page that names a dictionary its column chunk lacks: "Decoder for
+/// dict should have been set", found by the fuzz harness, `tests/fuzz.rs`);
+/// such a panic is caught here and becomes an error naming the file and
+/// the column, so a damaged file never takes the process down.
+pub(crate) fn guarded<T>(file: &Path, column: &str, read: impl FnOnce() -> Result<T>) -> Result<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(read)) {
+        Ok(result) => result,
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            Err(parquet_error(file, column, format!("the reader failed on damaged data ({message})")))
+        }
+    }
+}
+
 /// The column called `column` of every row group of `file`, as arrays.
 pub(crate) fn read_arrays(storage: &Storage, file: &Path, column: &str) -> Result<Vec<ArrayRef>> {
+    guarded(file, column, || read_arrays_unguarded(storage, file, column))
+}
+
+fn read_arrays_unguarded(storage: &Storage, file: &Path, column: &str) -> Result<Vec<ArrayRef>> {
     let handle = ParquetBlob(storage.open(file)?);
     let builder = ParquetRecordBatchReaderBuilder::try_new(handle).map_err(|e| parquet_error(file, "", e))?;
     let schema = builder.schema().clone();
@@ -80,13 +103,20 @@ pub(crate) fn read_arrays(storage: &Storage, file: &Path, column: &str) -> Resul
 
 /// The names of the top-level columns of `file`.
 pub(crate) fn column_names(storage: &Storage, file: &Path) -> Result<Vec<String>> {
-    let handle = ParquetBlob(storage.open(file)?);
-    let builder = ParquetRecordBatchReaderBuilder::try_new(handle).map_err(|e| parquet_error(file, "", e))?;
-    Ok(builder.schema().fields().iter().map(|f| f.name().clone()).collect())
+    guarded(file, "", || {
+        let handle = ParquetBlob(storage.open(file)?);
+        let builder = ParquetRecordBatchReaderBuilder::try_new(handle).map_err(|e| parquet_error(file, "", e))?;
+        Ok(builder.schema().fields().iter().map(|f| f.name().clone()).collect())
+    })
 }
 
-/// Reads `column` of `file` as `expect` says.
+/// Reads `column` of `file` as `expect` says (arrow's own checks included
+/// in the guard: a damaged page may give arrays arrow then refuses by a panic).
 pub(crate) fn read_column(storage: &Storage, file: &Path, column: &str, expect: Expect) -> Result<ColumnData> {
+    guarded(file, column, || read_column_unguarded(storage, file, column, expect))
+}
+
+fn read_column_unguarded(storage: &Storage, file: &Path, column: &str, expect: Expect) -> Result<ColumnData> {
     let arrays = read_arrays(storage, file, column)?;
     let layout = |problem: String| Error::Layout { file: file.to_path_buf(), path: column.to_owned(), problem };
     match expect {
@@ -121,6 +151,10 @@ pub(crate) fn read_column(storage: &Storage, file: &Path, column: &str, expect: 
 
 /// A string column (task texts).
 pub(crate) fn read_strings(storage: &Storage, file: &Path, column: &str) -> Result<Vec<String>> {
+    guarded(file, column, || read_strings_unguarded(storage, file, column))
+}
+
+fn read_strings_unguarded(storage: &Storage, file: &Path, column: &str) -> Result<Vec<String>> {
     let mut out = Vec::new();
     for array in read_arrays(storage, file, column)? {
         let strings: Vec<Option<&str>> = match array.data_type() {
@@ -155,6 +189,10 @@ pub(crate) fn read_i64(storage: &Storage, file: &Path, column: &str) -> Result<V
 
 /// A float column as `f64` (timestamps, written as float32 or float64).
 pub(crate) fn read_f64(storage: &Storage, file: &Path, column: &str) -> Result<Vec<f64>> {
+    guarded(file, column, || read_f64_unguarded(storage, file, column))
+}
+
+fn read_f64_unguarded(storage: &Storage, file: &Path, column: &str) -> Result<Vec<f64>> {
     let arrays = read_arrays(storage, file, column)?;
     let mut out = Vec::new();
     for array in arrays {

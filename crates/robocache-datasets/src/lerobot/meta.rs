@@ -271,6 +271,10 @@ pub(crate) fn episodes_v30(
 
 /// The `tasks` column of the episodes parquet: a list of strings per row.
 fn read_task_lists(storage: &Storage, file: &Path) -> Result<Vec<Vec<String>>> {
+    super::columns::guarded(file, "tasks", || read_task_lists_unguarded(storage, file))
+}
+
+fn read_task_lists_unguarded(storage: &Storage, file: &Path) -> Result<Vec<Vec<String>>> {
     use arrow_array::cast::AsArray;
     use arrow_array::Array;
     let mut out = Vec::new();

@@ -204,6 +204,11 @@ impl LeRobotSource {
                     problem: format!("is {:?}; a camera feature is [height, width, channels]", feature.shape),
                 });
             }
+            crate::model::row_values(&feature.shape).map_err(|problem| Error::Layout {
+                file: info_path.clone(),
+                path: format!("features/{name}/shape"),
+                problem,
+            })?;
             features.push(LeRobotFeature { name: name.clone(), dtype, shape: feature.shape.clone(), storage });
         }
         for column in DEFAULT_COLUMNS {
@@ -369,6 +374,13 @@ impl LeRobotSource {
     /// The LeRobot `episode_index` of the episode at `episode`.
     pub fn episode_index(&self, episode: usize) -> usize {
         self.episodes[episode].index
+    }
+
+    /// Checks that `episode`'s data file holds the rows its metadata
+    /// claims, before a reader allocates room for them: a length in the
+    /// metadata is not trusted with memory (read once per file, then cached).
+    pub(crate) fn check_rows(&self, episode: usize) -> Result<()> {
+        self.episode_rows(episode).map(|_| ())
     }
 
     /// The rows of `episode` in its data file, found from the file's

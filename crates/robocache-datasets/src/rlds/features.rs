@@ -222,6 +222,7 @@ fn shape(path: &Path, key: &str, spec: &Value) -> Result<Option<Vec<usize>>> {
             None => return Err(layout(path, key, format!("shape dimension {d} is not an integer"))),
         }
     }
+    crate::model::row_values(&shape).map_err(|problem| layout(path, key, format!("shape {problem}")))?;
     Ok(Some(shape))
 }
 

@@ -451,7 +451,7 @@ impl RldsSource {
                         problem,
                     })
                 };
-                let jobs = rows.clone().zip(out.chunks_exact_mut(row_bytes));
+                let jobs = rows.clone().zip(out.chunks_exact_mut(row_bytes.max(1)));
                 if rows.len() > 1 && matches!(kind, LeafKind::Image { .. }) {
                     jobs.collect::<Vec<_>>().into_par_iter().try_for_each(decode_row)
                 } else {
