@@ -259,7 +259,7 @@ pub const MAX_ROW_VALUES: usize = 1 << 27;
 
 /// The values one row of `shape` holds, where 1 to [`MAX_ROW_VALUES`]
 /// (a dimension of 0 holds nothing to read); else what is wrong with it.
-pub fn row_values(shape: &[usize]) -> std::result::Result<usize, String> {
+pub fn row_values(shape: &[usize]) -> Result<usize, String> {
     shape
         .iter()
         .try_fold(1usize, |n, &d| n.checked_mul(d))
