@@ -61,25 +61,35 @@ fn client_options() -> ClientOptions {
     ClientOptions::new().with_timeout(Duration::from_secs(30)).with_connect_timeout(Duration::from_secs(5))
 }
 
+/// `$builder` (a store's builder, made from the environment) with the
+/// user's `$options` (keys of `$key`, the store's config key enum), then
+/// robocache's client defaults where neither set one. (Setting client
+/// options whole after `from_env` would drop the ones the environment set,
+/// `AWS_ALLOW_HTTP` among them.)
+macro_rules! configured {
+    ($builder:expr, $key:ident, $store:literal, $options:expr) => {{
+        let mut builder = $builder;
+        for (key, value) in $options.iter().copied() {
+            let parsed = $key::from_str(key).map_err(|_| bad_key(key, $store))?;
+            builder = builder.with_config(parsed, value);
+        }
+        for (key, value) in CLIENT_DEFAULTS {
+            if builder.get_config_value(&$key::Client(key)).is_none() {
+                builder = builder.with_config($key::Client(key), value);
+            }
+        }
+        builder
+    }};
+}
+
 /// The S3 client's builder: the environment (`AWS_*`, `AWS_ALLOW_HTTP`
-/// included), the AWS files, then `options`; robocache's timeouts only
-/// where none of these set one. (Setting client options whole after
-/// `from_env` would drop the ones the environment set.)
+/// included), the AWS files, then `options`, then robocache's timeouts.
 fn s3_builder(url: &RemoteUrl, retry: RetryConfig, options: &[&(String, String)]) -> Result<AmazonS3Builder> {
     let mut builder = AmazonS3Builder::from_env().with_url(&url.store).with_retry(retry);
     for (key, value) in crate::aws_profile::from_files() {
         builder = builder.with_config(key, value);
     }
-    for (key, value) in options.iter().copied() {
-        let parsed = AmazonS3ConfigKey::from_str(key).map_err(|_| bad_key(key, "S3"))?;
-        builder = builder.with_config(parsed, value);
-    }
-    for (key, value) in CLIENT_DEFAULTS {
-        if builder.get_config_value(&AmazonS3ConfigKey::Client(key)).is_none() {
-            builder = builder.with_config(AmazonS3ConfigKey::Client(key), value);
-        }
-    }
-    Ok(builder)
+    Ok(configured!(builder, AmazonS3ConfigKey, "S3", options))
 }
 
 fn gcs_builder(
@@ -87,31 +97,13 @@ fn gcs_builder(
     retry: RetryConfig,
     options: &[&(String, String)],
 ) -> Result<GoogleCloudStorageBuilder> {
-    let mut builder = GoogleCloudStorageBuilder::from_env().with_url(&url.store).with_retry(retry);
-    for (key, value) in options.iter().copied() {
-        let parsed = GoogleConfigKey::from_str(key).map_err(|_| bad_key(key, "GCS"))?;
-        builder = builder.with_config(parsed, value);
-    }
-    for (key, value) in CLIENT_DEFAULTS {
-        if builder.get_config_value(&GoogleConfigKey::Client(key)).is_none() {
-            builder = builder.with_config(GoogleConfigKey::Client(key), value);
-        }
-    }
-    Ok(builder)
+    let builder = GoogleCloudStorageBuilder::from_env().with_url(&url.store).with_retry(retry);
+    Ok(configured!(builder, GoogleConfigKey, "GCS", options))
 }
 
 fn azure_builder(url: &RemoteUrl, retry: RetryConfig, options: &[&(String, String)]) -> Result<MicrosoftAzureBuilder> {
-    let mut builder = MicrosoftAzureBuilder::from_env().with_url(&url.store).with_retry(retry);
-    for (key, value) in options.iter().copied() {
-        let parsed = AzureConfigKey::from_str(key).map_err(|_| bad_key(key, "Azure"))?;
-        builder = builder.with_config(parsed, value);
-    }
-    for (key, value) in CLIENT_DEFAULTS {
-        if builder.get_config_value(&AzureConfigKey::Client(key)).is_none() {
-            builder = builder.with_config(AzureConfigKey::Client(key), value);
-        }
-    }
-    Ok(builder)
+    let builder = MicrosoftAzureBuilder::from_env().with_url(&url.store).with_retry(retry);
+    Ok(configured!(builder, AzureConfigKey, "Azure", options))
 }
 
 fn bad_key(key: &str, store: &str) -> Error {
