@@ -1,20 +1,13 @@
 //! The LeRobot fixtures' MP4 files (written by LeRobot 0.6.1 with FFmpeg:
 //! libsvtav1 and libx264) demuxed, and the AV1 ones decoded.
 
+mod support;
+
 use std::path::PathBuf;
 
-use robocache_video::{Codec, DecoderChoice, Error, VideoFile};
+use support::crate_dir;
 
-/// This crate's folder: where it was built, or the working directory (the
-/// GPU bundle runs its test binaries from a copy of the checkout elsewhere).
-fn crate_dir() -> PathBuf {
-    let built = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    if built.is_dir() {
-        built
-    } else {
-        PathBuf::from(".")
-    }
-}
+use robocache_video::{Codec, DecoderChoice, Error, VideoFile};
 
 fn video(root: &str, camera: &str) -> PathBuf {
     crate_dir()

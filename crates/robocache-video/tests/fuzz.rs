@@ -5,22 +5,17 @@
 //! `PROPTEST_CASES` sets how many (CI runs thousands in release,
 //! `.ci/run`); failures are kept in `proptest-regressions/fuzz.txt`.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
+use support::crate_dir;
+
 use robocache_video::testing::{apply, mutations, within_deadline, Mutation};
 use robocache_video::{mp4, Codec, NalConfig, VideoFile};
-
-fn crate_dir() -> PathBuf {
-    let built = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    if built.is_dir() {
-        built
-    } else {
-        PathBuf::from(".")
-    }
-}
 
 /// The seeds: every committed MP4 of this crate and of the LeRobot fixtures.
 fn seeds() -> &'static [(String, Vec<u8>)] {
