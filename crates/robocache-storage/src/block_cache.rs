@@ -9,8 +9,9 @@
 //!
 //! `<version>` is a CRC32C of the URL, size and ETag, so an object replaced
 //! on the server gets new files. Many processes of a node share the
-//! directory: a block's bytes are written (`pwrite`) before its marker
-//! byte, and a reader reads a block only after seeing its marker.
+//! directory: a block's bytes are written (`pwrite`) and made durable
+//! (`fdatasync`) before its marker byte, and a reader reads a block only
+//! after seeing its marker.
 //!
 //! Each block is fetched once per node. Before fetching block `b`, a reader
 //! claims it ([`CachedObject::try_claim`]): inside the process, a set of
@@ -302,9 +303,13 @@ impl CachedObject {
         self.released.notify_all();
     }
 
-    /// Writes block `block`'s bytes, then marks it present.
+    /// Writes block `block`'s bytes, makes them durable (`fdatasync`), then
+    /// marks it present: a crash or power loss at any point leaves either no
+    /// marker (the block is fetched again) or a marker over durable bytes,
+    /// never a marker over a hole that reads as zeros.
     pub fn store(&self, block: u64, bytes: &[u8]) -> Result<()> {
         self.data.write_all_at(bytes, block * BLOCK_BYTES).map_err(io(&self.data_path))?;
+        self.data.sync_data().map_err(io(&self.data_path))?;
         self.markers.write_all_at(&[1], block).map_err(|source| Error::Io { file: self.markers_path(), source })
     }
 
