@@ -302,6 +302,23 @@ def robocache_run(root, workers, batches, fps, return_uint8, device, video_decod
     return result
 
 
+def first_epoch(loader, device):
+    """A robocache loader's first epoch (the frame cache filled) timed whole:
+    batches and frames delivered per second (a last, shorter batch counted
+    as what it holds), host cores busy."""
+    hz = os.sysconf("SC_CLK_TCK")
+    reset_gpu_peak(device)
+    busy0, t0 = cpu_jiffies(), time.perf_counter()
+    batches = frames = 0
+    for batch in loader:
+        sync(device)
+        batches += 1
+        frames += batch[CAMERAS[0]].shape[0] * 2 * len(CAMERAS)
+    elapsed = time.perf_counter() - t0
+    return {"batches_per_s": batches / elapsed, "frames_per_s": frames / elapsed, "seconds": elapsed,
+            "cores_busy": (cpu_jiffies() - busy0) / hz / elapsed}
+
+
 def robocache_cached_run(root, workers, batches, fps, device, cache_bytes=0, device_cache_bytes=0,
                          return_uint8=True, frame_size=None):
     """One loader with a decoded-frame cache (`cache_bytes`: YUV in host
@@ -316,16 +333,7 @@ def robocache_cached_run(root, workers, batches, fps, device, cache_bytes=0, dev
                               return_uint8=return_uint8, frame_cache_bytes=cache_bytes,
                               device_frame_cache_bytes=device_cache_bytes,
                               frame_size=None if frame_size is None else tuple(frame_size))
-    hz = os.sysconf("SC_CLK_TCK")
-    reset_gpu_peak(device)
-    busy0, t0 = cpu_jiffies(), time.perf_counter()
-    n = 0
-    for batch in loader:
-        sync(device)
-        n += 1
-    elapsed = time.perf_counter() - t0
-    cold = {"batches_per_s": n / elapsed, "frames_per_s": n * BATCH * 4 / elapsed, "seconds": elapsed,
-            "cores_busy": (cpu_jiffies() - busy0) / hz / elapsed}
+    cold = first_epoch(loader, device)
     telemetry = loader.telemetry()
     cold["frame_cache"], cold["device_frame_cache"] = telemetry["frame_cache"], telemetry["device_frame_cache"]
     loader.reset_telemetry()
@@ -347,16 +355,7 @@ def robocache_defaults_run(root, batches, fps):
 
     loader = robocache.Loader(root, None, delta_timestamps=deltas(fps), batch_size=BATCH)
     device = loader.device
-    hz = os.sysconf("SC_CLK_TCK")
-    reset_gpu_peak(device)
-    busy0, t0 = cpu_jiffies(), time.perf_counter()
-    frames = 0
-    for batch in loader:
-        sync(device)
-        frames += batch[CAMERAS[0]].shape[0] * 2 * len(CAMERAS)
-    elapsed = time.perf_counter() - t0
-    cold = {"batches_per_s": len(loader) / elapsed, "frames_per_s": frames / elapsed, "seconds": elapsed,
-            "cores_busy": (cpu_jiffies() - busy0) / hz / elapsed, "workers": loader.workers}
+    cold = {**first_epoch(loader, device), "workers": loader.workers}
     cold["frame_cache"] = loader.telemetry()["frame_cache"]
     loader.reset_telemetry()
     warm = timed(batches, 3, lambda: epochs(loader, device, 1), BATCH * 4)

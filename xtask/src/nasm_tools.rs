@@ -11,6 +11,11 @@ use anyhow::{bail, Context, Result};
 
 use crate::{root, run};
 
+/// The build script's own check, so that xtask and the build agree.
+#[path = "../../crates/robocache-video/build/nasm.rs"]
+#[allow(dead_code)]
+mod nasm_probe;
+
 /// The folder to put first on PATH for NASM (`None`: the system's serves,
 /// or this machine needs none).
 pub fn nasm() -> Result<Option<PathBuf>> {
@@ -56,10 +61,10 @@ pub fn nasm() -> Result<Option<PathBuf>> {
     Ok(Some(bin))
 }
 
+/// Whether the system's NASM serves, found as robocache-video's build
+/// script (and nasm-rs) finds it: `$NASM`, else `nasm` on PATH.
 fn system_nasm_is_recent() -> bool {
-    let Ok(output) = Command::new("nasm").arg("-v").output() else { return false };
-    let text = String::from_utf8_lossy(&output.stdout);
-    let Some(number) = text.split("NASM version ").nth(1) else { return false };
-    let mut parts = number.split(|c: char| !c.is_ascii_digit()).map(|p| p.parse::<u32>().unwrap_or(0));
-    (parts.next().unwrap_or(0), parts.next().unwrap_or(0)) >= (2, 14)
+    let nasm_env = std::env::var_os("NASM").map(PathBuf::from);
+    let path = std::env::var_os("PATH");
+    matches!(nasm_probe::probe(nasm_env.as_deref(), path.as_deref()), nasm_probe::Probe::Found { .. })
 }

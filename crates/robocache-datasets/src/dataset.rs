@@ -507,24 +507,30 @@ impl Dataset {
     fn read_from_source(&self, episode: usize, info: &StreamInfo, rows: Range<usize>) -> Result<HostVec> {
         match &self.source {
             Source::Hdf5(hdf5) => hdf5.read(info, rows),
-            Source::Rlds(_) | Source::LeRobot(_) => {
-                if let Source::LeRobot(lerobot) = &self.source {
-                    lerobot.check_rows(episode)?;
-                }
-                let len = rows.len() * info.channels();
-                if info.dtype == DType::Bool {
-                    let mut bytes = vec![0u8; len];
-                    self.read_source_rows_into(episode, info, rows, &mut bytes)?;
-                    return Ok(HostVec::Bool(bytes.into_iter().map(|b| b != 0).collect()));
-                }
-                let mut data = HostVec::zeros(info.dtype, len);
-                let Some(bytes) = data.as_bytes_mut() else {
-                    return Err(Error::Invalid(format!("{} rows have no byte view", info.dtype)));
-                };
-                self.read_source_rows_into(episode, info, rows, bytes)?;
-                Ok(data)
+            Source::Rlds(_) => self.read_into_new(episode, info, rows),
+            // The metadata's length is checked against the data file before
+            // room for its rows is allocated.
+            Source::LeRobot(lerobot) => {
+                lerobot.check_rows(episode)?;
+                self.read_into_new(episode, info, rows)
             }
         }
+    }
+
+    /// Rows of a source read by bytes, into a new vector of the stream's dtype.
+    fn read_into_new(&self, episode: usize, info: &StreamInfo, rows: Range<usize>) -> Result<HostVec> {
+        let len = rows.len() * info.channels();
+        if info.dtype == DType::Bool {
+            let mut bytes = vec![0u8; len];
+            self.read_source_rows_into(episode, info, rows, &mut bytes)?;
+            return Ok(HostVec::Bool(bytes.into_iter().map(|b| b != 0).collect()));
+        }
+        let mut data = HostVec::zeros(info.dtype, len);
+        let Some(bytes) = data.as_bytes_mut() else {
+            return Err(Error::Invalid(format!("{} rows have no byte view", info.dtype)));
+        };
+        self.read_source_rows_into(episode, info, rows, bytes)?;
+        Ok(data)
     }
 
     pub(crate) fn read_source_rows_into(

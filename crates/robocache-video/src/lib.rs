@@ -196,7 +196,7 @@ impl FrameDecoder {
 
 impl Drop for VideoFile {
     fn drop(&mut self) {
-        let idle = self.decoders.get_mut().map(|d| d.len()).unwrap_or(0);
+        let idle = self.decoders.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).len();
         IDLE_CPU_DECODERS.fetch_sub(idle, std::sync::atomic::Ordering::AcqRel);
     }
 }
@@ -454,8 +454,12 @@ impl VideoFile {
                     IDLE_CPU_DECODERS.fetch_sub(1, AcqRel);
                     return;
                 }
-                if let Ok(mut idle) = self.decoders.lock() {
-                    idle.push(cpu);
+                match self.decoders.lock() {
+                    Ok(mut idle) => idle.push(cpu),
+                    // Not kept: neither is it counted.
+                    Err(_) => {
+                        IDLE_CPU_DECODERS.fetch_sub(1, AcqRel);
+                    }
                 }
             }
         }

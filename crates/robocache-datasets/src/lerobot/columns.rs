@@ -79,11 +79,8 @@ pub(crate) fn guarded<T>(file: &Path, column: &str, read: impl FnOnce() -> Resul
 }
 
 /// The column called `column` of every row group of `file`, as arrays.
+/// Its callers run it, and what they do with the arrays, inside [`guarded`].
 pub(crate) fn read_arrays(storage: &Storage, file: &Path, column: &str) -> Result<Vec<ArrayRef>> {
-    guarded(file, column, || read_arrays_unguarded(storage, file, column))
-}
-
-fn read_arrays_unguarded(storage: &Storage, file: &Path, column: &str) -> Result<Vec<ArrayRef>> {
     let handle = ParquetBlob(storage.open(file)?);
     let builder = ParquetRecordBatchReaderBuilder::try_new(handle).map_err(|e| parquet_error(file, "", e))?;
     let schema = builder.schema().clone();
