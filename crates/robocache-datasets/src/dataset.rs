@@ -1,23 +1,17 @@
 //! [`Dataset`]: an open file in one of the layouts, read lazily.
 
-use std::collections::HashMap;
-use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use robocache_cpu::{with_host_data, DType, Element, HostVec};
+use robocache_cpu::{with_host_data, Element, HostVec};
 use robocache_storage::Storage;
 use robocache_video::{DecodeCounts, DecoderChoice, FrameCacheUsage, FrameFormat};
 
 use crate::cache::{CacheUsage, StreamCache};
-use crate::direct_read::RowLayout;
-use crate::formats::{self, OpenOptions};
-use crate::hdf5_file::Hdf5File;
-use crate::lerobot::{video_size, FeatureStorage, LeRobotSource};
+use crate::format_reader::{self, FormatReader, VideoFrames};
+use crate::formats::OpenOptions;
 use crate::model::{DatasetInfo, EpisodeInfo, Format, StreamInfo, Timeline};
-use crate::rlds::RldsSource;
-use crate::streams::read_timestamps;
 use crate::{Error, Result};
 
 /// The times of one stream of one episode.
@@ -85,45 +79,6 @@ impl StreamTimes {
     }
 }
 
-/// What a LeRobot dataset adds to the episode model: LeRobot's own
-/// numbering (dataset `index`, `episode_index`) and its task texts.
-#[derive(Clone, Copy, Debug)]
-pub struct LeRobotView<'a> {
-    source: &'a LeRobotSource,
-}
-
-impl LeRobotView<'_> {
-    /// `meta/info.json`'s `fps`.
-    pub fn fps(&self) -> f64 {
-        self.source.fps()
-    }
-
-    /// Task texts by `task_index`.
-    pub fn tasks(&self) -> &[String] {
-        self.source.tasks()
-    }
-
-    /// The dataset `index` of the first frame of episode `episode` (robocache's episode number).
-    pub fn first_index(&self, episode: usize) -> usize {
-        self.source.first_index(episode)
-    }
-
-    /// LeRobot's `episode_index` of robocache's episode `episode`.
-    pub fn episode_index(&self, episode: usize) -> usize {
-        self.source.episode_index(episode)
-    }
-
-    /// How feature `name` is stored (parquet values, images in parquet, MP4 video).
-    pub fn storage(&self, name: &str) -> Option<FeatureStorage> {
-        self.source.feature_named(name).map(|f| f.storage)
-    }
-
-    /// `v3.0` or `v2.1`.
-    pub fn codebase_version(&self) -> &'static str {
-        self.source.version_name()
-    }
-}
-
 /// A dataset opened in one of the layouts: an HDF5 file (robomimic, CALVIN,
 /// the RT-X mirror) or an RLDS builder directory. Opening reads the
 /// metadata (and explicit timestamps, to check them); stream data is read
@@ -142,30 +97,11 @@ impl LeRobotView<'_> {
 /// ```
 #[derive(Debug)]
 pub struct Dataset {
-    source: Source,
+    /// The format's reader (see [`crate::format_reader`]).
+    reader: Box<dyn FormatReader>,
     info: DatasetInfo,
     cache: StreamCache,
     storage: Storage,
-}
-
-/// Where the stream data lives.
-#[derive(Debug)]
-enum Source {
-    Hdf5(Hdf5Source),
-    Rlds(RldsSource),
-    LeRobot(Box<LeRobotSource>),
-}
-
-/// An HDF5 file, read through the library or with positioned reads.
-#[derive(Debug)]
-struct Hdf5Source {
-    file: Hdf5File,
-    times: Mutex<HashMap<String, Arc<[f64]>>>,
-    /// The same file for positioned reads of rows (see `direct_read`);
-    /// `None` with [`OpenOptions::hdf5_reads_only`].
-    raw: Option<File>,
-    /// Per dataset path: where its rows lie, or `None` when HDF5 reads it.
-    layouts: Mutex<HashMap<String, Option<Arc<RowLayout>>>>,
 }
 
 impl Dataset {
@@ -179,65 +115,25 @@ impl Dataset {
     pub fn open_with(path: impl AsRef<Path>, options: &OpenOptions) -> Result<Self> {
         let path = path.as_ref();
         let storage = Storage::new(options.storage.clone());
-        // What the path holds. Locally: a directory is LeRobot (with
-        // meta/info.json) or RLDS, a file is HDF5. Remotely, where folders
-        // are only key prefixes, by the files found: meta/info.json, then
-        // dataset_info.json, then the object itself (HDF5), else an RLDS
-        // folder of versions (listed).
-        let (lerobot, is_dir) = match robocache_storage::is_remote(path) {
-            false => (path.is_dir() && LeRobotSource::detect(path, &storage)?, path.is_dir()),
-            true if LeRobotSource::detect(path, &storage)? => (true, true),
-            true => {
-                (false, storage.is_file(&path.join(crate::rlds::builder::DATASET_INFO))? || !storage.is_file(path)?)
-            }
-        };
-        let (source, mut info) = if lerobot {
-            if let Some(format) = options.format.filter(|f| *f != Format::LeRobot) {
-                return Err(Error::Invalid(format!(
-                    "{}: a directory with meta/info.json is read as a LeRobot dataset, not as {format}",
-                    path.display()
-                )));
-            }
-            if options.split.is_some() || options.rate_hz.is_some() {
-                return Err(Error::Invalid(format!(
-                    "{}: a LeRobot dataset has its own rate (meta/info.json `fps`) and no splits to choose",
-                    path.display()
-                )));
-            }
-            let (source, info) = LeRobotSource::open(path, &storage)?;
-            (Source::LeRobot(Box::new(source)), info)
-        } else if is_dir {
-            if let Some(format) = options.format.filter(|f| *f != Format::Rlds) {
-                return Err(Error::Invalid(format!(
-                    "{}: a directory is read as an RLDS builder directory, not as {format}",
-                    path.display()
-                )));
-            }
-            let (source, info) = RldsSource::open(path, options, &storage)?;
-            (Source::Rlds(source), info)
-        } else {
-            // The HDF5 library reads files: a remote one is fetched whole
-            // into the node-local cache first (once per node).
-            let local = storage.local_file(path)?;
-            let file = Hdf5File::open(&local)?;
-            let format = match options.format {
-                Some(format) => format,
-                None => formats::detect(&file)?,
-            };
-            let info = formats::read_info(&file, format, options)?;
-            let raw = match options.hdf5_reads_only {
-                true => None,
-                false => Some(File::open(&local).map_err(|error| Error::Io { file: local.clone(), error })?),
-            };
-            let source =
-                Hdf5Source { file, times: Mutex::new(HashMap::new()), raw, layouts: Mutex::new(HashMap::new()) };
-            (Source::Hdf5(source), info)
-        };
+        // The first format that recognises the path reads it (LeRobot roots,
+        // then RLDS directories, then HDF5 files; see `format_reader::KINDS`).
+        let kind = format_reader::kind_of(path, options, &storage)?;
+        let (reader, mut info) = kind.open(path, options, &storage)?;
         if robocache_storage::is_remote(path) {
             info.path = path.to_path_buf();
         }
         tracing::debug!(path = %path.display(), format = %info.format, episodes = info.episodes.len(), "opened dataset");
-        Ok(Dataset { source, info, cache: StreamCache::new(options.cache_bytes), storage })
+        Ok(Dataset { reader, info, cache: StreamCache::new(options.cache_bytes), storage })
+    }
+
+    /// The format's reader.
+    pub(crate) fn reader(&self) -> &dyn FormatReader {
+        &*self.reader
+    }
+
+    /// The format's video, where it has some.
+    fn video(&self) -> Option<&dyn VideoFrames> {
+        self.reader.video()
     }
 
     /// Where the dataset's files are read from: its remote reads (requests,
@@ -353,10 +249,10 @@ impl Dataset {
                 )));
             }
         }
-        if let Source::LeRobot(lerobot) = &self.source {
+        if let Some(video) = self.video() {
             let info = self.stream(first, stream)?.1;
-            if let Some(feature) = lerobot.video_feature(info) {
-                return lerobot.read_video_frames_into(feature, wanted, FrameFormat::Rgb, out);
+            if video.frame_size(info).is_some() {
+                return video.read_frames_into(info, wanted, FrameFormat::Rgb, out);
             }
         }
         for (&(episode, row), chunk) in wanted.iter().zip(out.chunks_exact_mut(row_bytes.max(1))) {
@@ -369,10 +265,8 @@ impl Dataset {
     /// it from video (LeRobot `video` features); `None` for every other
     /// stream (an unknown name included).
     pub fn video_frame_size(&self, stream: &str) -> Option<(usize, usize)> {
-        let Source::LeRobot(lerobot) = &self.source else { return None };
         let (_, info) = self.stream(0, stream).ok()?;
-        let (height, width) = video_size(lerobot.video_feature(info)?).ok()?;
-        Some((width, height))
+        self.video()?.frame_size(info)
     }
 
     /// Frames of the video stream `stream` at `(episode, row)` pairs, in
@@ -394,12 +288,12 @@ impl Dataset {
             self.checked_rows(episode, stream, &(row..row + 1))?;
         }
         let info = self.stream(first, stream)?.1;
-        match &self.source {
-            Source::LeRobot(lerobot) => match lerobot.video_feature(info) {
-                Some(feature) => lerobot.read_video_frames_into(feature, wanted, format, out),
-                None => Err(Error::Invalid(format!("stream `{stream}` is not camera video"))),
-            },
-            _ => Err(Error::Invalid(format!("stream `{stream}` is not camera video (only LeRobot roots have video)"))),
+        match self.video() {
+            Some(video) => video.read_frames_into(info, wanted, format, out),
+            None => Err(Error::Invalid(format!(
+                "stream `{stream}` is not camera video (the {} format has no video)",
+                self.info.format
+            ))),
         }
     }
 
@@ -409,8 +303,8 @@ impl Dataset {
     /// read from there afterwards (0, the default: none kept). Datasets
     /// without video ignore it.
     pub fn set_frame_cache_budget(&self, bytes: usize) {
-        if let Source::LeRobot(lerobot) = &self.source {
-            lerobot.set_frame_cache_budget(bytes);
+        if let Some(video) = self.video() {
+            video.set_frame_cache_budget(bytes);
         }
     }
 
@@ -419,35 +313,28 @@ impl Dataset {
     /// and instead of them ([`DecoderChoice::Auto`]), or on NVDEC only.
     /// Datasets without video ignore it.
     pub fn set_video_decoders(&self, choice: DecoderChoice) {
-        if let Source::LeRobot(lerobot) = &self.source {
-            lerobot.set_video_decoders(choice);
+        if let Some(video) = self.video() {
+            video.set_decoders(choice);
         }
     }
 
     /// Video samples decoded since the counts were last reset, on the CPU
     /// and on NVDEC (`None` for datasets without video).
     pub fn video_decode_counts(&self) -> Option<DecodeCounts> {
-        match &self.source {
-            Source::LeRobot(lerobot) if lerobot.has_video() => Some(lerobot.decode_counts()),
-            _ => None,
-        }
+        self.video().map(|video| video.decode_counts())
     }
 
     /// What the decoded-frame cache holds and how often it served a frame
     /// (`None` for datasets without video).
     pub fn frame_cache_usage(&self) -> Option<FrameCacheUsage> {
-        match &self.source {
-            Source::LeRobot(lerobot) if lerobot.has_video() => Some(lerobot.frame_cache_usage()),
-            _ => None,
-        }
+        self.video().map(|video| video.frame_cache_usage())
     }
 
     /// Forgets the frame cache's hit and miss counts and the video decode
     /// counts (after warm-up).
     pub fn reset_frame_cache_counts(&self) {
-        if let Source::LeRobot(lerobot) = &self.source {
-            lerobot.reset_decode_counts();
-            lerobot.reset_frame_cache_counts();
+        if let Some(video) = self.video() {
+            video.reset_counts();
         }
     }
 
@@ -489,13 +376,9 @@ impl Dataset {
         let (_, info) = self.stream(episode, stream)?;
         match &info.timeline {
             Timeline::Uniform { start, hz } => Ok(StreamTimes::Uniform { start: *start, hz: *hz, len: info.len }),
-            Timeline::Explicit { key } => match &self.source {
-                Source::Hdf5(hdf5) => hdf5.times(&self.info.episodes[episode].name, key).map(StreamTimes::Explicit),
-                Source::Rlds(_) => Err(Error::Invalid(format!(
-                    "stream `{stream}`: RLDS streams are on the step clock and have no explicit timestamps"
-                ))),
-                Source::LeRobot(lerobot) => lerobot.episode_times(episode).map(StreamTimes::Explicit),
-            },
+            Timeline::Explicit { key } => {
+                self.reader.explicit_times(&self.info, episode, info, key).map(StreamTimes::Explicit)
+            }
         }
     }
 
@@ -505,32 +388,7 @@ impl Dataset {
     }
 
     fn read_from_source(&self, episode: usize, info: &StreamInfo, rows: Range<usize>) -> Result<HostVec> {
-        match &self.source {
-            Source::Hdf5(hdf5) => hdf5.read(info, rows),
-            Source::Rlds(_) => self.read_into_new(episode, info, rows),
-            // The metadata's length is checked against the data file before
-            // room for its rows is allocated.
-            Source::LeRobot(lerobot) => {
-                lerobot.check_rows(episode)?;
-                self.read_into_new(episode, info, rows)
-            }
-        }
-    }
-
-    /// Rows of a source read by bytes, into a new vector of the stream's dtype.
-    fn read_into_new(&self, episode: usize, info: &StreamInfo, rows: Range<usize>) -> Result<HostVec> {
-        let len = rows.len() * info.channels();
-        if info.dtype == DType::Bool {
-            let mut bytes = vec![0u8; len];
-            self.read_source_rows_into(episode, info, rows, &mut bytes)?;
-            return Ok(HostVec::Bool(bytes.into_iter().map(|b| b != 0).collect()));
-        }
-        let mut data = HostVec::zeros(info.dtype, len);
-        let Some(bytes) = data.as_bytes_mut() else {
-            return Err(Error::Invalid(format!("{} rows have no byte view", info.dtype)));
-        };
-        self.read_source_rows_into(episode, info, rows, bytes)?;
-        Ok(data)
+        self.reader.read_rows(episode, info, rows)
     }
 
     pub(crate) fn read_source_rows_into(
@@ -540,11 +398,7 @@ impl Dataset {
         rows: Range<usize>,
         out: &mut [u8],
     ) -> Result<()> {
-        match &self.source {
-            Source::Hdf5(hdf5) => hdf5.read_into(info, rows, out),
-            Source::Rlds(rlds) => rlds.read_rows_into(episode, info, rows, out),
-            Source::LeRobot(lerobot) => lerobot.read_rows_into(episode, info, rows, out),
-        }
+        self.reader.read_rows_into(episode, info, rows, out)
     }
 
     /// Writes the sidecar index of an RLDS split (`robocache-index.<split>.json`)
@@ -555,107 +409,17 @@ impl Dataset {
     /// shards is not used. Other formats open from their own metadata and
     /// have no index: an error.
     pub fn write_index(&self, to: Option<&Path>) -> Result<PathBuf> {
-        let Source::Rlds(rlds) = &self.source else {
+        let Some((beside, bytes)) = self.reader.index_file(&self.info) else {
             return Err(Error::Invalid(format!(
-                "{}: only RLDS datasets have a sidecar index ({} datasets open from their own metadata)",
+                "{}: only {} datasets have a sidecar index ({} datasets open from their own metadata)",
                 self.info.path.display(),
+                format_reader::kinds_with_index(),
                 self.info.format
             )));
         };
-        let (beside, bytes) = rlds.index_file(&self.info);
         let path = to.map_or(beside, Path::to_path_buf);
         self.storage.write(&path, bytes)?;
         Ok(path)
-    }
-
-    /// The LeRobot dataset behind this one (`None` for other formats): its
-    /// fps, tasks, dataset indices, as `LeRobotDataset` numbers them.
-    pub fn lerobot(&self) -> Option<LeRobotView<'_>> {
-        match &self.source {
-            Source::LeRobot(source) => Some(LeRobotView { source }),
-            _ => None,
-        }
-    }
-}
-
-impl Hdf5Source {
-    /// Explicit timestamps at `key` (read once and kept).
-    fn times(&self, episode: &str, key: &str) -> Result<Arc<[f64]>> {
-        let mut cached = self.times.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(times) = cached.get(key) {
-            return Ok(times.clone());
-        }
-        let times: Arc<[f64]> = read_timestamps(&self.file, episode, key)?.into();
-        cached.insert(key.to_owned(), times.clone());
-        Ok(times)
-    }
-
-    fn read(&self, info: &StreamInfo, rows: Range<usize>) -> Result<HostVec> {
-        if let Some((layout, raw)) = self.row_layout(info) {
-            if rows.end <= layout.rows() {
-                return layout.read(raw, info.dtype, rows.clone()).map_err(|e| self.io_error(info, &rows, e));
-            }
-        }
-        self.read_rows_through_hdf5(info, rows)
-    }
-
-    fn read_into(&self, info: &StreamInfo, rows: Range<usize>, out: &mut [u8]) -> Result<()> {
-        if let Some((layout, raw)) = self.row_layout(info) {
-            if rows.end <= layout.rows() {
-                return layout.read_into(raw, rows.clone(), out).map_err(|e| self.io_error(info, &rows, e));
-            }
-        }
-        let read = self.read_rows_through_hdf5(info, rows)?;
-        out.copy_from_slice(read.as_slice().as_bytes());
-        Ok(())
-    }
-
-    fn io_error(&self, info: &StreamInfo, rows: &Range<usize>, error: std::io::Error) -> Error {
-        let error =
-            std::io::Error::new(error.kind(), format!("`{}` rows {}..{}: {error}", info.source, rows.start, rows.end));
-        Error::Io { file: self.file.path().to_path_buf(), error }
-    }
-
-    fn read_rows_through_hdf5(&self, info: &StreamInfo, rows: Range<usize>) -> Result<HostVec> {
-        let dataset = self.file.dataset(&info.source)?;
-        let data = self.file.read_rows(&dataset, &info.source, info.dtype, rows.clone())?;
-        let expected = rows.len() * info.channels();
-        if data.len() != expected {
-            return Err(self.file.layout_error(
-                &info.source,
-                format!("read {} elements for rows {}..{}, expected {expected}", data.len(), rows.start, rows.end),
-            ));
-        }
-        Ok(data)
-    }
-
-    /// Where the rows of `info`'s dataset lie (found once per dataset) and
-    /// the file to read them from; `None` when HDF5 must read it. A layout
-    /// is used only after its first and last rows read directly equal what
-    /// HDF5 reads.
-    fn row_layout(&self, info: &StreamInfo) -> Option<(Arc<RowLayout>, &File)> {
-        let raw = self.raw.as_ref()?;
-        let mut layouts = self.layouts.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(layout) = layouts.get(&info.source) {
-            return layout.clone().map(|layout| (layout, raw));
-        }
-        let layout = self
-            .file
-            .dataset(&info.source)
-            .ok()
-            .and_then(|dataset| RowLayout::of(&dataset, info.dtype, info.step_bytes()))
-            .filter(|layout| {
-                let last = layout.rows().min(info.len).saturating_sub(1);
-                [0..1, last..last + 1].into_iter().all(|rows| {
-                    let direct = layout.read(raw, info.dtype, rows.clone());
-                    let library = self.read_rows_through_hdf5(info, rows);
-                    matches!((direct, library), (Ok(d), Ok(l)) if d.as_slice().as_bytes() == l.as_slice().as_bytes())
-                })
-            })
-            .map(Arc::new);
-        tracing::trace!(source = %info.source, direct = layout.is_some(), "row layout");
-        layouts.insert(info.source.clone(), layout.clone());
-        layout.map(|layout| (layout, raw))
     }
 }
 

@@ -72,9 +72,11 @@ mod calvin_convert;
 mod dataset;
 mod direct_read;
 mod error;
+mod format_reader;
 mod formats;
 mod hdf5_file;
 mod hdf5_writer;
+mod image_decode;
 mod lerobot;
 mod model;
 pub mod npy;
@@ -85,16 +87,19 @@ pub mod synthetic;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod verify;
+mod video_blob;
 mod windows;
 
 pub use cache::CacheUsage;
 pub use calvin_convert::{convert_calvin, ConvertProgress};
-pub use dataset::{Dataset, LeRobotView, StreamTimes};
+pub use dataset::{Dataset, StreamTimes};
 pub use error::{Error, Result};
 pub use formats::{
     calvin::RATE_HZ as CALVIN_RATE_HZ, robomimic::DEFAULT_RATE_HZ as ROBOMIMIC_DEFAULT_RATE_HZ, OpenOptions,
 };
-pub use lerobot::{FeatureStorage, DEFAULT_COLUMNS as LEROBOT_COLUMNS, MAX_OPEN_VIDEOS as LEROBOT_MAX_OPEN_VIDEOS};
+pub use lerobot::{
+    FeatureStorage, LeRobotView, DEFAULT_COLUMNS as LEROBOT_COLUMNS, MAX_OPEN_VIDEOS as LEROBOT_MAX_OPEN_VIDEOS,
+};
 pub use model::{
     row_values, ChannelKind, DatasetInfo, EpisodeInfo, Format, StreamInfo, StreamKind, Timeline, MAX_ROW_VALUES,
 };

@@ -14,8 +14,9 @@
 //! after seeing its marker.
 //!
 //! Each block is fetched once per node. Before fetching block `b`, a reader
-//! claims it ([`CachedObject::try_claim`]): inside the process, a set of
-//! claimed blocks; across processes, a write lock on byte `b` of the
+//! claims it ([`CachedObject::try_claim`]): inside the process, in a
+//! `robocache_claims::ClaimMap` of blocks (the protocol the frame caches
+//! share: waiters are woken when a claim is released); across processes, a write lock on byte `b` of the
 //! `.blocks` file (an open-file-description lock, `F_OFD_SETLK`, so two
 //! handles of one process exclude each other too; the kernel drops it when
 //! its holder exits, so a process that dies mid-fetch leaves the block
@@ -32,8 +33,10 @@ use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
+
+use robocache_claims::{ClaimMap, Claims, Found};
 
 use crate::location::RemoteUrl;
 use crate::{Error, Result};
@@ -62,9 +65,9 @@ pub(crate) struct CachedObject {
     data: File,
     markers: File,
     blocks: u64,
-    /// Blocks a thread of this process is fetching.
-    claimed: Mutex<HashSet<u64>>,
-    released: Condvar,
+    /// Blocks a thread of this process is fetching (claimed, never held:
+    /// the bytes are on disk).
+    claims: ClaimMap<u64, ()>,
 }
 
 /// What [`CachedObject::try_claim`] found.
@@ -84,6 +87,9 @@ pub(crate) enum Claim<'a> {
 pub(crate) struct BlockClaim<'a> {
     object: &'a CachedObject,
     pub block: u64,
+    /// The claim inside the process, given up (waking the threads waiting
+    /// for the block) after the file lock is released.
+    _here: Claims<'a, u64, (), ()>,
 }
 
 fn io(file: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
@@ -144,14 +150,7 @@ impl BlockCache {
         // Recently opened objects are evicted last.
         let _ = markers.set_modified(SystemTime::now());
         self.open_here.lock().unwrap_or_else(|e| e.into_inner()).insert(data_path.clone());
-        Ok(CachedObject {
-            data_path,
-            data,
-            markers,
-            blocks,
-            claimed: Mutex::new(HashSet::new()),
-            released: Condvar::new(),
-        })
+        Ok(CachedObject { data_path, data, markers, blocks, claims: ClaimMap::default() })
     }
 
     /// Counts `bytes` newly written; over the budget, removes least recently
@@ -251,26 +250,17 @@ impl CachedObject {
     /// Claims `block` for fetching unless it is present or another thread
     /// or process is fetching it (see the module docs).
     pub fn try_claim(&self, block: u64) -> Result<Claim<'_>> {
-        {
-            let mut claimed = self.claimed.lock().unwrap_or_else(|e| e.into_inner());
-            if claimed.contains(&block) {
-                return Ok(Claim::Busy);
-            }
-            claimed.insert(block);
+        let (_, here) = self.claims.find(&[block], |_| true);
+        if here.is_empty() {
+            return Ok(Claim::Busy); // another thread of this process fetches it
         }
-        let unclaim = || self.unclaim_here(block);
+        // `here` dropped on the way out gives the claim up.
         match block_lock(&self.markers, block, false) {
             Ok(true) => {}
-            Ok(false) => {
-                unclaim();
-                return Ok(Claim::Busy);
-            }
-            Err(source) => {
-                unclaim();
-                return Err(Error::Io { file: self.markers_path(), source });
-            }
+            Ok(false) => return Ok(Claim::Busy),
+            Err(source) => return Err(Error::Io { file: self.markers_path(), source }),
         }
-        let claim = BlockClaim { object: self, block };
+        let claim = BlockClaim { object: self, block, _here: here };
         match self.is_present(block)? {
             true => Ok(Claim::Present),
             false => Ok(Claim::Mine(claim)),
@@ -280,27 +270,23 @@ impl CachedObject {
     /// Waits until no other thread or process fetches `block`, then claims
     /// it; `None` when its bytes arrived meanwhile.
     pub fn claim_waiting(&self, block: u64) -> Result<Option<BlockClaim<'_>>> {
-        {
-            let mut claimed = self.claimed.lock().unwrap_or_else(|e| e.into_inner());
-            while claimed.contains(&block) {
-                claimed = self.released.wait(claimed).unwrap_or_else(|e| e.into_inner());
+        let here = loop {
+            let (mut found, here) = self.claims.find(&[block], |_| true);
+            match found.pop() {
+                Some(Found::Wait(waiter)) => {
+                    self.claims.wait(&waiter);
+                }
+                _ => break here,
             }
-            claimed.insert(block);
-        }
+        };
         if let Err(source) = block_lock(&self.markers, block, true) {
-            self.unclaim_here(block);
             return Err(Error::Io { file: self.markers_path(), source });
         }
-        let claim = BlockClaim { object: self, block };
+        let claim = BlockClaim { object: self, block, _here: here };
         match self.is_present(block)? {
             true => Ok(None),
             false => Ok(Some(claim)),
         }
-    }
-
-    fn unclaim_here(&self, block: u64) {
-        self.claimed.lock().unwrap_or_else(|e| e.into_inner()).remove(&block);
-        self.released.notify_all();
     }
 
     /// Writes block `block`'s bytes, makes them durable (`fdatasync`), then
@@ -324,7 +310,7 @@ impl Drop for BlockClaim<'_> {
         if let Err(error) = block_unlock(&self.object.markers, self.block) {
             tracing::warn!(file = %self.object.markers_path().display(), block = self.block, %error, "releasing a block's lock");
         }
-        self.object.unclaim_here(self.block);
+        // `_here` is dropped after this: the threads waiting are woken.
     }
 }
 

@@ -16,13 +16,14 @@
 //! frame none has kept yet. [`FrameCache::lookup`] therefore hands the first
 //! reader a [`Claim`] on a frame it decodes for the cache, and the readers
 //! after it a [`PendingFrame`] to wait for; a reader settles its own claims
-//! before it waits, so no two wait for each other.
+//! before it waits, so no two wait for each other. The protocol is
+//! `robocache-claims`' [`ClaimMap`], which the device frame cache and the
+//! block cache share.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use crate::pending::Pending;
+use robocache_claims::{ClaimMap, Claims, Found, Waiter};
 
 /// A frame's name in the cache: the file (a number its owner gives each
 /// video file) and the frame's index in presentation order.
@@ -59,27 +60,42 @@ impl FrameCacheUsage {
     }
 }
 
+/// The budget and what is held against it (kept under the claim map's lock).
 #[derive(Debug, Default)]
-struct Held {
+struct Budget {
     budget: usize,
     bytes: usize,
     /// Frames held.
     count: usize,
     /// A claimed frame did not fit: nothing is claimed any more.
     full: bool,
-    frames: HashMap<FrameKey, Entry>,
 }
 
-#[derive(Debug)]
-enum Entry {
-    Held(Arc<[u8]>),
-    /// A reader is decoding it for the cache (see [`Claim`]).
-    Decoding(Arc<PendingFrame>),
+impl Budget {
+    /// Claims are made while the budget has room.
+    fn may_claim(&self) -> bool {
+        !self.full && self.bytes < self.budget
+    }
+
+    /// Holds `frame` if it fits in what is left (else nothing is claimed
+    /// any more); the `(index, frame)` to hold.
+    fn admit(&mut self, free: &[usize], frame: &Arc<[u8]>) -> Vec<(usize, Arc<[u8]>)> {
+        if free.is_empty() {
+            return Vec::new();
+        }
+        if self.bytes + frame.len() > self.budget {
+            self.full = true;
+            return Vec::new();
+        }
+        self.bytes += frame.len();
+        self.count += 1;
+        vec![(0, frame.clone())]
+    }
 }
 
 /// A frame one reader decodes for the cache while others wait for it:
 /// finished with the frame once kept, with `None` once given up.
-pub type PendingFrame = Pending<Arc<[u8]>>;
+pub type PendingFrame = robocache_claims::Pending<Arc<[u8]>>;
 
 /// What a reader does with a frame ([`FrameCache::lookup`]).
 #[derive(Debug)]
@@ -91,7 +107,7 @@ pub enum Lookup<'a> {
     Decode(Option<Claim<'a>>),
     /// Another reader is decoding it: wait ([`FrameCache::wait`]) once every
     /// claim of this reader is settled.
-    Wait(Arc<PendingFrame>),
+    Wait(Waiter<Arc<[u8]>>),
 }
 
 /// A reader's promise to decode a frame for the cache. [`Claim::keep`]
@@ -103,48 +119,23 @@ pub enum Lookup<'a> {
 pub struct Claim<'a> {
     cache: &'a FrameCache,
     key: FrameKey,
-    pending: Arc<PendingFrame>,
-    settled: bool,
+    claims: Claims<'a, FrameKey, Arc<[u8]>, Budget>,
 }
 
 impl Claim<'_> {
     /// Keeps `frame` (as [`FrameCache::insert`]) and hands it to the readers
     /// waiting for it; returns whether it is held.
-    pub fn keep(mut self, frame: Arc<[u8]>) -> bool {
-        let kept = self.cache.insert(self.key, frame.clone());
-        if !kept {
-            self.cache.forget_claim(self.key, &self.pending);
-        }
-        self.pending.finish(kept.then_some(frame));
-        self.settled = true;
-        kept
+    pub fn keep(self, frame: Arc<[u8]>) -> bool {
+        self.cache.settle(self.claims, self.key, frame)
     }
 }
 
-impl Drop for Claim<'_> {
-    fn drop(&mut self) {
-        if self.settled {
-            return;
-        }
-        self.cache.forget_claim(self.key, &self.pending);
-        self.pending.finish(None);
-    }
-}
-
-impl FrameCache {
-    /// Removes `key`'s entry if it is still `pending` (a claim given up).
-    fn forget_claim(&self, key: FrameKey, pending: &Arc<PendingFrame>) {
-        let mut held = self.lock();
-        if matches!(held.frames.get(&key), Some(Entry::Decoding(p)) if Arc::ptr_eq(p, pending)) {
-            held.frames.remove(&key);
-        }
-    }
-}
-
-/// Decoded frames by [`FrameKey`], at most a budget of bytes (0: none kept).
+/// Decoded frames by [`FrameKey`], at most a budget of bytes (0: none
+/// kept). Each frame is decoded once while claimed (a
+/// [`robocache_claims::ClaimMap`]).
 #[derive(Debug, Default)]
 pub struct FrameCache {
-    held: Mutex<Held>,
+    frames: ClaimMap<FrameKey, Arc<[u8]>, Budget>,
     hits: AtomicU64,
     misses: AtomicU64,
 }
@@ -157,36 +148,35 @@ impl FrameCache {
         cache
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Held> {
-        self.held.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     /// Changes the budget; frames are dropped (all of them) only when what
     /// is held no longer fits.
     pub fn set_budget(&self, budget_bytes: usize) {
-        let mut held = self.lock();
-        held.budget = budget_bytes;
-        held.full = false;
-        if held.bytes > budget_bytes {
-            held.frames.retain(|_, entry| matches!(entry, Entry::Decoding(_)));
-            held.bytes = 0;
-            held.count = 0;
-        }
+        self.frames.drop_held_if(|held| {
+            held.budget = budget_bytes;
+            held.full = false;
+            let over = held.bytes > budget_bytes;
+            if over {
+                held.bytes = 0;
+                held.count = 0;
+            }
+            over
+        });
     }
 
     /// True when the budget is above zero (frames may be kept).
     pub fn is_enabled(&self) -> bool {
-        self.lock().budget > 0
+        self.frames.with_state(|held| held.budget > 0)
+    }
+
+    fn count(&self, hit: bool) {
+        let counter = if hit { &self.hits } else { &self.misses };
+        counter.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The frame held for `key`, counted as a hit, or `None`, counted as a miss.
     pub fn get(&self, key: FrameKey) -> Option<Arc<[u8]>> {
-        let found = match self.lock().frames.get(&key) {
-            Some(Entry::Held(frame)) => Some(frame.clone()),
-            _ => None,
-        };
-        let counter = if found.is_some() { &self.hits } else { &self.misses };
-        counter.fetch_add(1, Ordering::Relaxed);
+        let found = self.frames.get(&key);
+        self.count(found.is_some());
         found
     }
 
@@ -194,20 +184,15 @@ impl FrameCache {
     /// (a miss; claimed while the budget has room), or wait for the reader
     /// decoding it (counted by [`FrameCache::wait`]).
     pub fn lookup(&self, key: FrameKey) -> Lookup<'_> {
-        let mut held = self.lock();
-        let claim = !held.full && held.bytes < held.budget;
-        let lookup = match held.frames.get(&key) {
-            Some(Entry::Held(frame)) => Lookup::Held(frame.clone()),
-            Some(Entry::Decoding(pending)) => return Lookup::Wait(pending.clone()),
-            None if claim => {
-                let pending = Arc::new(PendingFrame::default());
-                held.frames.insert(key, Entry::Decoding(pending.clone()));
-                Lookup::Decode(Some(Claim { cache: self, key, pending, settled: false }))
+        let (mut found, claims) = self.frames.find(&[key], Budget::may_claim);
+        let lookup = match found.pop() {
+            Some(Found::Held(frame)) => Lookup::Held(frame),
+            Some(Found::Wait(waiter)) => return Lookup::Wait(waiter),
+            Some(Found::Compute) | None => {
+                Lookup::Decode((!claims.is_empty()).then_some(Claim { cache: self, key, claims }))
             }
-            None => Lookup::Decode(None),
         };
-        let counter = if matches!(lookup, Lookup::Held(_)) { &self.hits } else { &self.misses };
-        counter.fetch_add(1, Ordering::Relaxed);
+        self.count(matches!(lookup, Lookup::Held(_)));
         lookup
     }
 
@@ -215,35 +200,35 @@ impl FrameCache {
     /// `None` where it gave it up (a miss: decode it).
     pub fn wait(&self, pending: &PendingFrame) -> Option<Arc<[u8]>> {
         let frame = pending.wait();
-        let counter = if frame.is_some() { &self.hits } else { &self.misses };
-        counter.fetch_add(1, Ordering::Relaxed);
+        self.count(frame.is_some());
         frame
     }
 
     /// Keeps `frame` under `key` if it fits in what is left of the budget;
     /// returns whether it is held (a frame already held stays as it is).
     pub fn insert(&self, key: FrameKey, frame: Arc<[u8]>) -> bool {
-        let mut held = self.lock();
-        if matches!(held.frames.get(&key), Some(Entry::Held(_))) {
-            return true;
-        }
-        if held.bytes + frame.len() > held.budget {
-            held.full = true;
-            return false;
-        }
-        held.bytes += frame.len();
-        held.count += 1;
-        held.frames.insert(key, Entry::Held(frame));
-        true
+        self.settle(self.frames.no_claims(), key, frame)
+    }
+
+    /// Holds `frame` where it fits, settling `claims` (of `key` or none).
+    fn settle(&self, claims: Claims<'_, FrameKey, Arc<[u8]>, Budget>, key: FrameKey, frame: Arc<[u8]>) -> bool {
+        let mut kept = false;
+        let settled = self.frames.keep(claims, &[key], |held, free| {
+            let admitted = held.admit(free, &frame);
+            kept = !admitted.is_empty();
+            Ok::<_, std::convert::Infallible>(admitted)
+        });
+        let Ok(()) = settled;
+        kept || self.frames.get(&key).is_some()
     }
 
     /// What the cache holds and its hits and misses so far.
     pub fn usage(&self) -> FrameCacheUsage {
-        let held = self.lock();
+        let (budget_bytes, bytes, frames) = self.frames.with_state(|held| (held.budget, held.bytes, held.count));
         FrameCacheUsage {
-            budget_bytes: held.budget,
-            bytes: held.bytes,
-            frames: held.count,
+            budget_bytes,
+            bytes,
+            frames,
             hits: self.hits.load(Ordering::Relaxed),
             misses: self.misses.load(Ordering::Relaxed),
         }

@@ -33,6 +33,7 @@
 
 mod av1;
 mod build_info;
+mod byte_source;
 mod error;
 mod frame_cache;
 mod h264;
@@ -40,7 +41,6 @@ mod hevc;
 pub mod mp4;
 mod nal;
 mod nvdec;
-mod pending;
 pub mod resize;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -51,12 +51,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 pub use build_info::{cpu_decoders_have_assembly, decoders, DecoderInfo};
+pub use byte_source::{ByteSource, LocalFile};
 pub use error::{Error, Result};
 pub use frame_cache::{Claim, FrameCache, FrameCacheUsage, FrameKey, Lookup, PendingFrame};
 pub use mp4::{Codec, Track};
-pub use pending::Pending;
 pub use resize::{CropBox, FrameResize, ResizePlan, ResizeTaps, MAX_RESIZE_TAPS};
-pub use robocache_storage::Blob;
+pub use robocache_claims::Pending;
 pub use yuv::{yuv420_len, yuv420_to_rgb_into, Yuv420};
 
 use av1::Av1Decoder;
@@ -137,7 +137,7 @@ pub fn idle_cpu_decoders() -> usize {
 #[derive(Debug)]
 pub struct VideoFile {
     path: PathBuf,
-    file: Blob,
+    file: Box<dyn ByteSource>,
     track: Track,
     /// Decode-order sample of each presentation-order frame.
     order: Vec<usize>,
@@ -205,15 +205,15 @@ impl VideoFile {
     /// Opens the local file `path` and reads its sample table.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
-        let storage = robocache_storage::Storage::new(Default::default());
-        let file = storage.open(&path).map_err(|error| Error::Io { file: path.clone(), error: error.into() })?;
-        Self::from_blob(path, file)
+        let file = LocalFile::open(&path).map_err(|error| Error::Io { file: path.clone(), error })?;
+        Self::from_source(path, Box::new(file))
     }
 
-    /// Reads the sample table of `file`, opened by a [`robocache_storage::Storage`]
-    /// (a local file, or a remote object read in ranges); `path` names it in errors.
-    pub fn from_blob(path: PathBuf, file: Blob) -> Result<Self> {
-        let track = mp4::read_track(&path, &file)?;
+    /// Reads the sample table of `file` (a local file, a remote object read
+    /// in ranges, bytes in memory: whatever implements [`ByteSource`]);
+    /// `path` names it in errors.
+    pub fn from_source(path: PathBuf, file: Box<dyn ByteSource>) -> Result<Self> {
+        let track = mp4::read_track(&path, &*file)?;
         if track.samples.is_empty() {
             return Err(Error::Container { file: path, problem: "the video track has no frames".into() });
         }
@@ -341,7 +341,7 @@ impl VideoFile {
                 decoder.start_group();
                 for sample in key..=last {
                     samples_decoded += 1;
-                    let bytes = mp4::read_sample(&self.path, &self.file, &self.track.samples[sample])?;
+                    let bytes = mp4::read_sample(&self.path, &*self.file, &self.track.samples[sample])?;
                     let wanted = wanted_samples.contains(&sample);
                     let shown = decoder.decode(sample, wanted, &bytes).map_err(|problem| Error::Decode {
                         file: self.path.clone(),

@@ -18,42 +18,8 @@
 
 use std::path::Path;
 
-use robocache_storage::Blob;
-
+pub use crate::byte_source::ByteSource;
 use crate::{Error, Result};
-
-/// What the demuxer reads from: a length and the bytes at an offset. A
-/// [`Blob`] (a local file or a remote object) or bytes in memory.
-pub trait ByteSource {
-    /// The length in bytes.
-    fn byte_len(&self) -> u64;
-    /// Fills `buffer` with the bytes at `offset`; past the end is an error.
-    fn read_exact_at(&self, buffer: &mut [u8], offset: u64) -> std::io::Result<()>;
-}
-
-impl ByteSource for Blob {
-    fn byte_len(&self) -> u64 {
-        self.len()
-    }
-    fn read_exact_at(&self, buffer: &mut [u8], offset: u64) -> std::io::Result<()> {
-        Blob::read_exact_at(self, buffer, offset).map_err(Into::into)
-    }
-}
-
-impl ByteSource for [u8] {
-    fn byte_len(&self) -> u64 {
-        self.len() as u64
-    }
-    fn read_exact_at(&self, buffer: &mut [u8], offset: u64) -> std::io::Result<()> {
-        let bytes = usize::try_from(offset)
-            .ok()
-            .and_then(|start| Some(start..start.checked_add(buffer.len())?))
-            .and_then(|range| self.get(range))
-            .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "read past the end"))?;
-        buffer.copy_from_slice(bytes);
-        Ok(())
-    }
-}
 
 /// The codecs robocache knows by their sample entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

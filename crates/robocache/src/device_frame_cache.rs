@@ -27,9 +27,9 @@
 //! refuses a device handle of another stream), so no reader sees a frame
 //! before it is written.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
+use robocache_claims::{ClaimMap, Found};
 use robocache_datasets::FrameCacheUsage;
 use robocache_video::Pending;
 
@@ -42,6 +42,10 @@ pub(crate) type HeldFrame = (Arc<Tensor>, usize);
 /// A frame of a video stream: `(episode, row)` (the row is the frame's index
 /// in its episode).
 pub(crate) type EpisodeFrame = (usize, usize);
+
+/// A frame's key in the cache: its stream (by number, see
+/// [`DeviceFrameCache::stream_id`]) and the frame.
+type FrameId = (usize, EpisodeFrame);
 
 /// Camera frames of video streams on one device, converted to 8-bit RGB and
 /// cropped and resized as `resize` says, at most `budget_bytes` of them.
@@ -58,13 +62,15 @@ pub struct DeviceFrameCache {
     device: Device,
     resize: Option<FrameResize>,
     budget_bytes: usize,
-    held: Mutex<Held>,
+    /// Stream names by number.
+    streams: Mutex<Vec<String>>,
+    /// Each frame held or being decoded by a batch, and the counts.
+    frames: ClaimMap<FrameId, HeldFrame, Held>,
 }
 
+/// What is held against the budget, and the reads (under the map's lock).
 #[derive(Debug, Default)]
 struct Held {
-    /// Per stream, each frame held or being decoded by a batch.
-    streams: HashMap<String, HashMap<EpisodeFrame, Entry>>,
     bytes: usize,
     frames: usize,
     /// A batch had frames the budget had no room for: no frame is claimed
@@ -73,13 +79,6 @@ struct Held {
     full: bool,
     hits: u64,
     misses: u64,
-}
-
-#[derive(Debug)]
-enum Entry {
-    Held(HeldFrame),
-    /// A batch is decoding it and will keep it (or say it did not).
-    Decoding(Arc<PendingFrame>),
 }
 
 /// A frame one batch decodes for the cache while others wait for it:
@@ -99,50 +98,26 @@ pub(crate) enum Lookup {
     Wait(Arc<PendingFrame>),
 }
 
-/// The frames a batch claimed to decode for the cache. [`DeviceFrameCache::keep`]
-/// settles them; dropped unsettled (the batch failed), they are given up,
-/// and the batches waiting for them decode them themselves.
+/// The frames of one stream a batch claimed to decode for the cache.
+/// [`DeviceFrameCache::keep`] settles them; dropped unsettled (the batch
+/// failed), they are given up, and the batches waiting for them decode them
+/// themselves.
 pub(crate) struct Claims<'a> {
-    cache: &'a DeviceFrameCache,
-    stream: String,
-    claimed: Vec<(EpisodeFrame, Arc<PendingFrame>)>,
-}
-
-impl Claims<'_> {
-    /// Gives up every claim still unsettled.
-    fn give_up(&mut self) {
-        if self.claimed.is_empty() {
-            return;
-        }
-        let mut held = match self.cache.held.lock() {
-            Ok(held) => held,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        if let Some(kept) = held.streams.get_mut(&self.stream) {
-            for (frame, pending) in &self.claimed {
-                if matches!(kept.get(frame), Some(Entry::Decoding(p)) if Arc::ptr_eq(p, pending)) {
-                    kept.remove(frame);
-                }
-            }
-        }
-        drop(held);
-        for (_, pending) in self.claimed.drain(..) {
-            pending.finish(None);
-        }
-    }
-}
-
-impl Drop for Claims<'_> {
-    fn drop(&mut self) {
-        self.give_up();
-    }
+    stream: usize,
+    claimed: robocache_claims::Claims<'a, FrameId, HeldFrame, Held>,
 }
 
 impl DeviceFrameCache {
     /// An empty cache of frames on `device`, resized as `resize` says
     /// (`None`: the video's own size), that keeps at most `budget_bytes`.
     pub fn new(device: &Device, resize: Option<FrameResize>, budget_bytes: usize) -> Self {
-        DeviceFrameCache { device: device.clone(), resize, budget_bytes, held: Mutex::default() }
+        DeviceFrameCache {
+            device: device.clone(),
+            resize,
+            budget_bytes,
+            streams: Mutex::default(),
+            frames: ClaimMap::default(),
+        }
     }
 
     /// The device its frames are on.
@@ -158,24 +133,21 @@ impl DeviceFrameCache {
     /// What it holds, and its hits and misses (each distinct frame a batch
     /// asked for counts once) since it was made or its counts reset.
     pub fn usage(&self) -> FrameCacheUsage {
-        match self.lock() {
-            Ok(held) => FrameCacheUsage {
-                budget_bytes: self.budget_bytes,
-                bytes: held.bytes,
-                frames: held.frames,
-                hits: held.hits,
-                misses: held.misses,
-            },
-            Err(_) => FrameCacheUsage { budget_bytes: self.budget_bytes, ..FrameCacheUsage::default() },
-        }
+        self.frames.with_state(|held| FrameCacheUsage {
+            budget_bytes: self.budget_bytes,
+            bytes: held.bytes,
+            frames: held.frames,
+            hits: held.hits,
+            misses: held.misses,
+        })
     }
 
     /// Forgets the hits and misses so far (after a warm-up); keeps the frames.
     pub fn reset_counts(&self) {
-        if let Ok(mut held) = self.lock() {
+        self.frames.with_state(|held| {
             held.hits = 0;
             held.misses = 0;
-        }
+        });
     }
 
     /// Checks that a batch on `device` with frames resized as `resize` may
@@ -204,6 +176,18 @@ impl DeviceFrameCache {
         Ok(())
     }
 
+    /// The number of stream `name` in the cache's keys (a loader has a few streams).
+    fn stream_id(&self, name: &str) -> usize {
+        let mut streams = self.streams.lock().unwrap_or_else(|p| p.into_inner());
+        match streams.iter().position(|s| s == name) {
+            Some(id) => id,
+            None => {
+                streams.push(name.to_owned());
+                streams.len() - 1
+            }
+        }
+    }
+
     /// What a batch does for each of `frames` of `stream` (distinct
     /// frames): stack it from the cache, decode it, or wait for the batch
     /// decoding it. Frames to decode are claimed while the budget has room,
@@ -211,46 +195,40 @@ impl DeviceFrameCache {
     /// decoding them again. Held frames count as hits, the others as misses
     /// ([`DeviceFrameCache::wait`] counts the waits).
     pub(crate) fn find(&self, stream: &str, frames: &[EpisodeFrame]) -> Result<(Vec<Lookup>, Claims<'_>)> {
-        let mut held = self.lock()?;
-        let claim = !held.full && self.budget_bytes > held.bytes;
-        let kept = held.streams.entry(stream.to_owned()).or_default();
-        let mut claimed = Vec::new();
-        let lookups: Vec<Lookup> = frames
-            .iter()
-            .map(|frame| match kept.get(frame) {
-                Some(Entry::Held(frame)) => Lookup::Held(frame.clone()),
-                Some(Entry::Decoding(pending)) => Lookup::Wait(pending.clone()),
-                None => {
-                    if claim {
-                        let pending = Arc::new(PendingFrame::default());
-                        kept.insert(*frame, Entry::Decoding(pending.clone()));
-                        claimed.push((*frame, pending));
-                    }
-                    Lookup::Decode
-                }
+        let id = self.stream_id(stream);
+        let keys: Vec<FrameId> = frames.iter().map(|&frame| (id, frame)).collect();
+        let (found, claimed) = self.frames.find(&keys, |held| !held.full && self.budget_bytes > held.bytes);
+        let lookups: Vec<Lookup> = found
+            .into_iter()
+            .map(|found| match found {
+                Found::Held(frame) => Lookup::Held(frame),
+                Found::Compute => Lookup::Decode,
+                Found::Wait(waiter) => Lookup::Wait(waiter),
             })
             .collect();
         let hits = lookups.iter().filter(|l| matches!(l, Lookup::Held(_))).count() as u64;
-        held.hits += hits;
-        held.misses += lookups.iter().filter(|l| matches!(l, Lookup::Decode)).count() as u64;
-        Ok((lookups, Claims { cache: self, stream: stream.to_owned(), claimed }))
+        let misses = lookups.iter().filter(|l| matches!(l, Lookup::Decode)).count() as u64;
+        self.frames.with_state(|held| {
+            held.hits += hits;
+            held.misses += misses;
+        });
+        Ok((lookups, Claims { stream: id, claimed }))
     }
 
     /// Claims of nothing, for [`DeviceFrameCache::keep`] of frames decoded
     /// without a claim.
     pub(crate) fn no_claims(&self, stream: &str) -> Claims<'_> {
-        Claims { cache: self, stream: stream.to_owned(), claimed: Vec::new() }
+        Claims { stream: self.stream_id(stream), claimed: self.frames.no_claims() }
     }
 
     /// The frame another batch was decoding, once it has kept it (a hit), or
     /// `None` where it did not (a miss: decode it).
-    pub(crate) fn wait(&self, pending: &PendingFrame) -> Result<Option<HeldFrame>> {
-        let frame = pending.wait();
-        let mut held = self.lock()?;
-        match frame {
+    pub(crate) fn wait(&self, pending: &Arc<PendingFrame>) -> Result<Option<HeldFrame>> {
+        let frame = self.frames.wait(pending);
+        self.frames.with_state(|held| match frame {
             Some(_) => held.hits += 1,
             None => held.misses += 1,
-        }
+        });
         Ok(frame)
     }
 
@@ -260,7 +238,7 @@ impl DeviceFrameCache {
     /// whole tensor when every frame is new and fits, else a copy of the new
     /// frames that fit. Settles `claims`: the claimed frames kept are handed
     /// to the batches waiting for them, the others given up.
-    pub(crate) fn keep(&self, mut claims: Claims<'_>, frames: &[EpisodeFrame], decoded: &Arc<Tensor>) -> Result<()> {
+    pub(crate) fn keep(&self, claims: Claims<'_>, frames: &[EpisodeFrame], decoded: &Arc<Tensor>) -> Result<()> {
         let shape = decoded.shape();
         if shape.len() != 4 || shape[0] != frames.len() || decoded.dtype() != robocache_cpu::DType::U8 {
             return Err(Error::Internal(format!(
@@ -270,57 +248,29 @@ impl DeviceFrameCache {
             )));
         }
         let frame_bytes = shape[1..].iter().product::<usize>().max(1);
-        let mut settled = Vec::new();
-        {
-            let mut held = self.lock()?;
+        let keys: Vec<FrameId> = frames.iter().map(|&frame| (claims.stream, frame)).collect();
+        // New frames (not held, not being decoded by another batch), as
+        // many as the budget has room for.
+        self.frames.keep(claims.claimed, &keys, |held, free| {
             let room = self.budget_bytes.saturating_sub(held.bytes) / frame_bytes;
-            let kept = held.streams.entry(claims.stream.clone()).or_default();
-            let ours = |frame: &EpisodeFrame, entry: &Entry| match entry {
-                Entry::Decoding(pending) => claims.claimed.iter().any(|(f, p)| f == frame && Arc::ptr_eq(p, pending)),
-                Entry::Held(_) => false,
+            let full = free.len() > room;
+            let new = &free[..free.len().min(room)];
+            held.full |= full;
+            if new.is_empty() {
+                return Ok(Vec::new());
+            }
+            let tensor = if new.len() == frames.len() {
+                decoded.clone()
+            } else {
+                // Another batch kept some of them first, or the budget
+                // ends here: only what is new and fits.
+                let picks: Vec<(&Tensor, usize)> = new.iter().map(|&i| (decoded.as_ref(), i)).collect();
+                Arc::new(self.device.stack_frames(&picks, FrameLayout::Hwc, FrameDType::U8)?)
             };
-            // New frames: not held, and not being decoded by another batch.
-            let mut new: Vec<usize> = Vec::with_capacity(frames.len());
-            let mut seen = std::collections::HashSet::with_capacity(frames.len());
-            for (i, frame) in frames.iter().enumerate() {
-                let free = kept.get(frame).is_none_or(|entry| ours(frame, entry));
-                if free && seen.insert(*frame) {
-                    new.push(i);
-                }
-            }
-            let full = new.len() > room;
-            new.truncate(room);
-            if !new.is_empty() {
-                let tensor = if new.len() == frames.len() {
-                    decoded.clone()
-                } else {
-                    // Another batch kept some of them first, or the budget
-                    // ends here: only what is new and fits.
-                    let picks: Vec<(&Tensor, usize)> = new.iter().map(|&i| (decoded.as_ref(), i)).collect();
-                    Arc::new(self.device.stack_frames(&picks, FrameLayout::Hwc, FrameDType::U8)?)
-                };
-                for (index, &i) in new.iter().enumerate() {
-                    let frame = (tensor.clone(), index);
-                    if let Some(Entry::Decoding(pending)) = kept.insert(frames[i], Entry::Held(frame.clone())) {
-                        settled.push((frames[i], pending, frame));
-                    }
-                }
-            }
             held.bytes += new.len() * frame_bytes;
             held.frames += new.len();
-            held.full |= full;
-        }
-        // Hand the kept frames to the batches waiting; give up the rest.
-        for (frame, pending, kept) in settled {
-            claims.claimed.retain(|(f, p)| !(*f == frame && Arc::ptr_eq(p, &pending)));
-            pending.finish(Some(kept));
-        }
-        claims.give_up();
-        Ok(())
-    }
-
-    fn lock(&self) -> Result<MutexGuard<'_, Held>> {
-        self.held.lock().map_err(|_| Error::Internal("frame cache: poisoned by a panic on another thread".into()))
+            Ok(new.iter().enumerate().map(|(index, &i)| (i, (tensor.clone(), index))).collect())
+        })
     }
 }
 

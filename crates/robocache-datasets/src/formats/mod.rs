@@ -1,10 +1,14 @@
-//! The three layouts and their detection. Each turns a file into a
+//! The three HDF5 layouts and their detection. Each turns a file into a
 //! [`DatasetInfo`](crate::DatasetInfo) reading metadata only (plus explicit
-//! timestamps, which are small and checked at open).
+//! timestamps, which are small and checked at open); [`Hdf5Kind`] is them
+//! as one format of the format layer.
 
 pub mod calvin;
+mod hdf5_reader;
 pub mod robomimic;
 pub mod rtx;
+
+pub(crate) use hdf5_reader::Hdf5Kind;
 
 use crate::hdf5_file::Hdf5File;
 use crate::model::{DatasetInfo, Format};

@@ -21,7 +21,10 @@
 //!   budget ([`crate::Dataset::set_frame_cache_budget`]).
 
 pub(crate) mod columns;
+mod format;
 pub(crate) mod meta;
+pub(crate) use format::LeRobotKind;
+pub use format::LeRobotView;
 use open_videos::OpenVideos;
 pub use open_videos::MAX_OPEN_VIDEOS;
 mod open_videos;
@@ -42,9 +45,10 @@ use serde_json::{json, Map, Value};
 
 use self::columns::{read_column, read_f64, read_i64, ColumnData, Expect};
 use self::meta::{EpisodeMeta, Feature, Info, Version, INFO};
+use crate::image_decode::decode_image;
 use crate::model::{ChannelKind, DatasetInfo, EpisodeInfo, Format, StreamInfo, StreamKind, Timeline};
-use crate::rlds::decode::decode_image;
 use crate::streams::StreamShape;
+use crate::video_blob::VideoBlob;
 use crate::{Error, Result};
 
 /// LeRobot's own per-frame columns (features of every dataset).
@@ -560,7 +564,8 @@ impl LeRobotSource {
         let blob = self.storage.open(path).map_err(|error| {
             video_error(robocache_video::Error::Io { file: path.to_path_buf(), error: error.into() })
         })?;
-        let video = Arc::new(VideoFile::from_blob(path.to_path_buf(), blob).map_err(video_error)?);
+        let video =
+            Arc::new(VideoFile::from_source(path.to_path_buf(), Box::new(VideoBlob(blob))).map_err(video_error)?);
         Ok(self.videos.lock().unwrap_or_else(|p| p.into_inner()).insert(path, video))
     }
 

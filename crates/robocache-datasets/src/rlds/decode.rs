@@ -1,11 +1,8 @@
 //! Values of one feature into the bytes of a stream's rows: numeric lists
 //! converted to the declared dtype as TFDS does (`tf.cast`: f32 widened to
 //! f64, int64 truncated to narrower integers, nonzero to `true`), encoded
-//! tensors (`bytes`, `zlib`) copied, images decoded as TensorFlow's
-//! `decode_image` does: JPEG by libjpeg-turbo's decoder with the
-//! integer-fast IDCT and fancy upsampling (TensorFlow's defaults; mozjpeg
-//! crate), so frames equal TFDS's bit for bit, PNG by the `image` crate
-//! (lossless, so equal too).
+//! tensors (`bytes`, `zlib`) copied. Images are decoded by
+//! [`crate::image_decode`], which LeRobot's image columns share.
 
 use std::io::Read;
 
@@ -87,98 +84,6 @@ pub fn store_encoded(bytes: &[u8], encoding: TensorEncoding, dtype: DType, out: 
     Ok(())
 }
 
-/// Decodes one encoded image into `out`: `dtype` `[H, W, C]` as `shape`
-/// declares (`f32 [H, W, 1]` is stored by TFDS as a 4-channel 8-bit PNG of
-/// the floats' bytes).
-pub fn decode_image(bytes: &[u8], dtype: DType, shape: &[usize], out: &mut [u8]) -> Result<(), String> {
-    let format = image::guess_format(bytes).map_err(|_| {
-        format!(
-            "{} bytes that are neither PNG nor JPEG (first bytes {:02x?})",
-            bytes.len(),
-            &bytes[..bytes.len().min(4)]
-        )
-    })?;
-    if format == image::ImageFormat::Jpeg && dtype == DType::U8 {
-        return decode_jpeg(bytes, shape, out);
-    }
-    let decoded = image::load_from_memory_with_format(bytes, format)
-        .map_err(|e| format!("{} bytes of {format:?} do not decode: {e}", bytes.len()))?;
-    let (h, w, c) = (shape[0], shape[1], shape[2]);
-    if (decoded.height() as usize, decoded.width() as usize) != (h, w) {
-        return Err(format!(
-            "the {format:?} image is {}x{} (HxW), features.json declares {h}x{w}",
-            decoded.height(),
-            decoded.width()
-        ));
-    }
-    let pixels: Vec<u8> = match (dtype, c) {
-        (DType::U8, 1) => decoded.to_luma8().into_raw(),
-        (DType::U8, 3) => decoded.to_rgb8().into_raw(),
-        (DType::U8, 4) | (DType::F32, 1) => decoded.to_rgba8().into_raw(),
-        (DType::U16, 1) => decoded.to_luma16().into_raw().iter().flat_map(|v| v.to_le_bytes()).collect(),
-        (DType::U16, 3) => decoded.to_rgb16().into_raw().iter().flat_map(|v| v.to_le_bytes()).collect(),
-        (DType::U16, 4) => decoded.to_rgba16().into_raw().iter().flat_map(|v| v.to_le_bytes()).collect(),
-        _ => return Err(format!("images of dtype {} with {c} channels are not read", dtype.name())),
-    };
-    if pixels.len() != out.len() {
-        return Err(format!("decoded {} bytes, expected {}", pixels.len(), out.len()));
-    }
-    out.copy_from_slice(&pixels);
-    Ok(())
-}
-
-/// A JPEG into `u8 [H, W, C]` as `tf.io.decode_jpeg(bytes, channels=C)`
-/// with its default flags (integer-fast IDCT, fancy upsampling).
-fn decode_jpeg(bytes: &[u8], shape: &[usize], out: &mut [u8]) -> Result<(), String> {
-    // libjpeg pads a truncated stream with gray and only warns; TensorFlow
-    // fails on it. A complete JPEG ends with its end-of-image marker.
-    let end = bytes.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
-    if end < 2 || bytes[end - 2..end] != [0xff, 0xd9] {
-        return Err(format!("{} bytes of Jpeg without the end-of-image marker (truncated or corrupt)", bytes.len()));
-    }
-    let (h, w, c) = (shape[0], shape[1], shape[2]);
-    // Decode straight into `out`; libjpeg errors unwind out of the C code.
-    let decoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> std::io::Result<()> {
-        let mut jpeg = mozjpeg::Decompress::new_mem(bytes)?;
-        jpeg.dct_method(mozjpeg::DctMethod::IntegerFast);
-        jpeg.do_fancy_upsampling(true);
-        if (jpeg.height(), jpeg.width()) != (h, w) {
-            return Err(std::io::Error::other(format!(
-                "the Jpeg image is {}x{} (HxW), features.json declares {h}x{w}",
-                jpeg.height(),
-                jpeg.width()
-            )));
-        }
-        let mut started = match c {
-            1 => jpeg.grayscale()?,
-            3 => jpeg.rgb()?,
-            _ => jpeg.rgba()?,
-        };
-        if started.min_flat_buffer_size() != out.len() {
-            return Err(std::io::Error::other(format!(
-                "decodes to {} bytes, not the {} of [{h}, {w}, {c}]",
-                started.min_flat_buffer_size(),
-                out.len()
-            )));
-        }
-        started.read_scanlines_into::<u8>(out)?;
-        started.finish()
-    }));
-    match decoded {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) if e.to_string().contains("features.json") => Err(e.to_string()),
-        Ok(Err(e)) => Err(format!("{} bytes of Jpeg do not decode: {e}", bytes.len())),
-        Err(panic) => {
-            let message = panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-                .unwrap_or_else(|| "libjpeg failed".into());
-            Err(format!("{} bytes of Jpeg do not decode: {message}", bytes.len()))
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -197,7 +102,7 @@ mod tests {
     }
 
     #[test]
-    fn encoded_tensors_and_images_round_trip() {
+    fn encoded_tensors_round_trip() {
         use std::io::Write;
         let values: Vec<u8> = [1.0f32, -2.0].iter().flat_map(|v| v.to_le_bytes()).collect();
         let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
@@ -208,19 +113,5 @@ mod tests {
         assert!(store_encoded(&values[..4], TensorEncoding::Bytes, DType::F32, &mut out)
             .unwrap_err()
             .contains("4 bytes"));
-
-        let rgb: Vec<u8> = (0..2 * 3 * 3).map(|v| v as u8 * 10).collect();
-        let mut png = Vec::new();
-        image::RgbImage::from_raw(3, 2, rgb.clone())
-            .unwrap()
-            .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
-            .unwrap();
-        let mut out = vec![0u8; rgb.len()];
-        decode_image(&png, DType::U8, &[2, 3, 3], &mut out).unwrap();
-        assert_eq!(out, rgb);
-        let err = decode_image(&png, DType::U8, &[3, 2, 3], &mut out).unwrap_err();
-        assert!(err.contains("2x3") && err.contains("3x2"), "{err}");
-        let err = decode_image(&png[..png.len() / 2], DType::U8, &[2, 3, 3], &mut out).unwrap_err();
-        assert!(err.contains("do not decode"), "{err}");
     }
 }

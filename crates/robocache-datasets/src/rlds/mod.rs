@@ -21,10 +21,13 @@ pub(crate) mod builder;
 pub(crate) mod decode;
 pub(crate) mod example;
 pub(crate) mod features;
+mod format;
 pub(crate) mod index_file;
 pub mod rates;
 pub(crate) mod tfrecord;
 pub(crate) mod writer;
+
+pub(crate) use format::RldsKind;
 
 use robocache_storage::{Blob, Storage};
 use std::collections::HashMap;
@@ -437,7 +440,9 @@ impl RldsSource {
                     read_exact_at(&shard.file, &mut bytes, span.offset)
                         .map_err(|error| Error::Io { file: shard.path.clone(), error })?;
                     let decoded = match kind {
-                        LeafKind::Image { dtype, shape, .. } => decode::decode_image(&bytes, *dtype, shape, chunk),
+                        LeafKind::Image { dtype, shape, .. } => {
+                            crate::image_decode::decode_image(&bytes, *dtype, shape, chunk)
+                        }
                         LeafKind::Tensor { encoding, dtype, .. } if *encoding != TensorEncoding::None => {
                             decode::store_encoded(&bytes, *encoding, *dtype, chunk)
                         }

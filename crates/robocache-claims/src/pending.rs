@@ -1,8 +1,6 @@
-//! [`Pending`]: a value one thread produces while others wait for it. The
-//! frame caches' claims use it (this crate's [`crate::FrameCache`], and the
-//! frame cache on a loader's device in the facade): the reader that claims
-//! a frame decodes it and finishes its `Pending`; readers that need the
-//! frame meanwhile wait on it instead of decoding it too.
+//! [`Pending`]: a value one thread produces while others wait for it: the
+//! caller that claims a key of a [`crate::ClaimMap`] finishes it; callers
+//! that need the key meanwhile wait on it instead of computing it too.
 
 use std::sync::{Condvar, Mutex};
 
