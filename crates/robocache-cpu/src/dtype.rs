@@ -611,12 +611,9 @@ mod tests {
         let one_plus_half_ulp = 1.0 + 2f64.powi(-11) + 2f64.powi(-40);
         assert_eq!(f16_from_f64(one_plus_half_ulp).to_f64(), 1.0 + 2f64.powi(-10));
         assert_eq!(bf16_from_f64(1.0 + 2f64.powi(-8) + 2f64.powi(-40)).to_f64(), 1.0 + 2f64.powi(-7));
-        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut rng = crate::noise::XorShift::new(0x2545_F491_4F6C_DD1D);
         for _ in 0..200_000 {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            let x = f64::from_bits(state) % 70000.0;
+            let x = f64::from_bits(rng.next_u64()) % 70000.0;
             if !x.is_finite() || x.abs() > 65504.0 {
                 continue;
             }

@@ -40,6 +40,7 @@
 mod dtype;
 mod error;
 mod fusion;
+pub mod noise;
 mod resample;
 mod times;
 mod voxelize;

@@ -66,8 +66,10 @@ pub enum Error {
     Video {
         episode: String,
         key: String,
+        /// Boxed: the video error names its file and frame and keeps the
+        /// decoder's own error, which would double the size of every result.
         #[source]
-        source: robocache_video::Error,
+        source: Box<robocache_video::Error>,
     },
     /// A frame LeRobot would not load either: the closest frame of the
     /// video is further than `tolerance_s` from the time asked for.

@@ -270,7 +270,7 @@ impl Array {
     /// A `dltensor` capsule over the memory (for `torch.from_dlpack`),
     /// for a consumer on the stream the call was ordered with.
     fn to_dlpack(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        crate::dlpack::capsule(py, self)
+        self.capsule(py)
     }
 
     /// The DLPack protocol. `stream`: the consumer's CUDA stream (1 the
@@ -303,7 +303,7 @@ impl Array {
                 self.owned.add_consumer(self.tensor().device(), stream as u64)?;
             }
         }
-        crate::dlpack::capsule(py, self)
+        self.capsule(py)
     }
 
     /// `(device_type, device_id)`: `(1, 0)` host, `(2, N)` CUDA device N.
@@ -317,6 +317,13 @@ impl Array {
 }
 
 impl Array {
+    /// A `dltensor` capsule over the memory, keeping it alive.
+    fn capsule(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let tensor = self.tensor();
+        let view = crate::dlpack::View { address: tensor.data_address(), shape: tensor.shape(), dtype: tensor.dtype() };
+        crate::dlpack::capsule_of(py, self.owner().clone(), tensor.device(), &view)
+    }
+
     fn interface<'py>(&self, py: Python<'py>, stream: Option<Py<PyAny>>) -> PyResult<Bound<'py, PyDict>> {
         let dict = PyDict::new(py);
         dict.set_item("shape", PyTuple::new(py, self.tensor().shape())?)?;

@@ -323,11 +323,11 @@ impl Epoch {
         let mut items = Vec::with_capacity(parts + 3);
         for tensor in &owner.tensors()[..parts] {
             let view = View { address: tensor.data_address(), shape: tensor.shape(), dtype: tensor.dtype() };
-            items.push(capsule_of(py, &owner, &device, &view)?);
+            items.push(capsule_of(py, owner.clone(), &device, &view)?);
         }
         for (row, dtype) in [(0, DType::I64), (1, DType::I64), (2, DType::F64)] {
             let view = View { address: columns_address + (row * rows * 8) as u64, shape: &[rows], dtype };
-            items.push(capsule_of(py, &owner, &device, &view)?);
+            items.push(capsule_of(py, owner.clone(), &device, &view)?);
         }
         PyTuple::new(py, items).map(Some)
     }

@@ -1,5 +1,7 @@
-//! Results out through DLPack: a `dltensor` capsule over an [`Array`]'s
-//! memory that PyTorch (`torch.from_dlpack`), NumPy and JAX take in place.
+//! Results out through DLPack: a `dltensor` capsule over memory that an
+//! owner keeps alive (an `Array`'s tensors, a loader batch's), which
+//! PyTorch (`torch.from_dlpack`), NumPy and JAX take in place. This module
+//! knows no owner type: the array module calls it, never the reverse.
 //!
 //! The capsule holds a `DLManagedTensor` (the DLPack 0.x ABI, which every
 //! consumer reads) whose manager context keeps the result alive: the
@@ -14,7 +16,8 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use robocache::{DType, Device};
 
-use crate::arrays::{Array, Owned};
+/// What keeps a capsule's memory alive until its consumer releases it.
+pub(crate) type Owner = Arc<dyn Send + Sync>;
 
 /// `DLDevice`.
 #[repr(C)]
@@ -57,7 +60,7 @@ struct DlManagedTensor {
 struct Managed {
     managed: DlManagedTensor,
     shape: Vec<i64>,
-    _owner: Arc<Owned>,
+    _owner: Owner,
 }
 
 const CAPSULE_NAME: &CStr = c"dltensor";
@@ -96,13 +99,6 @@ fn data_type(dtype: DType) -> DlDataType {
     DlDataType { code, bits, lanes: 1 }
 }
 
-/// A `dltensor` capsule over `array`'s memory, keeping it alive.
-pub(crate) fn capsule(py: Python<'_>, array: &Array) -> PyResult<Py<PyAny>> {
-    let tensor = array.tensor();
-    let view = View { address: tensor.data_address(), shape: tensor.shape(), dtype: tensor.dtype() };
-    capsule_of(py, array.owner(), tensor.device(), &view)
-}
-
 /// Where a capsule points: the memory of a tensor `owner` holds, or a part
 /// of it (a row of a loader batch's columns).
 pub(crate) struct View<'a> {
@@ -113,7 +109,7 @@ pub(crate) struct View<'a> {
 
 /// A `dltensor` capsule over `view`, memory on `device` that `owner` keeps
 /// alive (the caller checks that the view lies inside it).
-pub(crate) fn capsule_of(py: Python<'_>, owner: &Arc<Owned>, device: &Device, view: &View<'_>) -> PyResult<Py<PyAny>> {
+pub(crate) fn capsule_of(py: Python<'_>, owner: Owner, device: &Device, view: &View<'_>) -> PyResult<Py<PyAny>> {
     let (device_type, device_id) = device_of(device);
     let mut managed = Box::new(Managed {
         managed: DlManagedTensor {
@@ -130,7 +126,7 @@ pub(crate) fn capsule_of(py: Python<'_>, owner: &Arc<Owned>, device: &Device, vi
             deleter: Some(delete_managed),
         },
         shape: view.shape.iter().map(|&d| d as i64).collect(),
-        _owner: owner.clone(),
+        _owner: owner,
     });
     managed.managed.dl_tensor.shape = managed.shape.as_mut_ptr();
     let raw = Box::into_raw(managed);

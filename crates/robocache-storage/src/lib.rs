@@ -36,17 +36,22 @@
 //! ```
 
 mod aws_profile;
+mod blob;
 mod block_cache;
 mod error;
+mod fetch_throughput;
 mod hub;
 mod location;
+mod remote;
 mod storage;
 mod stores;
 
+pub use blob::Blob;
 pub use block_cache::BLOCK_BYTES;
 pub use error::{Error, Result};
+pub use fetch_throughput::FetchThroughput;
 pub use location::{is_remote, join_inside, Location, RemoteUrl, StoreKind};
-pub use storage::{is_credential, Blob, FetchThroughput, Storage, StorageOptions, StorageUsage, DEFAULT_CACHE_BYTES};
+pub use storage::{is_credential, Storage, StorageOptions, StorageUsage, DEFAULT_CACHE_BYTES};
 pub use stores::HUB_ENDPOINT;
 
 /// What `Debug` prints in place of a credential.

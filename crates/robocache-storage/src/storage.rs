@@ -2,31 +2,20 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::ops::Range;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
 
-use bytes::Bytes;
-use futures::{StreamExt, TryStreamExt};
-use object_store::{ObjectStore, ObjectStoreExt};
+use object_store::ObjectStoreExt;
 
-use crate::block_cache::{BlockCache, BlockClaim, CachedObject, Claim, BLOCK_BYTES};
-use crate::location::{Location, RemoteUrl, StoreKind};
-use crate::stores::{self, HubAccess};
+use crate::blob::{Blob, BlobInner};
+use crate::block_cache::{BlockCache, BLOCK_BYTES};
+use crate::location::Location;
+use crate::remote::Shared;
 use crate::{Error, Result};
 
 /// The cache's byte budget when none is given: 64 GiB.
 pub const DEFAULT_CACHE_BYTES: u64 = 64 << 30;
-/// Tries of one ranged read whose body is shorter than asked (a server
-/// that ends a response early but cleanly). Errors are retried by the
-/// client itself (`stores::retry_config`).
-const READ_TRIES: usize = 4;
-/// Ranged requests in flight per read.
-const REQUESTS_IN_FLIGHT: usize = 8;
-
 /// How remote datasets are read. Local paths ignore it. `Debug` prints
 /// the values of credential options (keys naming a secret, token, key,
 /// password, SAS or session) as `<redacted>`.
@@ -96,26 +85,6 @@ pub struct StorageUsage {
     pub retries: u64,
 }
 
-/// What [`Storage::fetch_throughput`] measured.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct FetchThroughput {
-    /// Objects read.
-    pub objects: usize,
-    /// Bytes received.
-    pub bytes: u64,
-    /// Ranged requests sent (retries included).
-    pub requests: u64,
-    /// Wall time of the reads, from the first request to the last byte.
-    pub seconds: f64,
-}
-
-impl FetchThroughput {
-    /// Bytes received per second.
-    pub fn bytes_per_second(&self) -> f64 {
-        self.bytes as f64 / self.seconds.max(1e-9)
-    }
-}
-
 /// Opens the files of datasets: local paths directly, URLs of remote stores
 /// (`s3://`, `gs://`, `az://`, `http(s)://`, `hf://datasets/...`) through one
 /// client per store and the node-local block cache. Cheap to clone (shared).
@@ -133,43 +102,7 @@ impl FetchThroughput {
 /// ```
 #[derive(Clone, Debug)]
 pub struct Storage {
-    shared: Arc<Shared>,
-}
-
-#[derive(Debug)]
-struct Shared {
-    options: StorageOptions,
-    runtime: OnceLock<std::result::Result<tokio::runtime::Runtime, String>>,
-    stores: Mutex<HashMap<String, Arc<dyn ObjectStore>>>,
-    objects: Mutex<HashMap<String, Arc<RemoteObject>>>,
-    cache: Option<BlockCache>,
-    requests: AtomicU64,
-    bytes_fetched: AtomicU64,
-    bytes_from_cache: AtomicU64,
-    retries: AtomicU64,
-}
-
-/// A remote object: its store, size and ETag (read once per process), and its cache files.
-#[derive(Debug)]
-struct RemoteObject {
-    url: RemoteUrl,
-    text: String,
-    store: Arc<dyn ObjectStore>,
-    key: object_store::path::Path,
-    size: u64,
-    cached: Option<CachedObject>,
-}
-
-/// An open file: local, or a remote object read in ranges. Cheap to clone.
-#[derive(Clone, Debug)]
-pub struct Blob {
-    inner: Arc<BlobInner>,
-}
-
-#[derive(Debug)]
-enum BlobInner {
-    Local { path: PathBuf, file: File, len: u64 },
-    Remote { object: Arc<RemoteObject>, shared: Arc<Shared> },
+    pub(crate) shared: Arc<Shared>,
 }
 
 impl Storage {
@@ -359,70 +292,6 @@ impl Storage {
     }
 }
 
-impl Storage {
-    /// What the store alone gives: every object at or below the remote
-    /// `path` (or its first `max_bytes`) read in ranged GETs of one cache
-    /// block ([`BLOCK_BYTES`]), `in_flight` at a time, through the same
-    /// client and retries as dataset reads but past the cache (nothing is
-    /// stored). The ceiling a remote dataset's cold reads compare with.
-    pub fn fetch_throughput(&self, path: &Path, in_flight: usize, max_bytes: Option<u64>) -> Result<FetchThroughput> {
-        let Location::Remote(url) = Location::parse(path)? else {
-            return Err(Error::InvalidUrl {
-                url: path.display().to_string(),
-                reason: "is a local path: the throughput of a remote store is measured on a URL".into(),
-            });
-        };
-        let objects: Vec<Arc<RemoteObject>> = match self.shared.object(&url) {
-            Ok(object) => vec![object],
-            Err(e) if e.is_not_found() => self
-                .list_files(path)?
-                .iter()
-                .map(|file| match Location::parse(file)? {
-                    Location::Remote(url) => self.shared.object(&url),
-                    Location::Local(path) => {
-                        Err(Error::InvalidUrl { url: path.display().to_string(), reason: "listed as local".into() })
-                    }
-                })
-                .collect::<Result<_>>()?,
-            Err(e) => return Err(e),
-        };
-        let mut ranges = Vec::new();
-        let mut left = max_bytes.unwrap_or(u64::MAX);
-        'objects: for object in &objects {
-            let mut start = 0;
-            while start < object.size {
-                if left == 0 {
-                    break 'objects;
-                }
-                let len = BLOCK_BYTES.min(object.size - start).min(left);
-                ranges.push((object.clone(), start..start + len));
-                left -= len;
-                start += len;
-            }
-        }
-        let shared = &self.shared;
-        let requests_before = shared.requests.load(Ordering::Relaxed);
-        let started = std::time::Instant::now();
-        let bytes = shared.runtime()?.block_on(async {
-            let mut fetches = futures::stream::iter(
-                ranges.iter().map(|(object, range)| async move { shared.fetch(object, range.clone()).await }),
-            )
-            .buffer_unordered(in_flight.max(1));
-            let mut bytes = 0u64;
-            while let Some(fetched) = fetches.next().await {
-                bytes += fetched?.len() as u64;
-            }
-            Ok::<u64, Error>(bytes)
-        })?;
-        Ok(FetchThroughput {
-            objects: objects.len(),
-            bytes,
-            requests: shared.requests.load(Ordering::Relaxed) - requests_before,
-            seconds: started.elapsed().as_secs_f64(),
-        })
-    }
-}
-
 fn list_local(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
@@ -444,274 +313,6 @@ fn list_local(dir: &Path) -> Result<Vec<PathBuf>> {
     }
     out.sort();
     Ok(out)
-}
-
-impl Shared {
-    fn runtime(&self) -> Result<&tokio::runtime::Runtime> {
-        let runtime = self.runtime.get_or_init(|| {
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .thread_name("robocache-storage")
-                .enable_all()
-                .build()
-                .map_err(|e| e.to_string())
-        });
-        runtime.as_ref().map_err(|e| Error::Runtime(std::io::Error::other(e.clone())))
-    }
-
-    fn store(&self, url: &RemoteUrl) -> Result<Arc<dyn ObjectStore>> {
-        let mut stores = self.stores.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(store) = stores.get(&url.store) {
-            return Ok(store.clone());
-        }
-        let store = stores::build(url, &self.options.options)?;
-        stores.insert(url.store.clone(), store.clone());
-        Ok(store)
-    }
-
-    fn object(&self, url: &RemoteUrl) -> Result<Arc<RemoteObject>> {
-        let text = url.url();
-        if let Some(object) = self.objects.lock().unwrap_or_else(|e| e.into_inner()).get(&text) {
-            return Ok(object.clone());
-        }
-        if url.key.is_empty() {
-            return Err(Error::NotFound { url: text });
-        }
-        let store = self.store(url)?;
-        let key = object_store::path::Path::from(url.key.as_str());
-        self.requests.fetch_add(1, Ordering::Relaxed);
-        let meta = self.runtime()?.block_on(store.head(&key)).map_err(|source| match source {
-            object_store::Error::NotFound { .. } => Error::NotFound { url: text.clone() },
-            source => Error::Request { url: text.clone(), range: None, source: Box::new(source) },
-        })?;
-        let cached = match &self.cache {
-            Some(cache) => Some(cache.object(url, meta.size, meta.e_tag.as_deref())?),
-            None => None,
-        };
-        let object =
-            Arc::new(RemoteObject { url: url.clone(), text: text.clone(), store, key, size: meta.size, cached });
-        self.objects.lock().unwrap_or_else(|e| e.into_inner()).insert(text, object.clone());
-        Ok(object)
-    }
-
-    fn list(&self, url: &RemoteUrl) -> Result<Vec<String>> {
-        self.requests.fetch_add(1, Ordering::Relaxed);
-        if let Some((repo, revision)) = &url.hub_repo {
-            let access = HubAccess::find(&self.options.options);
-            return match self.runtime()?.block_on(crate::hub::list_files(&access, repo, revision, &url.key)) {
-                Err(e) if e.is_not_found() => Ok(Vec::new()),
-                other => other,
-            };
-        }
-        let store = self.store(url)?;
-        let prefix = object_store::path::Path::from(url.key.as_str());
-        let listed = self.runtime()?.block_on(async {
-            store.list(Some(&prefix)).map_ok(|meta| meta.location.to_string()).try_collect::<Vec<_>>().await
-        });
-        listed.map_err(|source| {
-            // The first line only: servers put whole HTML pages in errors.
-            let text = source.to_string();
-            let first = text.lines().next().unwrap_or_default().trim_end_matches([':', ' ']);
-            let reason = match url.kind {
-                StoreKind::Http => format!(
-                    "{first} (a plain HTTP server lists directories only through WebDAV PROPFIND: give the path of the dataset itself — an RLDS version folder, a LeRobot root, an HDF5 file — or serve it from an S3-compatible store, or use hf://)"
-                ),
-                _ => first.to_owned(),
-            };
-            Error::List { url: url.url(), reason }
-        })
-    }
-
-    /// One ranged GET of exactly `range`, retried on errors and short bodies.
-    async fn fetch(&self, object: &RemoteObject, range: Range<u64>) -> Result<Bytes> {
-        let want = range.end - range.start;
-        let mut tries = 0;
-        loop {
-            tries += 1;
-            self.requests.fetch_add(1, Ordering::Relaxed);
-            match object.store.get_range(&object.key, range.clone()).await {
-                Ok(bytes) if bytes.len() as u64 == want => {
-                    self.bytes_fetched.fetch_add(want, Ordering::Relaxed);
-                    return Ok(bytes);
-                }
-                Ok(bytes) if tries >= READ_TRIES => {
-                    return Err(Error::Truncated { url: object.text.clone(), range, got: bytes.len() as u64, tries })
-                }
-                Ok(bytes) => {
-                    tracing::warn!(url = %object.text, start = range.start, end = range.end, got = bytes.len(), "short body, retrying");
-                }
-                Err(object_store::Error::NotFound { .. }) => return Err(Error::NotFound { url: object.text.clone() }),
-                // The client has retried it already (5xx, dropped
-                // connections, bodies cut short: resumed where they broke).
-                Err(source) => {
-                    return Err(Error::Request {
-                        url: object.text.clone(),
-                        range: Some(range),
-                        source: Box::new(source),
-                    })
-                }
-            };
-            self.retries.fetch_add(1, Ordering::Relaxed);
-            tokio::time::sleep(Duration::from_millis(100 << tries)).await;
-        }
-    }
-
-    /// Fetches the missing blocks of `blocks` into the cache, several
-    /// requests in flight, each block once per node: blocks another thread
-    /// or process is fetching are waited for after this reader's own
-    /// (`block_cache`'s claims), and fetched here only if that fetch failed.
-    fn fill(&self, object: &RemoteObject, blocks: Range<u64>) -> Result<()> {
-        let Some(cached) = &object.cached else { return Ok(()) };
-        let missing = cached.missing(blocks)?;
-        if missing.is_empty() {
-            return Ok(());
-        }
-        let mut mine = Vec::new();
-        let mut busy = Vec::new();
-        for block in missing {
-            match cached.try_claim(block)? {
-                Claim::Present => {}
-                Claim::Mine(claim) => mine.push(claim),
-                Claim::Busy => busy.push(block),
-            }
-        }
-        self.fetch_claimed(object, cached, mine)?;
-        if busy.is_empty() {
-            return Ok(());
-        }
-        // Ascending, holding only what was claimed after waiting: readers
-        // never wait on each other in a cycle.
-        let mut left = Vec::new();
-        for block in busy {
-            if let Some(claim) = cached.claim_waiting(block)? {
-                left.push(claim);
-            }
-        }
-        self.fetch_claimed(object, cached, left)
-    }
-
-    /// Fetches the claimed blocks into the cache, several requests in flight.
-    fn fetch_claimed(&self, object: &RemoteObject, cached: &CachedObject, claims: Vec<BlockClaim<'_>>) -> Result<()> {
-        if claims.is_empty() {
-            return Ok(());
-        }
-        let written = self.runtime()?.block_on(async {
-            let mut written = 0u64;
-            let mut fetches = futures::stream::iter(claims.into_iter().map(|claim| async move {
-                let start = claim.block * BLOCK_BYTES;
-                let range = start..(start + BLOCK_BYTES).min(object.size);
-                self.fetch(object, range).await.map(|bytes| (claim, bytes))
-            }))
-            .buffer_unordered(REQUESTS_IN_FLIGHT);
-            while let Some(result) = fetches.next().await {
-                let (claim, bytes) = result?;
-                cached.store(claim.block, &bytes)?;
-                written += bytes.len() as u64;
-                drop(claim);
-            }
-            Ok::<u64, Error>(written)
-        });
-        if let Some(cache) = &self.cache {
-            cache.added(*written.as_ref().unwrap_or(&0));
-        }
-        written.map(|_| ())
-    }
-}
-
-impl Blob {
-    /// Bytes in the file.
-    pub fn len(&self) -> u64 {
-        match &*self.inner {
-            BlobInner::Local { len, .. } => *len,
-            BlobInner::Remote { object, .. } => object.size,
-        }
-    }
-
-    /// True for an empty file.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// The path or URL, for messages.
-    pub fn name(&self) -> String {
-        match &*self.inner {
-            BlobInner::Local { path, .. } => path.display().to_string(),
-            BlobInner::Remote { object, .. } => object.text.clone(),
-        }
-    }
-
-    /// True for a remote object.
-    pub fn is_remote(&self) -> bool {
-        matches!(&*self.inner, BlobInner::Remote { .. })
-    }
-
-    /// Fills `buffer` with the bytes at `offset` (positioned: many threads
-    /// read one blob at once). A remote read fetches the 4 MiB blocks it
-    /// covers that the cache lacks, several at a time, then reads the cache;
-    /// without a cache it fetches exactly the range. Never returns partial data.
-    pub fn read_exact_at(&self, buffer: &mut [u8], offset: u64) -> Result<()> {
-        let end = offset.saturating_add(buffer.len() as u64);
-        match &*self.inner {
-            BlobInner::Local { path, file, len } => {
-                if end > *len {
-                    return Err(Error::OutOfRange { url: path.display().to_string(), range: offset..end, size: *len });
-                }
-                file.read_exact_at(buffer, offset).map_err(|source| Error::Io { file: path.clone(), source })
-            }
-            BlobInner::Remote { object, shared } => {
-                if end > object.size {
-                    return Err(Error::OutOfRange { url: object.text.clone(), range: offset..end, size: object.size });
-                }
-                if buffer.is_empty() {
-                    return Ok(());
-                }
-                match &object.cached {
-                    Some(cached) => {
-                        let blocks = offset / BLOCK_BYTES..(end - 1) / BLOCK_BYTES + 1;
-                        let missing = cached.missing(blocks.clone())?;
-                        if missing.is_empty() {
-                            shared.bytes_from_cache.fetch_add(buffer.len() as u64, Ordering::Relaxed);
-                        } else {
-                            shared.fill(object, blocks)?;
-                        }
-                        cached.read_exact_at(buffer, offset)
-                    }
-                    None => {
-                        let bytes = shared.runtime()?.block_on(shared.fetch(object, offset..end))?;
-                        buffer.copy_from_slice(&bytes);
-                        Ok(())
-                    }
-                }
-            }
-        }
-    }
-
-    /// Fetches every block of a remote object the node-local cache lacks,
-    /// several requests in flight, before a reader walks it whole (indexing
-    /// an RLDS shard's records touches every block, one after the other: a
-    /// chain of dependent reads otherwise). Nothing for a local file, or
-    /// with the cache off.
-    pub fn prefetch(&self) -> Result<()> {
-        match &*self.inner {
-            BlobInner::Remote { object, shared } if object.cached.is_some() => {
-                shared.fill(object, 0..object.size.div_ceil(BLOCK_BYTES))
-            }
-            _ => Ok(()),
-        }
-    }
-
-    /// `len` bytes at `offset`.
-    pub fn read_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
-        let mut bytes = vec![0u8; len];
-        self.read_exact_at(&mut bytes, offset)?;
-        Ok(bytes)
-    }
-}
-
-impl Drop for RemoteObject {
-    fn drop(&mut self) {
-        tracing::trace!(url = %self.url.url(), "remote object closed");
-    }
 }
 
 #[cfg(test)]

@@ -7,15 +7,7 @@ use robocache_video::{CropBox, FrameResize};
 
 fn resize(c: &mut Criterion) {
     let (width, height) = (640, 480);
-    let mut state = 0x9E37_79B9_7F4A_7C15u64;
-    let frame: Vec<u8> = (0..width * height * 3)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 56) as u8
-        })
-        .collect();
+    let frame = robocache_cpu::noise::bytes(0x9E37_79B9_7F4A_7C15, width * height * 3);
     let crop = CropBox { left: 80, top: 0, width: 480, height: 480 };
     let mut group = c.benchmark_group("resize_rgb");
     group.throughput(Throughput::Elements((crop.width * crop.height) as u64));

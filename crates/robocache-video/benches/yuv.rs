@@ -8,13 +8,8 @@ use robocache_video::Yuv420;
 
 fn frame(width: usize, height: usize) -> Yuv420 {
     let mut frame = Yuv420::new(width, height);
-    let mut state = 0x9E37_79B9_7F4A_7C15u64;
-    for byte in frame.data.iter_mut() {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        *byte = (state >> 56) as u8;
-    }
+    let mut rng = robocache_cpu::noise::XorShift::new(0x9E37_79B9_7F4A_7C15);
+    frame.data.iter_mut().for_each(|byte| *byte = rng.next_byte());
     frame
 }
 

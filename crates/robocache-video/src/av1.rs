@@ -28,6 +28,7 @@ use rav1d::src::lib::{
     dav1d_open, dav1d_picture_unref, dav1d_send_data,
 };
 
+use crate::error::{corrupt, CodecError};
 use crate::yuv::Yuv420;
 
 /// dav1d's "try again": `-EAGAIN`.
@@ -54,7 +55,7 @@ impl std::fmt::Debug for Av1Decoder {
 unsafe impl Send for Av1Decoder {}
 
 impl Av1Decoder {
-    pub fn new() -> Result<Self, String> {
+    pub fn new() -> Result<Self, CodecError> {
         let mut settings = MaybeUninit::<Dav1dSettings>::uninit();
         // SAFETY: dav1d_default_settings writes every field of `settings`.
         let mut settings = unsafe {
@@ -67,7 +68,7 @@ impl Av1Decoder {
         // SAFETY: both pointers are valid for the call.
         let result = unsafe { dav1d_open(Some(NonNull::from(&mut context)), Some(NonNull::from(&mut settings))) };
         if result.0 < 0 || context.is_none() {
-            return Err(format!("rav1d failed to open a decoder (error {})", result.0));
+            return Err(rav1d(result.0, format!("rav1d failed to open a decoder (error {})", result.0)));
         }
         Ok(Av1Decoder { context })
     }
@@ -83,16 +84,16 @@ impl Av1Decoder {
     /// Decodes one temporal unit; returns its shown frame, if it has one
     /// and it is `wanted` (a frame decoded only as a reference for the
     /// next is released inside rav1d, never copied out).
-    pub fn decode(&mut self, sample: &[u8], wanted: bool) -> Result<Option<Yuv420>, String> {
-        let context = self.context.ok_or("the decoder is closed")?;
+    pub fn decode(&mut self, sample: &[u8], wanted: bool) -> Result<Option<Yuv420>, CodecError> {
+        let context = self.context.ok_or_else(|| corrupt("the decoder is closed"))?;
         if sample.is_empty() {
-            return Err("an empty sample".into());
+            return Err(corrupt("an empty sample"));
         }
         let mut data = SampleData(Dav1dData::default());
         // SAFETY: `data` is valid; dav1d_data_create allocates `sample.len()` bytes it owns.
         let buffer = unsafe { dav1d_data_create(Some(NonNull::from(&mut data.0)), sample.len()) };
         if buffer.is_null() {
-            return Err(format!("rav1d could not allocate {} bytes", sample.len()));
+            return Err(CodecError::OutOfMemory(format!("rav1d could not allocate {} bytes", sample.len())));
         }
         // SAFETY: `buffer` holds `sample.len()` writable bytes.
         unsafe { std::ptr::copy_nonoverlapping(sample.as_ptr(), buffer, sample.len()) };
@@ -103,7 +104,7 @@ impl Av1Decoder {
             // SAFETY: `context` is open, `data` holds our reference to the bytes.
             let sent = unsafe { dav1d_send_data(Some(context), Some(NonNull::from(&mut data.0))) };
             if sent.0 < 0 && sent.0 != EAGAIN {
-                return Err(format!("rav1d rejected the sample (error {}): corrupt AV1 data", sent.0));
+                return Err(rav1d(sent.0, format!("rav1d rejected the sample (error {}): corrupt AV1 data", sent.0)));
             }
             while let Some(picture) = picture(context, wanted)? {
                 frame = picture;
@@ -117,7 +118,7 @@ impl Av1Decoder {
                 return Ok(frame);
             }
         }
-        Err("rav1d did not take the sample (corrupt AV1 data)".into())
+        Err(corrupt("rav1d did not take the sample (corrupt AV1 data)"))
     }
 }
 
@@ -136,7 +137,7 @@ impl Drop for SampleData {
 
 /// The next decoded picture, if one is ready: `Some(None)` where it is
 /// not `wanted` (released without a copy).
-fn picture(context: Dav1dContext, wanted: bool) -> Result<Option<Option<Yuv420>>, String> {
+fn picture(context: Dav1dContext, wanted: bool) -> Result<Option<Option<Yuv420>>, CodecError> {
     let mut picture = Dav1dPicture::default();
     // SAFETY: `context` is open and `picture` is writable.
     let got = unsafe { dav1d_get_picture(Some(context), Some(NonNull::from(&mut picture))) };
@@ -144,7 +145,7 @@ fn picture(context: Dav1dContext, wanted: bool) -> Result<Option<Option<Yuv420>>
         return Ok(None);
     }
     if got.0 < 0 {
-        return Err(format!("rav1d failed to decode a frame (error {}): corrupt AV1 data", got.0));
+        return Err(rav1d(got.0, format!("rav1d failed to decode a frame (error {}): corrupt AV1 data", got.0)));
     }
     let copied = if wanted { copy_picture(&picture).map(Some) } else { Ok(None) };
     // SAFETY: the picture is ours to release.
@@ -153,14 +154,17 @@ fn picture(context: Dav1dContext, wanted: bool) -> Result<Option<Option<Yuv420>>
 }
 
 /// The picture's planes copied out (8-bit 4:2:0, or 4:0:0 with grey chroma).
-fn copy_picture(picture: &Dav1dPicture) -> Result<Yuv420, String> {
+fn copy_picture(picture: &Dav1dPicture) -> Result<Yuv420, CodecError> {
     let (w, h) = (picture.p.w as usize, picture.p.h as usize);
     if picture.p.bpc != 8 {
-        return Err(format!("a {}-bit AV1 frame: robocache decodes 8-bit video", picture.p.bpc));
+        return Err(CodecError::Unsupported(format!(
+            "a {}-bit AV1 frame: robocache decodes 8-bit video",
+            picture.p.bpc
+        )));
     }
     let layout = picture.p.layout;
     if layout != DAV1D_PIXEL_LAYOUT_I420 && layout != DAV1D_PIXEL_LAYOUT_I400 {
-        return Err(format!("AV1 chroma layout {layout}: robocache decodes 4:2:0 video"));
+        return Err(CodecError::Unsupported(format!("AV1 chroma layout {layout}: robocache decodes 4:2:0 video")));
     }
     let mut out = Yuv420::new(w, h);
     let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
@@ -171,7 +175,7 @@ fn copy_picture(picture: &Dav1dPicture) -> Result<Yuv420, String> {
             dst.fill(128);
             continue;
         }
-        let Some(src) = picture.data[plane] else { return Err(format!("an AV1 frame without plane {plane}")) };
+        let Some(src) = picture.data[plane] else { return Err(corrupt(format!("an AV1 frame without plane {plane}"))) };
         let stride = picture.stride[stride_index];
         for row in 0..ph {
             // SAFETY: dav1d's plane `plane` holds `ph` rows of at least `pw`
@@ -191,4 +195,9 @@ impl Drop for Av1Decoder {
             unsafe { dav1d_close(Some(NonNull::from(&mut self.context))) };
         }
     }
+}
+
+/// A rav1d status code as a [`CodecError::Library`].
+fn rav1d(code: i32, message: String) -> CodecError {
+    CodecError::Library { decoder: "rav1d", code: code.into(), message }
 }

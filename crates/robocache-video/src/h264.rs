@@ -20,6 +20,7 @@ use openh264_sys2::{
     dsErrorFree, videoFormatI420, SBufferInfo, DECODER_OPTION, DECODER_OPTION_NUM_OF_FRAMES_REMAINING_IN_BUFFER,
 };
 
+use crate::error::{corrupt, CodecError};
 use crate::nal::NalConfig;
 use crate::yuv::Yuv420;
 
@@ -45,7 +46,7 @@ impl std::fmt::Debug for H264Decoder {
 
 impl H264Decoder {
     /// A decoder for the track whose `avcC` record is `record`.
-    pub fn new(record: &[u8]) -> Result<Self, String> {
+    pub fn new(record: &[u8]) -> Result<Self, CodecError> {
         let config = NalConfig::from_avcc(record)?;
         Ok(H264Decoder { config, decoder: open()?, last_tag: None, annex_b: Vec::new(), send_parameter_sets: true })
     }
@@ -55,7 +56,7 @@ impl H264Decoder {
     /// may be pictures of earlier samples, also of an earlier group of
     /// pictures: a jump to the next group's IDR frame needs no flush, and
     /// lets the last picture of the group before out.
-    pub fn decode(&mut self, tag: usize, sample: &[u8]) -> Result<Vec<(usize, Yuv420)>, String> {
+    pub fn decode(&mut self, tag: usize, sample: &[u8]) -> Result<Vec<(usize, Yuv420)>, CodecError> {
         self.config.to_annex_b(sample, &mut self.annex_b)?;
         // A group that starts at an I frame that is not an IDR (streams with
         // open GOPs mark these as sync samples), reached by a jump: OpenH264
@@ -79,7 +80,7 @@ impl H264Decoder {
     /// The pictures still held back (for reordering, or one sample late as
     /// OpenH264 lets pictures of Main and High profile streams out), at the
     /// end of a request; the next sample must be a key frame.
-    pub fn finish(&mut self) -> Result<Vec<(usize, Yuv420)>, String> {
+    pub fn finish(&mut self) -> Result<Vec<(usize, Yuv420)>, CodecError> {
         let shown = self.flush()?;
         if !shown.is_empty() {
             // OpenH264 2.6 keeps a reference to every picture FlushFrame lets
@@ -92,7 +93,7 @@ impl H264Decoder {
         Ok(shown)
     }
 
-    fn reopen(&mut self) -> Result<(), String> {
+    fn reopen(&mut self) -> Result<(), CodecError> {
         self.decoder = open()?;
         self.send_parameter_sets = true;
         self.last_tag = None;
@@ -100,7 +101,7 @@ impl H264Decoder {
     }
 
     /// Every picture held back, through FlushFrame.
-    fn flush(&mut self) -> Result<Vec<(usize, Yuv420)>, String> {
+    fn flush(&mut self) -> Result<Vec<(usize, Yuv420)>, CodecError> {
         let mut shown = Vec::new();
         // Bounded: the reorder buffer holds at most 16 frames.
         for _ in 0..32 {
@@ -112,7 +113,10 @@ impl H264Decoder {
             // SAFETY: the decoder is open; `planes` and `info` are writable.
             let state = unsafe { self.decoder.raw_api().flush_frame(planes.as_mut_ptr(), &mut info) };
             if state != dsErrorFree {
-                return Err(format!("OpenH264 failed to flush a frame (state {state:#x}): corrupt H.264 data"));
+                return Err(openh264(
+                    state,
+                    format!("OpenH264 failed to flush a frame (state {state:#x}): corrupt H.264 data"),
+                ));
             }
             if info.iBufferStatus == 1 {
                 shown.push(picture(&planes, &info)?);
@@ -121,22 +125,22 @@ impl H264Decoder {
         Ok(shown)
     }
 
-    fn frames_held(&mut self) -> Result<usize, String> {
+    fn frames_held(&mut self) -> Result<usize, CodecError> {
         let mut held: DECODER_OPTION = 0;
         // SAFETY: the decoder is open; the option writes one int.
         let status = unsafe {
             self.decoder.raw_api().get_option(DECODER_OPTION_NUM_OF_FRAMES_REMAINING_IN_BUFFER, (&raw mut held).cast())
         };
         if status != 0 {
-            return Err(format!("OpenH264 did not say how many frames it holds (error {status})"));
+            return Err(openh264(status, format!("OpenH264 did not say how many frames it holds (error {status})")));
         }
         Ok(held.max(0) as usize)
     }
 }
 
 /// Sends Annex B bytes tagged `tag`; a picture this lets out goes to `shown`.
-fn send(decoder: &mut Decoder, annex_b: &[u8], tag: u64, shown: &mut Vec<(usize, Yuv420)>) -> Result<(), String> {
-    let size = i32::try_from(annex_b.len()).map_err(|_| format!("a sample of {} bytes", annex_b.len()))?;
+fn send(decoder: &mut Decoder, annex_b: &[u8], tag: u64, shown: &mut Vec<(usize, Yuv420)>) -> Result<(), CodecError> {
+    let size = i32::try_from(annex_b.len()).map_err(|_| corrupt(format!("a sample of {} bytes", annex_b.len())))?;
     let mut planes = [null_mut::<u8>(); 3];
     let mut info = SBufferInfo { uiInBsTimeStamp: tag, ..SBufferInfo::default() };
     // SAFETY: the decoder is open; `annex_b` holds `size` bytes; `planes`
@@ -144,7 +148,10 @@ fn send(decoder: &mut Decoder, annex_b: &[u8], tag: u64, shown: &mut Vec<(usize,
     let state =
         unsafe { decoder.raw_api().decode_frame_no_delay(annex_b.as_ptr(), size, planes.as_mut_ptr(), &mut info) };
     if state != dsErrorFree {
-        return Err(format!("OpenH264 failed to decode (state {state:#x}): corrupt or unsupported H.264 data"));
+        return Err(openh264(
+            state,
+            format!("OpenH264 failed to decode (state {state:#x}): corrupt or unsupported H.264 data"),
+        ));
     }
     if info.iBufferStatus == 1 {
         shown.push(picture(&planes, &info)?);
@@ -153,10 +160,13 @@ fn send(decoder: &mut Decoder, annex_b: &[u8], tag: u64, shown: &mut Vec<(usize,
 }
 
 /// A decoder whose wrapper never flushes on its own: robocache flushes once, at the end of a request.
-fn open() -> Result<Decoder, String> {
+fn open() -> Result<Decoder, CodecError> {
     let settings = DecoderConfig::new().flush_after_decode(Flush::NoFlush);
-    Decoder::with_api_config(OpenH264API::from_source(), settings)
-        .map_err(|error| format!("OpenH264 failed to open a decoder: {error}"))
+    Decoder::with_api_config(OpenH264API::from_source(), settings).map_err(|error| CodecError::Library {
+        decoder: "OpenH264",
+        code: -1,
+        message: format!("OpenH264 failed to open a decoder: {error}"),
+    })
 }
 
 /// Whether an Annex B sample holds an IDR slice (NAL unit type 5).
@@ -165,16 +175,19 @@ fn has_idr(annex_b: &[u8]) -> bool {
 }
 
 /// The picture OpenH264 let out, copied (its planes live until the next call).
-fn picture(planes: &[*mut u8; 3], info: &SBufferInfo) -> Result<(usize, Yuv420), String> {
+fn picture(planes: &[*mut u8; 3], info: &SBufferInfo) -> Result<(usize, Yuv420), CodecError> {
     // SAFETY: with iBufferStatus 1, OpenH264 filled the system-buffer member.
     let buffer = unsafe { info.UsrData.sSystemBuffer };
     if buffer.iFormat != videoFormatI420 {
-        return Err(format!("an H.264 frame in OpenH264 format {}: robocache decodes 4:2:0 video", buffer.iFormat));
+        return Err(CodecError::Unsupported(format!(
+            "an H.264 frame in OpenH264 format {}: robocache decodes 4:2:0 video",
+            buffer.iFormat
+        )));
     }
     let (w, h) = (buffer.iWidth.max(0) as usize, buffer.iHeight.max(0) as usize);
     let strides = [buffer.iStride[0] as usize, buffer.iStride[1] as usize, buffer.iStride[1] as usize];
     if planes.iter().any(|p| p.is_null()) || w == 0 || h == 0 || strides[0] < w || strides[1] < w.div_ceil(2) {
-        return Err("OpenH264 showed a frame without its planes".into());
+        return Err(corrupt("OpenH264 showed a frame without its planes"));
     }
     let mut out = Yuv420::new(w, h);
     let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
@@ -186,6 +199,11 @@ fn picture(planes: &[*mut u8; 3], info: &SBufferInfo) -> Result<(usize, Yuv420),
             dst[row * pw..(row + 1) * pw].copy_from_slice(line);
         }
     }
-    let tag = usize::try_from(info.uiOutYuvTimeStamp).map_err(|_| "a frame of no sample".to_string())?;
+    let tag = usize::try_from(info.uiOutYuvTimeStamp).map_err(|_| corrupt("a frame of no sample"))?;
     Ok((tag, out))
+}
+
+/// An OpenH264 state or status code as a [`CodecError::Library`].
+fn openh264(code: impl Into<i64>, message: String) -> CodecError {
+    CodecError::Library { decoder: "OpenH264", code: code.into(), message }
 }

@@ -30,6 +30,7 @@ use libde265_sys2::{
     de265_param, de265_push_data, de265_push_end_of_frame, de265_reset, de265_set_parameter_bool,
 };
 
+use crate::error::{corrupt, CodecError};
 use crate::nal::NalConfig;
 use crate::yuv::Yuv420;
 
@@ -66,10 +67,13 @@ impl Drop for Context {
 }
 
 impl Context {
-    fn open() -> Result<Self, String> {
+    fn open() -> Result<Self, CodecError> {
         // SAFETY: a plain constructor; null is its failure.
-        let context = NonNull::new(unsafe { de265_new_decoder() })
-            .ok_or_else(|| "libde265 failed to open a decoder".to_string())?;
+        let context = NonNull::new(unsafe { de265_new_decoder() }).ok_or_else(|| CodecError::Library {
+            decoder: "libde265",
+            code: -1,
+            message: "libde265 failed to open a decoder".into(),
+        })?;
         // SAFETY: the context is open. A picture with errors is not shown:
         // its sample then fails, where FFmpeg would show a concealed picture.
         unsafe {
@@ -85,7 +89,7 @@ impl Context {
 
 impl HevcDecoder {
     /// A decoder for the track whose `hvcC` record is `record`.
-    pub fn new(record: &[u8]) -> Result<Self, String> {
+    pub fn new(record: &[u8]) -> Result<Self, CodecError> {
         let config = NalConfig::from_hvcc(record)?;
         Ok(HevcDecoder {
             config,
@@ -99,14 +103,14 @@ impl HevcDecoder {
     /// Decodes sample `tag` (its decode-order index); returns the pictures
     /// this sample let out, each with the tag of the sample it shows (also
     /// pictures of an earlier group of pictures).
-    pub fn decode(&mut self, tag: usize, sample: &[u8]) -> Result<Vec<(usize, Yuv420)>, String> {
+    pub fn decode(&mut self, tag: usize, sample: &[u8]) -> Result<Vec<(usize, Yuv420)>, CodecError> {
         self.config.to_annex_b(sample, &mut self.annex_b)?;
         if self.last_tag.is_some_and(|last| last + 1 != tag) {
             self.restart();
         }
         self.last_tag = Some(tag);
         let mut shown = Vec::new();
-        let pts = i64::try_from(tag).map_err(|_| format!("sample {tag} has no HEVC time stamp"))?;
+        let pts = i64::try_from(tag).map_err(|_| corrupt(format!("sample {tag} has no HEVC time stamp")))?;
         if self.send_parameter_sets && !self.config.parameter_sets().is_empty() {
             push(&self.context, self.config.parameter_sets(), pts)?;
             self.send_parameter_sets = false;
@@ -122,7 +126,7 @@ impl HevcDecoder {
     /// sample is pushed as a whole frame, and libde265 lets every picture
     /// out once its frame's NAL units are decoded); the decoder starts
     /// over, so the next sample must be a key frame.
-    pub fn finish(&mut self) -> Result<Vec<(usize, Yuv420)>, String> {
+    pub fn finish(&mut self) -> Result<Vec<(usize, Yuv420)>, CodecError> {
         let mut shown = Vec::new();
         self.run(&mut shown)?;
         self.restart();
@@ -140,7 +144,7 @@ impl HevcDecoder {
     }
 
     /// Decodes what was pushed, as far as it goes; pictures it lets out go to `shown`.
-    fn run(&mut self, shown: &mut Vec<(usize, Yuv420)>) -> Result<(), String> {
+    fn run(&mut self, shown: &mut Vec<(usize, Yuv420)>) -> Result<(), CodecError> {
         // Bounded: each round decodes a NAL unit or lets a picture out; a
         // sample holds a few NAL units, and the picture buffer 16 pictures.
         for _ in 0..4096 {
@@ -161,11 +165,11 @@ impl HevcDecoder {
                 return Ok(());
             }
         }
-        Err("libde265 kept decoding without end: corrupt HEVC data".into())
+        Err(corrupt("libde265 kept decoding without end: corrupt HEVC data"))
     }
 
     /// A warning libde265 raised while decoding fails the sample.
-    fn check_warnings(&mut self) -> Result<(), String> {
+    fn check_warnings(&mut self) -> Result<(), CodecError> {
         // SAFETY: the context is open.
         let warning = unsafe { de265_get_warning(self.context.as_ptr()) };
         if warning == de265_error::DE265_OK {
@@ -176,13 +180,13 @@ impl HevcDecoder {
 }
 
 /// Pushes Annex B bytes tagged `pts`.
-fn push(context: &Context, annex_b: &[u8], pts: i64) -> Result<(), String> {
-    let size = i32::try_from(annex_b.len()).map_err(|_| format!("a sample of {} bytes", annex_b.len()))?;
+fn push(context: &Context, annex_b: &[u8], pts: i64) -> Result<(), CodecError> {
+    let size = i32::try_from(annex_b.len()).map_err(|_| corrupt(format!("a sample of {} bytes", annex_b.len())))?;
     // SAFETY: the context is open; `annex_b` holds `size` bytes, copied by the call.
     check(unsafe { de265_push_data(context.as_ptr(), annex_b.as_ptr().cast(), size, pts, std::ptr::null_mut()) })
 }
 
-fn check(status: de265_error::Type) -> Result<(), String> {
+fn check(status: de265_error::Type) -> Result<(), CodecError> {
     // SAFETY: a pure function of the code.
     if unsafe { de265_isOK(status) } != 0 {
         return Ok(());
@@ -191,7 +195,7 @@ fn check(status: de265_error::Type) -> Result<(), String> {
 }
 
 /// An error or warning code of libde265 as the sample's problem.
-fn problem(status: de265_error::Type) -> String {
+fn problem(status: de265_error::Type) -> CodecError {
     // SAFETY: libde265 returns a static string for every code.
     let text = unsafe { de265_get_error_text(status) };
     let text = if text.is_null() {
@@ -200,18 +204,19 @@ fn problem(status: de265_error::Type) -> String {
         // SAFETY: a NUL-terminated static string.
         unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned()
     };
-    format!("libde265: {text}: corrupt or unsupported HEVC data")
+    let message = format!("libde265: {text}: corrupt or unsupported HEVC data");
+    CodecError::Library { decoder: "libde265", code: i64::from(status), message }
 }
 
 /// The picture libde265 let out, copied (it lives until the next call).
-fn picture(image: NonNull<de265_image>) -> Result<(usize, Yuv420), String> {
+fn picture(image: NonNull<de265_image>) -> Result<(usize, Yuv420), CodecError> {
     let image = image.as_ptr().cast_const();
     // SAFETY: `image` is the picture just taken from an open decoder.
     let (format, depth) = unsafe { (de265_get_chroma_format(image), de265_get_bits_per_pixel(image, 0)) };
     if format != de265_chroma::de265_chroma_420 || depth != 8 {
-        return Err(format!(
+        return Err(CodecError::Unsupported(format!(
             "an HEVC frame of chroma format {format} at {depth} bits: robocache decodes 8-bit 4:2:0 video"
-        ));
+        )));
     }
     // SAFETY: as above; widths and heights are those of the cropped picture.
     let (w, h) = unsafe { (de265_get_image_width(image, 0), de265_get_image_height(image, 0)) };
@@ -227,7 +232,7 @@ fn picture(image: NonNull<de265_image>) -> Result<(usize, Yuv420), String> {
         };
         let stride = stride.max(0) as usize;
         if data.is_null() || (width.max(0) as usize, height.max(0) as usize) != (pw, ph) || stride < pw {
-            return Err(format!("libde265 showed a {w}x{h} frame whose plane {plane} is not {pw}x{ph}"));
+            return Err(corrupt(format!("libde265 showed a {w}x{h} frame whose plane {plane} is not {pw}x{ph}")));
         }
         let dst = out.plane_mut(plane);
         for row in 0..ph {
@@ -238,6 +243,7 @@ fn picture(image: NonNull<de265_image>) -> Result<(usize, Yuv420), String> {
     }
     // SAFETY: as above.
     let pts = unsafe { de265_get_image_PTS(image) };
-    let tag = usize::try_from(pts).map_err(|_| format!("an HEVC frame of time stamp {pts}, which no sample has"))?;
+    let tag =
+        usize::try_from(pts).map_err(|_| corrupt(format!("an HEVC frame of time stamp {pts}, which no sample has")))?;
     Ok((tag, out))
 }

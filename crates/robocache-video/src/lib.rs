@@ -52,7 +52,7 @@ use std::sync::Mutex;
 
 pub use build_info::{cpu_decoders_have_assembly, decoders, DecoderInfo};
 pub use byte_source::{ByteSource, LocalFile};
-pub use error::{Error, Result};
+pub use error::{CodecError, Error, Result};
 pub use frame_cache::{Claim, FrameCache, FrameCacheUsage, FrameKey, Lookup, PendingFrame};
 pub use mp4::{Codec, Track};
 pub use resize::{CropBox, FrameResize, ResizePlan, ResizeTaps, MAX_RESIZE_TAPS};
@@ -170,7 +170,7 @@ impl FrameDecoder {
     /// Decodes sample `tag`; returns the frames it lets out. A decoder
     /// may leave out the frames of samples not `wanted` (NVDEC and rav1d
     /// do: they are decoded as references, not copied out).
-    fn decode(&mut self, tag: usize, wanted: bool, sample: &[u8]) -> Result<Vec<(usize, Yuv420)>, String> {
+    fn decode(&mut self, tag: usize, wanted: bool, sample: &[u8]) -> Result<Vec<(usize, Yuv420)>, CodecError> {
         match self {
             // An AV1 temporal unit in MP4 shows its own frame, if any.
             FrameDecoder::Av1(decoder) => {
@@ -184,7 +184,7 @@ impl FrameDecoder {
 
     /// The frames still held back (for reordering, or one sample late) at
     /// the end of a request.
-    fn finish(&mut self) -> Result<Vec<(usize, Yuv420)>, String> {
+    fn finish(&mut self) -> Result<Vec<(usize, Yuv420)>, CodecError> {
         match self {
             FrameDecoder::Av1(_) => Ok(Vec::new()),
             FrameDecoder::H264(decoder) => decoder.finish(),
@@ -322,13 +322,13 @@ impl VideoFile {
                         return Err(Error::Decode {
                             file: self.path.clone(),
                             frame: sample,
-                            problem: format!(
+                            source: error::corrupt(format!(
                                 "decodes to {}x{}, the track says {}x{}",
                                 frame.width,
                                 frame.height,
                                 self.width(),
                                 self.height()
-                            ),
+                            )),
                         });
                     }
                     decoded.insert(sample, frame);
@@ -343,16 +343,16 @@ impl VideoFile {
                     samples_decoded += 1;
                     let bytes = mp4::read_sample(&self.path, &*self.file, &self.track.samples[sample])?;
                     let wanted = wanted_samples.contains(&sample);
-                    let shown = decoder.decode(sample, wanted, &bytes).map_err(|problem| Error::Decode {
+                    let shown = decoder.decode(sample, wanted, &bytes).map_err(|source| Error::Decode {
                         file: self.path.clone(),
                         frame: sample,
-                        problem,
+                        source,
                     })?;
                     keep(shown)?;
                 }
             }
             let shown =
-                decoder.finish().map_err(|problem| Error::Decode { file: self.path.clone(), frame: last, problem })?;
+                decoder.finish().map_err(|source| Error::Decode { file: self.path.clone(), frame: last, source })?;
             keep(shown)
         })();
         if result.is_ok() {
@@ -368,7 +368,7 @@ impl VideoFile {
             frames.push(frame.ok_or_else(|| Error::Decode {
                 file: self.path.clone(),
                 frame: sample,
-                problem: "the decoder showed no frame for this sample".into(),
+                source: error::corrupt("the decoder showed no frame for this sample"),
             })?);
         }
         let counts = if on_nvdec {
@@ -405,18 +405,18 @@ impl VideoFile {
         let required = limit.is_none();
         let gpu = match Gpu::get(device) {
             Ok(gpu) => gpu,
-            Err(reason) if required => return Err(Error::NvdecUnavailable { file: self.path.clone(), reason }),
+            Err(source) if required => return Err(Error::NvdecUnavailable { file: self.path.clone(), source }),
             Err(reason) => {
-                tracing::debug!(file = %self.path.display(), reason, "no NVDEC: decoding on the CPU");
+                tracing::debug!(file = %self.path.display(), %reason, "no NVDEC: decoding on the CPU");
                 return self.take_cpu_decoder();
             }
         };
         match self.take_nvdec(&gpu, limit) {
             Ok(Some(decoder)) => Ok(decoder),
             Ok(None) => self.take_cpu_decoder(),
-            Err(problem) if required => Err(Error::Nvdec { file: self.path.clone(), problem }),
+            Err(source) if required => Err(Error::Nvdec { file: self.path.clone(), source }),
             Err(problem) => {
-                tracing::debug!(file = %self.path.display(), problem, "decoding on the CPU");
+                tracing::debug!(file = %self.path.display(), %problem, "decoding on the CPU");
                 self.take_cpu_decoder()
             }
         }
@@ -424,7 +424,7 @@ impl VideoFile {
 
     /// An NVDEC session of `gpu` set to this track; `None` where `limit`
     /// sessions are in use already (no limit: NVDEC required).
-    fn take_nvdec(&self, gpu: &std::sync::Arc<Gpu>, limit: Option<usize>) -> Result<Option<FrameDecoder>, String> {
+    fn take_nvdec(&self, gpu: &std::sync::Arc<Gpu>, limit: Option<usize>) -> Result<Option<FrameDecoder>, CodecError> {
         gpu.supports(self.track.codec, self.track.width, self.track.height)?;
         let input = Input::new(self.track.codec, &self.track.config)?;
         let Some(session) = gpu.take_session(limit)? else { return Ok(None) };
@@ -473,7 +473,7 @@ impl VideoFile {
             Codec::H264 => H264Decoder::new(&self.track.config).map(|d| FrameDecoder::H264(Box::new(d))),
             Codec::Hevc => HevcDecoder::new(&self.track.config).map(FrameDecoder::Hevc),
         };
-        decoder.map_err(|problem| Error::Decode { file: self.path.clone(), frame: 0, problem })
+        decoder.map_err(|source| Error::Decode { file: self.path.clone(), frame: 0, source })
     }
 
     /// Frames `indices` (presentation order) as RGB `[H, W, 3]`, in the order asked.

@@ -3,6 +3,8 @@
 //! Decoders (OpenH264, NVDEC's parser) read Annex B: every NAL unit after
 //! a start code, parameter sets in the stream. [`NalConfig`] converts.
 
+use crate::error::{corrupt, CodecError};
+
 const START_CODE: [u8; 4] = [0, 0, 0, 1];
 
 /// A track's NAL unit size field and parameter sets (as Annex B).
@@ -19,7 +21,7 @@ fn u16_at(record: &[u8], at: usize) -> Option<usize> {
 
 impl NalConfig {
     /// Parses an `avcC` record (ISO/IEC 14496-15 §5.3.3.1), without its box header.
-    pub fn from_avcc(record: &[u8]) -> Result<Self, String> {
+    pub fn from_avcc(record: &[u8]) -> Result<Self, CodecError> {
         let truncated = Self::check_header(record, "avcC", 7)?;
         let length_size = Self::length_size(record[4] & 0x03, "avcC")?;
         let mut parameter_sets = Vec::new();
@@ -39,7 +41,7 @@ impl NalConfig {
     /// Parses an `hvcC` record (ISO/IEC 14496-15 §8.3.3.1), without its box
     /// header: 22 bytes of profile and format fields, then arrays of
     /// parameter sets (VPS, SPS, PPS, SEI), each NAL unit after its 16-bit size.
-    pub fn from_hvcc(record: &[u8]) -> Result<Self, String> {
+    pub fn from_hvcc(record: &[u8]) -> Result<Self, CodecError> {
         let truncated = Self::check_header(record, "hvcC", 23)?;
         let length_size = Self::length_size(record[21] & 0x03, "hvcC")?;
         let mut parameter_sets = Vec::new();
@@ -57,20 +59,24 @@ impl NalConfig {
 
     /// Checks that record `name` holds at least `fixed` bytes and is version
     /// 1; returns the error of a record that ends early.
-    fn check_header(record: &[u8], name: &'static str, fixed: usize) -> Result<impl Fn() -> String + Copy, String> {
-        let truncated = move || format!("the {name} record is truncated");
+    fn check_header(
+        record: &[u8],
+        name: &'static str,
+        fixed: usize,
+    ) -> Result<impl Fn() -> CodecError + Copy, CodecError> {
+        let truncated = move || corrupt(format!("the {name} record is truncated"));
         if record.len() < fixed {
             return Err(truncated());
         }
         if record[0] != 1 {
-            return Err(format!("{name} version {} (robocache reads version 1)", record[0]));
+            return Err(corrupt(format!("{name} version {} (robocache reads version 1)", record[0])));
         }
         Ok(truncated)
     }
 
-    fn length_size(minus_one: u8, record: &str) -> Result<usize, String> {
+    fn length_size(minus_one: u8, record: &str) -> Result<usize, CodecError> {
         match minus_one {
-            2 => Err(format!("{record} gives NAL units a 3-byte size field, which ISO/IEC 14496-15 forbids")),
+            2 => Err(corrupt(format!("{record} gives NAL units a 3-byte size field, which ISO/IEC 14496-15 forbids"))),
             m => Ok(m as usize + 1),
         }
     }
@@ -91,30 +97,33 @@ impl NalConfig {
     }
 
     /// Appends one MP4 sample (size-prefixed NAL units) as Annex B to `out`.
-    pub fn append_annex_b(&self, sample: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+    pub fn append_annex_b(&self, sample: &[u8], out: &mut Vec<u8>) -> Result<(), CodecError> {
         let mut at = 0;
         let before = out.len();
         while at < sample.len() {
             let field = sample
                 .get(at..at + self.length_size)
-                .ok_or_else(|| format!("a NAL unit's size field is cut at byte {at} of {}", sample.len()))?;
+                .ok_or_else(|| corrupt(format!("a NAL unit's size field is cut at byte {at} of {}", sample.len())))?;
             let size = field.iter().fold(0usize, |size, &byte| (size << 8) | byte as usize);
             let start = at + self.length_size;
             let unit = sample.get(start..start + size).ok_or_else(|| {
-                format!("a NAL unit of {size} bytes at byte {start} runs past the sample's {} bytes", sample.len())
+                corrupt(format!(
+                    "a NAL unit of {size} bytes at byte {start} runs past the sample's {} bytes",
+                    sample.len()
+                ))
             })?;
             out.extend_from_slice(&START_CODE);
             out.extend_from_slice(unit);
             at = start + size;
         }
         if out.len() == before {
-            return Err("an empty sample".into());
+            return Err(corrupt("an empty sample"));
         }
         Ok(())
     }
 
     /// One MP4 sample as Annex B, into `out` (cleared first).
-    pub fn to_annex_b(&self, sample: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+    pub fn to_annex_b(&self, sample: &[u8], out: &mut Vec<u8>) -> Result<(), CodecError> {
         out.clear();
         self.append_annex_b(sample, out)
     }
@@ -134,10 +143,10 @@ mod tests {
         config.to_annex_b(&[0, 0, 0, 2, 0x65, 7, 0, 0, 0, 1, 0x06], &mut out).unwrap();
         assert_eq!(out, [0, 0, 0, 1, 0x65, 7, 0, 0, 0, 1, 0x06]);
         let err = config.to_annex_b(&[0, 0, 0, 9, 0x65], &mut out).unwrap_err();
-        assert!(err.contains("runs past"), "{err}");
-        assert!(config.to_annex_b(&[0, 0], &mut out).unwrap_err().contains("cut"));
-        assert!(NalConfig::from_avcc(&record[..9]).unwrap_err().contains("truncated"));
-        assert!(NalConfig::from_avcc(&[2, 100, 0, 30, 0xff, 0xe0, 0]).unwrap_err().contains("version 2"));
+        assert!(matches!(&err, CodecError::Corrupt(m) if m.contains("runs past")), "{err}");
+        assert!(config.to_annex_b(&[0, 0], &mut out).unwrap_err().to_string().contains("cut"));
+        assert!(NalConfig::from_avcc(&record[..9]).unwrap_err().to_string().contains("truncated"));
+        assert!(NalConfig::from_avcc(&[2, 100, 0, 30, 0xff, 0xe0, 0]).unwrap_err().to_string().contains("version 2"));
     }
 
     #[test]
@@ -156,8 +165,11 @@ mod tests {
         config.to_annex_b(&[0, 2, 0x26, 1], &mut out).unwrap();
         assert_eq!(out, [0, 0, 0, 1, 0x26, 1]);
         for cut in 23..record.len() {
-            assert!(NalConfig::from_hvcc(&record[..cut]).unwrap_err().contains("truncated"), "cut at {cut}");
+            assert!(
+                NalConfig::from_hvcc(&record[..cut]).unwrap_err().to_string().contains("truncated"),
+                "cut at {cut}"
+            );
         }
-        assert!(NalConfig::from_hvcc(&record[..10]).unwrap_err().contains("truncated"));
+        assert!(NalConfig::from_hvcc(&record[..10]).unwrap_err().to_string().contains("truncated"));
     }
 }

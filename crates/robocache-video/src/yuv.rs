@@ -191,18 +191,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// `len` bytes of xorshift noise from `seed`.
-    fn noise(seed: u64, len: usize) -> Vec<u8> {
-        let mut state = seed | 1;
-        (0..len)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                (state >> 56) as u8
-            })
-            .collect()
-    }
+    use robocache_cpu::noise::bytes as noise;
 
     /// The conversion pixel by pixel, as the module's docs state it.
     fn to_rgb_per_pixel(frame: &Yuv420) -> Vec<u8> {

@@ -79,7 +79,7 @@ const NVDEC: DecoderChoice = DecoderChoice::Nvdec { device: 0 };
 #[allow(clippy::print_stderr)]
 fn nvdec_error(file: &VideoFile, indices: &[usize]) -> Option<Error> {
     match file.decode_yuv_on(indices, NVDEC) {
-        Err(Error::NvdecUnavailable { reason, .. }) => {
+        Err(Error::NvdecUnavailable { source: reason, .. }) => {
             let required = std::env::var("ROBOCACHE_REQUIRE_CUDA").is_ok_and(|v| v == "1");
             assert!(!required, "ROBOCACHE_REQUIRE_CUDA=1 but NVDEC is not available: {reason}");
             eprintln!("NVDEC not available, not checked: {reason}");

@@ -39,7 +39,7 @@ fn runs_here(file: &VideoFile, choice: DecoderChoice) -> bool {
     match file.decode_yuv_on(&[0], choice) {
         // Only a machine without NVDEC skips: NVDEC that is there and
         // refuses or fails the file fails the check below.
-        Err(Error::NvdecUnavailable { reason, .. }) => {
+        Err(Error::NvdecUnavailable { source: reason, .. }) => {
             let required = std::env::var("ROBOCACHE_REQUIRE_CUDA").is_ok_and(|v| v == "1");
             assert!(!required, "ROBOCACHE_REQUIRE_CUDA=1 but NVDEC is not available: {reason}");
             eprintln!("NVDEC not available, not checked: {reason}");

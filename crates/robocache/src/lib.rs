@@ -70,6 +70,7 @@ pub use ops::{
     TargetTimes, TimeAxis, VoxelInput, VoxelOutput,
 };
 pub use robocache_cpu::half;
+pub use robocache_cpu::noise;
 pub use robocache_cpu::{
     Boundary, ChannelGroup, ChannelSpec, DType, Element, HostSlice, HostVec, Method, QuaternionOrder, ResampleSpec,
     VoxelGrid, VoxelMode, DEFAULT_GRID_BUDGET_BYTES,

@@ -676,15 +676,7 @@ fn yuv_frames_convert_as_swscale(device: &Device) {
     runner()
         .run(&(1usize..41, 1usize..13, 1usize..5, any::<u64>()), |(width, height, frames, seed)| {
             let frame_bytes = width * height + 2 * width.div_ceil(2) * height.div_ceil(2);
-            let mut state = seed | 1;
-            let planes: Vec<u8> = (0..frames * frame_bytes)
-                .map(|_| {
-                    state ^= state << 13;
-                    state ^= state >> 7;
-                    state ^= state << 17;
-                    (state >> 56) as u8
-                })
-                .collect();
+            let planes = robocache::noise::bytes(seed, frames * frame_bytes);
             let want: Vec<Vec<u8>> =
                 planes.chunks_exact(frame_bytes).map(|frame| swscale_rgb(frame, width, height)).collect();
             let tensor = Tensor::from_slice(device, &planes, &[frames, frame_bytes]).unwrap();
@@ -827,13 +819,8 @@ fn frames_crop_and_resize_as_pillow(device: &Device) {
     let sizes = (1usize..48, 1usize..24, 1usize..4, 1usize..60, 1usize..30, any::<u64>());
     runner()
         .run(&(sizes, any::<bool>()), |((width, height, frames, out_width, out_height, seed), cropped)| {
-            let mut state = seed | 1;
-            let mut next = || {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                state
-            };
+            let mut rng = robocache::noise::XorShift::new(seed);
+            let mut next = || rng.next_u64();
             let crop = if cropped {
                 let (w, h) = (1 + next() as usize % width, 1 + next() as usize % height);
                 [next() as usize % (width - w + 1), next() as usize % (height - h + 1), w, h]
@@ -940,13 +927,8 @@ fn frames_stack_from_many_tensors(device: &Device) {
     let sizes = (1usize..20, 1usize..12, proptest::collection::vec(1usize..5, 1..4), 1usize..40, any::<u64>());
     runner()
         .run(&sizes, |(width, height, counts, picks, seed)| {
-            let mut state = seed | 1;
-            let mut next = move || {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                state
-            };
+            let mut rng = robocache::noise::XorShift::new(seed);
+            let mut next = move || rng.next_u64();
             let frame_bytes = width * height * 3;
             let hosts: Vec<Vec<u8>> =
                 counts.iter().map(|&n| (0..n * frame_bytes).map(|_| (next() >> 56) as u8).collect()).collect();
@@ -1423,14 +1405,8 @@ fn voxel_mean_for_every_feature_count(device: &Device) {
 /// outside; equal to the reference bit for bit.
 fn voxel_mean_over_a_large_grid(device: &Device) {
     let grid = robocache::VoxelGrid { origin: [0.0; 3], voxel_size: [1.0, 1.0, 0.5], dims: [256, 128, 160] };
-    let mut state = 0x2545_F491_4F6C_DD1Du64;
-    let mut next = move || {
-        // xorshift64*
-        state ^= state >> 12;
-        state ^= state << 25;
-        state ^= state >> 27;
-        (state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
-    };
+    let mut rng = robocache::noise::XorShift::new(0x2545_F491_4F6C_DD1D);
+    let mut next = move || rng.next_unit_f64();
     let extent = [256.0, 128.0, 80.0];
     let mut positions = Vec::new();
     for _ in 0..150_000 {

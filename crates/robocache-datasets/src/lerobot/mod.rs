@@ -559,7 +559,7 @@ impl LeRobotSource {
         let video_error = |source| Error::Video {
             episode: format!("episode_{}", self.episodes[episode].index),
             key: key.to_owned(),
-            source,
+            source: Box::new(source),
         };
         let blob = self.storage.open(path).map_err(|error| {
             video_error(robocache_video::Error::Io { file: path.to_path_buf(), error: error.into() })
@@ -689,7 +689,7 @@ impl LeRobotSource {
             let (frames, counts) = video.decode_yuv_counted(&indices, choice).map_err(|source| Error::Video {
                 episode: format!("episode_{}", self.episodes[episode].index),
                 key: feature.name.clone(),
-                source,
+                source: Box::new(source),
             })?;
             *self.decoded.lock().unwrap_or_else(|p| p.into_inner()) += counts;
             for (&index, frame) in indices.iter().zip(frames) {
@@ -757,7 +757,7 @@ impl LeRobotSource {
         let index = video.frame_at(query).map_err(|source| Error::Video {
             episode: name(),
             key: feature.name.clone(),
-            source,
+            source: Box::new(source),
         })?;
         let found = video.frame_time(index).unwrap_or(f64::NAN);
         let within = (query - found).abs() < VIDEO_TOLERANCE_S; // false for NaN too

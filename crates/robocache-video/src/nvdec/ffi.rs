@@ -12,6 +12,8 @@
 use std::ffi::{c_char, c_int, c_uint, c_ulong, c_ulonglong, c_void, CStr};
 use std::sync::OnceLock;
 
+use crate::error::CodecError;
+
 pub type CUresult = c_int;
 pub type CUdevice = c_int;
 pub type CUcontext = *mut c_void;
@@ -291,16 +293,17 @@ pub struct Api {
 
 impl Api {
     /// The loaded API, or why it is not there (loaded once per process).
-    pub fn get() -> Result<&'static Api, String> {
-        static API: OnceLock<Result<Api, String>> = OnceLock::new();
+    pub fn get() -> Result<&'static Api, CodecError> {
+        static API: OnceLock<Result<Api, CodecError>> = OnceLock::new();
         API.get_or_init(Api::load).as_ref().map_err(Clone::clone)
     }
 
-    fn load() -> Result<Api, String> {
+    fn load() -> Result<Api, CodecError> {
         // SAFETY: the NVIDIA driver's libraries; loading them runs their
         // initialisers, which are safe to run in any process.
         let open = |name: &str| unsafe {
-            libloading::Library::new(name).map_err(|error| format!("{name} does not load: {error}"))
+            libloading::Library::new(name)
+                .map_err(|error| CodecError::Unavailable(format!("{name} does not load: {error}")))
         };
         let cuda = open("libcuda.so.1")?;
         let nvcuvid = open("libnvcuvid.so.1")?;
@@ -309,11 +312,11 @@ impl Api {
                 // SAFETY: the symbol's type is the one declared in the SDK's
                 // headers for this name (the fields above).
                 *unsafe { $library.get($symbol) }.map_err(|error| {
-                    format!(
+                    CodecError::Unavailable(format!(
                         "{} lacks {}: {error}",
                         stringify!($library),
                         String::from_utf8_lossy(&$symbol[..$symbol.len() - 1])
-                    )
+                    ))
                 })?
             };
         }
@@ -348,7 +351,7 @@ impl Api {
     }
 
     /// `Ok` for `CUDA_SUCCESS`, else the driver's message for `result`.
-    pub fn check(&self, result: CUresult, call: &str) -> Result<(), String> {
+    pub fn check(&self, result: CUresult, call: &'static str) -> Result<(), CodecError> {
         if result == CUDA_SUCCESS {
             return Ok(());
         }
@@ -360,7 +363,7 @@ impl Api {
         } else {
             "unknown error".into()
         };
-        Err(format!("{call} failed: {message} (CUDA error {result})"))
+        Err(CodecError::Cuda { call, code: result.unsigned_abs(), message })
     }
 }
 

@@ -58,15 +58,7 @@ pub struct Workload {
 
 /// Deterministic pseudo-random values in [-1, 1) (xorshift).
 pub fn values(len: usize, seed: u64) -> Vec<f32> {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-        })
-        .collect()
+    robocache::noise::signed_units(seed, len)
 }
 
 fn tensor_of(device: &Device, dtype: DType, values: Vec<f32>, shape: &[usize]) -> Result<Tensor> {
