@@ -21,26 +21,22 @@ use openh264_sys2::{
 };
 
 use crate::error::{corrupt, CodecError};
-use crate::nal::NalConfig;
+use crate::nal::{AnnexBFeed, NalConfig};
 use crate::yuv::Yuv420;
 
 /// An OpenH264 decoder for one track (single-threaded: decoding runs in the
 /// loader's own threads).
 pub struct H264Decoder {
-    config: NalConfig,
+    /// Samples as Annex B; the parameter sets once per decoder (sent again,
+    /// OpenH264 reallocates its pictures each time and runs out of memory
+    /// after a few dozen groups).
+    feed: AnnexBFeed,
     decoder: Decoder,
-    /// The sample decoded last, if any since the decoder opened.
-    last_tag: Option<usize>,
-    annex_b: Vec<u8>,
-    /// Whether the parameter sets go in before the next sample: once per
-    /// decoder (sent again, OpenH264 reallocates its pictures each time and
-    /// runs out of memory after a few dozen groups).
-    send_parameter_sets: bool,
 }
 
 impl std::fmt::Debug for H264Decoder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("H264Decoder").field("config", &self.config).finish_non_exhaustive()
+        f.debug_struct("H264Decoder").field("feed", &self.feed).finish_non_exhaustive()
     }
 }
 
@@ -48,7 +44,7 @@ impl H264Decoder {
     /// A decoder for the track whose `avcC` record is `record`.
     pub fn new(record: &[u8]) -> Result<Self, CodecError> {
         let config = NalConfig::from_avcc(record)?;
-        Ok(H264Decoder { config, decoder: open()?, last_tag: None, annex_b: Vec::new(), send_parameter_sets: true })
+        Ok(H264Decoder { feed: AnnexBFeed::new(config), decoder: open()? })
     }
 
     /// Decodes sample `tag` (its decode-order index); returns the pictures
@@ -57,23 +53,21 @@ impl H264Decoder {
     /// pictures: a jump to the next group's IDR frame needs no flush, and
     /// lets the last picture of the group before out.
     pub fn decode(&mut self, tag: usize, sample: &[u8]) -> Result<Vec<(usize, Yuv420)>, CodecError> {
-        self.config.to_annex_b(sample, &mut self.annex_b)?;
         // A group that starts at an I frame that is not an IDR (streams with
         // open GOPs mark these as sync samples), reached by a jump: OpenH264
         // takes the gap in frame numbers for lost frames and fails, so it
         // starts over with a new decoder, as a seek in FFmpeg does.
-        let jumped = self.last_tag.is_some_and(|last| last + 1 != tag);
+        let jumped = self.feed.start(tag, sample)?;
         let mut shown = Vec::new();
-        if jumped && !has_idr(&self.annex_b) {
+        if jumped && !has_idr(self.feed.annex_b()) {
             shown = self.flush()?;
-            self.reopen()?;
+            self.decoder = open()?;
+            self.feed.decoder_restarted();
         }
-        self.last_tag = Some(tag);
-        if self.send_parameter_sets && !self.config.parameter_sets().is_empty() {
-            send(&mut self.decoder, self.config.parameter_sets(), u64::MAX, &mut shown)?;
-            self.send_parameter_sets = false;
+        if let Some(parameter_sets) = self.feed.parameter_sets_once() {
+            send(&mut self.decoder, parameter_sets, u64::MAX, &mut shown)?;
         }
-        send(&mut self.decoder, &self.annex_b, tag as u64, &mut shown)?;
+        send(&mut self.decoder, self.feed.annex_b(), tag as u64, &mut shown)?;
         Ok(shown)
     }
 
@@ -88,16 +82,10 @@ impl H264Decoder {
             // find the picture buffer), and fails with "out of memory" a few
             // groups later. A new decoder frees them: once per request, as
             // groups of pictures follow each other without a flush.
-            self.reopen()?;
+            self.decoder = open()?;
+            self.feed.reset();
         }
         Ok(shown)
-    }
-
-    fn reopen(&mut self) -> Result<(), CodecError> {
-        self.decoder = open()?;
-        self.send_parameter_sets = true;
-        self.last_tag = None;
-        Ok(())
     }
 
     /// Every picture held back, through FlushFrame.

@@ -31,24 +31,20 @@ use libde265_sys2::{
 };
 
 use crate::error::{corrupt, CodecError};
-use crate::nal::NalConfig;
+use crate::nal::{AnnexBFeed, NalConfig};
 use crate::yuv::Yuv420;
 
 /// A libde265 decoder for one track (no worker threads: decoding runs in
 /// the loader's own threads).
 pub struct HevcDecoder {
-    config: NalConfig,
+    /// Samples as Annex B; the parameter sets once per decoder start.
+    feed: AnnexBFeed,
     context: Context,
-    /// The sample decoded last, if any since the decoder opened.
-    last_tag: Option<usize>,
-    annex_b: Vec<u8>,
-    /// Whether the parameter sets go in before the next sample (once per decoder).
-    send_parameter_sets: bool,
 }
 
 impl std::fmt::Debug for HevcDecoder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HevcDecoder").field("config", &self.config).finish_non_exhaustive()
+        f.debug_struct("HevcDecoder").field("feed", &self.feed).finish_non_exhaustive()
     }
 }
 
@@ -91,31 +87,25 @@ impl HevcDecoder {
     /// A decoder for the track whose `hvcC` record is `record`.
     pub fn new(record: &[u8]) -> Result<Self, CodecError> {
         let config = NalConfig::from_hvcc(record)?;
-        Ok(HevcDecoder {
-            config,
-            context: Context::open()?,
-            last_tag: None,
-            annex_b: Vec::new(),
-            send_parameter_sets: true,
-        })
+        Ok(HevcDecoder { feed: AnnexBFeed::new(config), context: Context::open()? })
     }
 
     /// Decodes sample `tag` (its decode-order index); returns the pictures
     /// this sample let out, each with the tag of the sample it shows (also
     /// pictures of an earlier group of pictures).
     pub fn decode(&mut self, tag: usize, sample: &[u8]) -> Result<Vec<(usize, Yuv420)>, CodecError> {
-        self.config.to_annex_b(sample, &mut self.annex_b)?;
-        if self.last_tag.is_some_and(|last| last + 1 != tag) {
-            self.restart();
+        if self.feed.start(tag, sample)? {
+            // A jump: start over as after a seek (see `finish`).
+            // SAFETY: the context is open.
+            unsafe { de265_reset(self.context.as_ptr()) };
+            self.feed.decoder_restarted();
         }
-        self.last_tag = Some(tag);
         let mut shown = Vec::new();
         let pts = i64::try_from(tag).map_err(|_| corrupt(format!("sample {tag} has no HEVC time stamp")))?;
-        if self.send_parameter_sets && !self.config.parameter_sets().is_empty() {
-            push(&self.context, self.config.parameter_sets(), pts)?;
-            self.send_parameter_sets = false;
+        if let Some(parameter_sets) = self.feed.parameter_sets_once() {
+            push(&self.context, parameter_sets, pts)?;
         }
-        push(&self.context, &self.annex_b, pts)?;
+        push(&self.context, self.feed.annex_b(), pts)?;
         // SAFETY: the context is open.
         unsafe { de265_push_end_of_frame(self.context.as_ptr()) };
         self.run(&mut shown)?;
@@ -129,18 +119,13 @@ impl HevcDecoder {
     pub fn finish(&mut self) -> Result<Vec<(usize, Yuv420)>, CodecError> {
         let mut shown = Vec::new();
         self.run(&mut shown)?;
-        self.restart();
-        Ok(shown)
-    }
-
-    /// Forgets every picture and the position in the stream, as after a
-    /// seek: a CRA key frame decoded next starts the stream, its leading
-    /// pictures skipped. The parameter sets go in again with the next sample.
-    fn restart(&mut self) {
+        // Every picture and the position in the stream forgotten, as after
+        // a seek: a CRA key frame decoded next starts the stream, its
+        // leading pictures skipped. The parameter sets go in again.
         // SAFETY: the context is open.
         unsafe { de265_reset(self.context.as_ptr()) };
-        self.send_parameter_sets = true;
-        self.last_tag = None;
+        self.feed.reset();
+        Ok(shown)
     }
 
     /// Decodes what was pushed, as far as it goes; pictures it lets out go to `shown`.

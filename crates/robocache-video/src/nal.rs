@@ -129,6 +129,60 @@ impl NalConfig {
     }
 }
 
+/// What the CPU's H.264 and HEVC decoders share in front of their library:
+/// each sample as Annex B, whether it follows a jump (not the next sample
+/// in decode order since the decoder started: a new group of pictures
+/// reached by a seek), and the parameter sets, sent once per decoder start.
+#[derive(Debug)]
+pub(crate) struct AnnexBFeed {
+    config: NalConfig,
+    /// The sample started last, if any since the decoder started.
+    last_tag: Option<usize>,
+    annex_b: Vec<u8>,
+    /// Whether the parameter sets go in before the next sample.
+    send_parameter_sets: bool,
+}
+
+impl AnnexBFeed {
+    pub fn new(config: NalConfig) -> Self {
+        AnnexBFeed { config, last_tag: None, annex_b: Vec::new(), send_parameter_sets: true }
+    }
+
+    /// Converts sample `tag` (its decode-order index) to Annex B
+    /// ([`AnnexBFeed::annex_b`]); true when it follows a jump.
+    pub fn start(&mut self, tag: usize, sample: &[u8]) -> Result<bool, CodecError> {
+        self.config.to_annex_b(sample, &mut self.annex_b)?;
+        let jumped = self.last_tag.is_some_and(|last| last + 1 != tag);
+        self.last_tag = Some(tag);
+        Ok(jumped)
+    }
+
+    /// The sample started last, as Annex B.
+    pub fn annex_b(&self) -> &[u8] {
+        &self.annex_b
+    }
+
+    /// The parameter sets to send before the sample started last: once
+    /// after each decoder start (none where the samples carry them).
+    pub fn parameter_sets_once(&mut self) -> Option<&[u8]> {
+        let send = std::mem::take(&mut self.send_parameter_sets) && !self.config.parameter_sets().is_empty();
+        send.then(|| self.config.parameter_sets())
+    }
+
+    /// The decoder started over before the sample started last: the
+    /// parameter sets go in again.
+    pub fn decoder_restarted(&mut self) {
+        self.send_parameter_sets = true;
+    }
+
+    /// The decoder started over at the end of a request: the parameter
+    /// sets go in again, and no sample came before the next.
+    pub fn reset(&mut self) {
+        self.send_parameter_sets = true;
+        self.last_tag = None;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
