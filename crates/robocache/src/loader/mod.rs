@@ -39,174 +39,30 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod config;
+mod epochs;
 mod frame_cache_budget;
 pub mod normalization;
 pub(crate) mod resident;
 pub mod telemetry;
 
-use std::sync::mpsc::{sync_channel, Receiver};
-use std::sync::{Arc, Mutex, Weak};
-use std::thread::JoinHandle;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use robocache_cpu::HostVec;
-use robocache_datasets::{
-    Dataset, DecoderChoice, DeltaTimestamps, DeltaWindows, Sampler, Shard, ShardBy, StepWindowSpec, StepWindows,
-    TimeWindowSpec, TimeWindows,
-};
+use robocache_datasets::{Dataset, DecoderChoice, DeltaWindows, Sampler, Shard, ShardBy, StepWindows, TimeWindows};
 
 pub use crate::assembly::{MaskKind, WindowShape};
+pub use config::{nvdec_device, LoaderConfig, LoaderMode, WindowSpec};
+pub use epochs::Epoch;
+use epochs::{Epochs, Job};
 pub use frame_cache_budget::{auto_bytes, host_memory_available, FrameCacheBudget, AUTO_SHARE};
 pub use normalization::{Normalization, NormalizationMode, StreamStatistics};
 pub use resident::ResidentStreams;
 pub use telemetry::{FrameCacheReport, Telemetry, TelemetryReport, VideoDecodeReport};
 
-use crate::assembly::AssemblyRequest;
-use crate::backend::operations::CudaOperations;
 use crate::backend::CudaBackend;
 use crate::ops::descriptors::resize_plan;
-use crate::windows::{BatchStream, WindowBatch};
-use crate::{Device, DeviceFrameCache, Error, FrameOutput, Result, Tensor};
-
-/// How windows are cut.
-#[derive(Clone, Debug, PartialEq)]
-pub enum WindowSpec {
-    /// robomimic `SequenceDataset` step windows.
-    Steps(StepWindowSpec),
-    /// Windows on a policy clock.
-    Times(TimeWindowSpec),
-    /// LeRobot's `delta_timestamps`: every frame a sample, each stream at
-    /// its own frame offsets (a stream without offsets: the sample's frame).
-    /// Every stream is read per batch (streamed), pad masks
-    /// ([`MaskKind::Pad`]) whatever [`LoaderConfig::masks`] says.
-    Deltas(DeltaTimestamps),
-}
-
-/// Where streams live.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum LoaderMode {
-    /// Low-dimensional streams resident on the device, images streamed.
-    #[default]
-    Auto,
-    /// Every stream resident (an image stream is an error).
-    Resident,
-    /// Every stream read from the file per batch.
-    Streaming,
-}
-
-/// What a [`Loader`] delivers.
-#[derive(Clone, Debug)]
-pub struct LoaderConfig {
-    /// Streams, in the order batches hold them.
-    pub streams: Vec<String>,
-    pub windows: WindowSpec,
-    pub batch_size: usize,
-    /// Seed of the per-epoch shuffles.
-    pub seed: u64,
-    /// Shuffle each epoch (seeded by `seed` and the epoch); off: samples in
-    /// order (evaluation), sharded the same way.
-    pub shuffle: bool,
-    /// This process's shard (`Shard::from_env()` for torchrun / SLURM).
-    pub shard: Shard,
-    /// How the shards split the windows: [`ShardBy::Windows`] (the default)
-    /// or [`ShardBy::Episodes`], each rank reading only its own episodes
-    /// (remote datasets: each node fetches only its ranks' part).
-    pub shard_by: ShardBy,
-    /// Drop the last batch of an epoch when it is short.
-    pub drop_last: bool,
-    /// Batches assembled ahead of the consumer (in all).
-    pub prefetch: usize,
-    /// Threads assembling batches (each reads, launches and waits for its own).
-    pub workers: usize,
-    pub mode: LoaderMode,
-    /// Statistics applied to resident streams at upload (continuous channels).
-    pub normalization: Option<Normalization>,
-    /// CUDA: the most page-locked memory streamed batches are staged in
-    /// (the device's pool, shared by its loaders; the last loader made sets
-    /// it). A single upload larger than the budget takes one buffer of its
-    /// size. Raised to one streamed batch per worker when that is more
-    /// (workers hold their batch's buffer while they read into it).
-    pub staging_bytes: usize,
-    /// What the batches' masks mark: [`MaskKind::Valid`] (the default) or
-    /// [`MaskKind::Pad`], LeRobot's `_is_pad`, written so by the resident
-    /// assembly itself (streamed streams' masks are flipped after their
-    /// resample, one small launch each).
-    pub masks: MaskKind,
-    /// `next()` returns once the batch is computed (the device synchronised),
-    /// so telemetry counts the time until data is ready. Off: `next()`
-    /// returns once the work is queued; synchronise on the device's stream.
-    pub wait_until_ready: bool,
-    /// The byte budget of the dataset's decoded-frame cache (camera video:
-    /// frames kept in host memory after their first decode, see
-    /// [`Dataset::set_frame_cache_budget`]). The default,
-    /// [`FrameCacheBudget::Auto`], takes a quarter of the host memory
-    /// available, shared among the node's processes; `Bytes(0)` turns it off.
-    pub frame_cache_bytes: FrameCacheBudget,
-    /// Where camera frames are decoded (see [`Dataset::set_video_decoders`]).
-    /// `None`: NVDEC beside the CPU decoders on a CUDA loader's GPU
-    /// ([`DecoderChoice::Auto`]), the dataset's setting (the CPU unless
-    /// set) on a CPU loader.
-    pub video_decoders: Option<DecoderChoice>,
-    /// What camera frames become in [`WindowSpec::Deltas`] batches: RGB
-    /// `[B, T, H, W, 3]` u8 by default, or channels first and/or float32
-    /// (levels / 255, LeRobot's frames), cropped and resized when
-    /// `frames.resize` asks ([`Device::convert_frames`]). Video travels to
-    /// the device as the decoder's YUV 4:2:0 planes and is converted there
-    /// either way; 8-bit RGB image streams (`u8 [H, W, 3]`) are converted
-    /// there too when `frames` is not the default. Step and time windows
-    /// give camera frames as u8 `[H, W, 3]` and take only the default.
-    pub frames: FrameOutput,
-    /// The byte budget of a frame cache on the loader's device
-    /// ([`DeviceFrameCache`]; 0, the default: none): camera video frames of
-    /// [`WindowSpec::Deltas`] batches kept after their first decode as 8-bit
-    /// RGB, already cropped and resized as `frames.resize` asks, in GPU
-    /// memory for a CUDA loader and host memory for a CPU one. A later batch
-    /// stacks them into its frames in one pass instead of decoding,
-    /// uploading, converting and resizing them again. The first frames
-    /// decoded are kept until the budget is spent. Step and time windows
-    /// take 0 only.
-    pub device_frame_cache_bytes: usize,
-}
-
-impl LoaderConfig {
-    /// `streams` cut by `windows` in batches of `batch_size`; shuffled with seed 0, the
-    /// whole data set, last batch kept, 4 batches of prefetch over 2
-    /// workers, [`LoaderMode::Auto`], 256 MiB of staging, valid masks,
-    /// batches ready when delivered.
-    pub fn new(streams: &[&str], windows: WindowSpec, batch_size: usize) -> Self {
-        LoaderConfig {
-            streams: streams.iter().map(|s| (*s).to_owned()).collect(),
-            windows,
-            batch_size,
-            seed: 0,
-            shuffle: true,
-            shard: Shard::default(),
-            shard_by: ShardBy::Windows,
-            drop_last: false,
-            prefetch: 4,
-            workers: 2,
-            mode: LoaderMode::Auto,
-            normalization: None,
-            staging_bytes: crate::cuda::DEFAULT_STAGING_BYTES,
-            masks: MaskKind::Valid,
-            wait_until_ready: true,
-            frame_cache_bytes: FrameCacheBudget::default(),
-            video_decoders: None,
-            frames: FrameOutput::default(),
-            device_frame_cache_bytes: 0,
-        }
-    }
-}
-
-/// The GPU whose video engines (NVDEC) a loader on `device` decodes with:
-/// its own GPU, or GPU 0 for a CPU loader.
-pub fn nvdec_device(device: &Device) -> Result<u32> {
-    let Device::Cuda(cuda) = device else { return Ok(0) };
-    u32::try_from(cuda.ordinal()).map_err(|_| Error::Limit {
-        what: format!("GPU {}", cuda.ordinal()),
-        limit: "NVDEC takes GPU numbers that fit 32 bits".into(),
-    })
-}
+use crate::{Device, DeviceFrameCache, Error, FrameOutput, Result};
 
 #[derive(Debug)]
 enum Cut {
@@ -595,146 +451,6 @@ impl Loader {
     }
 }
 
-/// What starting an epoch takes, shared by the loader and (weakly) by its
-/// epochs: an epoch about to end starts the next one and leaves it here.
-#[derive(Debug)]
-struct Epochs {
-    job: Arc<Job>,
-    sampler: Sampler,
-    batch_size: usize,
-    shuffle: bool,
-    drop_last: bool,
-    workers: usize,
-    prefetch: usize,
-    telemetry: Arc<Mutex<Telemetry>>,
-    /// The next epoch, started while the one before it handed over its
-    /// last batches.
-    ahead: Mutex<Option<Epoch>>,
-}
-
-impl Epochs {
-    /// Epoch `epoch` from batch `first_batch`, its workers started.
-    fn start(self: &Arc<Self>, epoch: u64, first_batch: usize) -> Epoch {
-        let order = if self.shuffle { self.sampler.epoch(epoch) } else { self.sampler.sequential() };
-        let mut batches: Vec<Vec<usize>> = order.chunks(self.batch_size).map(<[usize]>::to_vec).collect();
-        if self.drop_last && batches.last().is_some_and(|b| b.len() < self.batch_size) {
-            batches.pop();
-        }
-        batches.drain(..first_batch.min(batches.len()));
-        let batches = Arc::new(batches);
-        let workers = self.workers.clamp(1, batches.len().max(1));
-        let capacity = self.prefetch.max(1).div_ceil(workers);
-        let mut queues = Vec::with_capacity(workers);
-        let mut failed = None;
-        for worker in 0..workers {
-            let (sender, receiver) = sync_channel(capacity);
-            let (job, batches) = (self.job.clone(), batches.clone());
-            let spawned = std::thread::Builder::new().name(format!("robocache-loader-{worker}")).spawn(move || {
-                for samples in batches.iter().skip(worker).step_by(workers) {
-                    if sender.send(job.assemble(samples.clone())).is_err() {
-                        return; // the consumer dropped the epoch
-                    }
-                }
-            });
-            match spawned {
-                Ok(handle) => queues.push((receiver, handle)),
-                Err(e) => failed = Some(invalid(format!("cannot start a loader thread: {e}"))),
-            }
-        }
-        Epoch {
-            queues,
-            failed,
-            next: 0,
-            total: batches.len(),
-            telemetry: self.telemetry.clone(),
-            number: epoch,
-            epochs: Arc::downgrade(self),
-            started_next: false,
-        }
-    }
-}
-
-/// What the worker threads of an epoch share.
-#[derive(Debug)]
-struct Job {
-    device: Device,
-    dataset: Arc<Dataset>,
-    cut: Arc<Cut>,
-    resident: Option<Arc<ResidentStreams>>,
-    streamed: Vec<String>,
-    streams: Vec<String>,
-    masks: MaskKind,
-    wait_until_ready: bool,
-    frames: FrameOutput,
-    frame_cache: Option<Arc<DeviceFrameCache>>,
-}
-
-impl Job {
-    /// One batch: resident streams in one launch, streamed ones read and
-    /// resampled, in the configured stream order, with its columns on the
-    /// device; synchronised when asked.
-    fn assemble(&self, samples: Vec<usize>) -> Result<WindowBatch> {
-        let pairs = samples.iter().map(|&s| self.cut.anchor(s)).collect::<Result<Vec<_>>>()?;
-        let episodes: Vec<usize> = pairs.iter().map(|&(e, _)| e).collect();
-        // Seconds, as every `WindowBatch` (step windows: the anchor step over
-        // the dataset's rate, as `Device::step_window_batch` gives).
-        let anchors: Vec<f64> = match &*self.cut {
-            Cut::Steps(_) => {
-                let rate = self.dataset.info().rate_hz;
-                pairs.iter().map(|&(_, step)| step / rate).collect()
-            }
-            Cut::Times(_) | Cut::Deltas(_) => pairs.iter().map(|&(_, a)| a).collect(),
-        };
-        let columns: Vec<i64> = (samples.iter().map(|&s| s as i64))
-            .chain(episodes.iter().map(|&e| e as i64))
-            .chain(anchors.iter().map(|a| a.to_bits() as i64))
-            .collect();
-        let (mut parts, columns) = match &self.resident {
-            Some(resident) => {
-                let request =
-                    AssemblyRequest { shape: self.cut.shape(), samples: &pairs, masks: self.masks, columns: &columns };
-                let assembled = resident.assemble(&request)?;
-                (assembled.streams, assembled.columns)
-            }
-            None => (Vec::new(), Tensor::from_slice(&self.device, &columns, &[3, samples.len()])?),
-        };
-        if !self.streamed.is_empty() {
-            let names: Vec<&str> = self.streamed.iter().map(String::as_str).collect();
-            let batch = match self.cut.as_ref() {
-                Cut::Steps(w) => self.device.step_window_batch(&self.dataset, w, &samples, &names)?,
-                Cut::Times(w) => self.device.time_window_batch(&self.dataset, w, &samples, &names)?,
-                Cut::Deltas(w) => match &self.frame_cache {
-                    Some(cache) => {
-                        self.device.delta_window_batch_cached(&self.dataset, w, &samples, &names, self.frames, cache)?
-                    }
-                    None => {
-                        self.device.delta_window_batch_with_frames(&self.dataset, w, &samples, &names, self.frames)?
-                    }
-                },
-            };
-            let keep_pad = matches!(*self.cut, Cut::Deltas(_));
-            for mut stream in batch.streams {
-                if stream.mask_kind != self.masks && !keep_pad {
-                    flip_mask(&self.device, &mut stream)?;
-                }
-                parts.push(stream);
-            }
-        }
-        let mut ordered = Vec::with_capacity(self.streams.len());
-        for name in &self.streams {
-            let at =
-                parts.iter().position(|p| &p.name == name).ok_or_else(|| invalid(format!("no stream `{name}`")))?;
-            ordered.push(parts.swap_remove(at));
-        }
-        if self.wait_until_ready {
-            self.device.synchronize()?;
-        }
-        Ok(WindowBatch { streams: ordered, samples, episodes, anchors, columns: Some(columns) })
-    }
-}
-
-/// Bytes of one batch's streamed streams (their staging buffers): camera
-/// video of delta windows is staged as YUV 4:2:0 planes.
 fn streamed_batch_bytes(cut: &Cut, dataset: &Dataset, streamed: &[String], batch_size: usize) -> Result<usize> {
     sum_over_streams(cut, dataset, streamed, batch_size, |info, video| match video {
         Some((width, height)) => robocache_video::yuv420_len(width, height),
@@ -794,75 +510,6 @@ fn sum_over_streams(
         total = total.saturating_add(batch_size.saturating_mul(steps).saturating_mul(step_bytes(info, video)));
     }
     Ok(total)
-}
-
-/// Turns a stream's mask into the other kind (valid to padding and back):
-/// on the host for the CPU, by a launch queued on the device's stream else.
-fn flip_mask(device: &Device, stream: &mut BatchStream) -> Result<()> {
-    match device {
-        Device::Cpu => {
-            let flipped: Vec<bool> = stream.mask.to_vec::<bool>()?.into_iter().map(|v| !v).collect();
-            stream.mask = Tensor::from_host_vec(device, HostVec::Bool(flipped), stream.mask.shape())?;
-        }
-        Device::Cuda(cuda) => cuda.flip_mask(&mut stream.mask)?,
-    }
-    stream.mask_kind = match stream.mask_kind {
-        MaskKind::Valid => MaskKind::Pad,
-        MaskKind::Pad => MaskKind::Valid,
-    };
-    Ok(())
-}
-
-/// The batches of one epoch (an iterator), assembled by worker threads
-/// ahead of the consumer; batch `i` comes from worker `i mod workers`, so
-/// the order is the epoch's. Dropping it stops the workers.
-#[derive(Debug)]
-pub struct Epoch {
-    queues: Vec<(Receiver<Result<WindowBatch>>, JoinHandle<()>)>,
-    failed: Option<Error>,
-    next: usize,
-    total: usize,
-    telemetry: Arc<Mutex<Telemetry>>,
-    /// Its number (the shuffle's seed).
-    number: u64,
-    /// Weak: the loader owns the epoch started ahead, which must not keep
-    /// the loader's state alive.
-    epochs: Weak<Epochs>,
-    started_next: bool,
-}
-
-impl Iterator for Epoch {
-    type Item = Result<WindowBatch>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if let Some(error) = self.failed.take() {
-            self.next = self.total;
-            return Some(Err(error));
-        }
-        if self.next >= self.total || self.queues.is_empty() {
-            return None;
-        }
-        let entered = Instant::now();
-        let (receiver, _) = &self.queues[self.next % self.queues.len()];
-        self.next += 1;
-        let batch = receiver.recv().unwrap_or_else(|_| Err(invalid("a loader thread stopped".into())));
-        if let Ok(batch) = &batch {
-            if let Ok(mut telemetry) = self.telemetry.lock() {
-                telemetry.record(entered, batch.len());
-            }
-        }
-        if !self.started_next && self.total - self.next <= self.queues.len() {
-            // Every worker is on its last batch of this epoch or done.
-            self.started_next = true;
-            if let Some(epochs) = self.epochs.upgrade() {
-                let next = epochs.start(self.number + 1, 0);
-                if let Ok(mut ahead) = epochs.ahead.lock() {
-                    *ahead = Some(next);
-                }
-            }
-        }
-        Some(batch)
-    }
 }
 
 fn invalid(message: String) -> Error {
