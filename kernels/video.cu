@@ -192,6 +192,38 @@ __device__ __forceinline__ uint8_t resize_level(int sum) {
     return (uint8_t)clamp_level(sum >> RESIZE_PRECISION_BITS);
 }
 
+// One output pixel's taps in a resize table (`table`: `outputs` first
+// input indices, `outputs` tap counts, then `taps` weights per output).
+struct ResizeTaps {
+    int first;
+    int count;
+    const int* weights;
+};
+
+__device__ __forceinline__ ResizeTaps resize_taps_of(const int* table, uint32_t outputs, uint32_t taps, uint32_t i) {
+    ResizeTaps at;
+    at.first = table[i];
+    at.count = table[outputs + i];
+    at.weights = table + 2 * (uint64_t)outputs + (uint64_t)i * taps;
+    return at;
+}
+
+// The RGB levels of the weighted sum of `at.count` pixels `stride` bytes
+// apart from `pixel` (fixed point, rounded, clamped): one pass of a resize.
+__device__ __forceinline__ void resize_pixel(const uint8_t* pixel, uint64_t stride, ResizeTaps at, uint8_t rgb[3]) {
+    int sum0 = RESIZE_HALF, sum1 = RESIZE_HALF, sum2 = RESIZE_HALF;
+    for (int k = 0; k < at.count; ++k) {
+        const uint8_t* q = pixel + k * stride;
+        const int weight = at.weights[k];
+        sum0 += (int)q[0] * weight;
+        sum1 += (int)q[1] * weight;
+        sum2 += (int)q[2] * weight;
+    }
+    rgb[0] = resize_level(sum0);
+    rgb[1] = resize_level(sum1);
+    rgb[2] = resize_level(sum2);
+}
+
 // Along rows: out[f][r][x] from src[f][first_row + r][first[x] ..].
 extern "C" __global__ void resize_rows(ResizeArgs args) {
     const uint32_t per_frame = args.out_rows * args.out_width;  // below 2^32 (checked on the host)
@@ -199,24 +231,11 @@ extern "C" __global__ void resize_rows(ResizeArgs args) {
     const uint32_t p = at.pixel;
     if (p >= per_frame) return;
     const uint32_t row = p / args.out_width, x = p - row * args.out_width;
-    const int* first = args.table;
-    const int* count = args.table + args.out_width;
-    const int* w = args.table + 2 * (uint64_t)args.out_width + (uint64_t)x * args.taps;
-    const int taps = count[x];
+    const ResizeTaps taps = resize_taps_of(args.table, args.out_width, args.taps, x);
     for (uint64_t frame = at.slot; frame < args.frames; frame += at.slots) {
         const uint8_t* line =
-            args.src + ((frame * args.in_rows + args.first_row + row) * args.in_width + first[x]) * 3;
-        int sum0 = RESIZE_HALF, sum1 = RESIZE_HALF, sum2 = RESIZE_HALF;
-        for (int k = 0; k < taps; ++k) {
-            const int weight = w[k];
-            sum0 += (int)line[3 * k] * weight;
-            sum1 += (int)line[3 * k + 1] * weight;
-            sum2 += (int)line[3 * k + 2] * weight;
-        }
-        uint8_t* out = (uint8_t*)args.out + (frame * per_frame + p) * 3;
-        out[0] = resize_level(sum0);
-        out[1] = resize_level(sum1);
-        out[2] = resize_level(sum2);
+            args.src + ((frame * args.in_rows + args.first_row + row) * args.in_width + taps.first) * 3;
+        resize_pixel(line, 3, taps, (uint8_t*)args.out + (frame * per_frame + p) * 3);
     }
 }
 
@@ -231,22 +250,12 @@ extern "C" __global__ void resize_columns(ResizeArgs args) {
     const uint32_t p = at.pixel;
     if (p >= per_frame) return;
     const uint32_t y = p / args.out_width, x = p - y * args.out_width;
-    const int* first = args.table;
-    const int* count = args.table + args.out_rows;
-    const int* w = args.table + 2 * (uint64_t)args.out_rows + (uint64_t)y * args.taps;
-    const int taps = count[y];
+    const ResizeTaps taps = resize_taps_of(args.table, args.out_rows, args.taps, y);
     const uint64_t row_bytes = (uint64_t)args.in_width * 3;
     for (uint64_t frame = at.slot; frame < args.frames; frame += at.slots) {
-        const uint8_t* column = args.src + (frame * args.in_rows + first[y]) * row_bytes + (uint64_t)x * 3;
-        int sum0 = RESIZE_HALF, sum1 = RESIZE_HALF, sum2 = RESIZE_HALF;
-        for (int k = 0; k < taps; ++k) {
-            const uint8_t* pixel = column + k * row_bytes;
-            const int weight = w[k];
-            sum0 += (int)pixel[0] * weight;
-            sum1 += (int)pixel[1] * weight;
-            sum2 += (int)pixel[2] * weight;
-        }
-        const uint8_t rgb[3] = {resize_level(sum0), resize_level(sum1), resize_level(sum2)};
+        const uint8_t* column = args.src + (frame * args.in_rows + taps.first) * row_bytes + (uint64_t)x * 3;
+        uint8_t rgb[3];
+        resize_pixel(column, row_bytes, taps, rgb);
         store_rgb(args.out, args.layout, args.dtype, frame, per_frame, p, rgb, float_levels);
     }
 }

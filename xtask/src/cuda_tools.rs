@@ -265,7 +265,8 @@ fn cust_raw_bindings() -> Result<PathBuf> {
 
 /// Integration tests of the bundled crates that never touch a GPU (the
 /// module graph test reads the checkout's sources, which the bundle lacks).
-const CPU_ONLY_TESTS: [&str; 4] = ["test-loader", "test-module_graph", "test-fuzz", "test-nasm_probe"];
+const CPU_ONLY_TESTS: [&str; 5] =
+    ["test-loader", "test-module_graph", "test-crate_graph", "test-fuzz", "test-nasm_probe"];
 
 /// robocache-video's integration tests, which read their fixtures from the crate's folder.
 const VIDEO_TESTS: [&str; 2] = ["test-h264", "test-fixtures"];
