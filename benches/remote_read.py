@@ -65,24 +65,9 @@ def start_moto():
 
 
 def upload(endpoint, local_dir, prefix):
-    import boto3
-    from boto3.s3.transfer import TransferConfig
+    from s3_upload import upload as upload_to
 
-    client = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="testing",
-                          aws_secret_access_key="testing", region_name="us-east-1")
-    try:
-        client.create_bucket(Bucket=BUCKET)
-    except client.exceptions.BucketAlreadyOwnedByYou:
-        pass
-    total = 0
-    config = TransferConfig(multipart_threshold=1 << 30)
-    for dirpath, _, files in os.walk(local_dir):
-        for name in files:
-            path = os.path.join(dirpath, name)
-            key = f"{prefix}/{os.path.relpath(path, local_dir)}"
-            client.upload_file(path, BUCKET, key, Config=config)
-            total += os.path.getsize(path)
-    return total
+    return upload_to(endpoint, BUCKET, local_dir, prefix)
 
 
 def store_ceiling(robocache_cli, url, options, in_flight):

@@ -127,25 +127,12 @@ pub fn s3_options(server: &Server) -> Vec<(String, String)> {
     .collect()
 }
 
-/// Uploads every file below `dir` to `s3://bucket/prefix/...` (boto3, which moto brings).
+/// Uploads every file below `dir` to `s3://bucket/prefix/...` with the
+/// benchmarks' uploader (`benches/s3_upload.py`: boto3, which moto brings).
 pub fn upload(server: &Server, bucket: &str, dir: &Path, prefix: &str) {
-    let script = r#"
-import os, sys, boto3
-endpoint, bucket, root, prefix = sys.argv[1:]
-s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="testing",
-                  aws_secret_access_key="testing", region_name="us-east-1")
-try:
-    s3.create_bucket(Bucket=bucket)
-except s3.exceptions.BucketAlreadyOwnedByYou:
-    pass
-for folder, _, names in os.walk(root):
-    for name in names:
-        path = os.path.join(folder, name)
-        key = prefix + "/" + os.path.relpath(path, root)
-        s3.upload_file(path, bucket, key)
-"#;
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../benches/s3_upload.py");
     let output =
-        Command::new(python()).args(["-c", script, &server.url(), bucket]).arg(dir).arg(prefix).output().unwrap();
+        Command::new(python()).arg(script).args([&server.url(), bucket]).arg(dir).arg(prefix).output().unwrap();
     assert!(output.status.success(), "upload to moto failed: {}", String::from_utf8_lossy(&output.stderr));
 }
 
