@@ -6,7 +6,9 @@
 
 use robocache_cpu::ChannelSpec;
 
-use crate::Tensor;
+use robocache_cpu::HostVec;
+
+use crate::{Device, Result, Tensor};
 
 /// How each window of a batch is cut.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -107,4 +109,20 @@ pub struct BatchStream {
     /// target inside the stream's time range), or the steps that are padding.
     pub mask: Tensor,
     pub mask_kind: MaskKind,
+}
+
+impl BatchStream {
+    /// A stream of `windows` windows of `steps` steps whose mask (`kind`)
+    /// was built on the host, put on `device`.
+    pub(crate) fn with_host_mask(
+        device: &Device,
+        name: &str,
+        data: Tensor,
+        mask: Vec<bool>,
+        [windows, steps]: [usize; 2],
+        kind: MaskKind,
+    ) -> Result<Self> {
+        let mask = Tensor::from_host_vec(device, HostVec::Bool(mask), &[windows, steps])?;
+        Ok(BatchStream { name: name.to_owned(), data, mask, mask_kind: kind })
+    }
 }

@@ -271,12 +271,8 @@ fn assemble_on_host(device: &Device, stream: &ResidentStream, request: &Assembly
     }
     let mut full = vec![samples.len(), steps];
     full.extend(&stream.step_shape);
-    Ok(BatchStream {
-        name: stream.name.clone(),
-        data: Tensor::from_host_vec(device, HostVec::F32(out), &full)?,
-        mask: Tensor::from_host_vec(device, HostVec::Bool(valid), &[samples.len(), steps])?,
-        mask_kind: masks,
-    })
+    let data = Tensor::from_host_vec(device, HostVec::F32(out), &full)?;
+    BatchStream::with_host_mask(device, &stream.name, data, valid, [samples.len(), steps], masks)
 }
 
 #[cfg(test)]

@@ -46,6 +46,13 @@ pub struct WindowBatch {
 }
 
 impl WindowBatch {
+    /// A batch of `streams` for `samples`, with each window's episode and
+    /// anchor (seconds) in order, without columns.
+    fn of_windows(streams: Vec<BatchStream>, samples: &[usize], windows: impl Iterator<Item = (usize, f64)>) -> Self {
+        let (episodes, anchors) = windows.unzip();
+        WindowBatch { streams, samples: samples.to_vec(), episodes, anchors, columns: None }
+    }
+
     /// The stream called `name`.
     pub fn stream(&self, name: &str) -> Option<&BatchStream> {
         self.streams.iter().find(|s| s.name == name)
@@ -112,20 +119,10 @@ impl Device {
             }
             let mut shape = vec![cut.len(), steps];
             shape.extend(&info.step_shape);
-            out.push(BatchStream {
-                name: name.to_owned(),
-                data: data.into_tensor(self, &shape, name)?,
-                mask: Tensor::from_host_vec(self, HostVec::Bool(mask), &[cut.len(), steps])?,
-                mask_kind: MaskKind::Valid,
-            });
+            let data = data.into_tensor(self, &shape, name)?;
+            out.push(BatchStream::with_host_mask(self, name, data, mask, [cut.len(), steps], MaskKind::Valid)?);
         }
-        Ok(WindowBatch {
-            streams: out,
-            samples: samples.to_vec(),
-            episodes: cut.iter().map(|w| w.episode).collect(),
-            anchors: cut.iter().map(|w| w.step as f64 / rate).collect(),
-            columns: None,
-        })
+        Ok(WindowBatch::of_windows(out, samples, cut.iter().map(|w| (w.episode, w.step as f64 / rate))))
     }
 
     /// LeRobot `delta_timestamps` windows `samples` of `windows` for
@@ -297,21 +294,10 @@ impl Device {
                     }
                 }
             };
-            out.push(BatchStream {
-                name: name.to_owned(),
-                data,
-                mask: Tensor::from_host_vec(self, HostVec::Bool(pad), &[cut.len(), steps])?,
-                mask_kind: MaskKind::Pad,
-            });
+            out.push(BatchStream::with_host_mask(self, name, data, pad, [cut.len(), steps], MaskKind::Pad)?);
         }
         let fps = windows.fps();
-        Ok(WindowBatch {
-            streams: out,
-            samples: samples.to_vec(),
-            episodes: cut.iter().map(|w| w.episode).collect(),
-            anchors: cut.iter().map(|w| w.frame as f64 / fps).collect(),
-            columns: None,
-        })
+        Ok(WindowBatch::of_windows(out, samples, cut.iter().map(|w| (w.episode, w.frame as f64 / fps))))
     }
 
     /// Time windows `samples` of `windows` for `streams`, each stream
@@ -417,23 +403,13 @@ impl Device {
                 mask_kind: MaskKind::Valid,
             });
         }
-        Ok(WindowBatch {
-            streams: out,
-            samples: samples.to_vec(),
-            episodes: cut.iter().map(|w| w.episode).collect(),
-            anchors: cut.iter().map(|w| w.anchor).collect(),
-            columns: None,
-        })
+        Ok(WindowBatch::of_windows(out, samples, cut.iter().map(|w| (w.episode, w.anchor))))
     }
 }
 
 fn empty_stream(device: &Device, name: &str, steps: usize) -> Result<BatchStream> {
-    Ok(BatchStream {
-        name: name.to_owned(),
-        data: Tensor::from_host_vec(device, HostVec::F32(Vec::new()), &[0, steps])?,
-        mask: Tensor::from_host_vec(device, HostVec::Bool(Vec::new()), &[0, steps])?,
-        mask_kind: MaskKind::Valid,
-    })
+    let data = Tensor::from_host_vec(device, HostVec::F32(Vec::new()), &[0, steps])?;
+    BatchStream::with_host_mask(device, name, data, Vec::new(), [0, steps], MaskKind::Valid)
 }
 
 /// `(width, height)` (as [`Dataset::video_frame_size`]) of a stream of 8-bit RGB images (`u8 [H, W, 3]`
