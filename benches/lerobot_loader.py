@@ -375,14 +375,16 @@ def all_runs(args):
     decoders = {codec: [f"{d['decoder']}{'+asm' if d['assembly'] else ''}" for d in found if d["device"] == "cpu"]
                 for codec, found in build["video_decoders"].items()}
     print(f"robocache {build['version']}, CPU decoders: {decoders}", flush=True)
-    ceil = ceiling(args.root, args.processes or os.cpu_count())
-    print(f"ceiling: {ceil['frames_per_s']:.0f} frames/s ({ceil['processes']} processes)", flush=True)
-    rows.append({"loader": f"ceiling: FFmpeg {codec} decode, 1 process/core", "frames_per_s": ceil["frames_per_s"],
-                 "batches_per_s": ceil["frames_per_s"] / (BATCH * 4), "cores_busy": float(ceil["processes"])})
-    windows = window_ceiling(args.root, args.processes or os.cpu_count())
-    if windows is None:
+    ceil = ceiling(args.root, args.processes or os.cpu_count()) if args.ceilings else None
+    if ceil is not None:
+        print(f"ceiling: {ceil['frames_per_s']:.0f} frames/s ({ceil['processes']} processes)", flush=True)
+        rows.append({"loader": f"ceiling: FFmpeg {codec} decode, 1 process/core",
+                     "frames_per_s": ceil["frames_per_s"], "batches_per_s": ceil["frames_per_s"] / (BATCH * 4),
+                     "cores_busy": float(ceil["processes"])})
+    windows = window_ceiling(args.root, args.processes or os.cpu_count()) if args.ceilings else None
+    if args.ceilings and windows is None:
         print("window ceiling: n/a (frames reordered)", flush=True)
-    else:
+    elif windows is not None:
         print(f"window ceiling: {windows['frames_per_s']:.0f} frames/s delivered, {windows['decoded_per_s']:.0f} "
               f"decoded ({windows['processes']} processes)", flush=True)
         rows.append({"loader": f"window ceiling: FFmpeg {codec}, batch decodes, 1 process/core",
@@ -450,7 +452,7 @@ def all_runs(args):
     for r in rows:
         of_windows = "n/a" if windows is None else f"{r['frames_per_s'] / windows['frames_per_s']:.2f}"
         print(f"{r['loader']:<52} {r['frames_per_s']:>9.0f} {r['batches_per_s']:>9.1f} {r.get('cores_busy', 0):>6.1f} "
-              f"{r['frames_per_s'] / ceil['frames_per_s']:>10.2f} {of_windows:>9} "
+              f"{'n/a' if ceil is None else format(r['frames_per_s'] / ceil['frames_per_s'], '.2f'):>10} {of_windows:>9} "
               f"{r.get('gpu_peak_bytes', 0) / 2**20:>8.0f}")
     print(f"CPU decoders of this wheel: {decoders}")
     if args.json:
@@ -495,6 +497,8 @@ def main():
                    help="also run robocache float32 loaders resizing every frame to H x W on the device")
     a.add_argument("--no-defaults", dest="defaults", action="store_false",
                    help="leave out the run of robocache.Loader with every default")
+    a.add_argument("--no-ceilings", dest="ceilings", action="store_false",
+                   help="leave out the FFmpeg ceilings (robocache rows only, e.g. to compare two builds; no PyAV needed)")
     a.add_argument("--json")
     args = parser.parse_args()
     {"write": write, "all": all_runs}[args.command](args)

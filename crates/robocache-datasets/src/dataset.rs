@@ -79,12 +79,13 @@ impl StreamTimes {
     }
 }
 
-/// A dataset opened in one of the layouts: an HDF5 file (robomimic, CALVIN,
-/// the RT-X mirror) or an RLDS builder directory. Opening reads the
-/// metadata (and explicit timestamps, to check them); stream data is read
-/// per window or per stream on request. Shareable between threads: rows of
-/// uncompressed HDF5 datasets and of RLDS records are read with positioned
-/// reads outside any global lock, so reader threads read them in parallel.
+/// A dataset in any format robocache reads (the formats of the format
+/// layer, `format_reader::KINDS`; docs/datasets.md describes each). Opening
+/// reads the metadata (and explicit timestamps, to check them); stream data
+/// is read per window or per stream on request, through the format's
+/// reader. Shareable between threads: the formats read rows with
+/// positioned reads outside any global lock where their files allow it,
+/// so reader threads read them in parallel.
 ///
 /// ```no_run
 /// use robocache_datasets::Dataset;
@@ -105,18 +106,18 @@ pub struct Dataset {
 }
 
 impl Dataset {
-    /// Opens `path`, detecting its layout, with default options (no cache).
+    /// Opens `path`, detecting its format, with default options (no cache).
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         Self::open_with(path, &OpenOptions::default())
     }
 
-    /// Opens `path` with `options`: an HDF5 file, or a TFDS builder
-    /// directory (its version folder or the folder above) read as RLDS.
+    /// Opens `path` with `options`: the first format that recognises the
+    /// path reads it ([`OpenOptions::format`] checks it is the one asked for).
     pub fn open_with(path: impl AsRef<Path>, options: &OpenOptions) -> Result<Self> {
         let path = path.as_ref();
         let storage = Storage::new(options.storage.clone());
-        // The first format that recognises the path reads it (LeRobot roots,
-        // then RLDS directories, then HDF5 files; see `format_reader::KINDS`).
+        // The first format that recognises the path reads it, in the order
+        // of `format_reader::KINDS`.
         let kind = format_reader::kind_of(path, options, &storage)?;
         let (reader, mut info) = kind.open(path, options, &storage)?;
         if robocache_storage::is_remote(path) {
@@ -262,7 +263,7 @@ impl Dataset {
     }
 
     /// `(width, height)` of the frames of `stream` when robocache decodes
-    /// it from video (LeRobot `video` features); `None` for every other
+    /// it from video (a format's camera video); `None` for every other
     /// stream (an unknown name included).
     pub fn video_frame_size(&self, stream: &str) -> Option<(usize, usize)> {
         let (_, info) = self.stream(0, stream).ok()?;
@@ -298,7 +299,7 @@ impl Dataset {
     }
 
     /// Sets the byte budget of the decoded-frame cache: camera frames
-    /// decoded from video (LeRobot `video` features) are kept as the
+    /// decoded from a format's video are kept as the
     /// decoder's YUV 4:2:0 planes (1.5 bytes a pixel) in host memory up to this many bytes, the first ones decoded, and
     /// read from there afterwards (0, the default: none kept). Datasets
     /// without video ignore it.
@@ -401,13 +402,13 @@ impl Dataset {
         self.reader.read_rows_into(episode, info, rows, out)
     }
 
-    /// Writes the sidecar index of an RLDS split (`robocache-index.<split>.json`)
-    /// to `to`, by default beside the shards (local, or a remote store
-    /// written with the same credentials), and returns where it went. Later
-    /// opens of the split, on any node, read that one file instead of every
-    /// record (see docs/remote.md); an index that no longer matches the
-    /// shards is not used. Other formats open from their own metadata and
-    /// have no index: an error.
+    /// Writes the dataset's sidecar index (for the formats that have one:
+    /// an RLDS split's `robocache-index.<split>.json`) to `to`, by default
+    /// beside its files (local, or a remote store written with the same
+    /// credentials), and returns where it went. Later opens, on any node,
+    /// read that one file instead of every record (see docs/remote.md); an
+    /// index that no longer matches the files is not used. Formats that open
+    /// from their own metadata have no index: an error.
     pub fn write_index(&self, to: Option<&Path>) -> Result<PathBuf> {
         let Some((beside, bytes)) = self.reader.index_file(&self.info) else {
             return Err(Error::Invalid(format!(
