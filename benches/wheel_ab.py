@@ -75,18 +75,20 @@ def main():
                     sys.exit(f"{name} with wheel {side} failed: see {log.name}")
                 runs.setdefault((name, side), []).append(metrics(out))
     print(f"\nA = {args.a}\nB = {args.b}\nmedian of {args.rounds} runs each, alternating A B\n")
-    print(f"{'benchmark / row / metric':<86} {'A':>11} {'B':>11} {'B/A':>6}")
+    print(f"{'benchmark / row / metric':<80} {'A':>10} {'B':>10} {'B/A':>6}  {'A runs':>19} {'B runs':>19}")
     for spec in args.bench:
         name = spec.split(":", 1)[0].strip()
         keys = sorted(set().union(*runs[(name, "A")]))
         for key in keys:
-            a = statistics.median(m[key] for m in runs[(name, "A")] if key in m)
+            values_a = [m[key] for m in runs[(name, "A")] if key in m]
             values_b = [m[key] for m in runs[(name, "B")] if key in m]
             if not values_b:
                 continue
-            b = statistics.median(values_b)
+            a, b = statistics.median(values_a), statistics.median(values_b)
+            spread = lambda values: f"{min(values):.4g}..{max(values):.4g}"  # noqa: E731
             label = f"{name} / {key[0]} / {key[1]}"
-            print(f"{label[:86]:<86} {a:>11.2f} {b:>11.2f} {b / a if a else float('nan'):>6.3f}")
+            print(f"{label[:80]:<80} {a:>10.2f} {b:>10.2f} {b / a if a else float('nan'):>6.3f}  "
+                  f"{spread(values_a):>19} {spread(values_b):>19}")
 
 
 if __name__ == "__main__":

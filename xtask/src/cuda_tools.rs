@@ -268,6 +268,14 @@ fn cust_raw_bindings() -> Result<PathBuf> {
 const CPU_ONLY_TESTS: [&str; 5] =
     ["test-loader", "test-module_graph", "test-crate_graph", "test-fuzz", "test-nasm_probe"];
 
+/// Tests racecheck cannot follow: under it, the device frame cache's loader
+/// test stops with "Internal Sanitizer Error: Detected a failure to track a
+/// kernel launch" and never finishes (H200, CUDA 13.0, 2026-11-27; the
+/// same with the build before the claim map, and with one loader thread).
+/// Its kernels (YUV to RGB, resize, the gather of cached frames) are
+/// race-checked by the frame tests beside it (`frames_*`, `yuv_frames_*`).
+const RACECHECK_LEFT_OUT: [&str; 1] = ["cuda::device_frame_cache_serves_the_batches_it_would_decode"];
+
 /// robocache-video's integration tests, which read their fixtures from the crate's folder.
 const VIDEO_TESTS: [&str; 2] = ["test-h264", "test-fixtures"];
 
@@ -348,9 +356,14 @@ pub fn gpu_bundle() -> Result<()> {
     script.push_str("fi\nif want sanitize; then\n");
     for (tool, skip) in [("memcheck", ""), ("racecheck", "ROBOCACHE_SKIP_CONCURRENT=1 ")] {
         for test in &copied {
+            let left_out = if tool == "racecheck" {
+                RACECHECK_LEFT_OUT.map(|t| format!(" --skip {t}")).concat()
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 script,
-                "echo \"== {tool} {test}\"; (cd {dir} && ROBOCACHE_TEST_CASES=16 ROBOCACHE_UNDER_SANITIZER=1 {skip}compute-sanitizer --tool {tool} --error-exitcode 9 $BUNDLE/{test} --test-threads 1) > $OUT/{tool}-{test}.log 2>&1 || {{ status=1; tail -30 $OUT/{tool}-{test}.log; }}; tail -3 $OUT/{tool}-{test}.log",
+                "echo \"== {tool} {test}\"; (cd {dir} && ROBOCACHE_TEST_CASES=16 ROBOCACHE_UNDER_SANITIZER=1 {skip}compute-sanitizer --tool {tool} --error-exitcode 9 $BUNDLE/{test} --test-threads 1{left_out}) > $OUT/{tool}-{test}.log 2>&1 || {{ status=1; tail -30 $OUT/{tool}-{test}.log; }}; tail -3 $OUT/{tool}-{test}.log",
                 dir = test_dir(test)
             );
         }
