@@ -224,18 +224,32 @@ __device__ __forceinline__ void resize_pixel(const uint8_t* pixel, uint64_t stri
     rgb[2] = resize_level(sum2);
 }
 
+// Where a thread of a resize pass writes: its frame slot and its output
+// pixel, as row and column of the pass's `out_rows` x `out_width` output.
+// False for a thread past the frame's pixels.
+struct ResizeAt {
+    FrameSlot at;
+    uint32_t per_frame, row, x;
+};
+
+__device__ __forceinline__ bool resize_at(const ResizeArgs& args, ResizeAt* here) {
+    here->per_frame = args.out_rows * args.out_width;  // below 2^32 (checked on the host)
+    here->at = frame_slot(here->per_frame);
+    if (here->at.pixel >= here->per_frame) return false;
+    here->row = here->at.pixel / args.out_width;
+    here->x = here->at.pixel - here->row * args.out_width;
+    return true;
+}
+
 // Along rows: out[f][r][x] from src[f][first_row + r][first[x] ..].
 extern "C" __global__ void resize_rows(ResizeArgs args) {
-    const uint32_t per_frame = args.out_rows * args.out_width;  // below 2^32 (checked on the host)
-    const FrameSlot at = frame_slot(per_frame);
-    const uint32_t p = at.pixel;
-    if (p >= per_frame) return;
-    const uint32_t row = p / args.out_width, x = p - row * args.out_width;
-    const ResizeTaps taps = resize_taps_of(args.table, args.out_width, args.taps, x);
-    for (uint64_t frame = at.slot; frame < args.frames; frame += at.slots) {
+    ResizeAt here;
+    if (!resize_at(args, &here)) return;
+    const ResizeTaps taps = resize_taps_of(args.table, args.out_width, args.taps, here.x);
+    for (uint64_t frame = here.at.slot; frame < args.frames; frame += here.at.slots) {
         const uint8_t* line =
-            args.src + ((frame * args.in_rows + args.first_row + row) * args.in_width + taps.first) * 3;
-        resize_pixel(line, 3, taps, (uint8_t*)args.out + (frame * per_frame + p) * 3);
+            args.src + ((frame * args.in_rows + args.first_row + here.row) * args.in_width + taps.first) * 3;
+        resize_pixel(line, 3, taps, (uint8_t*)args.out + (frame * here.per_frame + here.at.pixel) * 3);
     }
 }
 
@@ -245,17 +259,15 @@ extern "C" __global__ void resize_rows(ResizeArgs args) {
 extern "C" __global__ void resize_columns(ResizeArgs args) {
     __shared__ float float_levels[256];
     if (args.dtype == DT_F32) fill_float_levels(float_levels);
-    const uint32_t per_frame = args.out_rows * args.out_width;  // below 2^32 (checked on the host)
-    const FrameSlot at = frame_slot(per_frame);
-    const uint32_t p = at.pixel;
-    if (p >= per_frame) return;
-    const uint32_t y = p / args.out_width, x = p - y * args.out_width;
-    const ResizeTaps taps = resize_taps_of(args.table, args.out_rows, args.taps, y);
+    ResizeAt here;
+    if (!resize_at(args, &here)) return;
+    const ResizeTaps taps = resize_taps_of(args.table, args.out_rows, args.taps, here.row);
     const uint64_t row_bytes = (uint64_t)args.in_width * 3;
-    for (uint64_t frame = at.slot; frame < args.frames; frame += at.slots) {
-        const uint8_t* column = args.src + (frame * args.in_rows + taps.first) * row_bytes + (uint64_t)x * 3;
+    for (uint64_t frame = here.at.slot; frame < args.frames; frame += here.at.slots) {
+        const uint8_t* column =
+            args.src + (frame * args.in_rows + taps.first) * row_bytes + (uint64_t)here.x * 3;
         uint8_t rgb[3];
         resize_pixel(column, row_bytes, taps, rgb);
-        store_rgb(args.out, args.layout, args.dtype, frame, per_frame, p, rgb, float_levels);
+        store_rgb(args.out, args.layout, args.dtype, frame, here.per_frame, here.at.pixel, rgb, float_levels);
     }
 }

@@ -21,15 +21,8 @@ pub struct Args {
     /// temporary folder.
     #[arg(long)]
     file: Option<PathBuf>,
-    /// The dataset's split (robomimic filter key; RLDS: default `train`).
-    #[arg(long)]
-    split: Option<String>,
-    /// The step clock in Hz instead of the file's (RLDS datasets not in the
-    /// Open X-Embodiment rate table need it).
-    #[arg(long)]
-    rate_hz: Option<f64>,
     #[command(flatten)]
-    remote: super::remote::RemoteArgs,
+    open: super::remote::OpenArgs,
     /// Streams to load, comma-separated (default: every low-dimensional
     /// stream; add `obs/agentview_image` to stream the synthetic camera too).
     #[arg(long, value_delimiter = ',')]
@@ -98,14 +91,7 @@ pub fn run(args: Args) -> Result<()> {
     };
     let dataset = Arc::new(Dataset::open_with(
         &path,
-        &OpenOptions {
-            cache_bytes: 256 << 20,
-            hdf5_reads_only: args.hdf5_reads_only,
-            split: args.split.clone(),
-            rate_hz: args.rate_hz,
-            storage: args.remote.storage()?,
-            ..Default::default()
-        },
+        &OpenOptions { cache_bytes: 256 << 20, hdf5_reads_only: args.hdf5_reads_only, ..args.open.options()? },
     )?);
     let streams: Vec<String> = if args.streams.is_empty() {
         dataset.episode(0)?.streams.iter().filter(|s| !s.is_image()).map(|s| s.name.clone()).collect()

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use anyhow::Result;
-use robocache::datasets::{Dataset, OpenOptions};
+use robocache::datasets::Dataset;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -17,24 +17,12 @@ pub struct Args {
     /// access there; a Hub dataset: write it locally, then upload it).
     #[arg(long, value_name = "PATH")]
     out: Option<PathBuf>,
-    /// The TFDS split (default `train`).
-    #[arg(long)]
-    split: Option<String>,
-    /// The step clock in Hz (for datasets not in the Open X-Embodiment rate table).
-    #[arg(long)]
-    rate_hz: Option<f64>,
     #[command(flatten)]
-    remote: super::remote::RemoteArgs,
+    open: super::remote::OpenArgs,
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let options = OpenOptions {
-        split: args.split.clone(),
-        rate_hz: args.rate_hz,
-        storage: args.remote.storage()?,
-        ..Default::default()
-    };
-    let dataset = Dataset::open_with(&args.dataset, &options)?;
+    let dataset = Dataset::open_with(&args.dataset, &args.open.options()?)?;
     let written = dataset.write_index(args.out.as_deref())?;
     super::print_out(&format!("{} ({} episodes)\n", written.display(), dataset.len()))
 }

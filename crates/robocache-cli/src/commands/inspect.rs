@@ -22,14 +22,6 @@ pub struct Args {
     /// Read as this layout instead of detecting it (robomimic, calvin, rtx, rlds).
     #[arg(long)]
     format: Option<Format>,
-    /// Only the episodes of this split (robomimic `mask/<split>`; RLDS: the
-    /// TFDS split, default `train`).
-    #[arg(long)]
-    split: Option<String>,
-    /// The step clock in Hz instead of the file's (RLDS: instead of the Open
-    /// X-Embodiment rate table; required for datasets not in it).
-    #[arg(long)]
-    rate_hz: Option<f64>,
     /// Episodes to list in the summary (all with --episodes 0).
     #[arg(long, default_value_t = 10)]
     episodes: usize,
@@ -42,17 +34,11 @@ pub struct Args {
     #[arg(long)]
     threads: Option<usize>,
     #[command(flatten)]
-    remote: super::remote::RemoteArgs,
+    open: super::remote::OpenArgs,
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let options = OpenOptions {
-        format: args.format,
-        split: args.split.clone(),
-        rate_hz: args.rate_hz,
-        storage: args.remote.storage()?,
-        ..Default::default()
-    };
+    let options = OpenOptions { format: args.format, ..args.open.options()? };
     let dataset = Dataset::open_with(&args.file, &options)?;
     let info = dataset.info();
     if !args.verify {

@@ -4,7 +4,35 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
-use robocache::datasets::StorageOptions;
+use robocache::datasets::{OpenOptions, StorageOptions};
+
+/// How a command opens its dataset: the split, the step clock and where
+/// remote datasets are read from.
+#[derive(Debug, Clone, clap::Args)]
+pub struct OpenArgs {
+    /// Only the episodes of this split (robomimic `mask/<split>`; RLDS: the
+    /// TFDS split, default `train`).
+    #[arg(long)]
+    split: Option<String>,
+    /// The step clock in Hz instead of the file's (RLDS datasets not in the
+    /// Open X-Embodiment rate table need it).
+    #[arg(long)]
+    rate_hz: Option<f64>,
+    #[command(flatten)]
+    remote: RemoteArgs,
+}
+
+impl OpenArgs {
+    /// The open options these arguments give (the others at their defaults).
+    pub fn options(&self) -> Result<OpenOptions> {
+        Ok(OpenOptions {
+            split: self.split.clone(),
+            rate_hz: self.rate_hz,
+            storage: self.remote.storage()?,
+            ..Default::default()
+        })
+    }
+}
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct RemoteArgs {
