@@ -78,6 +78,7 @@ mod hdf5_file;
 mod hdf5_writer;
 mod image_decode;
 mod lerobot;
+mod mixture;
 mod model;
 pub mod npy;
 mod rlds;
@@ -100,6 +101,7 @@ pub use formats::{
 pub use lerobot::{
     FeatureStorage, LeRobotView, DEFAULT_COLUMNS as LEROBOT_COLUMNS, MAX_OPEN_VIDEOS as LEROBOT_MAX_OPEN_VIDEOS,
 };
+pub use mixture::{EpochLength, MixturePart, MixtureSample, MixtureSampler, MixtureWeights};
 pub use model::{
     row_values, ChannelKind, DatasetInfo, EpisodeInfo, Format, StreamInfo, StreamKind, Timeline, MAX_ROW_VALUES,
 };

@@ -184,7 +184,7 @@ impl Sampler {
 }
 
 /// A permutation of `0..len` from `(seed, epoch)`.
-fn permutation(len: usize, seed: u64, epoch: u64) -> Vec<usize> {
+pub(crate) fn permutation(len: usize, seed: u64, epoch: u64) -> Vec<usize> {
     let mut state = seed ^ epoch.wrapping_mul(0xD1B5_4A32_D192_ED03);
     let mut next = move || {
         state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);

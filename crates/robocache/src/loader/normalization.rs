@@ -39,6 +39,131 @@ pub struct StreamStatistics {
     pub p99: Vec<f64>,
 }
 
+impl StreamStatistics {
+    /// The statistics of `columns` (one `Vec` of values per channel, all of
+    /// one length): population mean and standard deviation, exact extremes
+    /// and percentiles (linear between order statistics, NumPy's default).
+    pub fn of_columns(columns: Vec<Vec<f64>>) -> Self {
+        let mut stats = StreamStatistics {
+            count: columns.first().map_or(0, |c| c.len() as u64),
+            mean: Vec::new(),
+            std: Vec::new(),
+            min: Vec::new(),
+            max: Vec::new(),
+            p01: Vec::new(),
+            p99: Vec::new(),
+        };
+        for mut column in columns {
+            if column.is_empty() {
+                continue;
+            }
+            let n = column.len() as f64;
+            let mean = column.iter().sum::<f64>() / n;
+            let variance = column.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
+            column.sort_by(f64::total_cmp);
+            stats.mean.push(mean);
+            stats.std.push(variance.sqrt());
+            stats.min.push(column[0]);
+            stats.max.push(column[column.len() - 1]);
+            stats.p01.push(percentile(&column, 0.01));
+            stats.p99.push(percentile(&column, 0.99));
+        }
+        stats
+    }
+
+    /// The statistics of several datasets' values of one stream together
+    /// (a normalisation group of a mixture), from each one's own: counts
+    /// added; means weighted by count; variances pooled (each part's
+    /// variance plus its mean's squared distance to the merged mean,
+    /// weighted by count), which equals the variance of the concatenated
+    /// values; extremes of the extremes. Percentiles cannot be merged
+    /// exactly from percentiles: each part's distribution is taken as
+    /// linear between its min, p01, p99 and max, and the merged p01 and p99
+    /// are where the count-weighted mixture of those reaches 1% and 99%
+    /// (exact for one part; within the parts' own percentiles otherwise).
+    /// Parts without values are left out; channel counts must agree.
+    pub fn merge(parts: &[&StreamStatistics]) -> Result<StreamStatistics> {
+        let parts: Vec<&StreamStatistics> = parts.iter().copied().filter(|p| p.count > 0).collect();
+        let Some(first) = parts.first() else {
+            return Err(invalid("no statistics to merge (every part is empty)".into()));
+        };
+        let channels = first.mean.len();
+        for (i, part) in parts.iter().enumerate() {
+            let lengths = [&part.mean, &part.std, &part.min, &part.max, &part.p01, &part.p99].map(|v| v.len());
+            if lengths.iter().any(|&n| n != channels) {
+                return Err(invalid(format!(
+                    "statistics {i} have {lengths:?} values per field, the first have {channels} channels"
+                )));
+            }
+        }
+        let count: u64 = parts.iter().map(|p| p.count).sum();
+        let total = count as f64;
+        let mut merged = StreamStatistics {
+            count,
+            mean: Vec::with_capacity(channels),
+            std: Vec::with_capacity(channels),
+            min: Vec::with_capacity(channels),
+            max: Vec::with_capacity(channels),
+            p01: Vec::with_capacity(channels),
+            p99: Vec::with_capacity(channels),
+        };
+        for c in 0..channels {
+            let mean = parts.iter().map(|p| p.count as f64 * p.mean[c]).sum::<f64>() / total;
+            let variance = parts
+                .iter()
+                .map(|p| p.count as f64 * (p.std[c] * p.std[c] + (p.mean[c] - mean) * (p.mean[c] - mean)))
+                .sum::<f64>()
+                / total;
+            merged.mean.push(mean);
+            merged.std.push(variance.max(0.0).sqrt());
+            merged.min.push(parts.iter().map(|p| p.min[c]).fold(f64::INFINITY, f64::min));
+            merged.max.push(parts.iter().map(|p| p.max[c]).fold(f64::NEG_INFINITY, f64::max));
+            merged.p01.push(mixture_quantile(&parts, c, 0.01));
+            merged.p99.push(mixture_quantile(&parts, c, 0.99));
+        }
+        Ok(merged)
+    }
+}
+
+/// Where the count-weighted mixture of the parts' distributions of channel
+/// `c` (each linear between its min, p01, p99 and max) reaches `q`.
+fn mixture_quantile(parts: &[&StreamStatistics], c: usize, q: f64) -> f64 {
+    if let [one] = parts {
+        return if q == 0.01 { one.p01[c] } else { one.p99[c] };
+    }
+    let cdf = |p: &StreamStatistics, x: f64| -> f64 {
+        let knots = [(p.min[c], 0.0), (p.p01[c], 0.01), (p.p99[c], 0.99), (p.max[c], 1.0)];
+        if x < knots[0].0 {
+            return 0.0;
+        }
+        for pair in knots.windows(2) {
+            let ((x0, y0), (x1, y1)) = (pair[0], pair[1]);
+            if x <= x1 {
+                return if x1 > x0 { y0 + (x - x0) / (x1 - x0) * (y1 - y0) } else { y1 };
+            }
+        }
+        1.0
+    };
+    let total = parts.iter().map(|p| p.count as f64).sum::<f64>();
+    let mixture = |x: f64| parts.iter().map(|p| p.count as f64 * cdf(p, x)).sum::<f64>() / total;
+    let (mut low, mut high) = (
+        parts.iter().map(|p| p.min[c]).fold(f64::INFINITY, f64::min),
+        parts.iter().map(|p| p.max[c]).fold(f64::NEG_INFINITY, f64::max),
+    );
+    for _ in 0..200 {
+        let middle = low + (high - low) / 2.0;
+        if middle <= low || middle >= high {
+            break;
+        }
+        if mixture(middle) < q {
+            low = middle;
+        } else {
+            high = middle;
+        }
+    }
+    high
+}
+
 /// Statistics of several streams and the mode to apply them in.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Normalization {
@@ -75,30 +200,34 @@ impl Normalization {
                     columns[i % channels].push(v);
                 }
             }
-            let mut stats = StreamStatistics {
-                count: columns.first().map_or(0, |c| c.len() as u64),
-                mean: Vec::new(),
-                std: Vec::new(),
-                min: Vec::new(),
-                max: Vec::new(),
-                p01: Vec::new(),
-                p99: Vec::new(),
-            };
-            for mut column in columns {
-                let n = column.len() as f64;
-                let mean = column.iter().sum::<f64>() / n;
-                let variance = column.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
-                column.sort_by(f64::total_cmp);
-                stats.mean.push(mean);
-                stats.std.push(variance.sqrt());
-                stats.min.push(column[0]);
-                stats.max.push(column[column.len() - 1]);
-                stats.p01.push(percentile(&column, 0.01));
-                stats.p99.push(percentile(&column, 0.99));
-            }
+            let stats = StreamStatistics::of_columns(columns);
             out.insert(name.to_owned(), stats);
         }
         Ok(Normalization { mode, streams: out })
+    }
+
+    /// The statistics of several datasets together (a normalisation group
+    /// of a mixture: one embodiment's datasets), stream by stream, each
+    /// merged as [`StreamStatistics::merge`] says; a stream some parts lack
+    /// is merged over the parts that have it. The parts' modes must agree.
+    pub fn merge(parts: &[&Normalization]) -> Result<Normalization> {
+        let Some(first) = parts.first() else {
+            return Err(invalid("no statistics to merge".into()));
+        };
+        if let Some(other) = parts.iter().find(|p| p.mode != first.mode) {
+            return Err(invalid(format!(
+                "statistics to merge are in modes {:?} and {:?}: one mode per group",
+                first.mode, other.mode
+            )));
+        }
+        let names: std::collections::BTreeSet<&String> = parts.iter().flat_map(|p| p.streams.keys()).collect();
+        let mut streams = BTreeMap::new();
+        for name in names {
+            let of_stream: Vec<&StreamStatistics> = parts.iter().filter_map(|p| p.streams.get(name)).collect();
+            let merged = StreamStatistics::merge(&of_stream).map_err(|e| invalid(format!("stream `{name}`: {e}")))?;
+            streams.insert(name.clone(), merged);
+        }
+        Ok(Normalization { mode: first.mode, streams })
     }
 
     /// Writes the statistics as JSON.
@@ -174,4 +303,60 @@ fn percentile(sorted: &[f64], q: f64) -> f64 {
 
 fn invalid(message: String) -> Error {
     Error::Dataset(robocache_datasets::Error::Invalid(message))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use robocache_cpu::noise::XorShift;
+
+    /// `channels` columns of `len` values around `offset` (spread `scale`).
+    fn columns(seed: u64, channels: usize, len: usize, offset: f64, scale: f64) -> Vec<Vec<f64>> {
+        let mut rng = XorShift::new(seed);
+        (0..channels).map(|_| (0..len).map(|_| offset + scale * f64::from(rng.next_signed_unit())).collect()).collect()
+    }
+
+    #[test]
+    fn merged_statistics_equal_those_of_the_concatenated_values() {
+        let parts = [columns(1, 3, 500, 0.0, 1.0), columns(2, 3, 2_000, 5.0, 0.5), columns(3, 3, 37, -2.0, 4.0)];
+        let each: Vec<StreamStatistics> = parts.iter().map(|c| StreamStatistics::of_columns(c.clone())).collect();
+        let merged = StreamStatistics::merge(&each.iter().collect::<Vec<_>>()).unwrap();
+        let concatenated: Vec<Vec<f64>> =
+            (0..3).map(|c| parts.iter().flat_map(|p| p[c].iter().copied()).collect()).collect();
+        let whole = StreamStatistics::of_columns(concatenated);
+        assert_eq!(merged.count, whole.count);
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * b.abs().max(1.0);
+        for c in 0..3 {
+            assert!(close(merged.mean[c], whole.mean[c]), "mean {c}: {} vs {}", merged.mean[c], whole.mean[c]);
+            assert!(close(merged.std[c], whole.std[c]), "std {c}: {} vs {}", merged.std[c], whole.std[c]);
+            assert_eq!((merged.min[c], merged.max[c]), (whole.min[c], whole.max[c]));
+            // Percentiles are approximated: inside the parts' own, and near the truth here.
+            let (low, high) = (each.iter().map(|e| e.p01[c]).fold(f64::INFINITY, f64::min), whole.p99[c] + 1.0);
+            assert!(merged.p01[c] >= low && merged.p01[c] <= high, "p01 {c}: {}", merged.p01[c]);
+            assert!((merged.p99[c] - whole.p99[c]).abs() < 0.1, "p99 {c}: {} vs {}", merged.p99[c], whole.p99[c]);
+        }
+        // One part merges to itself, percentiles included.
+        assert_eq!(StreamStatistics::merge(&[&each[1]]).unwrap(), each[1]);
+    }
+
+    #[test]
+    fn normalizations_merge_stream_by_stream() {
+        let stats = |seed| StreamStatistics::of_columns(columns(seed, 2, 100, 0.0, 1.0));
+        let a = Normalization {
+            mode: NormalizationMode::ZScore,
+            streams: [("action".to_owned(), stats(1)), ("state".to_owned(), stats(2))].into(),
+        };
+        let b = Normalization { mode: NormalizationMode::ZScore, streams: [("action".to_owned(), stats(3))].into() };
+        let merged = Normalization::merge(&[&a, &b]).unwrap();
+        assert_eq!(merged.streams["action"].count, 200);
+        assert_eq!(merged.streams["state"], a.streams["state"], "a stream one part has is that part's");
+        let c = Normalization { mode: NormalizationMode::MinMax, ..b.clone() };
+        assert!(Normalization::merge(&[&a, &c]).unwrap_err().to_string().contains("modes"));
+        let wide = Normalization {
+            mode: NormalizationMode::ZScore,
+            streams: [("action".to_owned(), StreamStatistics::of_columns(columns(4, 3, 10, 0.0, 1.0)))].into(),
+        };
+        assert!(Normalization::merge(&[&a, &wide]).unwrap_err().to_string().contains("action"));
+        assert!(Normalization::merge(&[]).is_err());
+    }
 }
