@@ -26,6 +26,7 @@ pub mod arrays;
 mod data;
 mod dlpack;
 mod errors;
+mod mixture;
 mod ops;
 mod streams;
 
@@ -80,5 +81,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<arrays::Array>()?;
     ops::register(m)?;
     data::register(m)?;
+    mixture::register(m)?;
     Ok(())
 }
