@@ -422,3 +422,50 @@ fn processes_sharing_a_cache_read_the_same_bytes_and_the_budget_is_kept() {
     // Within the budget plus the objects this process still has open.
     assert!(on_disk < 1 << 20, "the cache holds {on_disk} bytes on disk with a 64 KiB budget");
 }
+
+/// An object replaced on the server after it was opened: its next ranged
+/// read fails, naming the object, instead of mixing the two versions' bytes
+/// (every ranged read sends the ETag read at open as `If-Match`), over S3
+/// (moto) and over HTTP (nginx).
+#[test]
+fn an_object_replaced_after_it_was_opened_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("blob.bin");
+    std::fs::write(&file, vec![1u8; 10_000]).unwrap();
+    let uncached = |store: Vec<(String, String)>| {
+        robocache_datasets::Storage::new(StorageOptions { cache_bytes: Some(0), options: store, ..Default::default() })
+    };
+
+    let moto = servers::moto();
+    servers::upload(&moto, "robots", dir.path(), "v");
+    let storage = uncached(servers::s3_options(&moto));
+    let blob = storage.open(Path::new("s3://robots/v/blob.bin")).unwrap();
+    let mut bytes = [0u8; 10];
+    blob.read_exact_at(&mut bytes, 0).unwrap();
+    assert_eq!(bytes, [1; 10]);
+    std::fs::write(&file, vec![2u8; 10_000]).unwrap();
+    servers::upload(&moto, "robots", dir.path(), "v");
+    let err = blob.read_exact_at(&mut bytes, 100).unwrap_err().to_string();
+    assert!(err.contains("s3://robots/v/blob.bin") && err.contains("changed on the server"), "{err}");
+    // A new storage (a dataset opened again) reads the new version.
+    let mut fresh = [0u8; 10];
+    uncached(servers::s3_options(&moto))
+        .open(Path::new("s3://robots/v/blob.bin"))
+        .unwrap()
+        .read_exact_at(&mut fresh, 100)
+        .unwrap();
+    assert_eq!(fresh, [2; 10]);
+
+    let nginx = servers::nginx(dir.path());
+    let url = format!("{}/blob.bin", nginx.url());
+    let storage = uncached(vec![]);
+    let blob = storage.open(Path::new(&url)).unwrap();
+    blob.read_exact_at(&mut bytes, 0).unwrap();
+    assert_eq!(bytes, [2; 10]);
+    // nginx's ETag is the file's modification time and size.
+    std::fs::write(&file, vec![3u8; 10_000]).unwrap();
+    let later = std::time::SystemTime::now() + Duration::from_secs(5);
+    std::fs::File::options().write(true).open(&file).unwrap().set_modified(later).unwrap();
+    let err = blob.read_exact_at(&mut bytes, 100).unwrap_err().to_string();
+    assert!(err.contains(&url) && err.contains("changed on the server"), "{err}");
+}

@@ -28,6 +28,11 @@ pub enum Error {
     /// A ranged read that returned fewer (or more) bytes than asked, on every try.
     #[error("{url} bytes {}..{}: the server sent {got} bytes instead of {} (a truncated body), on each of {tries} tries", .range.start, .range.end, .range.end - .range.start)]
     Truncated { url: String, range: Range<u64>, got: u64, tries: usize },
+    /// The object was replaced on the server after it was opened: its ETag
+    /// no longer matches (a ranged read sent `If-Match`), so its bytes are
+    /// not mixed with the old version's (nor cached as them).
+    #[error("{url}: the object changed on the server since it was opened (it had ETag {etag}); open the dataset again to read the new version")]
+    Changed { url: String, etag: String },
     /// A read past the end of an object.
     #[error("{url}: bytes {}..{} asked of an object of {size} bytes", .range.start, .range.end)]
     OutOfRange { url: String, range: Range<u64>, size: u64 },

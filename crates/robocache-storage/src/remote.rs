@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
-use object_store::{ObjectStore, ObjectStoreExt};
+use object_store::{GetOptions, ObjectStore, ObjectStoreExt};
 
 use crate::block_cache::{BlockCache, BlockClaim, CachedObject, Claim, BLOCK_BYTES};
 use crate::location::{RemoteUrl, StoreKind};
@@ -46,6 +46,10 @@ pub(crate) struct RemoteObject {
     pub(crate) store: Arc<dyn ObjectStore>,
     pub(crate) key: object_store::path::Path,
     pub(crate) size: u64,
+    /// The ETag read when the object was opened, sent as `If-Match` with
+    /// every ranged read (strong ETags only: `If-Match` compares strongly,
+    /// so a weak one would fail every read; none for the Hub).
+    pub(crate) e_tag: Option<String>,
     pub(crate) cached: Option<CachedObject>,
 }
 
@@ -91,8 +95,13 @@ impl Shared {
             Some(cache) => Some(cache.object(url, meta.size, meta.e_tag.as_deref())?),
             None => None,
         };
+        // Not on the Hub: its `resolve` URLs answer with a redirect to a CDN,
+        // and the Hub's own ETag (the file's hash) is not the CDN's, so an
+        // `If-Match` checked at either end could refuse every read. Its
+        // revisions are immutable when pinned (`@<commit>`).
+        let e_tag = meta.e_tag.filter(|tag| !tag.starts_with("W/") && url.kind != StoreKind::Hub);
         let object =
-            Arc::new(RemoteObject { url: url.clone(), text: text.clone(), store, key, size: meta.size, cached });
+            Arc::new(RemoteObject { url: url.clone(), text: text.clone(), store, key, size: meta.size, e_tag, cached });
         self.objects.lock().unwrap_or_else(|e| e.into_inner()).insert(text, object.clone());
         Ok(object)
     }
@@ -132,7 +141,16 @@ impl Shared {
         loop {
             tries += 1;
             self.requests.fetch_add(1, Ordering::Relaxed);
-            match object.store.get_range(&object.key, range.clone()).await {
+            let options = GetOptions {
+                range: Some(range.clone().into()),
+                if_match: object.e_tag.clone(),
+                ..GetOptions::default()
+            };
+            let got = match object.store.get_opts(&object.key, options).await {
+                Ok(result) => result.bytes().await,
+                Err(error) => Err(error),
+            };
+            match got {
                 Ok(bytes) if bytes.len() as u64 == want => {
                     self.bytes_fetched.fetch_add(want, Ordering::Relaxed);
                     return Ok(bytes);
@@ -144,6 +162,10 @@ impl Shared {
                     tracing::warn!(url = %object.text, start = range.start, end = range.end, got = bytes.len(), "short body, retrying");
                 }
                 Err(object_store::Error::NotFound { .. }) => return Err(Error::NotFound { url: object.text.clone() }),
+                Err(object_store::Error::Precondition { .. }) => {
+                    let etag = object.e_tag.clone().unwrap_or_default();
+                    return Err(Error::Changed { url: object.text.clone(), etag });
+                }
                 // The client has retried it already (5xx, dropped
                 // connections, bodies cut short: resumed where they broke).
                 Err(source) => {
