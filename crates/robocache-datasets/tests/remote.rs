@@ -469,3 +469,38 @@ fn an_object_replaced_after_it_was_opened_is_a_clear_error() {
     let err = blob.read_exact_at(&mut bytes, 100).unwrap_err().to_string();
     assert!(err.contains(&url) && err.contains("changed on the server"), "{err}");
 }
+
+/// Bytes of the node-local cache damaged on the disk: the next process to
+/// read them checks each block against its checksum once, finds the
+/// damaged one, fetches it again and reads the object's true bytes.
+#[test]
+fn a_cached_block_damaged_on_disk_is_fetched_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes: Vec<u8> = (0..10_000u32).map(|i| (i * 7) as u8).collect();
+    std::fs::write(dir.path().join("blob.bin"), &bytes).unwrap();
+    let moto = servers::moto();
+    servers::upload(&moto, "robots", dir.path(), "v");
+    let cache = tempfile::tempdir().unwrap();
+    let storage = || {
+        robocache_datasets::Storage::new(StorageOptions {
+            cache_dir: Some(cache.path().to_path_buf()),
+            options: servers::s3_options(&moto),
+            ..Default::default()
+        })
+    };
+    let url = Path::new("s3://robots/v/blob.bin");
+    let first = storage();
+    let mut read = vec![0u8; bytes.len()];
+    first.open(url).unwrap().read_exact_at(&mut read, 0).unwrap();
+    assert_eq!(read, bytes);
+    let data = walk(cache.path()).into_iter().find(|p| p.extension().is_some_and(|e| e == "data")).unwrap();
+    let mut damaged = std::fs::read(&data).unwrap();
+    damaged[5_000] ^= 0xff;
+    std::fs::write(&data, &damaged).unwrap();
+    let second = storage();
+    let mut again = vec![0u8; 16];
+    second.open(url).unwrap().read_exact_at(&mut again, 4_990).unwrap();
+    assert_eq!(again, bytes[4_990..5_006], "the damaged block was fetched again");
+    assert!(second.usage().bytes_fetched > 0, "{:?}", second.usage());
+    assert_eq!(std::fs::read(&data).unwrap(), bytes, "and the cache holds the true bytes again");
+}

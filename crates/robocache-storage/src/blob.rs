@@ -77,6 +77,11 @@ impl Blob {
                         if missing.is_empty() {
                             shared.bytes_from_cache.fetch_add(buffer.len() as u64, Ordering::Relaxed);
                         } else {
+                            shared.fill(object, blocks.clone())?;
+                        }
+                        // Blocks this process reads from the cache for the
+                        // first time are checked; damaged ones are fetched again.
+                        if !cached.check(blocks.clone())?.is_empty() {
                             shared.fill(object, blocks)?;
                         }
                         cached.read_exact_at(buffer, offset)

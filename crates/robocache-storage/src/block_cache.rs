@@ -4,8 +4,15 @@
 //!
 //! ```text
 //! <cache dir>/blocks-4MiB/<store>/<key>~<version>.data    the object's bytes, sparse
-//! <cache dir>/blocks-4MiB/<store>/<key>~<version>.blocks  one byte per block: 1 once its bytes are written
+//! <cache dir>/blocks-4MiB/<store>/<key>~<version>.blocks  one byte per block: 1 once its bytes are written,
+//!                                                          then per block the CRC32C of its bytes (4 bytes, LE)
 //! ```
+//!
+//! A block read from the cache for the first time in a process is checked
+//! against its CRC32C ([`CachedObject::check`]): bytes damaged on the disk
+//! after they were written (or a checksum never written: a crash between
+//! the two, a map written by an older robocache) mark the block missing, and
+//! it is fetched again. A process trusts the blocks it fetched itself.
 //!
 //! `<version>` is a CRC32C of the URL, size and ETag, so an object replaced
 //! on the server gets new files. Many processes of a node share the
@@ -64,7 +71,11 @@ pub(crate) struct CachedObject {
     pub data_path: PathBuf,
     data: File,
     markers: File,
+    /// The object's size and its blocks.
+    size: u64,
     blocks: u64,
+    /// Per block: checked against its checksum (or fetched) in this process.
+    checked: Vec<std::sync::atomic::AtomicBool>,
     /// Blocks a thread of this process is fetching (claimed, never held:
     /// the bytes are on disk).
     claims: ClaimMap<u64, ()>,
@@ -144,13 +155,17 @@ impl BlockCache {
             markers.set_len(0).map_err(io(&markers_path))?;
             data.set_len(size).map_err(io(&data_path))?;
         }
-        if markers.metadata().map_err(io(&markers_path))?.len() != blocks {
-            markers.set_len(blocks).map_err(io(&markers_path))?;
+        // The markers, then the checksums. A map of another length (written
+        // by an older robocache: markers only) is lengthened with zeros: its
+        // blocks then fail their check and are fetched again.
+        if markers.metadata().map_err(io(&markers_path))?.len() != blocks * 5 {
+            markers.set_len(blocks * 5).map_err(io(&markers_path))?;
         }
         // Recently opened objects are evicted last.
         let _ = markers.set_modified(SystemTime::now());
         self.open_here.lock().unwrap_or_else(|e| e.into_inner()).insert(data_path.clone());
-        Ok(CachedObject { data_path, data, markers, blocks, claims: ClaimMap::default() })
+        let checked = (0..blocks).map(|_| std::sync::atomic::AtomicBool::new(false)).collect();
+        Ok(CachedObject { data_path, data, markers, size, blocks, checked, claims: ClaimMap::default() })
     }
 
     /// Counts `bytes` newly written; over the budget, removes least recently
@@ -293,10 +308,50 @@ impl CachedObject {
     /// marks it present: a crash or power loss at any point leaves either no
     /// marker (the block is fetched again) or a marker over durable bytes,
     /// never a marker over a hole that reads as zeros.
+    ///
+    /// The block's CRC32C goes in before its marker. Both live in the map,
+    /// written without a sync between them: a power loss may keep the marker
+    /// and lose the checksum, and the block then fails its check and is
+    /// fetched again, never read wrong.
     pub fn store(&self, block: u64, bytes: &[u8]) -> Result<()> {
         self.data.write_all_at(bytes, block * BLOCK_BYTES).map_err(io(&self.data_path))?;
         self.data.sync_data().map_err(io(&self.data_path))?;
-        self.markers.write_all_at(&[1], block).map_err(|source| Error::Io { file: self.markers_path(), source })
+        let crc = crc32c::crc32c(bytes).to_le_bytes();
+        let map = |source| Error::Io { file: self.markers_path(), source };
+        self.markers.write_all_at(&crc, self.blocks + 4 * block).map_err(map)?;
+        self.markers.write_all_at(&[1], block).map_err(map)?;
+        if let Some(checked) = self.checked.get(block as usize) {
+            checked.store(true, Ordering::Release);
+        }
+        Ok(())
+    }
+
+    /// Checks the blocks of `blocks` not yet checked in this process (all
+    /// present) against their checksums; marks the damaged ones missing
+    /// and returns them, for the caller to fetch again.
+    pub fn check(&self, blocks: std::ops::Range<u64>) -> Result<Vec<u64>> {
+        let mut damaged = Vec::new();
+        for block in blocks.start.min(self.blocks)..blocks.end.min(self.blocks) {
+            let Some(checked) = self.checked.get(block as usize) else { continue };
+            if checked.load(Ordering::Acquire) {
+                continue;
+            }
+            let start = block * BLOCK_BYTES;
+            let len = BLOCK_BYTES.min(self.size.saturating_sub(start)) as usize;
+            let mut bytes = vec![0u8; len];
+            self.data.read_exact_at(&mut bytes, start).map_err(io(&self.data_path))?;
+            let mut stored = [0u8; 4];
+            let map = |source| Error::Io { file: self.markers_path(), source };
+            let whole = self.markers.read_at(&mut stored, self.blocks + 4 * block).map_err(map)? == 4;
+            if whole && u32::from_le_bytes(stored) == crc32c::crc32c(&bytes) {
+                checked.store(true, Ordering::Release);
+                continue;
+            }
+            tracing::warn!(file = %self.data_path.display(), block, "a cached block fails its checksum: fetching it again");
+            self.markers.write_all_at(&[0], block).map_err(map)?;
+            damaged.push(block);
+        }
+        Ok(damaged)
     }
 
     /// Reads cached bytes (every block of the range must be present).
@@ -412,5 +467,34 @@ mod tests {
         b.read_exact_at(&mut byte, BLOCK_BYTES + 9).unwrap();
         assert_eq!(byte, [7]);
         assert_eq!(a.missing(0..4).unwrap(), vec![0, 2, 3]);
+    }
+
+    #[test]
+    fn a_damaged_block_fails_its_check_and_is_missing_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = url("s3://bucket/data/shard-1");
+        let size = 2 * BLOCK_BYTES + 100;
+        let cache = BlockCache::new(dir.path().into(), 1 << 40);
+        let writer = cache.object(&url, size, Some("e1")).unwrap();
+        for block in 0..3 {
+            let len = if block == 2 { 100 } else { BLOCK_BYTES as usize };
+            writer.store(block, &vec![block as u8 + 1; len]).unwrap();
+        }
+        assert!(writer.check(0..3).unwrap().is_empty(), "the blocks it wrote itself");
+        // Another process, after a byte of block 1 and one of the last,
+        // partial block went bad on the disk.
+        let data = OpenOptions::new().write(true).open(&writer.data_path).unwrap();
+        data.write_all_at(&[0xee], BLOCK_BYTES + 17).unwrap();
+        data.write_all_at(&[0xee], 2 * BLOCK_BYTES + 99).unwrap();
+        let reader = BlockCache::new(dir.path().into(), 1 << 40).object(&url, size, Some("e1")).unwrap();
+        assert!(reader.missing(0..3).unwrap().is_empty());
+        assert_eq!(reader.check(0..3).unwrap(), [1, 2]);
+        assert_eq!(reader.missing(0..3).unwrap(), [1, 2], "damaged blocks are fetched again");
+        assert!(reader.check(0..1).unwrap().is_empty(), "checked once per process");
+        // A map without checksums (an older robocache's) checks nothing as good.
+        let markers = writer.data_path.with_extension("blocks");
+        OpenOptions::new().write(true).open(&markers).unwrap().set_len(3).unwrap();
+        let old = BlockCache::new(dir.path().into(), 1 << 40).object(&url, size, Some("e1")).unwrap();
+        assert_eq!(old.check(0..1).unwrap(), [0]);
     }
 }
