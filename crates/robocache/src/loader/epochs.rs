@@ -94,7 +94,7 @@ impl Job {
     /// One batch: resident streams in one launch, streamed ones read and
     /// resampled, in the configured stream order, with its columns on the
     /// device; synchronised when asked.
-    fn assemble(&self, samples: Vec<usize>) -> Result<WindowBatch> {
+    pub(super) fn assemble(&self, samples: Vec<usize>) -> Result<WindowBatch> {
         let pairs = samples.iter().map(|&s| self.cut.anchor(s)).collect::<Result<Vec<_>>>()?;
         let episodes: Vec<usize> = pairs.iter().map(|&(e, _)| e).collect();
         // Seconds, as every `WindowBatch` (step windows: the anchor step over

@@ -42,6 +42,7 @@
 mod config;
 mod epochs;
 mod frame_cache_budget;
+pub mod mixture;
 pub mod normalization;
 pub(crate) mod resident;
 pub mod telemetry;
@@ -315,6 +316,16 @@ impl Loader {
             utilization: telemetry::UtilizationSampler::start(device),
             frame_cache,
         })
+    }
+
+    /// The batch of windows `windows` (numbered as the loader numbers them,
+    /// `0..windows()`), assembled now on this thread: what a mixture asks of
+    /// each of its datasets ([`mixture::MixtureLoader`]).
+    pub fn batch(&self, windows: &[usize]) -> Result<crate::windows::WindowBatch> {
+        if let Some(&bad) = windows.iter().find(|&&w| w >= self.windows()) {
+            return Err(invalid(format!("window {bad}: the loader has {} windows", self.windows())));
+        }
+        self.epochs.job.assemble(windows.to_vec())
     }
 
     /// One loader per device for one process: device `i` of `n` takes

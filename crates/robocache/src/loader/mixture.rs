@@ -1,0 +1,338 @@
+//! [`MixtureLoader`]: one batch from several datasets, each sampled with a
+//! weight ([`MixtureSampler`]), each read by its own [`Loader`] (its format,
+//! its streams, its windows spec), and their streams renamed to the
+//! mixture's names and padded to the widest (docs/loader.md, "Mixtures").
+//!
+//! A batch's rows are grouped by dataset, in the mixture's order of
+//! datasets, each group in the order the sampler drew its windows: the
+//! batch equals the concatenation of each dataset loader's own batch of the
+//! same windows ([`Loader::batch`]), with
+//!
+//! - every stream's last dimension padded with zeros to the widest of the
+//!   datasets that have it, and a `dim_is_pad` mask `[B, D]` (true on the
+//!   padding: LeRobot's and GR00T's `action_dim_is_pad`);
+//! - a stream a dataset lacks (a missing camera) zeros, its step mask
+//!   saying padding everywhere and its `dim_is_pad` true;
+//! - the dataset of each row (`datasets`) and its window (`windows`).
+//!
+//! Every dataset's version of a stream must have the same dtype, steps
+//! and shape but for the last dimension (frames: resize them to one size
+//! with the loaders' `frames`), and the same mask kind. The member batches
+//! of a mixture batch are assembled side by side, one thread per dataset;
+//! the padding is done on the host and the result put on the device.
+
+use robocache_cpu::{DType, HostVec};
+use robocache_datasets::{EpochLength, MixturePart, MixtureSampler, MixtureWeights, Shard, ShardBy};
+
+use super::{invalid, Loader, MaskKind};
+use crate::{Device, Result, Tensor};
+
+/// One dataset of a mixture: its loader (built with its own streams and
+/// windows; its batch size, shuffling and sharding are the mixture's) and
+/// its streams' names in the mixture.
+pub struct MixtureMember {
+    /// Its name, in errors and in the batch.
+    pub name: String,
+    /// The loader that reads it.
+    pub loader: Loader,
+    /// Its weight (see [`MixtureWeights`]).
+    pub weight: f64,
+    /// `(name in the mixture, the loader's stream)`: the streams it gives.
+    pub keys: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for MixtureMember {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MixtureMember").field("name", &self.name).field("weight", &self.weight).finish_non_exhaustive()
+    }
+}
+
+/// How a mixture is sampled and batched.
+#[derive(Clone, Debug)]
+pub struct MixtureConfig {
+    /// The mixture's stream names, in the batch's order.
+    pub streams: Vec<String>,
+    pub batch_size: usize,
+    pub weights: MixtureWeights,
+    pub epoch: EpochLength,
+    pub seed: u64,
+    pub shard: Shard,
+    /// A last batch smaller than `batch_size` is dropped.
+    pub drop_last: bool,
+}
+
+/// One stream of a mixture batch.
+#[derive(Clone, Debug)]
+pub struct MixtureStream {
+    pub name: String,
+    /// `[B, T, ..., D]`, `D` the widest of the datasets' last dimensions.
+    pub data: Tensor,
+    /// `[B, T]` as `mask_kind` says.
+    pub mask: Tensor,
+    pub mask_kind: MaskKind,
+    /// `[B, D]` bool: true where the row's dataset has no such dimension.
+    pub dim_is_pad: Tensor,
+}
+
+/// A batch of a mixture.
+#[derive(Clone, Debug)]
+pub struct MixtureBatch {
+    /// In [`MixtureConfig::streams`] order.
+    pub streams: Vec<MixtureStream>,
+    /// Each row's dataset (index into the members).
+    pub datasets: Vec<usize>,
+    /// Each row's window in its dataset.
+    pub windows: Vec<usize>,
+}
+
+impl MixtureBatch {
+    /// The stream called `name`.
+    pub fn stream(&self, name: &str) -> Option<&MixtureStream> {
+        self.streams.iter().find(|s| s.name == name)
+    }
+}
+
+/// A dataset's version of a stream on the host: data, shape, step mask, mask kind.
+type HostStream = (HostVec, Vec<usize>, Vec<bool>, MaskKind);
+
+/// Batches of a weighted mixture of datasets (see the module docs).
+#[derive(Debug)]
+pub struct MixtureLoader {
+    members: Vec<MixtureMember>,
+    sampler: MixtureSampler,
+    config: MixtureConfig,
+    device: Device,
+}
+
+impl MixtureLoader {
+    /// A mixture of `members` on `device`. Each member's loader is asked
+    /// for its windows ([`Loader::batch`]); its own sampler is not used.
+    pub fn new(device: &Device, members: Vec<MixtureMember>, config: MixtureConfig) -> Result<Self> {
+        if config.batch_size == 0 {
+            return Err(invalid("batch_size must be at least 1".into()));
+        }
+        for member in &members {
+            if member.loader.device() != device {
+                return Err(invalid(format!(
+                    "dataset `{}` of the mixture is loaded on {}, the mixture on {device}",
+                    member.name,
+                    member.loader.device()
+                )));
+            }
+            for (_, own) in &member.keys {
+                if !member.loader.config.streams.contains(own) {
+                    return Err(invalid(format!(
+                        "dataset `{}`: the mixture maps its stream `{own}`, which its loader does not read (it reads {})",
+                        member.name,
+                        member.loader.config.streams.join(", ")
+                    )));
+                }
+            }
+        }
+        for name in &config.streams {
+            if !members.iter().any(|m| m.keys.iter().any(|(mixed, _)| mixed == name)) {
+                return Err(invalid(format!("stream `{name}` of the mixture comes from none of its datasets")));
+            }
+        }
+        let parts = members.iter().map(|m| MixturePart::new(m.name.clone(), m.loader.windows(), m.weight)).collect();
+        let sampler =
+            MixtureSampler::new(parts, config.weights, config.epoch, config.seed, config.shard, ShardBy::Windows)?;
+        Ok(MixtureLoader { members, sampler, config, device: device.clone() })
+    }
+
+    /// The sampler (shares, counts, epoch length).
+    pub fn sampler(&self) -> &MixtureSampler {
+        &self.sampler
+    }
+
+    /// The members.
+    pub fn members(&self) -> &[MixtureMember] {
+        &self.members
+    }
+
+    /// Batches per epoch on this rank.
+    pub fn batches_per_epoch(&self) -> usize {
+        let n = self.sampler.shard_len();
+        match self.config.drop_last {
+            true => n / self.config.batch_size,
+            false => n.div_ceil(self.config.batch_size),
+        }
+    }
+
+    /// The `(dataset, window)` positions of each batch of epoch `epoch` on this rank.
+    pub fn epoch_batches(&self, epoch: u64) -> Vec<Vec<(usize, usize)>> {
+        let positions: Vec<(usize, usize)> =
+            self.sampler.epoch(epoch).into_iter().map(|s| (s.part, s.window)).collect();
+        let mut batches: Vec<Vec<(usize, usize)>> =
+            positions.chunks(self.config.batch_size).map(<[(usize, usize)]>::to_vec).collect();
+        if self.config.drop_last && batches.last().is_some_and(|b| b.len() < self.config.batch_size) {
+            batches.pop();
+        }
+        batches
+    }
+
+    /// Batch `index` of epoch `epoch` (resuming mid-epoch: any batch, in any order).
+    pub fn batch_of_epoch(&self, epoch: u64, index: usize) -> Result<MixtureBatch> {
+        let batches = self.epoch_batches(epoch);
+        let positions = batches.get(index).ok_or_else(|| {
+            invalid(format!("batch {index} of epoch {epoch}: the epoch has {} batches on this rank", batches.len()))
+        })?;
+        self.batch(positions)
+    }
+
+    /// The mixture batch of `positions` (`(dataset, window)` pairs): rows
+    /// grouped by dataset (see the module docs).
+    pub fn batch(&self, positions: &[(usize, usize)]) -> Result<MixtureBatch> {
+        let mut groups: Vec<Vec<usize>> = vec![Vec::new(); self.members.len()];
+        for &(member, window) in positions {
+            groups
+                .get_mut(member)
+                .ok_or_else(|| invalid(format!("dataset {member}: the mixture has {}", self.members.len())))?
+                .push(window);
+        }
+        // Each dataset's own batch, side by side.
+        let parts: Vec<Option<Result<crate::windows::WindowBatch>>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = groups
+                .iter()
+                .zip(&self.members)
+                .map(|(windows, member)| {
+                    (!windows.is_empty()).then(|| scope.spawn(move || member.loader.batch(windows)))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.map(|h| h.join().unwrap_or_else(|_| Err(invalid("a mixture's batch thread panicked".into()))))
+                })
+                .collect()
+        });
+        let mut batches = Vec::with_capacity(parts.len());
+        for (part, member) in parts.into_iter().zip(&self.members) {
+            batches.push(match part {
+                Some(batch) => Some(batch.map_err(|e| invalid(format!("dataset `{}`: {e}", member.name)))?),
+                None => None,
+            });
+        }
+        let rows: usize = groups.iter().map(Vec::len).sum();
+        let streams = self
+            .config
+            .streams
+            .iter()
+            .map(|name| self.mix_stream(name, &groups, &batches, rows))
+            .collect::<Result<_>>()?;
+        let datasets = groups.iter().enumerate().flat_map(|(m, g)| std::iter::repeat_n(m, g.len())).collect();
+        let windows = groups.iter().flatten().copied().collect();
+        Ok(MixtureBatch { streams, datasets, windows })
+    }
+
+    /// Stream `name` of the mixture batch: each group's rows, padded.
+    fn mix_stream(
+        &self,
+        name: &str,
+        groups: &[Vec<usize>],
+        batches: &[Option<crate::windows::WindowBatch>],
+        rows: usize,
+    ) -> Result<MixtureStream> {
+        // The datasets' versions of the stream, on the host.
+        let mut found: Vec<Option<HostStream>> = Vec::with_capacity(groups.len());
+        for (member, batch) in self.members.iter().zip(batches) {
+            let own = member.keys.iter().find(|(mixed, _)| mixed == name).map(|(_, own)| own);
+            found.push(match (own, batch) {
+                (Some(own), Some(batch)) => {
+                    let stream = batch.stream(own).ok_or_else(|| {
+                        invalid(format!("dataset `{}`: its batch has no stream `{own}`", member.name))
+                    })?;
+                    Some((
+                        stream.data.to_host()?,
+                        stream.data.shape().to_vec(),
+                        stream.mask.to_vec::<bool>()?,
+                        stream.mask_kind,
+                    ))
+                }
+                _ => None,
+            });
+        }
+        let present: Vec<&HostStream> = found.iter().flatten().collect();
+        let Some(first) = present.first() else {
+            return Err(invalid(format!(
+                "stream `{name}`: no dataset of this batch has it (a batch of only datasets without it)"
+            )));
+        };
+        let (dtype, kind, shape) = (first.0.dtype(), first.3, &first.1);
+        if shape.len() < 2 {
+            return Err(invalid(format!("stream `{name}` has shape {shape:?}: [B, T, ...] expected")));
+        }
+        let widest = present.iter().map(|p| if p.1.len() > 2 { p.1[p.1.len() - 1] } else { 1 }).max().unwrap_or(1);
+        // Steps and every dimension but the last.
+        let body = |s: &[usize]| if s.len() > 2 { s[1..s.len() - 1].to_vec() } else { s[1..].to_vec() };
+        for (member, entry) in self.members.iter().zip(&found) {
+            let Some((data, member_shape, _, member_kind)) = entry else { continue };
+            if data.dtype() != dtype || *member_kind != kind || body(member_shape) != body(shape) {
+                return Err(invalid(format!(
+                    "stream `{name}`: dataset `{}` gives {} {member_shape:?} ({member_kind:?} masks), another {dtype} \
+                     {shape:?} ({kind:?}): the same dtype, steps and shape but for the last dimension are needed",
+                    member.name,
+                    data.dtype()
+                )));
+            }
+        }
+        let steps = shape[1];
+        let vector = shape.len() > 2;
+        let inner: usize = if vector { shape[2..shape.len() - 1].iter().product() } else { 1 };
+        let element = dtype.size_in_bytes();
+        let out_row = steps * inner * widest * element;
+        let mut bytes = vec![0u8; rows * out_row];
+        let mut mask = Vec::with_capacity(rows * steps);
+        let mut dim_is_pad = Vec::with_capacity(rows * widest);
+        let mut row = 0;
+        for (group, entry) in groups.iter().zip(&found) {
+            if group.is_empty() {
+                continue;
+            }
+            match entry {
+                Some((data, member_shape, member_mask, _)) => {
+                    let width = if vector { member_shape[member_shape.len() - 1] } else { 1 };
+                    let source = data.as_slice().as_bytes();
+                    let lines = group.len() * steps * inner;
+                    for line in 0..lines {
+                        let from = &source[line * width * element..(line + 1) * width * element];
+                        let at = row * out_row + line * widest * element;
+                        bytes[at..at + width * element].copy_from_slice(from);
+                    }
+                    mask.extend_from_slice(member_mask);
+                    for _ in 0..group.len() {
+                        dim_is_pad.extend((0..widest).map(|d| d >= width));
+                    }
+                }
+                None => {
+                    // A stream this dataset lacks: zeros, every step padding.
+                    mask.extend(std::iter::repeat_n(kind == MaskKind::Pad, group.len() * steps));
+                    dim_is_pad.extend(std::iter::repeat_n(true, group.len() * widest));
+                }
+            }
+            row += group.len();
+        }
+        let mut out_shape = vec![rows];
+        out_shape.extend(&shape[1..]);
+        if vector {
+            *out_shape.last_mut().unwrap_or(&mut 0) = widest;
+        }
+        let data = match dtype {
+            DType::Bool => HostVec::Bool(bytes.into_iter().map(|b| b != 0).collect()),
+            _ => {
+                let mut host = HostVec::zeros(dtype, bytes.len() / element);
+                if let Some(target) = host.as_bytes_mut() {
+                    target.copy_from_slice(&bytes);
+                }
+                host
+            }
+        };
+        Ok(MixtureStream {
+            name: name.to_owned(),
+            data: Tensor::from_host_vec(&self.device, data, &out_shape)?,
+            mask: Tensor::from_host_vec(&self.device, HostVec::Bool(mask), &[rows, steps])?,
+            mask_kind: kind,
+            dim_is_pad: Tensor::from_host_vec(&self.device, HostVec::Bool(dim_is_pad), &[rows, widest])?,
+        })
+    }
+}
