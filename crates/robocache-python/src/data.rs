@@ -91,7 +91,7 @@ impl Dataset {
 #[derive(Debug)]
 #[pyclass(module = "robocache._native", frozen)]
 pub struct Loader {
-    inner: Arc<RustLoader>,
+    pub(crate) inner: Arc<RustLoader>,
 }
 
 /// Windows: `("times", hz, history, horizon)`,

@@ -1,12 +1,41 @@
-//! `MixtureSampler`: the facade's weighted mixture sampler
-//! (`robocache_datasets::MixtureSampler`) for Python, which gives each
-//! epoch's `(dataset, window)` positions. Arguments are converted here;
-//! the sampling is the facade's.
+//! Mixtures for Python: `MixtureSampler` (the facade's weighted mixture
+//! sampler: each epoch's `(dataset, window)` positions) and `MixtureLoader`
+//! (the facade's batches of several datasets' loaders). Arguments and
+//! results are converted here; sampling and batching are the facade's.
+
+use std::sync::Arc;
 
 use pyo3::prelude::*;
+use pyo3::types::PyTuple;
 use robocache::datasets::{EpochLength, MixturePart, MixtureSampler, MixtureWeights, Shard, ShardBy};
+use robocache::loader::mixture::{MixtureConfig, MixtureLoader, MixtureMember};
+use robocache::Tensor;
 
+use crate::arrays::{Array, Owned};
+use crate::data::Loader;
+use crate::dlpack::{capsule_of, View};
 use crate::errors::{invalid, IntoPy};
+
+/// The weight convention and epoch length of Python's arguments.
+fn weights_and_length(
+    convention: &str,
+    epoch_windows: Option<usize>,
+    until_exhausted: Option<usize>,
+    total: usize,
+) -> PyResult<(MixtureWeights, EpochLength)> {
+    let convention = match convention {
+        "sample" => MixtureWeights::Sample,
+        "balance" => MixtureWeights::Balance,
+        other => return Err(invalid(format!("weights {other:?}: expected \"sample\" or \"balance\""))),
+    };
+    let length = match (epoch_windows, until_exhausted) {
+        (Some(n), None) => EpochLength::Windows(n),
+        (None, Some(index)) => EpochLength::UntilExhausted(index),
+        (None, None) => EpochLength::Windows(total),
+        (Some(_), Some(_)) => return Err(invalid("pass epoch_windows= or until_exhausted=, not both")),
+    };
+    Ok((convention, length))
+}
 
 /// Epoch orders of a weighted mixture of datasets for one rank.
 #[pyclass(module = "robocache._native", frozen, name = "MixtureSampler")]
@@ -40,17 +69,8 @@ impl PyMixtureSampler {
                 weights.len()
             )));
         }
-        let convention = match convention {
-            "sample" => MixtureWeights::Sample,
-            "balance" => MixtureWeights::Balance,
-            other => return Err(invalid(format!("weights {other:?}: expected \"sample\" or \"balance\""))),
-        };
-        let length = match (epoch_windows, until_exhausted) {
-            (Some(n), None) => EpochLength::Windows(n),
-            (None, Some(index)) => EpochLength::UntilExhausted(index),
-            (None, None) => EpochLength::Windows(windows.iter().sum()),
-            (Some(_), Some(_)) => return Err(invalid("pass epoch_windows= or until_exhausted=, not both")),
-        };
+        let (convention, length) =
+            weights_and_length(convention, epoch_windows, until_exhausted, windows.iter().sum())?;
         let shard_by = if episodes.is_some() { ShardBy::Episodes } else { ShardBy::Windows };
         if let Some(episodes) = &episodes {
             if episodes.len() != windows.len() {
@@ -106,6 +126,119 @@ impl PyMixtureSampler {
     }
 }
 
+/// Batches of several datasets' loaders, weighted (the facade's `MixtureLoader`).
+#[pyclass(module = "robocache._native", frozen, name = "MixtureLoader")]
+#[derive(Debug)]
+pub struct PyMixtureLoader {
+    inner: MixtureLoader,
+}
+
+#[pymethods]
+impl PyMixtureLoader {
+    #[new]
+    #[pyo3(signature = (loaders, names, weights, keys, streams, batch_size, convention, epoch_windows, until_exhausted, seed, rank, world_size, drop_last))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        loaders: Vec<PyRef<'_, Loader>>,
+        names: Vec<String>,
+        weights: Vec<f64>,
+        keys: Vec<Vec<(String, String)>>,
+        streams: Vec<String>,
+        batch_size: usize,
+        convention: &str,
+        epoch_windows: Option<usize>,
+        until_exhausted: Option<usize>,
+        seed: u64,
+        rank: usize,
+        world_size: usize,
+        drop_last: bool,
+    ) -> PyResult<Self> {
+        if names.len() != loaders.len() || weights.len() != loaders.len() || keys.len() != loaders.len() {
+            return Err(invalid(format!(
+                "{} loaders, {} names, {} weights and {} key maps: one of each per dataset",
+                loaders.len(),
+                names.len(),
+                weights.len(),
+                keys.len()
+            )));
+        }
+        let Some(first) = loaders.first() else {
+            return Err(invalid("a mixture needs at least one loader"));
+        };
+        let device = first.inner.device().clone();
+        let total = loaders.iter().map(|l| l.inner.windows()).sum();
+        let (weights_convention, epoch) = weights_and_length(convention, epoch_windows, until_exhausted, total)?;
+        let members = loaders
+            .iter()
+            .zip(names)
+            .zip(weights)
+            .zip(keys)
+            .map(|(((loader, name), weight), keys)| MixtureMember {
+                name,
+                loader: Arc::clone(&loader.inner),
+                weight,
+                keys,
+            })
+            .collect();
+        let shard = Shard::new(rank, world_size).map_err(robocache::Error::from).py_err()?;
+        let config = MixtureConfig { streams, batch_size, weights: weights_convention, epoch, seed, shard, drop_last };
+        Ok(PyMixtureLoader { inner: MixtureLoader::new(&device, members, config).py_err()? })
+    }
+
+    fn batches_per_epoch(&self) -> usize {
+        self.inner.batches_per_epoch()
+    }
+
+    /// Each dataset's share of an epoch.
+    #[getter]
+    fn shares(&self) -> Vec<f64> {
+        self.inner.sampler().shares().to_vec()
+    }
+
+    /// Batch `index` of epoch `epoch` as one flat tuple: per stream its data,
+    /// step padding mask and `dim_is_pad`, then each row's dataset and
+    /// window (`i64 [B]` each). With `capsules` each is a DLPack capsule,
+    /// else an `Array`. `stream`: the consumer's CUDA stream.
+    fn batch<'py>(
+        &self,
+        py: Python<'py>,
+        epoch: u64,
+        index: usize,
+        stream: Option<u64>,
+        capsules: bool,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let batch = py.detach(|| self.inner.batch_of_epoch(epoch, index)).py_err()?;
+        if let Some(stream) = stream {
+            crate::streams::note(stream);
+        }
+        let device = batch
+            .streams
+            .first()
+            .map(|s| s.data.device().clone())
+            .ok_or_else(|| invalid("a mixture batch without streams"))?;
+        let as_i64 = |values: &[usize]| -> PyResult<Tensor> {
+            let values: Vec<i64> = values.iter().map(|&v| v as i64).collect();
+            Tensor::from_slice(&device, &values, &[values.len()]).py_err()
+        };
+        let (datasets, windows) = (as_i64(&batch.datasets)?, as_i64(&batch.windows)?);
+        let tensors: Vec<Tensor> =
+            batch.streams.into_iter().flat_map(|s| [s.data, s.mask, s.dim_is_pad]).chain([datasets, windows]).collect();
+        if !capsules {
+            let arrays = Array::group(tensors, stream);
+            return PyTuple::new(py, arrays.into_iter().map(|a| Bound::new(py, a)).collect::<PyResult<Vec<_>>>()?);
+        }
+        let count = tensors.len();
+        let owner = Owned::new(tensors, stream);
+        let mut items = Vec::with_capacity(count);
+        for tensor in owner.tensors() {
+            let view = View { address: tensor.data_address(), shape: tensor.shape(), dtype: tensor.dtype() };
+            items.push(capsule_of(py, owner.clone(), &device, &view)?);
+        }
+        PyTuple::new(py, items)
+    }
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<PyMixtureSampler>()
+    m.add_class::<PyMixtureSampler>()?;
+    m.add_class::<PyMixtureLoader>()
 }

@@ -2,6 +2,7 @@
 
 import collections
 
+import numpy as np
 import pytest
 
 import robocache
@@ -66,3 +67,58 @@ def test_bad_mixtures_raise_clear_errors():
         robocache.MixtureSampler([10], [1.0], until_exhausted="nope")
     with pytest.raises(robocache.InvalidInputError, match="both rank"):
         robocache.MixtureSampler([10], [1.0], rank=0)
+
+
+def _fixtures():
+    import pathlib
+
+    for parent in pathlib.Path(__file__).resolve().parents:
+        candidate = parent / "crates" / "robocache-datasets" / "tests" / "fixtures"
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def test_a_mixture_loader_batches_a_lerobot_root_and_a_robomimic_file(robomimic_file):
+    fixtures = _fixtures()
+    if fixtures is None:
+        pytest.skip("no dataset fixtures (the tests copied outside a checkout)")
+    deltas = {"action": [0.0, 0.1, 0.2, 0.3], "observation.state": [0.0, 0.1, 0.2, 0.3]}
+    lerobot = robocache.Loader(fixtures / "lerobot" / "av1", ["action", "observation.state"],
+                               delta_timestamps=deltas, batch_size=8, device="cpu")
+    robomimic = robocache.Loader(robomimic_file, ["actions", "obs/gripper"], windows={"seq_length": 4},
+                                 batch_size=8, device="cpu")
+    mixture = robocache.MixtureLoader(
+        [{"loader": lerobot, "weight": 1.0, "keys": {"action": "action", "state": "observation.state"}, "name": "aloha"},
+         {"loader": robomimic, "weight": 3.0, "keys": {"action": "actions"}, "name": "lift"}],
+        batch_size=16, epoch_windows=64, seed=2)
+    assert mixture.shares == pytest.approx([0.25, 0.75])
+    assert len(mixture) == 4
+    batches = list(mixture)
+    assert len(batches) == 4
+    batch = batches[0]
+    rows = len(batch["dataset_index"])
+    assert tuple(batch["action"].shape) == (rows, 4, 7)
+    assert tuple(batch["state"].shape) == (rows, 4, 6)
+    dataset = np.asarray(batch["dataset_index"])
+    assert list(dataset) == sorted(dataset), "rows grouped by dataset"
+    lift = dataset == 1
+    state_pad = np.asarray(batch["state_dim_is_pad"])
+    assert state_pad[lift].all() and not state_pad[~lift].any(), "lift has no state: every dimension padding"
+    assert np.asarray(batch["state_is_pad"])[lift].all()
+    assert (np.asarray(batch["state"])[lift] == 0).all()
+    # Both datasets have 7 action dimensions: none padded, and real values
+    # (the Rust tests compare every row with each loader's own batch).
+    assert not np.asarray(batch["action_dim_is_pad"]).any()
+    assert np.abs(np.asarray(batch["action"])[lift]).sum() > 0
+    assert np.asarray(batch["window_index"])[lift].max() < robomimic.samples_per_epoch
+    # Resuming mid-epoch gives the same batch.
+    state = {"epoch": 0, "next_batch": 2, "rank": 0, "world_size": 1}
+    again = robocache.MixtureLoader(
+        [(lerobot, 1.0, {"action": "action", "state": "observation.state"}), (robomimic, 3.0, {"action": "actions"})],
+        batch_size=16, epoch_windows=64, seed=2)
+    again.load_state_dict(state)
+    resumed = next(iter(again))
+    assert np.array_equal(np.asarray(resumed["action"]), np.asarray(batches[2]["action"]))
+    with pytest.raises(robocache.InvalidInputError, match="at least one"):
+        robocache.MixtureLoader([])

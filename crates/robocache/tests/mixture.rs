@@ -20,7 +20,7 @@ fn member(name: &str, dataset: Dataset, streams: &[&str], windows: WindowSpec, k
     let config = LoaderConfig { masks: MaskKind::Pad, ..LoaderConfig::new(streams, windows, 8) };
     MixtureMember {
         name: name.into(),
-        loader: Loader::new(&Device::Cpu, Arc::new(dataset), config).unwrap(),
+        loader: Arc::new(Loader::new(&Device::Cpu, Arc::new(dataset), config).unwrap()),
         weight: 1.0,
         keys: keys.iter().map(|(m, o)| ((*m).to_owned(), (*o).to_owned())).collect(),
     }

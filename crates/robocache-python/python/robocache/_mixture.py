@@ -3,10 +3,14 @@ position of an epoch reads (docs/datasets.md, "Mixtures")."""
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
+import numpy as np
+
+from . import _arrays
 from ._data import _env_int
 from ._errors import InvalidInputError
+from ._native import MixtureLoader as _NativeMixtureLoader
 from ._native import MixtureSampler as _NativeMixtureSampler
 
 
@@ -83,3 +87,101 @@ class MixtureSampler:
     def __repr__(self) -> str:
         shares = ", ".join(f"{n}: {s:.3f}" for n, s in zip(self.names, self.shares))
         return f"MixtureSampler({shares}; {self.epoch_len} a epoch, rank {self.rank} of {self.world_size})"
+
+
+class MixtureLoader:
+    """Batches of several datasets at once, each sampled with its weight.
+
+    ``members`` are ``(loader, weight, keys)`` triples (or dicts with those
+    keys and an optional ``name``): a :class:`robocache.Loader` per dataset,
+    made with its own streams and windows (``delta_timestamps`` for a
+    LeRobot root, step or time windows for the others), on one device; its
+    weight; and ``keys``, the mixture's name of each of its streams
+    (``{"action": "action/world_vector"}``). A batch is a dict: per
+    mixture stream ``name`` its data ``[B, T, ..., D]`` (``D`` the widest of
+    the datasets' last dimensions, zeros beyond a dataset's own),
+    ``name_is_pad`` ``[B, T]`` and ``name_dim_is_pad`` ``[B, D]`` (true on
+    the padded dimensions; a stream a dataset lacks is zeros and padding
+    everywhere), then ``dataset_index`` and ``window_index`` ``[B]``. Rows
+    are grouped by dataset: the batch equals the concatenation of each
+    dataset loader's own batches of the same windows. Values are robocache's
+    ``[B, T, ...]`` layout (no LeRobot squeezing of single-offset keys).
+
+    Weights, epochs and ranks are those of :class:`MixtureSampler`; the rank
+    is the member loaders' (they must agree). ``set_epoch``, ``state_dict``
+    and ``load_state_dict`` resume exactly mid-epoch.
+    """
+
+    def __init__(self, members, *, streams: Optional[Sequence[str]] = None, batch_size: int = 64,
+                 convention: str = "sample", epoch_windows: Optional[int] = None,
+                 until_exhausted: Union[int, str, None] = None, seed: int = 0, drop_last: bool = False):
+        loaders, weights, keys, names = [], [], [], []
+        for i, member in enumerate(members):
+            if isinstance(member, dict):
+                loader, weight, key_map = member["loader"], member.get("weight", 1.0), member["keys"]
+                name = member.get("name", f"dataset {i}")
+            else:
+                loader, weight, key_map = member
+                name = f"dataset {i}"
+            loaders.append(loader)
+            weights.append(float(weight))
+            keys.append([(str(mixed), str(own)) for mixed, own in dict(key_map).items()])
+            names.append(str(name))
+        if not loaders:
+            raise InvalidInputError("a mixture needs at least one member")
+        ranks = {(loader.rank, loader.world_size) for loader in loaders}
+        if len(ranks) != 1:
+            raise InvalidInputError(f"the member loaders are of different ranks: {sorted(ranks)}")
+        devices = {loader.device for loader in loaders}
+        if len(devices) != 1:
+            raise InvalidInputError(f"the member loaders are on different devices: {sorted(devices)}")
+        if streams is None:
+            streams = list(dict.fromkeys(mixed for member in keys for mixed, _ in member))
+        if isinstance(until_exhausted, str):
+            if until_exhausted not in names:
+                raise InvalidInputError(f"until_exhausted={until_exhausted!r} names no dataset of {names}")
+            until_exhausted = names.index(until_exhausted)
+        self.names, self.streams = names, [str(s) for s in streams]
+        (self.rank, self.world_size), self.device = ranks.pop(), devices.pop()
+        self._native = _NativeMixtureLoader(
+            [loader._native for loader in loaders], names, weights, keys, self.streams, int(batch_size), convention,
+            epoch_windows, until_exhausted, int(seed), self.rank, self.world_size, bool(drop_last))
+        self._keys = [key for name in self.streams for key in (name, f"{name}_is_pad", f"{name}_dim_is_pad")]
+        self._keys += ["dataset_index", "window_index"]
+        self._epoch = 0
+        self._next_batch = 0
+
+    @property
+    def shares(self) -> List[float]:
+        """Each dataset's share of an epoch."""
+        return self._native.shares
+
+    def __len__(self) -> int:
+        """Batches per epoch on this rank."""
+        return self._native.batches_per_epoch()
+
+    def set_epoch(self, epoch: int) -> None:
+        """The epoch the next iteration yields, as ``DistributedSampler.set_epoch``."""
+        self._epoch, self._next_batch = int(epoch), 0
+
+    def state_dict(self) -> Dict[str, int]:
+        return {"epoch": self._epoch, "next_batch": self._next_batch, "rank": self.rank,
+                "world_size": self.world_size}
+
+    def load_state_dict(self, state: Dict[str, int]) -> None:
+        if (state.get("rank"), state.get("world_size")) != (self.rank, self.world_size):
+            raise InvalidInputError(
+                f"the state was saved by rank {state.get('rank')} of {state.get('world_size')}, "
+                f"this mixture is rank {self.rank} of {self.world_size}")
+        self._epoch, self._next_batch = int(state["epoch"]), int(state["next_batch"])
+
+    def __iter__(self) -> Iterator[Dict[str, Any]]:
+        from_dlpack = _arrays.capsule_importer()
+        stream_of = _arrays.stream_reader(self.device)
+        while self._next_batch < len(self):
+            parts = self._native.batch(self._epoch, self._next_batch, stream_of(), from_dlpack is not None)
+            convert = from_dlpack if from_dlpack is not None else np.asarray
+            self._next_batch += 1
+            yield dict(zip(self._keys, map(convert, parts)))
+        self._epoch += 1
+        self._next_batch = 0

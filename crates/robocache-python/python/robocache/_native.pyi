@@ -170,3 +170,28 @@ class MixtureSampler:
     @property
     def epoch_len(self) -> int: ...
     def __len__(self) -> int: ...
+
+class MixtureLoader:
+    def __init__(
+        self,
+        loaders: List[Loader],
+        names: List[str],
+        weights: List[float],
+        keys: List[List[Tuple[str, str]]],
+        streams: List[str],
+        batch_size: int,
+        convention: str,
+        epoch_windows: Optional[int],
+        until_exhausted: Optional[int],
+        seed: int,
+        rank: int,
+        world_size: int,
+        drop_last: bool,
+    ) -> None: ...
+    def batches_per_epoch(self) -> int: ...
+    @property
+    def shares(self) -> List[float]: ...
+    def batch(self, epoch: int, index: int, stream: Optional[int], capsules: bool) -> Tuple[Any, ...]:
+        """Per stream its data, step padding mask and dim_is_pad, then each
+        row's dataset and window: DLPack capsules with ``capsules``, else ``Array``s."""
+        ...

@@ -21,6 +21,8 @@
 //! of a mixture batch are assembled side by side, one thread per dataset;
 //! the padding is done on the host and the result put on the device.
 
+use std::sync::Arc;
+
 use robocache_cpu::{DType, HostVec};
 use robocache_datasets::{EpochLength, MixturePart, MixtureSampler, MixtureWeights, Shard, ShardBy};
 
@@ -33,8 +35,9 @@ use crate::{Device, Result, Tensor};
 pub struct MixtureMember {
     /// Its name, in errors and in the batch.
     pub name: String,
-    /// The loader that reads it.
-    pub loader: Loader,
+    /// The loader that reads it (shared: a Python `Loader` object may be
+    /// a member too).
+    pub loader: Arc<Loader>,
     /// Its weight (see [`MixtureWeights`]).
     pub weight: f64,
     /// `(name in the mixture, the loader's stream)`: the streams it gives.
