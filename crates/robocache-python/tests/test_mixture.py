@@ -122,3 +122,35 @@ def test_a_mixture_loader_batches_a_lerobot_root_and_a_robomimic_file(robomimic_
     assert np.array_equal(np.asarray(resumed["action"]), np.asarray(batches[2]["action"]))
     with pytest.raises(robocache.InvalidInputError, match="at least one"):
         robocache.MixtureLoader([])
+
+
+def test_a_mixture_on_the_gpu_equals_it_on_the_cpu(cuda):
+    """A LeRobot root with a camera (frames converted on the device) and an
+    RLDS dataset: every batch on the GPU equals the CPU's, bit for bit."""
+    fixtures = _fixtures()
+    if fixtures is None:
+        pytest.skip("no dataset fixtures (the tests copied outside a checkout)")
+    deltas = {"action": [0.0, 0.1, 0.2, 0.3], "observation.state": [0.0, 0.1, 0.2, 0.3],
+              "observation.images.front": [0.0]}
+    rlds = robocache.open(fixtures / "rlds" / "robocache_fixture_dict" / "1.0.0", rate_hz=10.0)
+    results = {}
+    for device in ["cpu", cuda]:
+        lerobot = robocache.Loader(fixtures / "lerobot" / "av1", list(deltas), delta_timestamps=deltas, batch_size=8,
+                                   device=device)
+        steps = robocache.Loader(rlds, ["action/world_vector", "observation/state"], windows={"seq_length": 4},
+                                 batch_size=8, device=device)
+        mixture = robocache.MixtureLoader(
+            [(lerobot, 1.0, {"action": "action", "state": "observation.state", "front": "observation.images.front"}),
+             (steps, 2.0, {"action": "action/world_vector", "state": "observation/state"})],
+            batch_size=16, epoch_windows=64, seed=5)
+        batches = []
+        for batch in mixture:
+            if device != "cpu":
+                assert batch["front"].device.type == "cuda"
+            batches.append({k: np.asarray(v.cpu()) for k, v in batch.items()})
+        results[device] = batches
+    assert len(results["cpu"]) == 4
+    for want, got in zip(results["cpu"], results[cuda]):
+        assert want.keys() == got.keys()
+        for key in want:
+            assert np.array_equal(want[key], got[key]), key
