@@ -189,6 +189,12 @@ impl PyMixtureLoader {
         self.inner.batches_per_epoch()
     }
 
+    /// Per dataset: windows delivered, share against the weights', seconds
+    /// and the waits it caused, as JSON.
+    fn telemetry_json(&self) -> PyResult<String> {
+        serde_json::to_string(&self.inner.telemetry()).map_err(|e| invalid(format!("telemetry: {e}")))
+    }
+
     /// Each dataset's share of an epoch.
     #[getter]
     fn shares(&self) -> Vec<f64> {

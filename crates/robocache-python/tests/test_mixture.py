@@ -96,6 +96,10 @@ def test_a_mixture_loader_batches_a_lerobot_root_and_a_robomimic_file(robomimic_
     assert len(mixture) == 4
     batches = list(mixture)
     assert len(batches) == 4
+    report = mixture.telemetry()
+    assert report["batches"] == 4 and [m["name"] for m in report["members"]] == ["aloha", "lift"]
+    assert sum(m["windows"] for m in report["members"]) == 64
+    assert all(abs(m["share"] - m["weight_share"]) <= 1 / 64 for m in report["members"])
     batch = batches[0]
     rows = len(batch["dataset_index"])
     assert tuple(batch["action"].shape) == (rows, 4, 7)

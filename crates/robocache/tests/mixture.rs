@@ -146,6 +146,18 @@ fn a_mixture_batch_is_each_datasets_own_batch_padded_and_concatenated() {
             row += windows.len();
         }
     }
+    // Per dataset: the windows delivered match the weights' shares (equal
+    // weights, 64 windows: 22, 21, 21), and the time of each part is counted.
+    let report = mixture.telemetry();
+    assert_eq!(report.batches, 4);
+    assert_eq!(report.members.iter().map(|m| m.windows).sum::<u64>(), 64);
+    for member in &report.members {
+        assert!((member.share - member.weight_share).abs() <= 1.0 / 64.0, "{member:?}");
+        assert!(member.seconds > 0.0, "{member:?}");
+    }
+    assert_eq!(report.members.iter().map(|m| m.slowest_in).sum::<u64>(), 4, "one slowest part a batch");
+    mixture.reset_telemetry();
+    assert_eq!(mixture.telemetry().batches, 0);
 }
 
 #[test]

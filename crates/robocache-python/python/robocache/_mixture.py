@@ -3,6 +3,7 @@ position of an epoch reads (docs/datasets.md, "Mixtures")."""
 
 from __future__ import annotations
 
+import json
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -159,6 +160,13 @@ class MixtureLoader:
     def __len__(self) -> int:
         """Batches per epoch on this rank."""
         return self._native.batches_per_epoch()
+
+    def telemetry(self) -> Dict[str, Any]:
+        """Per dataset (``members``): windows delivered, ``share`` against
+        ``weight_share``, seconds its parts took, and the batches that waited
+        for it (``slowest_in``, ``waited_for_s``: which dataset starves the
+        mixture)."""
+        return json.loads(self._native.telemetry_json())
 
     def set_epoch(self, epoch: int) -> None:
         """The epoch the next iteration yields, as ``DistributedSampler.set_epoch``."""

@@ -21,10 +21,12 @@
 //! of a mixture batch are assembled side by side, one thread per dataset;
 //! the padding is done on the host and the result put on the device.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use robocache_cpu::{DType, HostVec};
 use robocache_datasets::{EpochLength, MixturePart, MixtureSampler, MixtureWeights, Shard, ShardBy};
+use serde::Serialize;
 
 use super::{invalid, Loader, MaskKind};
 use crate::{Device, Result, Tensor};
@@ -98,6 +100,35 @@ impl MixtureBatch {
 /// A dataset's version of a stream on the host: data, shape, step mask, mask kind.
 type HostStream = (HostVec, Vec<usize>, Vec<bool>, MaskKind);
 
+/// What one dataset of a mixture delivered ([`MixtureLoader::telemetry`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct MemberReport {
+    pub name: String,
+    /// Its share of an epoch, as the weights give it.
+    pub weight_share: f64,
+    /// Windows it delivered into batches.
+    pub windows: u64,
+    /// `windows` over every member's windows: against `weight_share`.
+    pub share: f64,
+    /// Seconds its part of the batches took to assemble (the parts of a
+    /// batch run side by side).
+    pub seconds: f64,
+    /// Batches in which its part finished last: the batch waited for it.
+    pub slowest_in: u64,
+    /// Seconds batches waited for it beyond the next slowest part.
+    pub waited_for_s: f64,
+}
+
+/// A mixture's telemetry: per dataset, what it delivered and what the
+/// batches waited for it (which dataset starves the loader).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct MixtureReport {
+    pub batches: u64,
+    /// Seconds batches took to assemble, in all.
+    pub seconds: f64,
+    pub members: Vec<MemberReport>,
+}
+
 /// Batches of a weighted mixture of datasets (see the module docs).
 #[derive(Debug)]
 pub struct MixtureLoader {
@@ -105,6 +136,7 @@ pub struct MixtureLoader {
     sampler: MixtureSampler,
     config: MixtureConfig,
     device: Device,
+    telemetry: Mutex<MixtureReport>,
 }
 
 impl MixtureLoader {
@@ -140,7 +172,37 @@ impl MixtureLoader {
         let parts = members.iter().map(|m| MixturePart::new(m.name.clone(), m.loader.windows(), m.weight)).collect();
         let sampler =
             MixtureSampler::new(parts, config.weights, config.epoch, config.seed, config.shard, ShardBy::Windows)?;
-        Ok(MixtureLoader { members, sampler, config, device: device.clone() })
+        let telemetry = MixtureReport {
+            members: members
+                .iter()
+                .zip(sampler.shares())
+                .map(|(m, &share)| MemberReport { name: m.name.clone(), weight_share: share, ..Default::default() })
+                .collect(),
+            ..Default::default()
+        };
+        Ok(MixtureLoader { members, sampler, config, device: device.clone(), telemetry: Mutex::new(telemetry) })
+    }
+
+    /// Per dataset: windows delivered, their share against the weights' and
+    /// the time the batches spent on (and waiting for) its parts.
+    pub fn telemetry(&self) -> MixtureReport {
+        let mut report = self.telemetry.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let total: u64 = report.members.iter().map(|m| m.windows).sum();
+        for member in &mut report.members {
+            member.share = if total == 0 { 0.0 } else { member.windows as f64 / total as f64 };
+        }
+        report
+    }
+
+    /// Forgets the telemetry so far (after a warm-up).
+    pub fn reset_telemetry(&self) {
+        let mut report = self.telemetry.lock().unwrap_or_else(|p| p.into_inner());
+        report.batches = 0;
+        report.seconds = 0.0;
+        for member in &mut report.members {
+            *member =
+                MemberReport { name: member.name.clone(), weight_share: member.weight_share, ..Default::default() };
+        }
     }
 
     /// The sampler (shares, counts, epoch length).
@@ -193,22 +255,35 @@ impl MixtureLoader {
                 .ok_or_else(|| invalid(format!("dataset {member}: the mixture has {}", self.members.len())))?
                 .push(window);
         }
-        // Each dataset's own batch, side by side.
-        let parts: Vec<Option<Result<crate::windows::WindowBatch>>> = std::thread::scope(|scope| {
+        // Each dataset's own batch, side by side, each timed.
+        let started = Instant::now();
+        type Part = Option<(Result<crate::windows::WindowBatch>, f64)>;
+        let timed: Vec<Part> = std::thread::scope(|scope| {
             let handles: Vec<_> = groups
                 .iter()
                 .zip(&self.members)
                 .map(|(windows, member)| {
-                    (!windows.is_empty()).then(|| scope.spawn(move || member.loader.batch(windows)))
+                    (!windows.is_empty()).then(|| {
+                        scope.spawn(move || {
+                            let at = Instant::now();
+                            let batch = member.loader.batch(windows);
+                            (batch, at.elapsed().as_secs_f64())
+                        })
+                    })
                 })
                 .collect();
             handles
                 .into_iter()
                 .map(|h| {
-                    h.map(|h| h.join().unwrap_or_else(|_| Err(invalid("a mixture's batch thread panicked".into()))))
+                    h.map(|h| {
+                        h.join().unwrap_or_else(|_| (Err(invalid("a mixture's batch thread panicked".into())), 0.0))
+                    })
                 })
                 .collect()
         });
+        self.record(&groups, &timed, started.elapsed().as_secs_f64());
+        let parts: Vec<Option<Result<crate::windows::WindowBatch>>> =
+            timed.into_iter().map(|part| part.map(|(batch, _)| batch)).collect();
         let mut batches = Vec::with_capacity(parts.len());
         for (part, member) in parts.into_iter().zip(&self.members) {
             batches.push(match part {
@@ -226,6 +301,35 @@ impl MixtureLoader {
         let datasets = groups.iter().enumerate().flat_map(|(m, g)| std::iter::repeat_n(m, g.len())).collect();
         let windows = groups.iter().flatten().copied().collect();
         Ok(MixtureBatch { streams, datasets, windows })
+    }
+
+    /// Adds a batch's parts to the telemetry: windows and seconds per
+    /// member, and the wait on the slowest beyond the next slowest.
+    fn record(
+        &self,
+        groups: &[Vec<usize>],
+        timed: &[Option<(Result<crate::windows::WindowBatch>, f64)>],
+        seconds: f64,
+    ) {
+        let mut report = self.telemetry.lock().unwrap_or_else(|p| p.into_inner());
+        report.batches += 1;
+        report.seconds += seconds;
+        let mut times: Vec<(f64, usize)> = Vec::new();
+        for (m, (group, part)) in groups.iter().zip(timed).enumerate() {
+            if let (Some(member), Some((_, took))) = (report.members.get_mut(m), part) {
+                member.windows += group.len() as u64;
+                member.seconds += took;
+                times.push((*took, m));
+            }
+        }
+        times.sort_by(|a, b| b.0.total_cmp(&a.0));
+        if let Some(&(slowest, m)) = times.first() {
+            let next = times.get(1).map_or(0.0, |t| t.0);
+            if let Some(member) = report.members.get_mut(m) {
+                member.slowest_in += 1;
+                member.waited_for_s += slowest - next;
+            }
+        }
     }
 
     /// Stream `name` of the mixture batch: each group's rows, padded.
