@@ -8,7 +8,7 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use robocache::datasets::{EpochLength, MixturePart, MixtureSampler, MixtureWeights, Shard, ShardBy};
-use robocache::loader::mixture::{MixtureConfig, MixtureLoader, MixtureMember};
+use robocache::loader::mixture::{MixtureBatch, MixtureConfig, MixtureEpoch, MixtureLoader, MixtureMember};
 use robocache::Tensor;
 
 use crate::arrays::{Array, Owned};
@@ -130,13 +130,20 @@ impl PyMixtureSampler {
 #[pyclass(module = "robocache._native", frozen, name = "MixtureLoader")]
 #[derive(Debug)]
 pub struct PyMixtureLoader {
-    inner: MixtureLoader,
+    inner: Arc<MixtureLoader>,
+}
+
+/// The batches of one epoch of a mixture, assembled ahead by its workers.
+#[pyclass(module = "robocache._native", frozen, name = "MixtureEpoch")]
+#[derive(Debug)]
+pub struct PyMixtureEpoch {
+    inner: std::sync::Mutex<MixtureEpoch>,
 }
 
 #[pymethods]
 impl PyMixtureLoader {
     #[new]
-    #[pyo3(signature = (loaders, names, weights, keys, streams, batch_size, convention, epoch_windows, until_exhausted, seed, rank, world_size, drop_last))]
+    #[pyo3(signature = (loaders, names, weights, keys, streams, batch_size, convention, epoch_windows, until_exhausted, seed, rank, world_size, drop_last, workers, prefetch))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         loaders: Vec<PyRef<'_, Loader>>,
@@ -152,6 +159,8 @@ impl PyMixtureLoader {
         rank: usize,
         world_size: usize,
         drop_last: bool,
+        workers: usize,
+        prefetch: usize,
     ) -> PyResult<Self> {
         if names.len() != loaders.len() || weights.len() != loaders.len() || keys.len() != loaders.len() {
             return Err(invalid(format!(
@@ -181,8 +190,18 @@ impl PyMixtureLoader {
             })
             .collect();
         let shard = Shard::new(rank, world_size).map_err(robocache::Error::from).py_err()?;
-        let config = MixtureConfig { streams, batch_size, weights: weights_convention, epoch, seed, shard, drop_last };
-        Ok(PyMixtureLoader { inner: MixtureLoader::new(&device, members, config).py_err()? })
+        let config = MixtureConfig {
+            streams,
+            batch_size,
+            weights: weights_convention,
+            epoch,
+            seed,
+            shard,
+            drop_last,
+            workers,
+            prefetch,
+        };
+        Ok(PyMixtureLoader { inner: Arc::new(MixtureLoader::new(&device, members, config).py_err()?) })
     }
 
     fn batches_per_epoch(&self) -> usize {
@@ -201,10 +220,13 @@ impl PyMixtureLoader {
         self.inner.sampler().shares().to_vec()
     }
 
-    /// Batch `index` of epoch `epoch` as one flat tuple: per stream its data,
-    /// step padding mask and `dim_is_pad`, then each row's dataset and
-    /// window (`i64 [B]` each). With `capsules` each is a DLPack capsule,
-    /// else an `Array`. `stream`: the consumer's CUDA stream.
+    /// The batches of epoch `epoch` from batch `first_batch` on, assembled
+    /// by the mixture's workers ahead of the consumer.
+    fn epoch(&self, epoch: u64, first_batch: usize) -> PyMixtureEpoch {
+        PyMixtureEpoch { inner: std::sync::Mutex::new(self.inner.epoch(epoch, first_batch)) }
+    }
+
+    /// Batch `index` of epoch `epoch`, assembled now (see `batch_tuple`).
     fn batch<'py>(
         &self,
         py: Python<'py>,
@@ -214,37 +236,69 @@ impl PyMixtureLoader {
         capsules: bool,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let batch = py.detach(|| self.inner.batch_of_epoch(epoch, index)).py_err()?;
-        if let Some(stream) = stream {
-            crate::streams::note(stream);
-        }
-        let device = batch
-            .streams
-            .first()
-            .map(|s| s.data.device().clone())
-            .ok_or_else(|| invalid("a mixture batch without streams"))?;
-        let as_i64 = |values: &[usize]| -> PyResult<Tensor> {
-            let values: Vec<i64> = values.iter().map(|&v| v as i64).collect();
-            Tensor::from_slice(&device, &values, &[values.len()]).py_err()
-        };
-        let (datasets, windows) = (as_i64(&batch.datasets)?, as_i64(&batch.windows)?);
-        let tensors: Vec<Tensor> =
-            batch.streams.into_iter().flat_map(|s| [s.data, s.mask, s.dim_is_pad]).chain([datasets, windows]).collect();
-        if !capsules {
-            let arrays = Array::group(tensors, stream);
-            return PyTuple::new(py, arrays.into_iter().map(|a| Bound::new(py, a)).collect::<PyResult<Vec<_>>>()?);
-        }
-        let count = tensors.len();
-        let owner = Owned::new(tensors, stream);
-        let mut items = Vec::with_capacity(count);
-        for tensor in owner.tensors() {
-            let view = View { address: tensor.data_address(), shape: tensor.shape(), dtype: tensor.dtype() };
-            items.push(capsule_of(py, owner.clone(), &device, &view)?);
-        }
-        PyTuple::new(py, items)
+        batch_tuple(py, batch, stream, capsules)
     }
+}
+
+#[pymethods]
+impl PyMixtureEpoch {
+    /// The next batch (see `batch_tuple`), or None at the end.
+    fn next_batch<'py>(
+        &self,
+        py: Python<'py>,
+        stream: Option<u64>,
+        capsules: bool,
+    ) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        let next = py.detach(|| match self.inner.lock() {
+            Ok(mut epoch) => Ok(epoch.next()),
+            Err(_) => Err(robocache::Error::Internal("mixture epoch: poisoned by a panic on another thread".into())),
+        });
+        let Some(batch) = next.py_err()? else { return Ok(None) };
+        batch_tuple(py, batch.py_err()?, stream, capsules).map(Some)
+    }
+}
+
+/// A mixture batch as one flat tuple: per stream its data, step padding
+/// mask and `dim_is_pad`, then each row's dataset and window (`i64 [B]`
+/// each). With `capsules` each is a DLPack capsule, else an `Array`.
+/// `stream`: the consumer's CUDA stream.
+fn batch_tuple<'py>(
+    py: Python<'py>,
+    batch: MixtureBatch,
+    stream: Option<u64>,
+    capsules: bool,
+) -> PyResult<Bound<'py, PyTuple>> {
+    if let Some(stream) = stream {
+        crate::streams::note(stream);
+    }
+    let device = batch
+        .streams
+        .first()
+        .map(|s| s.data.device().clone())
+        .ok_or_else(|| invalid("a mixture batch without streams"))?;
+    let as_i64 = |values: &[usize]| -> PyResult<Tensor> {
+        let values: Vec<i64> = values.iter().map(|&v| v as i64).collect();
+        Tensor::from_slice(&device, &values, &[values.len()]).py_err()
+    };
+    let (datasets, windows) = (as_i64(&batch.datasets)?, as_i64(&batch.windows)?);
+    let tensors: Vec<Tensor> =
+        batch.streams.into_iter().flat_map(|s| [s.data, s.mask, s.dim_is_pad]).chain([datasets, windows]).collect();
+    if !capsules {
+        let arrays = Array::group(tensors, stream);
+        return PyTuple::new(py, arrays.into_iter().map(|a| Bound::new(py, a)).collect::<PyResult<Vec<_>>>()?);
+    }
+    let count = tensors.len();
+    let owner = Owned::new(tensors, stream);
+    let mut items = Vec::with_capacity(count);
+    for tensor in owner.tensors() {
+        let view = View { address: tensor.data_address(), shape: tensor.shape(), dtype: tensor.dtype() };
+        items.push(capsule_of(py, owner.clone(), &device, &view)?);
+    }
+    PyTuple::new(py, items)
 }
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyMixtureSampler>()?;
-    m.add_class::<PyMixtureLoader>()
+    m.add_class::<PyMixtureLoader>()?;
+    m.add_class::<PyMixtureEpoch>()
 }

@@ -72,8 +72,10 @@ fn a_mixture_batch_is_each_datasets_own_batch_padded_and_concatenated() {
         seed: 3,
         shard: Shard::default(),
         drop_last: false,
+        workers: 3,
+        prefetch: 4,
     };
-    let mixture = MixtureLoader::new(&Device::Cpu, members, config).unwrap();
+    let mixture = Arc::new(MixtureLoader::new(&Device::Cpu, members, config).unwrap());
     assert_eq!(mixture.batches_per_epoch(), 4);
     let batches = mixture.epoch_batches(0);
     assert_eq!(batches.iter().map(Vec::len).sum::<usize>(), 64);
@@ -158,6 +160,16 @@ fn a_mixture_batch_is_each_datasets_own_batch_padded_and_concatenated() {
     assert_eq!(report.members.iter().map(|m| m.slowest_in).sum::<u64>(), 4, "one slowest part a batch");
     mixture.reset_telemetry();
     assert_eq!(mixture.telemetry().batches, 0);
+
+    // The workers' epoch: the same batches, in order, from any batch on.
+    let values = |batch: &robocache::loader::mixture::MixtureBatch| {
+        (batch.windows.clone(), batch.stream("action").unwrap().data.to_vec::<f32>().unwrap())
+    };
+    let direct: Vec<_> = (0..4).map(|i| values(&mixture.batch_of_epoch(1, i).unwrap())).collect();
+    let piped: Vec<_> = mixture.epoch(1, 0).map(|b| values(&b.unwrap())).collect();
+    assert_eq!(piped, direct);
+    let resumed: Vec<_> = mixture.epoch(1, 2).map(|b| values(&b.unwrap())).collect();
+    assert_eq!(resumed, direct[2..]);
 }
 
 #[test]
@@ -175,6 +187,8 @@ fn mixtures_that_cannot_be_batched_are_clear_errors() {
         seed: 0,
         shard: Shard::default(),
         drop_last: false,
+        workers: 1,
+        prefetch: 1,
     };
     let err = MixtureLoader::new(
         &Device::Cpu,

@@ -109,13 +109,16 @@ class MixtureLoader:
     ``[B, T, ...]`` layout (no LeRobot squeezing of single-offset keys).
 
     Weights, epochs and ranks are those of :class:`MixtureSampler`; the rank
-    is the member loaders' (they must agree). ``set_epoch``, ``state_dict``
-    and ``load_state_dict`` resume exactly mid-epoch.
+    is the member loaders' (they must agree). ``workers`` threads assemble
+    batches ahead (``prefetch`` waiting), each batch's datasets side by
+    side. ``set_epoch``, ``state_dict`` and ``load_state_dict`` resume
+    exactly mid-epoch.
     """
 
     def __init__(self, members, *, streams: Optional[Sequence[str]] = None, batch_size: int = 64,
                  convention: str = "sample", epoch_windows: Optional[int] = None,
-                 until_exhausted: Union[int, str, None] = None, seed: int = 0, drop_last: bool = False):
+                 until_exhausted: Union[int, str, None] = None, seed: int = 0, drop_last: bool = False,
+                 workers: int = 4, prefetch: int = 8):
         loaders, weights, keys, names = [], [], [], []
         for i, member in enumerate(members):
             if isinstance(member, dict):
@@ -146,7 +149,8 @@ class MixtureLoader:
         (self.rank, self.world_size), self.device = ranks.pop(), devices.pop()
         self._native = _NativeMixtureLoader(
             [loader._native for loader in loaders], names, weights, keys, self.streams, int(batch_size), convention,
-            epoch_windows, until_exhausted, int(seed), self.rank, self.world_size, bool(drop_last))
+            epoch_windows, until_exhausted, int(seed), self.rank, self.world_size, bool(drop_last), int(workers),
+            int(prefetch))
         self._keys = [key for name in self.streams for key in (name, f"{name}_is_pad", f"{name}_dim_is_pad")]
         self._keys += ["dataset_index", "window_index"]
         self._epoch = 0
@@ -186,9 +190,12 @@ class MixtureLoader:
     def __iter__(self) -> Iterator[Dict[str, Any]]:
         from_dlpack = _arrays.capsule_importer()
         stream_of = _arrays.stream_reader(self.device)
-        while self._next_batch < len(self):
-            parts = self._native.batch(self._epoch, self._next_batch, stream_of(), from_dlpack is not None)
-            convert = from_dlpack if from_dlpack is not None else np.asarray
+        convert = from_dlpack if from_dlpack is not None else np.asarray
+        epoch = self._native.epoch(self._epoch, self._next_batch)
+        while True:
+            parts = epoch.next_batch(stream_of(), from_dlpack is not None)
+            if parts is None:
+                break
             self._next_batch += 1
             yield dict(zip(self._keys, map(convert, parts)))
         self._epoch += 1

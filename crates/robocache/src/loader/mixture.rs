@@ -64,6 +64,10 @@ pub struct MixtureConfig {
     pub shard: Shard,
     /// A last batch smaller than `batch_size` is dropped.
     pub drop_last: bool,
+    /// Threads assembling batches ahead of the consumer ([`MixtureLoader::epoch`]).
+    pub workers: usize,
+    /// Batches assembled ahead, all workers together.
+    pub prefetch: usize,
 }
 
 /// One stream of a mixture batch.
@@ -94,6 +98,33 @@ impl MixtureBatch {
     /// The stream called `name`.
     pub fn stream(&self, name: &str) -> Option<&MixtureStream> {
         self.streams.iter().find(|s| s.name == name)
+    }
+}
+
+/// The batches of one epoch of a mixture, in order ([`MixtureLoader::epoch`]).
+#[derive(Debug)]
+pub struct MixtureEpoch {
+    queues: Vec<std::sync::mpsc::Receiver<Result<MixtureBatch>>>,
+    next: usize,
+    left: usize,
+    failed: Option<crate::Error>,
+}
+
+impl Iterator for MixtureEpoch {
+    type Item = Result<MixtureBatch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(error) = self.failed.take() {
+            self.left = 0;
+            return Some(Err(error));
+        }
+        if self.left == 0 || self.queues.is_empty() {
+            return None;
+        }
+        let queue = &self.queues[self.next % self.queues.len()];
+        self.next += 1;
+        self.left -= 1;
+        Some(queue.recv().unwrap_or_else(|_| Err(invalid("a mixture's worker thread stopped".into()))))
     }
 }
 
@@ -234,6 +265,39 @@ impl MixtureLoader {
             batches.pop();
         }
         batches
+    }
+
+    /// The batches of epoch `epoch` from batch `first_batch` on, in order,
+    /// assembled by [`MixtureConfig::workers`] threads ahead of the consumer
+    /// (batch `i` by worker `i mod workers`, at most `prefetch` waiting).
+    pub fn epoch(self: &Arc<Self>, epoch: u64, first_batch: usize) -> MixtureEpoch {
+        let total = self.epoch_batches(epoch).len();
+        let workers = self.config.workers.clamp(1, total.saturating_sub(first_batch).max(1));
+        let capacity = self.config.prefetch.max(1).div_ceil(workers);
+        let mut queues = Vec::with_capacity(workers);
+        for worker in 0..workers {
+            let (sender, receiver) = std::sync::mpsc::sync_channel(capacity);
+            let mixture = Arc::clone(self);
+            let spawned = std::thread::Builder::new().name(format!("robocache-mixture-{worker}")).spawn(move || {
+                for index in (first_batch + worker..total).step_by(workers) {
+                    if sender.send(mixture.batch_of_epoch(epoch, index)).is_err() {
+                        return; // the consumer dropped the epoch
+                    }
+                }
+            });
+            match spawned {
+                Ok(_) => queues.push(receiver),
+                Err(e) => {
+                    return MixtureEpoch {
+                        queues: Vec::new(),
+                        next: 0,
+                        left: 0,
+                        failed: Some(invalid(format!("cannot start a mixture thread: {e}"))),
+                    }
+                }
+            }
+        }
+        MixtureEpoch { queues, next: 0, left: total.saturating_sub(first_batch), failed: None }
     }
 
     /// Batch `index` of epoch `epoch` (resuming mid-epoch: any batch, in any order).
