@@ -110,8 +110,7 @@ class MixtureLoader:
 
     Weights, epochs and ranks are those of :class:`MixtureSampler`; the rank
     is the member loaders' (they must agree). ``workers`` threads assemble
-    batches ahead (``prefetch`` waiting), each batch's datasets side by
-    side. ``set_epoch``, ``state_dict`` and ``load_state_dict`` resume
+    batches ahead (``prefetch`` waiting). ``set_epoch``, ``state_dict`` and ``load_state_dict`` resume
     exactly mid-epoch.
     """
 
@@ -167,9 +166,9 @@ class MixtureLoader:
 
     def telemetry(self) -> Dict[str, Any]:
         """Per dataset (``members``): windows delivered, ``share`` against
-        ``weight_share``, seconds its parts took, and the batches that waited
-        for it (``slowest_in``, ``waited_for_s``: which dataset starves the
-        mixture)."""
+        ``weight_share``, ``seconds`` its parts took (what the batches waited
+        for it) and ``slowest_in`` (batches where its part took longest):
+        which dataset starves the mixture."""
         return json.loads(self._native.telemetry_json())
 
     def set_epoch(self, epoch: int) -> None:

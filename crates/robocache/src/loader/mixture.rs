@@ -18,8 +18,9 @@
 //! Every dataset's version of a stream must have the same dtype, steps
 //! and shape but for the last dimension (frames: resize them to one size
 //! with the loaders' `frames`), and the same mask kind. The member batches
-//! of a mixture batch are assembled side by side, one thread per dataset;
-//! the padding is done on the host and the result put on the device.
+//! of a mixture batch are assembled in turn and padded on the host, and the
+//! result put on the device; [`MixtureLoader::epoch`]'s workers assemble
+//! batches side by side, ahead of the consumer.
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -141,13 +142,11 @@ pub struct MemberReport {
     pub windows: u64,
     /// `windows` over every member's windows: against `weight_share`.
     pub share: f64,
-    /// Seconds its part of the batches took to assemble (the parts of a
-    /// batch run side by side).
+    /// Seconds its parts of the batches took to assemble: what the batches
+    /// waited for it (a batch's parts are read one after the other).
     pub seconds: f64,
-    /// Batches in which its part finished last: the batch waited for it.
+    /// Batches in which its part took the longest.
     pub slowest_in: u64,
-    /// Seconds batches waited for it beyond the next slowest part.
-    pub waited_for_s: f64,
 }
 
 /// A mixture's telemetry: per dataset, what it delivered and what the
@@ -168,7 +167,13 @@ pub struct MixtureLoader {
     config: MixtureConfig,
     device: Device,
     telemetry: Mutex<MixtureReport>,
+    /// The last epoch's batches of positions (computing them permutes
+    /// every member's windows: once per epoch, not per batch).
+    last_epoch: Mutex<Option<(u64, Arc<EpochPositions>)>>,
 }
+
+/// The `(member, window)` positions of each batch of an epoch.
+type EpochPositions = Vec<Vec<(usize, usize)>>;
 
 impl MixtureLoader {
     /// A mixture of `members` on `device`. Each member's loader is asked
@@ -211,7 +216,14 @@ impl MixtureLoader {
                 .collect(),
             ..Default::default()
         };
-        Ok(MixtureLoader { members, sampler, config, device: device.clone(), telemetry: Mutex::new(telemetry) })
+        Ok(MixtureLoader {
+            members,
+            sampler,
+            config,
+            device: device.clone(),
+            telemetry: Mutex::new(telemetry),
+            last_epoch: Mutex::new(None),
+        })
     }
 
     /// Per dataset: windows delivered, their share against the weights' and
@@ -255,6 +267,20 @@ impl MixtureLoader {
         }
     }
 
+    /// The `(dataset, window)` positions of each batch of epoch `epoch` on
+    /// this rank, computed once per epoch and shared.
+    fn shared_batches(&self, epoch: u64) -> Arc<EpochPositions> {
+        let mut last = self.last_epoch.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((number, batches)) = last.as_ref() {
+            if *number == epoch {
+                return Arc::clone(batches);
+            }
+        }
+        let batches = Arc::new(self.epoch_batches(epoch));
+        *last = Some((epoch, Arc::clone(&batches)));
+        batches
+    }
+
     /// The `(dataset, window)` positions of each batch of epoch `epoch` on this rank.
     pub fn epoch_batches(&self, epoch: u64) -> Vec<Vec<(usize, usize)>> {
         let positions: Vec<(usize, usize)> =
@@ -271,16 +297,17 @@ impl MixtureLoader {
     /// assembled by [`MixtureConfig::workers`] threads ahead of the consumer
     /// (batch `i` by worker `i mod workers`, at most `prefetch` waiting).
     pub fn epoch(self: &Arc<Self>, epoch: u64, first_batch: usize) -> MixtureEpoch {
-        let total = self.epoch_batches(epoch).len();
+        let batches = self.shared_batches(epoch);
+        let total = batches.len();
         let workers = self.config.workers.clamp(1, total.saturating_sub(first_batch).max(1));
         let capacity = self.config.prefetch.max(1).div_ceil(workers);
         let mut queues = Vec::with_capacity(workers);
         for worker in 0..workers {
             let (sender, receiver) = std::sync::mpsc::sync_channel(capacity);
-            let mixture = Arc::clone(self);
+            let (mixture, batches) = (Arc::clone(self), Arc::clone(&batches));
             let spawned = std::thread::Builder::new().name(format!("robocache-mixture-{worker}")).spawn(move || {
                 for index in (first_batch + worker..total).step_by(workers) {
-                    if sender.send(mixture.batch_of_epoch(epoch, index)).is_err() {
+                    if sender.send(mixture.batch(&batches[index])).is_err() {
                         return; // the consumer dropped the epoch
                     }
                 }
@@ -302,7 +329,7 @@ impl MixtureLoader {
 
     /// Batch `index` of epoch `epoch` (resuming mid-epoch: any batch, in any order).
     pub fn batch_of_epoch(&self, epoch: u64, index: usize) -> Result<MixtureBatch> {
-        let batches = self.epoch_batches(epoch);
+        let batches = self.shared_batches(epoch);
         let positions = batches.get(index).ok_or_else(|| {
             invalid(format!("batch {index} of epoch {epoch}: the epoch has {} batches on this rank", batches.len()))
         })?;
@@ -319,32 +346,22 @@ impl MixtureLoader {
                 .ok_or_else(|| invalid(format!("dataset {member}: the mixture has {}", self.members.len())))?
                 .push(window);
         }
-        // Each dataset's own batch, side by side, each timed.
+        // Each dataset's own batch, timed. In turn on this thread: the
+        // epoch's workers assemble batches side by side (a thread per part
+        // of every batch cost more than small parts take).
         let started = Instant::now();
         type Part = Option<(Result<crate::windows::WindowBatch>, f64)>;
-        let timed: Vec<Part> = std::thread::scope(|scope| {
-            let handles: Vec<_> = groups
-                .iter()
-                .zip(&self.members)
-                .map(|(windows, member)| {
-                    (!windows.is_empty()).then(|| {
-                        scope.spawn(move || {
-                            let at = Instant::now();
-                            let batch = member.loader.batch(windows);
-                            (batch, at.elapsed().as_secs_f64())
-                        })
-                    })
+        let timed: Vec<Part> = groups
+            .iter()
+            .zip(&self.members)
+            .map(|(windows, member)| {
+                (!windows.is_empty()).then(|| {
+                    let at = Instant::now();
+                    let batch = member.loader.batch(windows);
+                    (batch, at.elapsed().as_secs_f64())
                 })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.map(|h| {
-                        h.join().unwrap_or_else(|_| (Err(invalid("a mixture's batch thread panicked".into())), 0.0))
-                    })
-                })
-                .collect()
-        });
+            })
+            .collect();
         self.record(&groups, &timed, started.elapsed().as_secs_f64());
         let parts: Vec<Option<Result<crate::windows::WindowBatch>>> =
             timed.into_iter().map(|part| part.map(|(batch, _)| batch)).collect();
@@ -368,7 +385,7 @@ impl MixtureLoader {
     }
 
     /// Adds a batch's parts to the telemetry: windows and seconds per
-    /// member, and the wait on the slowest beyond the next slowest.
+    /// member, and which part took the longest.
     fn record(
         &self,
         groups: &[Vec<usize>],
@@ -386,12 +403,9 @@ impl MixtureLoader {
                 times.push((*took, m));
             }
         }
-        times.sort_by(|a, b| b.0.total_cmp(&a.0));
-        if let Some(&(slowest, m)) = times.first() {
-            let next = times.get(1).map_or(0.0, |t| t.0);
+        if let Some(&(_, m)) = times.iter().max_by(|a, b| a.0.total_cmp(&b.0)) {
             if let Some(member) = report.members.get_mut(m) {
                 member.slowest_in += 1;
-                member.waited_for_s += slowest - next;
             }
         }
     }
