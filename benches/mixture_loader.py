@@ -33,6 +33,7 @@ MEMBERS = ["robomimic", "rlds", "lerobot"]
 
 
 def loaders(args):
+    import torch  # noqa: F401 (a CUDA loader's batches are torch tensors)
     import robocache
 
     steps = {"seq_length": 16}
