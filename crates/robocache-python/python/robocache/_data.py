@@ -168,7 +168,42 @@ def _env_int(name: str, default: int) -> int:
         raise InvalidInputError(f"environment variable {name}={value!r} is not an integer") from None
 
 
-class Loader:
+def _shard(rank: Optional[int], world_size: Optional[int]) -> Tuple[int, int]:
+    """``(rank, world_size)`` as given, or from ``RANK``/``WORLD_SIZE`` when neither is."""
+    if rank is None and world_size is None:
+        return _env_int("RANK", 0), _env_int("WORLD_SIZE", 1)
+    if rank is None or world_size is None:
+        raise InvalidInputError("pass both rank= and world_size=, or neither (then RANK/WORLD_SIZE)")
+    return int(rank), int(world_size)
+
+
+class _Resumable:
+    """``set_epoch``, ``state_dict`` and ``load_state_dict`` of a loader
+    that iterates epochs of batches: ``_epoch``, ``_next_batch``, ``rank``
+    and ``world_size``; ``_what`` names it in errors."""
+
+    _what = "loader"
+
+    def set_epoch(self, epoch: int) -> None:
+        """The epoch the next iteration yields (its shuffle); as ``DistributedSampler.set_epoch``."""
+        self._epoch = int(epoch)
+        self._next_batch = 0
+
+    def state_dict(self) -> Dict[str, int]:
+        """Where the loader is: resume with :meth:`load_state_dict` on a loader made the same way."""
+        return {"epoch": self._epoch, "next_batch": self._next_batch, "rank": self.rank,
+                "world_size": self.world_size}
+
+    def load_state_dict(self, state: Dict[str, int]) -> None:
+        if (state.get("rank"), state.get("world_size")) != (self.rank, self.world_size):
+            raise InvalidInputError(
+                f"the state was saved by rank {state.get('rank')} of {state.get('world_size')}, "
+                f"this {self._what} is rank {self.rank} of {self.world_size}"
+            )
+        self._epoch, self._next_batch = int(state["epoch"]), int(state["next_batch"])
+
+
+class Loader(_Resumable):
     """Batches of aligned windows of a dataset on a device, for a training loop.
 
     Each batch is a dict: ``batch[stream]`` ``[B, T, ...]`` on the device,
@@ -290,11 +325,7 @@ class Loader:
             self.device = f"cuda:{torch.cuda.current_device() if torch is not None else 0}"
         if self.device.startswith("cuda") and _arrays._torch() is None:
             raise InvalidInputError("a CUDA loader needs torch imported to hold its batches")
-        if rank is None and world_size is None:
-            rank, world_size = _env_int("RANK", 0), _env_int("WORLD_SIZE", 1)
-        elif rank is None or world_size is None:
-            raise InvalidInputError("pass both rank= and world_size=, or neither (then RANK/WORLD_SIZE)")
-        self.rank, self.world_size = int(rank), int(world_size)
+        self.rank, self.world_size = _shard(rank, world_size)
         if delta_timestamps is not None:
             spec = ("deltas", deltas, float(tolerance_s))
         elif "hz" in windows:
@@ -339,24 +370,6 @@ class Loader:
     @property
     def samples_per_epoch(self) -> int:
         return self._native.samples_per_epoch()
-
-    def set_epoch(self, epoch: int) -> None:
-        """The epoch the next iteration yields (its shuffle); as ``DistributedSampler.set_epoch``."""
-        self._epoch = int(epoch)
-        self._next_batch = 0
-
-    def state_dict(self) -> Dict[str, int]:
-        """Where the loader is: resume with :meth:`load_state_dict` on a loader made the same way."""
-        return {"epoch": self._epoch, "next_batch": self._next_batch, "rank": self.rank,
-                "world_size": self.world_size}
-
-    def load_state_dict(self, state: Dict[str, int]) -> None:
-        if (state.get("rank"), state.get("world_size")) != (self.rank, self.world_size):
-            raise InvalidInputError(
-                f"the state was saved by rank {state.get('rank')} of {state.get('world_size')}, "
-                f"this loader is rank {self.rank} of {self.world_size}"
-            )
-        self._epoch, self._next_batch = int(state["epoch"]), int(state["next_batch"])
 
     def __iter__(self) -> Iterator[Dict[str, Any]]:
         # The native loader starts the next epoch while this one hands over

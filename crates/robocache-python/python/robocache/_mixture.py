@@ -9,10 +9,19 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _arrays
-from ._data import _env_int
+from ._data import _Resumable, _shard
 from ._errors import InvalidInputError
 from ._native import MixtureLoader as _NativeMixtureLoader
 from ._native import MixtureSampler as _NativeMixtureSampler
+
+
+def _dataset_index(dataset: Union[int, str, None], names: List[str]) -> Optional[int]:
+    """A dataset given by index or by name, as its index."""
+    if not isinstance(dataset, str):
+        return dataset
+    if dataset not in names:
+        raise InvalidInputError(f"until_exhausted={dataset!r} names no dataset of {names}")
+    return names.index(dataset)
 
 
 class MixtureSampler:
@@ -47,16 +56,9 @@ class MixtureSampler:
                  until_exhausted: Union[int, str, None] = None, seed: int = 0, rank: Optional[int] = None,
                  world_size: Optional[int] = None, episodes: Optional[Sequence[Sequence[int]]] = None):
         names = [str(n) for n in names] if names is not None else [f"dataset {i}" for i in range(len(sizes))]
-        if isinstance(until_exhausted, str):
-            if until_exhausted not in names:
-                raise InvalidInputError(f"until_exhausted={until_exhausted!r} names no dataset of {names}")
-            until_exhausted = names.index(until_exhausted)
-        if rank is None and world_size is None:
-            rank, world_size = _env_int("RANK", 0), _env_int("WORLD_SIZE", 1)
-        elif rank is None or world_size is None:
-            raise InvalidInputError("pass both rank= and world_size=, or neither (then RANK/WORLD_SIZE)")
+        until_exhausted = _dataset_index(until_exhausted, names)
         self.names = names
-        self.rank, self.world_size = int(rank), int(world_size)
+        self.rank, self.world_size = _shard(rank, world_size)
         self._native = _NativeMixtureSampler(
             names, [int(n) for n in sizes], [float(w) for w in weights], convention, epoch_windows,
             until_exhausted, int(seed), self.rank, self.world_size,
@@ -90,7 +92,7 @@ class MixtureSampler:
         return f"MixtureSampler({shares}; {self.epoch_len} a epoch, rank {self.rank} of {self.world_size})"
 
 
-class MixtureLoader:
+class MixtureLoader(_Resumable):
     """Batches of several datasets at once, each sampled with its weight.
 
     ``members`` are ``(loader, weight, keys)`` triples (or dicts with those
@@ -113,6 +115,8 @@ class MixtureLoader:
     batches ahead (``prefetch`` waiting). ``set_epoch``, ``state_dict`` and ``load_state_dict`` resume
     exactly mid-epoch.
     """
+
+    _what = "mixture"
 
     def __init__(self, members, *, streams: Optional[Sequence[str]] = None, batch_size: int = 64,
                  convention: str = "sample", epoch_windows: Optional[int] = None,
@@ -140,10 +144,7 @@ class MixtureLoader:
             raise InvalidInputError(f"the member loaders are on different devices: {sorted(devices)}")
         if streams is None:
             streams = list(dict.fromkeys(mixed for member in keys for mixed, _ in member))
-        if isinstance(until_exhausted, str):
-            if until_exhausted not in names:
-                raise InvalidInputError(f"until_exhausted={until_exhausted!r} names no dataset of {names}")
-            until_exhausted = names.index(until_exhausted)
+        until_exhausted = _dataset_index(until_exhausted, names)
         self.names, self.streams = names, [str(s) for s in streams]
         (self.rank, self.world_size), self.device = ranks.pop(), devices.pop()
         self._native = _NativeMixtureLoader(
@@ -170,21 +171,6 @@ class MixtureLoader:
         for it) and ``slowest_in`` (batches where its part took longest):
         which dataset starves the mixture."""
         return json.loads(self._native.telemetry_json())
-
-    def set_epoch(self, epoch: int) -> None:
-        """The epoch the next iteration yields, as ``DistributedSampler.set_epoch``."""
-        self._epoch, self._next_batch = int(epoch), 0
-
-    def state_dict(self) -> Dict[str, int]:
-        return {"epoch": self._epoch, "next_batch": self._next_batch, "rank": self.rank,
-                "world_size": self.world_size}
-
-    def load_state_dict(self, state: Dict[str, int]) -> None:
-        if (state.get("rank"), state.get("world_size")) != (self.rank, self.world_size):
-            raise InvalidInputError(
-                f"the state was saved by rank {state.get('rank')} of {state.get('world_size')}, "
-                f"this mixture is rank {self.rank} of {self.world_size}")
-        self._epoch, self._next_batch = int(state["epoch"]), int(state["next_batch"])
 
     def __iter__(self) -> Iterator[Dict[str, Any]]:
         from_dlpack = _arrays.capsule_importer()

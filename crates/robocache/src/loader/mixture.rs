@@ -500,7 +500,8 @@ impl MixtureLoader {
         let mut out_shape = vec![rows];
         out_shape.extend(&shape[1..]);
         if vector {
-            *out_shape.last_mut().unwrap_or(&mut 0) = widest;
+            let last = out_shape.len() - 1;
+            out_shape[last] = widest;
         }
         let data = match dtype {
             DType::Bool => HostVec::Bool(bytes.into_iter().map(|b| b != 0).collect()),
