@@ -33,7 +33,11 @@
 //! each other), and fetches the block only if its holder failed.
 //! Over the byte budget, whole objects are removed, least recently opened
 //! first (the map's modification time); a process that has them open keeps
-//! reading its (unlinked) files. A process's own objects go last.
+//! reading its (unlinked) files. A process's own objects go last. An
+//! eviction removes the data file, then the map; an open checks that both
+//! files it holds are still the ones at their paths and opens them again
+//! otherwise, so a map never vouches for a data file it was not written
+//! with (and the per-block checksum would catch one that did).
 
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
@@ -145,9 +149,7 @@ impl BlockCache {
         let markers_path = path.with_file_name(format!("{name}~{version:08x}.blocks"));
         let parent = data_path.parent().unwrap_or(&self.dir).to_path_buf();
         std::fs::create_dir_all(&parent).map_err(io(&parent))?;
-        let open = |path: &Path| OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path);
-        let data = open(&data_path).map_err(io(&data_path))?;
-        let markers = open(&markers_path).map_err(io(&markers_path))?;
+        let (data, markers) = open_pair(&data_path, &markers_path)?;
         let blocks = size.div_ceil(BLOCK_BYTES);
         // A new file is sized once; a file of another size was not written
         // by robocache's layout: start it again.
@@ -228,6 +230,38 @@ impl BlockCache {
         }
         self.used.store(used, Ordering::Relaxed);
         used
+    }
+}
+
+/// Opens (creating) an object's data file and map, both still linked at
+/// their paths once both are open. Another process's eviction between the
+/// two opens (it removes the data file, then the map) would otherwise pair
+/// an unlinked data file with a new map, or a new data file with a map
+/// about to be removed: the pair is opened again until it is one.
+fn open_pair(data_path: &Path, markers_path: &Path) -> Result<(File, File)> {
+    let open = |path: &Path| OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path);
+    let mut attempts = 0;
+    loop {
+        let data = open(data_path).map_err(io(data_path))?;
+        let markers = open(markers_path).map_err(io(markers_path))?;
+        if is_linked(&data, data_path) && is_linked(&markers, markers_path) {
+            return Ok((data, markers));
+        }
+        attempts += 1;
+        if attempts == 100 {
+            return Err(Error::Io {
+                file: data_path.to_path_buf(),
+                source: std::io::Error::other("removed by another process's eviction 100 times while being opened"),
+            });
+        }
+    }
+}
+
+/// Whether `file` is the file at `path` (not unlinked or replaced since it was opened).
+fn is_linked(file: &File, path: &Path) -> bool {
+    match (file.metadata(), std::fs::metadata(path)) {
+        (Ok(open), Ok(named)) => open.dev() == named.dev() && open.ino() == named.ino(),
+        _ => false,
     }
 }
 
@@ -496,5 +530,72 @@ mod tests {
         OpenOptions::new().write(true).open(&markers).unwrap().set_len(3).unwrap();
         let old = BlockCache::new(dir.path().into(), 1 << 40).object(&url, size, Some("e1")).unwrap();
         assert_eq!(old.check(0..1).unwrap(), [0]);
+    }
+
+    #[test]
+    fn a_pair_removed_between_its_opens_is_not_linked() {
+        let dir = tempfile::tempdir().unwrap();
+        let (data_path, markers_path) = (dir.path().join("o.data"), dir.path().join("o.blocks"));
+        let (data, markers) = open_pair(&data_path, &markers_path).unwrap();
+        assert!(is_linked(&data, &data_path) && is_linked(&markers, &markers_path));
+        // Another process evicts the object (data first, then the map) and
+        // a third opens it again: the first's handles are no longer the files.
+        std::fs::remove_file(&data_path).unwrap();
+        assert!(!is_linked(&data, &data_path), "a removed data file still counts as linked");
+        std::fs::remove_file(&markers_path).unwrap();
+        let (new_data, new_markers) = open_pair(&data_path, &markers_path).unwrap();
+        assert!(!is_linked(&data, &data_path) && !is_linked(&markers, &markers_path));
+        assert!(is_linked(&new_data, &data_path) && is_linked(&new_markers, &markers_path));
+    }
+
+    /// Processes of a node (caches with their own handles, on threads)
+    /// reading, fetching and evicting a few objects at once under a budget
+    /// smaller than the objects: every byte read is the object's.
+    #[test]
+    fn concurrent_readers_and_evictions_never_read_another_files_bytes() {
+        const OBJECTS: u8 = 6;
+        const SIZE: u64 = 64 << 10;
+        let dir = tempfile::tempdir().unwrap();
+        let urls: Vec<RemoteUrl> = (0..OBJECTS).map(|i| url(&format!("s3://bucket/shard-{i}"))).collect();
+        // The object's bytes: every byte different from every other object's.
+        let bytes_of = |object: u8| -> Vec<u8> { (0..SIZE).map(|i| (i as u8).wrapping_mul(31) ^ (object * 40)).collect() };
+        let failures = std::sync::atomic::AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            for process in 0..4u8 {
+                let (dir, urls, failures) = (dir.path(), &urls, &failures);
+                scope.spawn(move || {
+                    let cache = BlockCache::new(dir.into(), 3 * SIZE);
+                    for step in 0..150u32 {
+                        let object = ((step * 7 + u32::from(process) * 3) % u32::from(OBJECTS)) as u8;
+                        let expected = bytes_of(object);
+                        let cached = cache.object(&urls[object as usize], SIZE, Some("v1")).unwrap();
+                        let _ = cached.check(0..1).unwrap();
+                        if !cached.missing(0..1).unwrap().is_empty() {
+                            let claim = match cached.try_claim(0).unwrap() {
+                                Claim::Mine(claim) => Some(claim),
+                                Claim::Present => None,
+                                Claim::Busy => cached.claim_waiting(0).unwrap(),
+                            };
+                            if claim.is_some() {
+                                cached.store(0, &expected).unwrap();
+                                cache.added(SIZE);
+                            }
+                        }
+                        let _ = cached.check(0..1).unwrap();
+                        if cached.missing(0..1).unwrap().is_empty() {
+                            let mut read = vec![0u8; SIZE as usize];
+                            cached.read_exact_at(&mut read, 0).unwrap();
+                            if read != expected {
+                                failures.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                        if step % 5 == 0 {
+                            cache.scan_and_evict();
+                        }
+                    }
+                });
+            }
+        });
+        assert_eq!(failures.load(Ordering::Relaxed), 0, "reads served bytes that are not the object's");
     }
 }

@@ -64,6 +64,7 @@ use h264::H264Decoder;
 use hevc::HevcDecoder;
 pub use nal::NalConfig;
 pub use nvdec::DEFAULT_SESSIONS as DEFAULT_NVDEC_SESSIONS;
+pub use nvdec::IDLE_SESSION_RELEASE as NVDEC_IDLE_SESSION_RELEASE;
 use nvdec::{Gpu, Input, NvdecDecoder};
 
 /// Where frames are decoded.
@@ -480,6 +481,19 @@ impl VideoFile {
     pub fn decode_rgb(&self, indices: &[usize]) -> Result<Vec<Vec<u8>>> {
         Ok(self.decode_yuv(indices)?.iter().map(Yuv420::to_rgb).collect())
     }
+}
+
+/// NVDEC sessions idle in GPU `device`'s pool (0 where NVDEC is not there):
+/// each holds a hardware decoder and its surfaces, and is released after
+/// [`NVDEC_IDLE_SESSION_RELEASE`] unused.
+pub fn idle_nvdec_sessions(device: u32) -> usize {
+    Gpu::get(device).map(|gpu| gpu.idle_sessions()).unwrap_or(0)
+}
+
+/// Releases GPU `device`'s NVDEC sessions idle for at least `older_than`
+/// now, rather than after [`NVDEC_IDLE_SESSION_RELEASE`]; returns how many.
+pub fn release_idle_nvdec_sessions(device: u32, older_than: std::time::Duration) -> usize {
+    Gpu::get(device).map(|gpu| gpu.release_idle(older_than)).unwrap_or(0)
 }
 
 #[cfg(test)]

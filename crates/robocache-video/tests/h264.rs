@@ -176,3 +176,26 @@ fn auto_keeps_to_its_limit_on_nvdec_sessions() {
         }
     }
 }
+
+#[test]
+fn idle_nvdec_sessions_are_released() {
+    let (file, ffmpeg) = fixture("high_bframes");
+    if !runs_here(&file, NVDEC) {
+        return;
+    }
+    let frames = file.decode_yuv_on(&[3], NVDEC).unwrap();
+    assert_eq!(frames[0].data, ffmpeg[3]);
+    assert!(robocache_video::idle_nvdec_sessions(0) >= 1, "a finished request gives its session back");
+    // Not yet idle long enough.
+    let long = robocache_video::NVDEC_IDLE_SESSION_RELEASE * 100;
+    assert_eq!(robocache_video::release_idle_nvdec_sessions(0, long), 0);
+    // The releasing thread frees them once idle past the limit.
+    let deadline = std::time::Instant::now() + robocache_video::NVDEC_IDLE_SESSION_RELEASE * 3;
+    while robocache_video::idle_nvdec_sessions(0) > 0 {
+        assert!(std::time::Instant::now() < deadline, "idle NVDEC sessions were not released");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    // A released pool makes sessions again.
+    let frames = file.decode_yuv_on(&[3], NVDEC).unwrap();
+    assert_eq!(frames[0].data, ffmpeg[3]);
+}

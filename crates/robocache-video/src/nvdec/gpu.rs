@@ -5,7 +5,9 @@ use std::collections::HashMap;
 use std::ffi::c_int;
 use std::ptr::null_mut;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use super::ffi::*;
 use super::session::Session;
@@ -18,6 +20,11 @@ use crate::mp4::Codec;
 /// in GPU memory (about 10 MB for 480×640 H.264).
 pub const DEFAULT_SESSIONS: usize = 32;
 
+/// How long a session stays idle in its GPU's pool before it is released
+/// (its decoder, stream and surfaces freed). A loader between epochs keeps
+/// its sessions; a process that stopped decoding gives the memory back.
+pub const IDLE_SESSION_RELEASE: Duration = Duration::from_secs(10);
+
 /// Whether NVDEC decodes a codec: its smallest and largest width and height, or why not.
 pub(super) type Caps = Result<[(u32, u32); 2], CodecError>;
 
@@ -27,7 +34,10 @@ pub struct Gpu {
     pub(super) api: &'static Api,
     pub(super) device: u32,
     pub(super) context: CUcontext,
-    pub(super) idle: Mutex<Vec<Session>>,
+    /// Sessions given back, and since when (oldest first).
+    pub(super) idle: Mutex<Vec<(Instant, Session)>>,
+    /// Whether the thread releasing idle sessions runs (while any are idle).
+    releasing: AtomicBool,
     /// Sessions handed out and not given back.
     pub(super) busy: AtomicUsize,
     /// Per codec: `Ok` where NVDEC decodes it (8-bit 4:2:0), with its largest size.
@@ -62,6 +72,7 @@ impl Gpu {
             device,
             context,
             idle: Mutex::new(Vec::new()),
+            releasing: AtomicBool::new(false),
             busy: AtomicUsize::new(0),
             caps: Mutex::new(HashMap::new()),
         });
@@ -144,7 +155,9 @@ impl Gpu {
         if claimed.is_err() {
             return Ok(None);
         }
-        if let Some(session) = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop() {
+        // The most recently used: the oldest idle ones are the ones released.
+        if let Some((_, mut session)) = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop() {
+            session.in_use = true;
             return Ok(Some(session));
         }
         // A session that is never made is not in use.
@@ -153,10 +166,55 @@ impl Gpu {
         })
     }
 
-    /// Gives a session back for the next request.
-    pub(super) fn put_session(&self, session: Session) {
-        self.idle.lock().unwrap_or_else(|p| p.into_inner()).push(session);
+    /// Gives a session back for the next request; it is released after
+    /// [`IDLE_SESSION_RELEASE`] unused.
+    pub(super) fn put_session(self: &Arc<Self>, mut session: Session) {
+        session.in_use = false;
+        self.idle.lock().unwrap_or_else(|p| p.into_inner()).push((Instant::now(), session));
         self.busy.fetch_sub(1, Ordering::AcqRel);
+        if !self.releasing.swap(true, Ordering::AcqRel) {
+            let gpu = self.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("robocache-nvdec-release-{}", self.device))
+                .spawn(move || gpu.release_while_idle());
+            if spawned.is_err() {
+                // Without the thread, sessions are released at the next give-back.
+                self.releasing.store(false, Ordering::Release);
+                self.release_idle(IDLE_SESSION_RELEASE);
+            }
+        }
+    }
+
+    /// Sessions idle in the pool.
+    pub fn idle_sessions(&self) -> usize {
+        self.idle.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// Releases the sessions idle for at least `older_than`; returns how many.
+    pub fn release_idle(&self, older_than: Duration) -> usize {
+        let released: Vec<(Instant, Session)> = {
+            let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+            let stale = idle.iter().take_while(|(since, _)| since.elapsed() >= older_than).count();
+            idle.drain(..stale).collect()
+        };
+        // Destroyed outside the lock (each pushes the context).
+        released.len()
+    }
+
+    /// The releasing thread: wakes while sessions are idle, and ends when none are.
+    fn release_while_idle(&self) {
+        loop {
+            std::thread::sleep(IDLE_SESSION_RELEASE / 4);
+            self.release_idle(IDLE_SESSION_RELEASE);
+            if self.idle_sessions() == 0 {
+                self.releasing.store(false, Ordering::Release);
+                // A session given back since the count: keep going unless
+                // that give-back started a thread of its own.
+                if self.idle_sessions() == 0 || self.releasing.swap(true, Ordering::AcqRel) {
+                    return;
+                }
+            }
+        }
     }
 }
 

@@ -24,7 +24,9 @@
 //! to its file's codec and parameter sets, and gives it back. A request of
 //! [`crate::DecoderChoice::Auto`] takes one only while fewer than its
 //! `nvdec_sessions` are in use on the GPU; past that, it decodes on the
-//! CPU beside them.
+//! CPU beside them. A session idle for [`IDLE_SESSION_RELEASE`] is
+//! released (a thread runs while any are idle), so a process that stopped
+//! decoding holds no decoder memory.
 //!
 //! Every `unsafe` call into the driver is in this module and [`ffi`].
 
@@ -33,7 +35,7 @@ mod gpu;
 mod session;
 
 use gpu::nvdec_codec;
-pub use gpu::{Gpu, DEFAULT_SESSIONS};
+pub use gpu::{Gpu, DEFAULT_SESSIONS, IDLE_SESSION_RELEASE};
 pub use session::Session;
 use session::State;
 

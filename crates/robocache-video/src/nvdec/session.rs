@@ -21,6 +21,8 @@ pub struct Session {
     /// calls (never one that lives across `cuvidParseVideoData`, while the
     /// callbacks make their own).
     pub(super) state: std::ptr::NonNull<State>,
+    /// Counted in its GPU's sessions in use (false while idle in its pool).
+    pub(super) in_use: bool,
 }
 
 impl Session {
@@ -92,7 +94,7 @@ impl Session {
             pending: VecDeque::new(),
         }));
         // SAFETY: `Box::into_raw` never returns null.
-        Ok(Session { gpu, state: unsafe { std::ptr::NonNull::new_unchecked(state) } })
+        Ok(Session { gpu, state: unsafe { std::ptr::NonNull::new_unchecked(state) }, in_use: true })
     }
 }
 
@@ -114,9 +116,11 @@ impl Drop for Session {
                 (api.cuStreamDestroy)(state.stream);
             }
         });
-        // Only sessions in use are dropped (a request that failed); idle
-        // ones stay with their GPU for the process's life.
-        self.gpu.busy.fetch_sub(1, Ordering::AcqRel);
+        // A session in use is dropped by a request that failed; an idle
+        // one by its GPU's release of idle sessions (not counted in use).
+        if self.in_use {
+            self.gpu.busy.fetch_sub(1, Ordering::AcqRel);
+        }
     }
 }
 
