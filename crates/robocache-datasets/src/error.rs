@@ -52,6 +52,10 @@ pub enum Error {
     /// Bad arguments: window sizes, sample indices, shard numbers, options.
     #[error("{0}")]
     Invalid(String),
+    /// A ROS 2 bag that cannot be read: a damaged file or chunk, a message
+    /// that does not decode by its definition, a mapped topic it lacks.
+    #[error("{}{}{}: {problem}", file.display(), topic.as_ref().map(|t| format!(", topic `{t}`")).unwrap_or_default(), message.map(|m| format!(", message {m}")).unwrap_or_default())]
+    Bag { file: PathBuf, topic: Option<String>, message: Option<usize>, problem: String },
     /// A TFRecord record that is truncated, fails its CRC32C or is not the
     /// `tf.train.Example` the dataset's `features.json` describes.
     #[error("{}: record {record}: {problem}", file.display())]

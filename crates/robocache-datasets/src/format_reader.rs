@@ -30,8 +30,8 @@ use crate::{Error, Result};
 
 /// The formats robocache reads, in the order they are tried on a path: the
 /// first whose [`FormatKind::detect`] says yes opens it.
-pub(crate) static KINDS: [&dyn FormatKind; 3] =
-    [&crate::lerobot::LeRobotKind, &crate::rlds::RldsKind, &crate::formats::Hdf5Kind];
+pub(crate) static KINDS: [&dyn FormatKind; 4] =
+    [&crate::lerobot::LeRobotKind, &crate::ros2::Ros2Kind, &crate::rlds::RldsKind, &crate::formats::Hdf5Kind];
 
 /// A format as a whole: how a path is recognised as it, and opened.
 pub(crate) trait FormatKind: Sync {

@@ -82,6 +82,7 @@ mod mixture;
 mod model;
 pub mod npy;
 mod rlds;
+pub mod ros2;
 mod sampler;
 mod streams;
 pub mod synthetic;

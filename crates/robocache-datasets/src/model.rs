@@ -26,11 +26,15 @@ pub enum Format {
     /// A LeRobot dataset root (codebase v3.0 or v2.1): parquet data, MP4
     /// video, `meta/info.json` (docs/datasets.md).
     LeRobot,
+    /// ROS 2 bags: MCAP or rosbag2 SQLite files, one episode each, topics
+    /// as streams at their own rates (docs/datasets.md).
+    Ros2,
 }
 
 impl Format {
     /// Every format, in detection order.
-    pub const ALL: [Format; 5] = [Format::Robomimic, Format::Calvin, Format::Rtx, Format::Rlds, Format::LeRobot];
+    pub const ALL: [Format; 6] =
+        [Format::Robomimic, Format::Calvin, Format::Rtx, Format::Rlds, Format::LeRobot, Format::Ros2];
 
     /// The name used by the CLI and in JSON.
     pub const fn name(self) -> &'static str {
@@ -40,6 +44,7 @@ impl Format {
             Format::Rtx => "rtx",
             Format::Rlds => "rlds",
             Format::LeRobot => "lerobot",
+            Format::Ros2 => "ros2",
         }
     }
 }
@@ -60,7 +65,8 @@ impl FromStr for Format {
             "rtx" | "rt-x" => Ok(Format::Rtx),
             "rlds" | "tfds" | "oxe" => Ok(Format::Rlds),
             "lerobot" => Ok(Format::LeRobot),
-            other => Err(format!("unknown format `{other}` (expected robomimic, calvin, rtx, rlds or lerobot)")),
+            "ros2" | "rosbag2" | "mcap" | "bag" => Ok(Format::Ros2),
+            other => Err(format!("unknown format `{other}` (expected robomimic, calvin, rtx, rlds, lerobot or ros2)")),
         }
     }
 }

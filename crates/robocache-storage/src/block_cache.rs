@@ -558,7 +558,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let urls: Vec<RemoteUrl> = (0..OBJECTS).map(|i| url(&format!("s3://bucket/shard-{i}"))).collect();
         // The object's bytes: every byte different from every other object's.
-        let bytes_of = |object: u8| -> Vec<u8> { (0..SIZE).map(|i| (i as u8).wrapping_mul(31) ^ (object * 40)).collect() };
+        let bytes_of =
+            |object: u8| -> Vec<u8> { (0..SIZE).map(|i| (i as u8).wrapping_mul(31) ^ (object * 40)).collect() };
         let failures = std::sync::atomic::AtomicUsize::new(0);
         std::thread::scope(|scope| {
             for process in 0..4u8 {

@@ -36,22 +36,39 @@ pub(crate) async fn list_files(access: &HubAccess, repo: &str, revision: &str, d
         if !seen.insert(url.clone()) {
             return Err(Error::Hub { url, reason: "the listing's `Link: rel=\"next\"` repeats a page".into() });
         }
+        // A page is fetched whole, retried on a server error, a dropped
+        // connection or a body cut short.
         let mut tries = 0;
-        let response = loop {
+        let (status, next, body) = loop {
             tries += 1;
             let mut request = client.get(&url);
             if let Some(token) = &access.token {
                 request = request.bearer_auth(token);
             }
-            match request.send().await {
-                Ok(response) if response.status().is_server_error() && tries < 5 => {}
-                Ok(response) => break response,
-                Err(e) if tries < 5 && (e.is_timeout() || e.is_connect() || e.is_request()) => {}
+            let response = match request.send().await {
+                Ok(response) if response.status().is_server_error() && tries < 5 => None,
+                Ok(response) => Some(response),
+                Err(e) if tries < 5 && (e.is_timeout() || e.is_connect() || e.is_request()) => None,
                 Err(e) => return Err(Error::Hub { url: url.clone(), reason: e.to_string() }),
+            };
+            if let Some(response) = response {
+                let status = response.status();
+                let next = response
+                    .headers()
+                    .get_all("link")
+                    .iter()
+                    .filter_map(|v| v.to_str().ok())
+                    .flat_map(|v| v.split(','))
+                    .find(|part| part.contains("rel=\"next\""))
+                    .and_then(|part| Some(part[part.find('<')? + 1..part.find('>')?].to_owned()));
+                match response.bytes().await {
+                    Ok(body) => break (status, next, body),
+                    Err(e) if tries >= 5 => return Err(Error::Hub { url: url.clone(), reason: e.to_string() }),
+                    Err(_) => {}
+                }
             }
             tokio::time::sleep(std::time::Duration::from_millis(100 << tries)).await;
         };
-        let status = response.status();
         if status == reqwest::StatusCode::NOT_FOUND {
             return match page {
                 0 => Err(Error::NotFound { url }),
@@ -65,15 +82,6 @@ pub(crate) async fn list_files(access: &HubAccess, repo: &str, revision: &str, d
             };
             return Err(Error::Hub { url, reason: format!("the Hub answered {status}{hint}") });
         }
-        let next = response
-            .headers()
-            .get_all("link")
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(','))
-            .find(|part| part.contains("rel=\"next\""))
-            .and_then(|part| Some(part[part.find('<')? + 1..part.find('>')?].to_owned()));
-        let body = response.bytes().await.map_err(|e| Error::Hub { url: url.clone(), reason: e.to_string() })?;
         let entries: Vec<Entry> = serde_json::from_slice(&body)
             .map_err(|e| Error::Hub { url: url.clone(), reason: format!("not a tree listing: {e}") })?;
         files.extend(entries.into_iter().filter(|e| e.kind == "file").map(|e| e.path));

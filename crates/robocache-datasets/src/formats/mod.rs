@@ -43,6 +43,9 @@ pub struct OpenOptions {
     /// RLDS: do not check each record's payload CRC32C on its first read
     /// (the length CRCs are always checked while indexing).
     pub skip_checksums: bool,
+    /// ROS 2 bags: which topics and fields become which streams (none: the
+    /// default mapping from the topics' types).
+    pub bag_mapping: Option<crate::ros2::BagMapping>,
     /// Where remote datasets (`s3://`, `gs://`, `az://`, `http(s)://`,
     /// `hf://datasets/...`) are cached and how their stores are reached.
     pub storage: StorageOptions,
@@ -105,5 +108,6 @@ pub(crate) fn read_info(file: &Hdf5File, format: Format, options: &OpenOptions) 
             "/",
             "is an HDF5 file; the lerobot format reads LeRobot dataset roots (meta/info.json, data/, videos/)",
         )),
+        Format::Ros2 => Err(file.layout_error("/", "is an HDF5 file; the ros2 format reads .mcap and .db3 bags")),
     }
 }

@@ -1,0 +1,296 @@
+//! MCAP bags (rosbag2's default storage since Iron), read through the
+//! `mcap` crate and robocache-storage: a local file, or an object on S3,
+//! GCS, Azure or the Hub read by range.
+//!
+//! - **Indexed** (the file has its summary): the summary gives the
+//!   channels, schemas, message counts and chunk indexes; a read fetches
+//!   only the chunks holding the wanted channels, each by one ranged read,
+//!   and checks each chunk's CRC as it decompresses it.
+//! - **Scanned** (no summary: a recording cut short by a crash): the file
+//!   is read whole and its records walked from the start; messages up to
+//!   the first damaged record are kept, with a warning.
+//!
+//! Bounds: a chunk is read only if its sizes fit the file, and its
+//! uncompressed size is at most [`MAX_CHUNK_BYTES`].
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::SeekFrom;
+use std::path::Path;
+use std::sync::Arc;
+
+use mcap::records::Record;
+use mcap::sans_io::summary_reader::{SummaryReadEvent, SummaryReader, SummaryReaderOptions};
+use robocache_storage::{Blob, Storage};
+
+use super::bag_file::{BagFile, RawMessage, Topic, Visit};
+use super::msg_schema::MessageSchema;
+use crate::Result;
+
+/// The largest chunk (uncompressed) a read decompresses.
+pub(crate) const MAX_CHUNK_BYTES: u64 = 1 << 31;
+/// The largest record of the summary section.
+const MAX_SUMMARY_RECORD: usize = 1 << 28;
+
+#[derive(Debug)]
+pub(crate) struct McapBag {
+    blob: Blob,
+    topics: Vec<Topic>,
+    /// Channel id → topic index.
+    channel_topic: HashMap<u16, usize>,
+    /// The chunk indexes, by file offset; `None`: read by a scan.
+    chunks: Option<Vec<mcap::records::ChunkIndex>>,
+    warnings: Vec<String>,
+}
+
+fn schema_of(name: &str, encoding: &str, data: &[u8]) -> std::result::Result<Arc<MessageSchema>, String> {
+    match encoding {
+        "ros2msg" => {
+            let text = std::str::from_utf8(data).map_err(|_| format!("the `{name}` definition is not UTF-8"))?;
+            MessageSchema::parse(name, text).map(Arc::new).map_err(|e| format!("the `{name}` definition: {e}"))
+        }
+        "" => Err(format!("the bag carries no definition of `{name}`")),
+        other => Err(format!("`{name}` is defined as {other}, and robocache reads ros2msg definitions")),
+    }
+}
+
+/// Reads the summary by ranged reads: `None` when the file has none.
+fn read_summary(blob: &Blob) -> std::result::Result<Option<mcap::Summary>, String> {
+    let len = blob.len();
+    let options = SummaryReaderOptions::default().with_file_size(len).with_record_length_limit(MAX_SUMMARY_RECORD);
+    let mut reader = SummaryReader::new_with_options(options);
+    let mut at: u64 = 0;
+    while let Some(event) = reader.next_event() {
+        match event.map_err(|e| format!("its summary: {e}"))? {
+            SummaryReadEvent::ReadRequest(need) => {
+                let n = (need as u64).min(len.saturating_sub(at)) as usize;
+                let buffer = reader.insert(need);
+                blob.read_exact_at(&mut buffer[..n], at).map_err(|e| e.to_string())?;
+                at += n as u64;
+                reader.notify_read(n);
+            }
+            SummaryReadEvent::SeekRequest(to) => {
+                at = match to {
+                    SeekFrom::Start(x) => Some(x),
+                    SeekFrom::End(x) => len.checked_add_signed(x),
+                    SeekFrom::Current(x) => at.checked_add_signed(x),
+                }
+                .filter(|&x| x <= len)
+                .ok_or_else(|| format!("its summary points outside the file ({to:?} of {len} bytes)"))?;
+                reader.notify_seeked(at);
+            }
+        }
+    }
+    Ok(reader.finish())
+}
+
+impl McapBag {
+    pub(crate) fn open(path: &Path, storage: &Storage) -> Result<McapBag> {
+        let blob = storage.open(path)?;
+        let bad = |problem: String| crate::Error::Bag { file: path.to_path_buf(), topic: None, message: None, problem };
+        let summary = match read_summary(&blob) {
+            Ok(Some(summary)) if !summary.chunk_indexes.is_empty() && summary.stats.is_some() => Some(summary),
+            Ok(_) => None,
+            Err(problem) if problem.contains("summary") => None,
+            Err(problem) => return Err(bad(problem)),
+        };
+        let Some(summary) = summary else {
+            return McapBag::scanned(blob, path).map_err(bad);
+        };
+        let counts = summary.stats.as_ref().map(|s| s.channel_message_counts.clone()).unwrap_or_default();
+        let mut by_name: BTreeMap<String, (Topic, Vec<u16>)> = BTreeMap::new();
+        for (id, channel) in &summary.channels {
+            let (type_name, schema) = match &channel.schema {
+                Some(s) => (s.name.clone(), schema_of(&s.name, &s.encoding, &s.data)),
+                None => (String::new(), Err("the channel has no schema".to_owned())),
+            };
+            let entry = by_name.entry(channel.topic.clone()).or_insert_with(|| {
+                let topic = Topic {
+                    name: channel.topic.clone(),
+                    type_name,
+                    encoding: channel.message_encoding.clone(),
+                    schema,
+                    messages: 0,
+                    span_ns: None,
+                };
+                (topic, Vec::new())
+            });
+            entry.0.messages += counts.get(id).copied().unwrap_or(0);
+            entry.1.push(*id);
+        }
+        let mut topics = Vec::new();
+        let mut channel_topic = HashMap::new();
+        for (_, (topic, ids)) in by_name {
+            for id in ids {
+                channel_topic.insert(id, topics.len());
+            }
+            topics.push(topic);
+        }
+        let len = blob.len();
+        let mut chunks = summary.chunk_indexes;
+        for chunk in &chunks {
+            if chunk.chunk_start_offset.checked_add(chunk.chunk_length).is_none_or(|end| end > len) {
+                return Err(bad(format!(
+                    "a chunk at byte {} of {} bytes ends past the file's {len} bytes",
+                    chunk.chunk_start_offset, chunk.chunk_length
+                )));
+            }
+        }
+        chunks.sort_by_key(|c| c.chunk_start_offset);
+        super::bag_file::require_cdr(&mut topics);
+        Ok(McapBag { blob, topics, channel_topic, chunks: Some(chunks), warnings: Vec::new() })
+    }
+
+    /// Opens a file without a usable summary by walking its records.
+    fn scanned(blob: Blob, path: &Path) -> std::result::Result<McapBag, String> {
+        let warning =
+            format!("{}: no MCAP summary (a recording cut short?): read by a scan of the whole file", path.display());
+        tracing::warn!("{warning}");
+        let mut bag =
+            McapBag { blob, topics: Vec::new(), channel_topic: HashMap::new(), chunks: None, warnings: vec![warning] };
+        let mut schemas: HashMap<u16, (String, String, Vec<u8>)> = HashMap::new();
+        let mut counts: HashMap<usize, u64> = HashMap::new();
+        let bytes = bag.blob.read_at(0, bag.blob.len() as usize).map_err(|e| e.to_string())?;
+        let stopped = walk(&bytes, &mut |record| {
+            match record {
+                Record::Schema { header, data } => {
+                    schemas.insert(header.id, (header.name, header.encoding, data.into_owned()));
+                }
+                Record::Channel(channel) if !bag.channel_topic.contains_key(&channel.id) => {
+                    let index = match bag.topics.iter().position(|t| t.name == channel.topic) {
+                        Some(index) => index,
+                        None => {
+                            let (type_name, schema) = match schemas.get(&channel.schema_id) {
+                                Some((name, encoding, data)) => (name.clone(), schema_of(name, encoding, data)),
+                                None => (String::new(), Err("the channel has no schema".to_owned())),
+                            };
+                            bag.topics.push(Topic {
+                                name: channel.topic.clone(),
+                                type_name,
+                                encoding: channel.message_encoding.clone(),
+                                schema,
+                                messages: 0,
+                                span_ns: None,
+                            });
+                            bag.topics.len() - 1
+                        }
+                    };
+                    bag.channel_topic.insert(channel.id, index);
+                }
+                Record::Message { header, .. } => {
+                    if let Some(&topic) = bag.channel_topic.get(&header.channel_id) {
+                        *counts.entry(topic).or_default() += 1;
+                    }
+                }
+                _ => {}
+            }
+            Ok(())
+        })?;
+        if let Some(problem) = stopped {
+            let warning = format!("{}: {problem}: the messages before it are read", path.display());
+            tracing::warn!("{warning}");
+            bag.warnings.push(warning);
+        }
+        for (topic, count) in counts {
+            bag.topics[topic].messages = count;
+        }
+        super::bag_file::require_cdr(&mut bag.topics);
+        Ok(bag)
+    }
+}
+
+/// Walks every record of a whole file (chunks opened), stopping at the
+/// first damaged one: `Some(what)` when it stopped early.
+fn walk(
+    bytes: &[u8],
+    visit: &mut dyn FnMut(Record<'_>) -> std::result::Result<(), String>,
+) -> std::result::Result<Option<String>, String> {
+    let reader = match mcap::read::LinearReader::new_with_options(bytes, mcap::read::Options::IgnoreEndMagic.into()) {
+        Ok(reader) => reader,
+        Err(e) => return Err(format!("not an MCAP file: {e}")),
+    };
+    for record in reader {
+        let record = match record {
+            Ok(record) => record,
+            Err(e) => return Ok(Some(format!("a damaged record ({e})"))),
+        };
+        if let Record::Chunk { header, data } = record {
+            if header.uncompressed_size > MAX_CHUNK_BYTES {
+                return Ok(Some(format!("a chunk of {} bytes uncompressed", header.uncompressed_size)));
+            }
+            let chunk = match mcap::read::ChunkReader::new(header, &data) {
+                Ok(chunk) => chunk,
+                Err(e) => return Ok(Some(format!("a chunk that does not open ({e})"))),
+            };
+            for inner in chunk {
+                match inner {
+                    Ok(inner) => visit(inner)?,
+                    Err(e) => return Ok(Some(format!("a damaged chunk ({e})"))),
+                }
+            }
+        } else {
+            visit(record)?;
+        }
+    }
+    Ok(None)
+}
+
+impl BagFile for McapBag {
+    fn storage(&self) -> &'static str {
+        "MCAP"
+    }
+
+    fn topics(&self) -> &[Topic] {
+        &self.topics
+    }
+
+    fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    fn read(&self, wanted: &[usize], visit: &mut Visit<'_>) -> std::result::Result<(), String> {
+        let channels: Vec<u16> =
+            self.channel_topic.iter().filter(|(_, t)| wanted.contains(t)).map(|(&id, _)| id).collect();
+        let mut on_message = |record: Record<'_>| -> std::result::Result<(), String> {
+            if let Record::Message { header, data } = record {
+                if let Some(&topic) = self.channel_topic.get(&header.channel_id).filter(|t| wanted.contains(t)) {
+                    visit(RawMessage { topic, log_ns: header.log_time, publish_ns: header.publish_time, data: &data })?;
+                }
+            }
+            Ok(())
+        };
+        let Some(chunks) = &self.chunks else {
+            let bytes = self.blob.read_at(0, self.blob.len() as usize).map_err(|e| e.to_string())?;
+            walk(&bytes, &mut on_message)?;
+            return Ok(());
+        };
+        for chunk in chunks {
+            let holds = chunk.message_index_offsets.is_empty()
+                || channels.iter().any(|id| chunk.message_index_offsets.contains_key(id));
+            if !holds {
+                continue;
+            }
+            let at = chunk.chunk_start_offset;
+            if chunk.uncompressed_size > MAX_CHUNK_BYTES {
+                return Err(format!("the chunk at byte {at} is {} bytes uncompressed", chunk.uncompressed_size));
+            }
+            let record = self.blob.read_at(at, chunk.chunk_length as usize).map_err(|e| e.to_string())?;
+            let (Some(&opcode), Some(len)) = (record.first(), record.get(1..9)) else {
+                return Err(format!("the chunk at byte {at} is cut short"));
+            };
+            let len = u64::from_le_bytes(len.try_into().unwrap_or_default());
+            let body = usize::try_from(len)
+                .ok()
+                .and_then(|len| record.get(9..9usize.checked_add(len)?))
+                .ok_or_else(|| format!("the chunk at byte {at} claims {len} bytes"))?;
+            let Ok(Record::Chunk { header, data }) = mcap::read::parse_record(opcode, body) else {
+                return Err(format!("the chunk index points at byte {at}, which holds no chunk"));
+            };
+            let reader =
+                mcap::read::ChunkReader::new(header, &data).map_err(|e| format!("the chunk at byte {at}: {e}"))?;
+            for inner in reader {
+                on_message(inner.map_err(|e| format!("the chunk at byte {at}: {e}"))?)?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,565 @@
+//! ROS 2 bags as robot teams record them: MCAP (`.mcap`, rosbag2's default
+//! since Iron) and rosbag2 SQLite (`.db3`), read without a ROS install.
+//!
+//! - **A dataset** is a bag file, a rosbag2 directory (its `metadata.yaml`
+//!   beside one file per split) or a directory holding bags anywhere below
+//!   it. **An episode** is one bag file (a split of a recording is one
+//!   file), in path order.
+//! - **Messages** are CDR, decoded by reflection over the definitions the
+//!   bag itself carries ([`msg_schema`], [`cdr`]): any message type.
+//! - **Streams**: each mapped key (the [`BagMapping`], or the default one
+//!   derived from the topic types) becomes a stream at its topic's native
+//!   rate, with explicit timestamps: each message's `header.stamp`, log or
+//!   publish time, in seconds from the bag's first log time. Time windows
+//!   resample every stream onto the policy clock by its kind (linear,
+//!   slerp for quaternions, hold for discrete values and frames).
+//! - **Order**: a stream's messages are sorted by the chosen time (stable;
+//!   out-of-order messages are counted in a warning). Two messages of one
+//!   stream at the same time keep both, the later one a femtosecond
+//!   (`f64::next_up`) after: the latest message wins at that instant.
+//! - **Joints by name**: a joint missing from a message keeps its value
+//!   from the topic's previous message (publishers that each send part of
+//!   the robot on one topic); before its first value it is `NaN`.
+//! - **Decoding**: the first read of an episode decodes its mapped topics
+//!   once (numbers as rows, image messages kept as their bytes and decoded
+//!   per read); the last [`DECODED_EPISODES`] episodes stay decoded.
+//!
+//! What is not read yet: ros2idl definitions, bags before Iron in SQLite
+//! (no definitions stored: listed, not decoded), `foxglove.CompressedVideo`,
+//! `PointCloud2` into the voxelizer, transforms through the tf tree. A
+//! mapped topic missing from an episode is an error naming the bag.
+
+pub(crate) mod bag_file;
+pub(crate) mod cdr;
+pub(crate) mod extract;
+pub(crate) mod mapping;
+pub(crate) mod mcap_bag;
+pub(crate) mod msg_schema;
+pub(crate) mod sqlite_bag;
+
+use std::any::Any;
+use std::collections::{HashMap, VecDeque};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use robocache_cpu::DType;
+use robocache_storage::Storage;
+
+use self::bag_file::{BagFile, RawMessage};
+use self::extract::{Extract, Frame, StreamPlan};
+use self::mapping::TimeSource;
+pub use self::mapping::{BagMapping, StreamMapping, TimeSource as BagTimeSource};
+use crate::format_reader::{FormatKind, FormatReader, Opened};
+use crate::formats::OpenOptions;
+use crate::model::{DatasetInfo, EpisodeInfo, Format, StreamInfo, Timeline};
+use crate::{Error, Result};
+
+/// Episodes kept decoded (the most recently read).
+pub const DECODED_EPISODES: usize = 4;
+/// The policy clock when the mapping gives none.
+pub const DEFAULT_FPS: f64 = 30.0;
+
+/// The format: bag files and directories of them.
+pub(crate) struct Ros2Kind;
+
+fn is_bag_file(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "mcap" || e == "db3")
+}
+
+/// The bag files of `path`: itself, or every bag below it, in path order.
+pub(crate) fn bag_files(path: &Path, storage: &Storage) -> Result<Vec<PathBuf>> {
+    if is_bag_file(path) {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let mut files: Vec<PathBuf> = storage.list_files(path)?.into_iter().filter(|f| is_bag_file(f)).collect();
+    files.sort();
+    Ok(files)
+}
+
+/// Opens one bag file by its extension.
+pub(crate) fn open_bag(path: &Path, storage: &Storage) -> Result<Arc<dyn BagFile>> {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("db3") => Ok(Arc::new(sqlite_bag::SqliteBag::open(path, storage)?)),
+        _ => Ok(Arc::new(mcap_bag::McapBag::open(path, storage)?)),
+    }
+}
+
+impl FormatKind for Ros2Kind {
+    fn name(&self) -> &'static str {
+        "ROS 2 bag"
+    }
+
+    fn formats(&self) -> &'static [Format] {
+        &[Format::Ros2]
+    }
+
+    fn reads(&self) -> &'static str {
+        "a .mcap or .db3 file, or a directory of them, is read as ROS 2 bags"
+    }
+
+    fn detect(&self, path: &Path, storage: &Storage) -> Result<bool> {
+        if is_bag_file(path) {
+            return Ok(storage.is_file(path)?);
+        }
+        // A directory holding bags. A store that cannot tell or list (plain
+        // HTTP) holds none as far as this format knows: the next format decides.
+        Ok(storage.is_dir(path).unwrap_or(false) && bag_files(path, storage).is_ok_and(|files| !files.is_empty()))
+    }
+
+    fn open(&self, path: &Path, options: &OpenOptions, storage: &Storage) -> Result<Opened> {
+        let files = bag_files(path, storage)?;
+        if files.is_empty() {
+            return Err(Error::UnknownFormat { file: path.into(), reason: "no .mcap or .db3 bag in it".into() });
+        }
+        let bags = files.iter().map(|f| open_bag(f, storage)).collect::<Result<Vec<_>>>()?;
+        let mapping = match &options.bag_mapping {
+            Some(mapping) => mapping.clone(),
+            None => default_mapping(&files[0], bags[0].as_ref())?,
+        };
+        mapping.check()?;
+        let plans = plans(path, &files, &bags, &mapping)?;
+        let fps = options.rate_hz.or(mapping.fps).unwrap_or(DEFAULT_FPS);
+        let mut episodes = Vec::with_capacity(files.len());
+        let mut sources = Vec::with_capacity(files.len());
+        for (file, bag) in files.iter().zip(&bags) {
+            let (episode, source) = episode_of(path, file, bag.clone(), &plans, fps)?;
+            episodes.push(episode);
+            sources.push(source);
+        }
+        let mut metadata = serde_json::Map::new();
+        let warnings: Vec<String> = bags.iter().flat_map(|b| b.warnings().iter().cloned()).collect();
+        if !warnings.is_empty() {
+            metadata.insert("warnings".into(), warnings.into());
+        }
+        let info = DatasetInfo {
+            path: path.to_path_buf(),
+            format: Format::Ros2,
+            rate_hz: fps,
+            episodes,
+            splits: Vec::new(),
+            metadata,
+        };
+        let reader = Ros2Reader { episodes: sources, decoded: Mutex::new(VecDeque::new()) };
+        Ok((Box::new(reader), info))
+    }
+}
+
+/// The default mapping, from the first bag's topics (see [`extract::default_streams`]).
+fn default_mapping(file: &Path, bag: &dyn BagFile) -> Result<BagMapping> {
+    let wanted: Vec<usize> = (0..bag.topics().len()).filter(|&t| bag.topics()[t].schema.is_ok()).collect();
+    let firsts = first_messages(file, bag, &wanted)?;
+    let mut mapping = BagMapping::default();
+    for (topic, value) in firsts {
+        let schema = bag.topics()[topic].schema.as_ref().map_err(|p| Error::Invalid(p.clone()))?;
+        for (key, stream) in extract::default_streams(&bag.topics()[topic].name, schema, &value) {
+            mapping.streams.insert(key, stream);
+        }
+    }
+    Ok(mapping)
+}
+
+fn bag_error(file: &Path, topic: Option<&str>, message: Option<usize>, problem: impl Into<String>) -> Error {
+    Error::Bag { file: file.to_path_buf(), topic: topic.map(str::to_owned), message, problem: problem.into() }
+}
+
+const STOP: &str = "\u{0}stop";
+
+/// The first message of each topic in `wanted`, decoded.
+fn first_messages(file: &Path, bag: &dyn BagFile, wanted: &[usize]) -> Result<Vec<(usize, cdr::Value)>> {
+    let mut found: HashMap<usize, cdr::Value> = HashMap::new();
+    let mut failed = None;
+    let read = bag.read(wanted, &mut |message: RawMessage<'_>| {
+        if found.contains_key(&message.topic) {
+            return Ok(());
+        }
+        let topic = &bag.topics()[message.topic];
+        let Ok(schema) = &topic.schema else { return Ok(()) };
+        match cdr::decode(schema, message.data) {
+            Ok(value) => {
+                found.insert(message.topic, value);
+            }
+            Err(problem) => {
+                failed = Some(bag_error(file, Some(&topic.name), Some(0), problem));
+                return Err(STOP.into());
+            }
+        }
+        if found.len() == wanted.len() {
+            return Err(STOP.into());
+        }
+        Ok(())
+    });
+    if let Some(error) = failed {
+        return Err(error);
+    }
+    match read {
+        Err(problem) if problem != STOP => return Err(bag_error(file, None, None, problem)),
+        _ => {}
+    }
+    let mut out: Vec<(usize, cdr::Value)> = found.into_iter().collect();
+    out.sort_by_key(|(t, _)| *t);
+    Ok(out)
+}
+
+/// The plan of every mapped stream, from the first bag holding its topic.
+fn plans(root: &Path, files: &[PathBuf], bags: &[Arc<dyn BagFile>], mapping: &BagMapping) -> Result<Vec<StreamPlan>> {
+    let mut out = Vec::with_capacity(mapping.streams.len());
+    for (key, stream) in &mapping.streams {
+        let found = bags.iter().zip(files).find_map(|(bag, file)| {
+            bag.topics().iter().position(|t| t.name == stream.topic && t.messages > 0).map(|t| (bag, file, t))
+        });
+        let Some((bag, file, topic)) = found else {
+            return Err(Error::Invalid(format!(
+                "{}: the bag mapping's stream `{key}`: no bag has messages on topic `{}`",
+                root.display(),
+                stream.topic
+            )));
+        };
+        let info = &bag.topics()[topic];
+        let schema = info.schema.as_ref().map_err(|p| bag_error(file, Some(&info.name), None, p.clone()))?;
+        let first = first_messages(file, bag.as_ref(), &[topic])?;
+        let Some((_, value)) = first.first() else {
+            return Err(bag_error(file, Some(&info.name), None, "its messages could not be read"));
+        };
+        let plan = extract::plan(key, stream, &info.type_name, schema, value)
+            .map_err(|p| bag_error(file, Some(&info.name), Some(0), format!("stream `{key}`: {p}")))?;
+        out.push(plan);
+    }
+    Ok(out)
+}
+
+/// One episode's bag and what its streams take from it.
+#[derive(Debug)]
+struct EpisodeSource {
+    file: PathBuf,
+    bag: Arc<dyn BagFile>,
+    plans: Vec<StreamPlan>,
+    /// Per plan: the topic's index in the bag.
+    topics: Vec<usize>,
+    /// The bag's first log time (ns): time 0 of the episode.
+    origin_ns: u64,
+}
+
+fn episode_of(
+    root: &Path,
+    file: &Path,
+    bag: Arc<dyn BagFile>,
+    plans: &[StreamPlan],
+    fps: f64,
+) -> Result<(EpisodeInfo, EpisodeSource)> {
+    let mut topics = Vec::with_capacity(plans.len());
+    let mut streams = Vec::with_capacity(plans.len());
+    for plan in plans {
+        let Some(topic) = bag.topics().iter().position(|t| t.name == plan.topic && t.messages > 0) else {
+            return Err(bag_error(
+                file,
+                Some(&plan.topic),
+                None,
+                format!("stream `{}`: the topic has no messages in this bag", plan.key),
+            ));
+        };
+        let len = usize::try_from(bag.topics()[topic].messages)
+            .map_err(|_| bag_error(file, Some(&plan.topic), None, "more messages than this machine addresses"))?;
+        topics.push(topic);
+        streams.push(StreamInfo {
+            name: plan.key.clone(),
+            dtype: plan.dtype,
+            step_shape: plan.step_shape.clone(),
+            len,
+            kind: plan.kind.clone(),
+            timeline: Timeline::Explicit { key: plan.key.clone() },
+            source: plan.topic.clone(),
+        });
+    }
+    let span = bag
+        .topics()
+        .iter()
+        .filter_map(|t| t.span_ns)
+        .fold(None, |acc: Option<(u64, u64)>, (a, b)| Some(acc.map_or((a, b), |(x, y)| (x.min(a), y.max(b)))));
+    let (origin_ns, duration_s) = match span {
+        Some((first, last)) => (first, (last - first) as f64 * 1e-9),
+        None => (mcap_origin(&bag, file)?, 0.0),
+    };
+    let name = file.strip_prefix(root).unwrap_or(file).with_extension("").to_string_lossy().into_owned();
+    let name = if name.is_empty() {
+        file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
+    } else {
+        name
+    };
+    let mut metadata = serde_json::Map::new();
+    metadata.insert("bag".into(), file.display().to_string().into());
+    metadata.insert("storage".into(), bag.storage().into());
+    let episode = EpisodeInfo {
+        name,
+        len: ((duration_s * fps) + 1e-9).floor() as usize + 1,
+        duration_s,
+        streams,
+        instruction: None,
+        metadata,
+    };
+    Ok((episode, EpisodeSource { file: file.to_path_buf(), bag, plans: plans.to_vec(), topics, origin_ns }))
+}
+
+/// The first log time of a bag whose storage does not say it (MCAP keeps
+/// it in the statistics, read here from the first message of every topic).
+fn mcap_origin(bag: &Arc<dyn BagFile>, file: &Path) -> Result<u64> {
+    let mut first = u64::MAX;
+    let all: Vec<usize> = (0..bag.topics().len()).collect();
+    bag.read(&all, &mut |m: RawMessage<'_>| {
+        first = first.min(m.log_ns);
+        Ok(())
+    })
+    .map_err(|p| bag_error(file, None, None, p))?;
+    Ok(if first == u64::MAX { 0 } else { first })
+}
+
+/// One decoded stream of an episode, sorted by time.
+#[derive(Debug)]
+struct DecodedStream {
+    times: Arc<[f64]>,
+    /// Numbers, `len × channels` (numeric streams).
+    values: Vec<f64>,
+    /// Frames (image streams).
+    frames: Vec<Frame>,
+}
+
+#[derive(Debug)]
+struct Decoded {
+    streams: Vec<DecodedStream>,
+}
+
+type DecodeResult = std::result::Result<Arc<Decoded>, (Option<String>, Option<usize>, String)>;
+
+/// The reader: one bag per episode, a few episodes decoded.
+#[derive(Debug)]
+pub(crate) struct Ros2Reader {
+    episodes: Vec<EpisodeSource>,
+    decoded: Mutex<VecDeque<(usize, Arc<OnceLock<DecodeResult>>)>>,
+}
+
+impl Ros2Reader {
+    fn decoded(&self, episode: usize) -> Result<Arc<Decoded>> {
+        let source = self.episodes.get(episode).ok_or_else(|| Error::Invalid(format!("no episode {episode}")))?;
+        let slot = {
+            let mut decoded = self.decoded.lock().unwrap_or_else(|p| p.into_inner());
+            let slot = match decoded.iter().position(|(e, _)| *e == episode) {
+                Some(at) => decoded.remove(at).map(|(_, slot)| slot).unwrap_or_default(),
+                None => Arc::default(),
+            };
+            decoded.push_back((episode, slot.clone()));
+            while decoded.len() > DECODED_EPISODES {
+                decoded.pop_front();
+            }
+            slot
+        };
+        slot.get_or_init(|| decode_episode(source).map(Arc::new))
+            .clone()
+            .map_err(|(topic, message, problem)| bag_error(&source.file, topic.as_deref(), message, problem))
+    }
+}
+
+/// Decodes every mapped topic of an episode (see the module docs).
+fn decode_episode(source: &EpisodeSource) -> std::result::Result<Decoded, (Option<String>, Option<usize>, String)> {
+    let bag = &source.bag;
+    let mut wanted: Vec<usize> = source.topics.clone();
+    wanted.sort_unstable();
+    wanted.dedup();
+    // Per plan: (time ns as i128, message index, numbers or frame).
+    struct Row {
+        time_ns: i128,
+        values: Vec<f64>,
+        frame: Option<Frame>,
+    }
+    let mut rows: Vec<Vec<Row>> = source.plans.iter().map(|_| Vec::new()).collect();
+    let mut counts: HashMap<usize, usize> = HashMap::new();
+    let mut failure = None;
+    let read = bag.read(&wanted, &mut |message: RawMessage<'_>| {
+        let topic = &bag.topics()[message.topic];
+        let index = counts.entry(message.topic).or_default();
+        let at = *index;
+        *index += 1;
+        let fail = |problem: String| (Some(topic.name.clone()), Some(at), problem);
+        let schema = match &topic.schema {
+            Ok(schema) => schema,
+            Err(problem) => {
+                failure = Some(fail(problem.clone()));
+                return Err(STOP.into());
+            }
+        };
+        let value = match cdr::decode(schema, message.data) {
+            Ok(value) => value,
+            Err(problem) => {
+                failure = Some(fail(problem));
+                return Err(STOP.into());
+            }
+        };
+        for (p, plan) in source.plans.iter().enumerate() {
+            if source.topics[p] != message.topic {
+                continue;
+            }
+            let time_ns = match plan.time {
+                TimeSource::Log => i128::from(message.log_ns),
+                TimeSource::Publish => i128::from(message.publish_ns),
+                TimeSource::Header => {
+                    let stamp = value.get(schema, "header.stamp");
+                    let sec = stamp.and_then(|s| s.get(schema, "sec")).and_then(cdr::Value::as_i64);
+                    let nanosec = stamp.and_then(|s| s.get(schema, "nanosec")).and_then(cdr::Value::as_u64);
+                    match sec.zip(nanosec) {
+                        Some((sec, nanosec)) => i128::from(sec) * 1_000_000_000 + i128::from(nanosec),
+                        None => {
+                            failure = Some(fail("no header.stamp".into()));
+                            return Err(STOP.into());
+                        }
+                    }
+                }
+            };
+            let row = match plan.what {
+                Extract::CompressedImage | Extract::RawImage => match extract::frame(schema, &value, &plan.what) {
+                    Ok(frame) => Row { time_ns, values: Vec::new(), frame: Some(frame) },
+                    Err(problem) => {
+                        failure = Some(fail(format!("stream `{}`: {problem}", plan.key)));
+                        return Err(STOP.into());
+                    }
+                },
+                _ => {
+                    let mut values = Vec::with_capacity(plan.step_shape[0]);
+                    if let Err(problem) = extract::numbers(schema, &value, &plan.what, &mut values) {
+                        failure = Some(fail(format!("stream `{}`: {problem}", plan.key)));
+                        return Err(STOP.into());
+                    }
+                    if values.len() != plan.step_shape[0] {
+                        failure = Some(fail(format!(
+                            "stream `{}`: {} values, the stream's first message had {}",
+                            plan.key,
+                            values.len(),
+                            plan.step_shape[0]
+                        )));
+                        return Err(STOP.into());
+                    }
+                    Row { time_ns, values, frame: None }
+                }
+            };
+            rows[p].push(row);
+        }
+        Ok(())
+    });
+    if let Some(failure) = failure {
+        return Err(failure);
+    }
+    if let Err(problem) = read {
+        return Err((None, None, problem));
+    }
+    let origin = i128::from(source.origin_ns);
+    let mut streams = Vec::with_capacity(rows.len());
+    for (p, mut plan_rows) in rows.into_iter().enumerate() {
+        let plan = &source.plans[p];
+        let expected = bag.topics()[source.topics[p]].messages as usize;
+        if plan_rows.len() != expected {
+            return Err((
+                Some(plan.topic.clone()),
+                None,
+                format!("{} messages read, the bag's index counts {expected}", plan_rows.len()),
+            ));
+        }
+        let out_of_order = plan_rows.windows(2).filter(|w| w[1].time_ns < w[0].time_ns).count();
+        if out_of_order > 0 {
+            tracing::warn!(
+                file = %source.file.display(), topic = %plan.topic, stream = %plan.key, out_of_order,
+                "messages out of time order: sorted by time"
+            );
+            plan_rows.sort_by_key(|r| r.time_ns);
+        }
+        let mut times = Vec::with_capacity(plan_rows.len());
+        for row in &plan_rows {
+            let mut t = (row.time_ns - origin) as f64 * 1e-9;
+            if let Some(&last) = times.last() {
+                if t <= last {
+                    t = f64::next_up(last);
+                }
+            }
+            times.push(t);
+        }
+        let mut values = Vec::new();
+        let mut frames = Vec::new();
+        let width = plan.step_shape.iter().product::<usize>();
+        let mut held: Vec<f64> = vec![f64::NAN; if matches!(plan.what, Extract::Joints { .. }) { width } else { 0 }];
+        for row in plan_rows {
+            match row.frame {
+                Some(frame) => frames.push(frame),
+                None if !held.is_empty() => {
+                    for (h, v) in held.iter_mut().zip(&row.values) {
+                        if !v.is_nan() {
+                            *h = *v;
+                        }
+                    }
+                    values.extend_from_slice(&held);
+                }
+                None => values.extend_from_slice(&row.values),
+            }
+        }
+        streams.push(DecodedStream { times: times.into(), values, frames });
+    }
+    Ok(Decoded { streams })
+}
+
+impl FormatReader for Ros2Reader {
+    fn read_rows_into(&self, episode: usize, stream: &StreamInfo, rows: Range<usize>, out: &mut [u8]) -> Result<()> {
+        let decoded = self.decoded(episode)?;
+        let source = &self.episodes[episode];
+        let Some(p) = source.plans.iter().position(|p| p.key == stream.name) else {
+            return Err(Error::Invalid(format!("no stream `{}` in episode {episode}", stream.name)));
+        };
+        let plan = &source.plans[p];
+        let data = &decoded.streams[p];
+        let row_bytes = stream.step_bytes();
+        if !data.frames.is_empty() || matches!(plan.what, Extract::CompressedImage | Extract::RawImage) {
+            for (i, row) in rows.clone().enumerate() {
+                let frame = data.frames.get(row).ok_or_else(|| Error::Invalid(format!("no row {row}")))?;
+                let at = &mut out[i * row_bytes..(i + 1) * row_bytes];
+                extract::decode_frame(frame, stream.dtype, &stream.step_shape, at).map_err(|problem| {
+                    bag_error(&source.file, Some(&plan.topic), Some(row), format!("stream `{}`: {problem}", plan.key))
+                })?;
+            }
+            return Ok(());
+        }
+        let width = stream.channels();
+        let values = data.values.get(rows.start * width..rows.end * width).ok_or_else(|| {
+            Error::Invalid(format!("rows {rows:?} of `{}` past its {} rows", stream.name, data.times.len()))
+        })?;
+        match stream.dtype {
+            DType::F32 => {
+                for (chunk, v) in out.chunks_exact_mut(4).zip(values) {
+                    chunk.copy_from_slice(&(*v as f32).to_le_bytes());
+                }
+            }
+            DType::F64 => {
+                for (chunk, v) in out.chunks_exact_mut(8).zip(values) {
+                    chunk.copy_from_slice(&v.to_le_bytes());
+                }
+            }
+            other => return Err(Error::Invalid(format!("a bag stream of {other}"))),
+        }
+        Ok(())
+    }
+
+    fn explicit_times(
+        &self,
+        _info: &DatasetInfo,
+        episode: usize,
+        stream: &StreamInfo,
+        _key: &str,
+    ) -> Result<Arc<[f64]>> {
+        let decoded = self.decoded(episode)?;
+        let source = &self.episodes[episode];
+        let p = source
+            .plans
+            .iter()
+            .position(|p| p.key == stream.name)
+            .ok_or_else(|| Error::Invalid(format!("no stream `{}` in episode {episode}", stream.name)))?;
+        Ok(decoded.streams[p].times.clone())
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}

@@ -1,0 +1,259 @@
+//! ROS 2 bags written by `rosbags` (`fixtures/make_ros2_fixtures.py`,
+//! committed under `fixtures/ros2/`), read natively: every decoded field
+//! equals what `rosbags` deserialises (`fixtures/ros2/expected/`), for the
+//! MCAP and the SQLite storage, plus damaged bags and bad mappings.
+
+use std::path::{Path, PathBuf};
+
+use robocache_cpu::HostVec;
+use robocache_datasets::ros2::BagMapping;
+use robocache_datasets::{Dataset, Format, OpenOptions, StreamKind};
+
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ros2")
+}
+
+const MAPPING: &str = r#"
+fps = 20
+
+[streams."observation.state"]
+topic = "/joint_states"
+field = "position"
+joints = ["j1", "j2", "j3"]
+dtype = "float64"
+
+[streams."observation.velocity"]
+topic = "/joint_states"
+field = "velocity"
+joints = ["j1", "j2", "j3"]
+dtype = "float64"
+
+[streams."imu.orientation"]
+topic = "/imu"
+field = "orientation"
+dtype = "float64"
+
+[streams."imu.angular_velocity"]
+topic = "/imu"
+field = "angular_velocity"
+dtype = "float64"
+
+[streams.action]
+topic = "/cmd"
+field = "data"
+dtype = "float64"
+
+[streams."observation.ee_pose"]
+topic = "/ee_pose"
+fields = ["pose.position", "pose.orientation"]
+dtype = "float64"
+
+[streams.gripper]
+topic = "/gripper"
+field = "data"
+
+[streams."observation.images.wrist"]
+topic = "/wrist/image/compressed"
+
+[streams."observation.images.scene"]
+topic = "/scene/image"
+"#;
+
+fn open(path: &Path, mapping: Option<&str>) -> robocache_datasets::Result<Dataset> {
+    let options = OpenOptions { bag_mapping: mapping.map(|m| m.parse().unwrap()), ..Default::default() };
+    Dataset::open_with(path, &options)
+}
+
+fn npy<T: npyz::Deserialize>(bag: &str, name: &str) -> Vec<T> {
+    let path = fixtures().join("expected").join(bag).join(format!("{name}.npy"));
+    let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    npyz::NpyFile::new(std::io::BufReader::new(file)).unwrap().into_vec().unwrap()
+}
+
+fn f64s(data: HostVec) -> Vec<f64> {
+    match data {
+        HostVec::F64(v) => v,
+        HostVec::F32(v) => v.into_iter().map(f64::from).collect(),
+        other => panic!("not floats: {:?}", other.dtype()),
+    }
+}
+
+fn times(dataset: &Dataset, key: &str) -> Vec<f64> {
+    let times = dataset.times(0, key).unwrap();
+    (0..times.len()).map(|i| times.time(i)).collect()
+}
+
+/// Every mapped stream of the bag equals what rosbags reads, bit for bit.
+fn check_bag(path: &str, bag: &str) {
+    let dataset = open(&fixtures().join(path), Some(MAPPING)).unwrap();
+    let info = dataset.info();
+    assert_eq!(info.format, Format::Ros2);
+    assert_eq!(info.rate_hz, 20.0);
+    assert_eq!(info.episodes.len(), 1);
+    let episode = &info.episodes[0];
+    let origin: i64 = 1_700_000_000_000_000_000;
+    let seconds =
+        |ns: &[i64]| ns.iter().map(|&t| (i128::from(t) - i128::from(origin)) as f64 * 1e-9).collect::<Vec<_>>();
+
+    // Joints by name: a joint a message lacks keeps its previous value.
+    for (key, field) in [("observation.state", "position"), ("observation.velocity", "velocity")] {
+        let table: Vec<f64> = npy(bag, &format!("joint_states.{field}"));
+        let mut held = vec![f64::NAN; 3];
+        let mut expected = Vec::new();
+        for row in table.chunks(3) {
+            for (h, v) in held.iter_mut().zip(row) {
+                if !v.is_nan() {
+                    *h = *v;
+                }
+            }
+            expected.extend_from_slice(&held);
+        }
+        let got = f64s(dataset.read_stream(0, key).unwrap());
+        assert_eq!(got.len(), expected.len(), "{bag} {key}");
+        for (i, (g, e)) in got.iter().zip(&expected).enumerate() {
+            assert!(g.to_bits() == e.to_bits(), "{bag} {key} value {i}: {g} != {e}");
+        }
+        let stamps: Vec<i64> = npy(bag, "joint_states.header_stamp");
+        assert_eq!(times(&dataset, key), seconds(&stamps), "{bag} {key} times");
+    }
+    assert_eq!(f64s(dataset.read_stream(0, "imu.orientation").unwrap()), npy::<f64>(bag, "imu.orientation"));
+    assert_eq!(f64s(dataset.read_stream(0, "imu.angular_velocity").unwrap()), npy::<f64>(bag, "imu.angular_velocity"));
+    assert_eq!(episode.stream("imu.orientation").unwrap().kind.to_string(), "quaternion-xyzw");
+    // No header: log times.
+    assert_eq!(f64s(dataset.read_stream(0, "action").unwrap()), npy::<f64>(bag, "cmd.data"));
+    let cmd_log: Vec<i64> = npy(bag, "cmd.log_time");
+    assert_eq!(times(&dataset, "action"), seconds(&cmd_log));
+    // Sorted by header stamp: the message logged late comes back in place.
+    let stamps: Vec<i64> = npy(bag, "ee_pose.header_stamp");
+    let mut order: Vec<usize> = (0..stamps.len()).collect();
+    order.sort_by_key(|&i| stamps[i]);
+    assert_ne!(order, (0..stamps.len()).collect::<Vec<_>>(), "the fixture has a message out of order");
+    let pose: Vec<f64> = npy(bag, "ee_pose.pose");
+    let expected: Vec<f64> = order.iter().flat_map(|&i| pose[i * 7..i * 7 + 7].to_vec()).collect();
+    assert_eq!(f64s(dataset.read_stream(0, "observation.ee_pose").unwrap()), expected);
+    let sorted: Vec<i64> = order.iter().map(|&i| stamps[i]).collect();
+    assert_eq!(times(&dataset, "observation.ee_pose"), seconds(&sorted));
+    assert_eq!(
+        episode.stream("observation.ee_pose").unwrap().kind,
+        "0..3:continuous,3..7:quaternion-xyzw".parse::<StreamKind>().unwrap()
+    );
+    // Bools: discrete, 0 or 1.
+    let gripper: Vec<u8> = npy(bag, "gripper.data");
+    assert_eq!(
+        f64s(dataset.read_stream(0, "gripper").unwrap()),
+        gripper.iter().map(|&g| f64::from(g)).collect::<Vec<_>>()
+    );
+    assert_eq!(episode.stream("gripper").unwrap().kind.to_string(), "discrete");
+    // Frames: PNG decoded, raw rgb8 as sent.
+    for (key, name, shape) in [
+        ("observation.images.wrist", "wrist_image_compressed", [12, 16, 3]),
+        ("observation.images.scene", "scene_image", [6, 8, 3]),
+    ] {
+        let stream = episode.stream(key).unwrap();
+        assert_eq!(stream.step_shape, shape, "{key}");
+        assert!(stream.is_image());
+        let HostVec::U8(frames) = dataset.read_stream(0, key).unwrap() else { panic!("{key}: not u8") };
+        assert_eq!(frames, npy::<u8>(bag, &format!("{name}.pixels")), "{bag} {key}");
+    }
+}
+
+#[test]
+fn an_mcap_bag_reads_as_rosbags_reads_it() {
+    check_bag("arm_mcap", "arm_mcap");
+}
+
+#[test]
+fn an_mcap_file_of_zstd_chunks_reads_the_same() {
+    // The `mcap` library's writer: 16 KiB zstd chunks with CRCs.
+    check_bag("arm_zstd.mcap", "arm_mcap");
+}
+
+#[test]
+fn a_sqlite_bag_reads_as_rosbags_reads_it() {
+    check_bag("arm_sqlite", "arm_sqlite");
+}
+
+#[test]
+fn a_directory_of_bags_is_a_dataset_of_episodes() {
+    let dir = tempfile::tempdir().unwrap();
+    for bag in ["arm_mcap", "arm_sqlite"] {
+        std::fs::create_dir(dir.path().join(bag)).unwrap();
+        for entry in std::fs::read_dir(fixtures().join(bag)).unwrap() {
+            let entry = entry.unwrap();
+            std::fs::copy(entry.path(), dir.path().join(bag).join(entry.file_name())).unwrap();
+        }
+    }
+    let dataset = open(dir.path(), Some(MAPPING)).unwrap();
+    let names: Vec<&str> = dataset.info().episodes.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(names, ["arm_mcap/arm_mcap", "arm_sqlite/arm_sqlite"]);
+    assert_eq!(f64s(dataset.read_stream(1, "action").unwrap()), npy::<f64>("arm_sqlite", "cmd.data"));
+}
+
+#[test]
+fn without_a_mapping_every_numeric_field_and_camera_is_a_stream() {
+    let dataset = open(&fixtures().join("arm_mcap"), None).unwrap();
+    let episode = &dataset.info().episodes[0];
+    let mut names: Vec<&str> = episode.streams.iter().map(|s| s.name.as_str()).collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            "cmd/data",
+            "ee_pose/pose",
+            "gripper/data",
+            "imu/angular_velocity",
+            "imu/linear_acceleration",
+            "imu/orientation",
+            "joint_states/position",
+            "joint_states/velocity",
+            "scene/image",
+            "wrist/image/compressed",
+        ]
+    );
+    assert_eq!(dataset.info().rate_hz, 30.0);
+    assert_eq!(episode.stream("joint_states/position").unwrap().step_shape, [3]);
+}
+
+#[test]
+fn damaged_bags_and_bad_mappings_are_errors_naming_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = std::fs::read(fixtures().join("arm_zstd.mcap")).unwrap();
+    // A recording cut short: no summary, read by a scan up to the cut, with a warning.
+    let cut = dir.path().join("cut.mcap");
+    std::fs::write(&cut, &original[..original.len() * 2 / 3]).unwrap();
+    let dataset = open(&cut, Some(MAPPING)).unwrap();
+    let warnings = dataset.info().metadata.get("warnings").map(ToString::to_string).unwrap_or_default();
+    assert!(warnings.contains("no MCAP summary") && warnings.contains("cut.mcap"), "{warnings}");
+    let whole = open(&fixtures().join("arm_zstd.mcap"), Some(MAPPING)).unwrap();
+    let (kept, all) = (&dataset.info().episodes[0], &whole.info().episodes[0]);
+    let imu = |e: &robocache_datasets::EpisodeInfo| e.stream("imu.orientation").unwrap().len;
+    assert!(imu(kept) > 0 && imu(kept) < imu(all), "{} of {} IMU messages kept", imu(kept), imu(all));
+    let kept_rows = f64s(dataset.read_stream(0, "imu.orientation").unwrap());
+    assert_eq!(kept_rows, f64s(whole.read_rows(0, "imu.orientation", 0..imu(kept)).unwrap()));
+    // A byte of a chunk changed: its CRC fails on the read, naming the file.
+    let flipped = dir.path().join("flipped.mcap");
+    let mut bytes = original.clone();
+    let at = bytes.len() / 3;
+    bytes[at] ^= 0x55;
+    std::fs::write(&flipped, &bytes).unwrap();
+    let error = open(&flipped, Some(MAPPING)).and_then(|d| d.read_stream(0, "action").map(|_| ())).unwrap_err();
+    assert!(error.to_string().contains("flipped.mcap"), "{error}");
+    // A topic no bag has.
+    let mapping = "[streams.x]\ntopic = \"/nope\"\n";
+    let error = open(&fixtures().join("arm_mcap"), Some(mapping)).unwrap_err().to_string();
+    assert!(error.contains("`x`") && error.contains("/nope"), "{error}");
+    // A field the message lacks.
+    let mapping = "[streams.x]\ntopic = \"/cmd\"\nfield = \"nothing\"\n";
+    let error = open(&fixtures().join("arm_mcap"), Some(mapping)).unwrap_err().to_string();
+    assert!(error.contains("/cmd") && error.contains("nothing"), "{error}");
+    // `time = "header"` on a type without a header; an unknown key.
+    let mapping = "[streams.x]\ntopic = \"/cmd\"\nfield = \"data\"\ntime = \"header\"\n";
+    let error = open(&fixtures().join("arm_mcap"), Some(mapping)).unwrap_err().to_string();
+    assert!(error.contains("no std_msgs/Header"), "{error}");
+    assert!("[streams.x]\ntopic = \"/cmd\"\nfeild = \"data\"\n".parse::<BagMapping>().is_err());
+    // Not a bag at all.
+    let junk = dir.path().join("junk.db3");
+    std::fs::write(&junk, b"not sqlite").unwrap();
+    let error = open(&junk, None).unwrap_err().to_string();
+    assert!(error.contains("junk.db3"), "{error}");
+}
