@@ -440,3 +440,30 @@ fn inspect_verify_reads_everything_and_fails_on_a_bad_record() {
     assert!(stdout.contains("1 problem(s)") && stdout.contains("episode_0 observation/image:"), "{stdout}");
     assert!(stderr.contains("1 problem(s) found by --verify"), "{stderr}");
 }
+
+#[test]
+fn inspect_lists_a_bags_topics_and_reads_it_by_a_mapping() {
+    let bags = Path::new(env!("CARGO_MANIFEST_DIR")).join("../robocache-datasets/tests/fixtures/ros2");
+    let mcap = bags.join("arm_zstd.mcap");
+    let (ok, out, err) = robocache(&["inspect", mcap.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    let imu = out.lines().find(|l| l.trim_start().starts_with("/imu ")).unwrap_or_else(|| panic!("no /imu line: {out}"));
+    assert!(imu.contains("sensor_msgs/msg/Imu") && imu.contains(" 400 ") && imu.contains("200.00"), "{imu}");
+    assert!(out.contains("ros2 layout") && out.contains("joint_states/position"), "{out}");
+    // A mapping file: its keys, its clock.
+    let dir = tempfile::tempdir().unwrap();
+    let map = path(&dir, "map.toml");
+    std::fs::write(&map, "fps = 10\n[streams.action]\ntopic = \"/cmd\"\nfield = \"data\"\n").unwrap();
+    let (ok, out, err) = robocache(&["inspect", mcap.to_str().unwrap(), "--map", map.to_str().unwrap(), "--json"]);
+    assert!(ok, "{err}");
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(json["dataset"]["rate_hz"], 10.0);
+    let streams = json["dataset"]["episodes"][0]["streams"].as_array().unwrap();
+    assert_eq!(streams.len(), 1);
+    assert_eq!(streams[0]["name"], "action");
+    assert_eq!(json["topics"].as_array().unwrap().len(), 9);
+    // A mapping naming a topic the bag lacks: one line naming it.
+    std::fs::write(&map, "[streams.x]\ntopic = \"/missing\"\n").unwrap();
+    let (ok, _, err) = robocache(&["inspect", mcap.to_str().unwrap(), "--map", map.to_str().unwrap()]);
+    assert!(!ok && err.contains("/missing"), "{err}");
+}

@@ -1,25 +1,27 @@
 //! `robocache inspect PATH [--json] [--verify]`: the layout, episodes,
 //! streams, shapes, dtypes, rates and durations of a dataset file or
 //! directory (metadata only); with `--verify`, every row of every stream
-//! read and checked as well (`Dataset::verify`).
+//! read and checked as well (`Dataset::verify`). ROS 2 bags also get a
+//! table of their topics: type, messages, rate, largest gap, time range.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::Result;
-use robocache::datasets::{Dataset, DatasetInfo, Format, OpenOptions, Timeline, VerifyReport};
+use robocache::datasets::{ros2, Dataset, DatasetInfo, Format, OpenOptions, Timeline, VerifyReport};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The dataset: an HDF5 file (RoboMimic, CALVIN or RT-X layout), an
     /// RLDS builder directory as TFDS writes it (`bridge/0.1.0`, or
-    /// `bridge`) or a LeRobot root; local, or a URL (`s3://bucket/...`,
+    /// `bridge`), a LeRobot root, or ROS 2 bags (a `.mcap` or `.db3` file,
+    /// or a directory of them); local, or a URL (`s3://bucket/...`,
     /// `gs://...`, `az://...`, `https://...`, `hf://datasets/<org>/<name>`).
     file: PathBuf,
     /// Print the whole episode model as JSON instead of a summary.
     #[arg(long)]
     json: bool,
-    /// Read as this layout instead of detecting it (robomimic, calvin, rtx, rlds).
+    /// Read as this layout instead of detecting it (robomimic, calvin, rtx, rlds, lerobot, ros2).
     #[arg(long)]
     format: Option<Format>,
     /// Episodes to list in the summary (all with --episodes 0).
@@ -39,11 +41,31 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<()> {
     let options = OpenOptions { format: args.format, ..args.open.options()? };
-    let dataset = Dataset::open_with(&args.file, &options)?;
+    let opened = Dataset::open_with(&args.file, &options);
+    // Bags: their topics, listed even where the dataset does not open.
+    let is_bag = match &opened {
+        Ok(dataset) => dataset.info().format == Format::Ros2,
+        Err(_) => {
+            args.format == Some(Format::Ros2)
+                || args.file.extension().is_some_and(|e| e == "mcap" || e == "db3")
+        }
+    };
+    let topics = match is_bag {
+        true => Some(ros2::topic_stats(&args.file, &options.storage)?),
+        false => None,
+    };
+    if let (Some(topics), false) = (&topics, args.json) {
+        super::print_out(&topic_table(topics))?;
+    }
+    let dataset = opened?;
     let info = dataset.info();
     if !args.verify {
         if args.json {
-            return super::print_out(&format!("{}\n", serde_json::to_string_pretty(info)?));
+            let json = match topics {
+                Some(topics) => serde_json::json!({ "dataset": info, "topics": topics }),
+                None => serde_json::to_value(info)?,
+            };
+            return super::print_out(&format!("{}\n", serde_json::to_string_pretty(&json)?));
         }
         return super::print_out(&summary(info, args.episodes));
     }
@@ -61,6 +83,38 @@ pub fn run(args: Args) -> Result<()> {
         anyhow::bail!("{}: {} problem(s) found by --verify", args.file.display(), report.problems.len());
     }
     Ok(())
+}
+
+/// One line per topic of each bag.
+fn topic_table(topics: &[ros2::TopicStats]) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let mut file = None;
+    for topic in topics {
+        if file != Some(&topic.file) {
+            file = Some(&topic.file);
+            let _ = writeln!(out, "{} ({}):", topic.file.display(), topic.storage);
+            let _ = writeln!(
+                out,
+                "  {:<32} {:<36} {:>8} {:>9} {:>9} {:>17}",
+                "topic", "type", "messages", "rate Hz", "max gap s", "time range s"
+            );
+        }
+        let mut notes = String::new();
+        if topic.out_of_order > 0 {
+            let _ = write!(notes, "  {} out of order", topic.out_of_order);
+        }
+        if let Some(why) = &topic.not_decodable {
+            let _ = write!(notes, "  not decoded: {why}");
+        }
+        let _ = writeln!(
+            out,
+            "  {:<32} {:<36} {:>8} {:>9.2} {:>9.3} {:>8.3}..{:<8.3}{notes}",
+            topic.topic, topic.type_name, topic.messages, topic.rate_hz, topic.largest_gap_s, topic.first_s, topic.last_s
+        );
+    }
+    out.push('\n');
+    out
 }
 
 /// What `--verify` read, then each problem on its own line.

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
+use robocache::datasets::ros2::BagMapping;
 use robocache::datasets::{OpenOptions, StorageOptions};
 
 /// How a command opens its dataset: the split, the step clock and where
@@ -18,6 +19,10 @@ pub struct OpenArgs {
     /// Open X-Embodiment rate table need it).
     #[arg(long)]
     rate_hz: Option<f64>,
+    /// ROS 2 bags: the mapping file (TOML) from topics and fields to dataset
+    /// keys (default: every numeric field and camera of the first bag).
+    #[arg(long = "map", value_name = "MAP.toml")]
+    bag_mapping: Option<PathBuf>,
     #[command(flatten)]
     remote: RemoteArgs,
 }
@@ -28,6 +33,7 @@ impl OpenArgs {
         Ok(OpenOptions {
             split: self.split.clone(),
             rate_hz: self.rate_hz,
+            bag_mapping: self.bag_mapping.as_ref().map(BagMapping::from_file).transpose()?,
             storage: self.remote.storage()?,
             ..Default::default()
         })

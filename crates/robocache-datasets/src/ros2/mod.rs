@@ -36,6 +36,7 @@ pub(crate) mod mapping;
 pub(crate) mod mcap_bag;
 pub(crate) mod msg_schema;
 pub(crate) mod sqlite_bag;
+mod topic_stats;
 
 use std::any::Any;
 use std::collections::{HashMap, VecDeque};
@@ -48,8 +49,8 @@ use robocache_storage::Storage;
 
 use self::bag_file::{BagFile, RawMessage};
 use self::extract::{Extract, Frame, StreamPlan};
-use self::mapping::TimeSource;
-pub use self::mapping::{BagMapping, StreamMapping, TimeSource as BagTimeSource};
+pub use self::mapping::{BagMapping, StreamMapping, TimeSource};
+pub use self::topic_stats::{topic_stats, TopicStats};
 use crate::format_reader::{FormatKind, FormatReader, Opened};
 use crate::formats::OpenOptions;
 use crate::model::{DatasetInfo, EpisodeInfo, Format, StreamInfo, Timeline};

@@ -1,0 +1,79 @@
+//! What a bag holds, topic by topic, for `robocache inspect`: type,
+//! message count, rate, largest gap and time range, read from the log
+//! times of every message (nothing decoded).
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::{bag_files, open_bag};
+use crate::{Error, Result, Storage, StorageOptions};
+
+/// One topic of one bag file.
+#[derive(Clone, Debug, Serialize)]
+pub struct TopicStats {
+    /// The bag file.
+    pub file: PathBuf,
+    /// `MCAP` or `SQLite`.
+    pub storage: &'static str,
+    pub topic: String,
+    /// `sensor_msgs/msg/JointState`.
+    pub type_name: String,
+    pub messages: u64,
+    /// First and last log time, in seconds from the bag's first message.
+    pub first_s: f64,
+    pub last_s: f64,
+    /// Messages per second over the topic's span (0 for one message).
+    pub rate_hz: f64,
+    /// The longest time between two consecutive messages, in seconds.
+    pub largest_gap_s: f64,
+    /// Messages whose log time is before the previous message's.
+    pub out_of_order: u64,
+    /// Why its messages cannot be decoded (no definition, not CDR), if so.
+    pub not_decodable: Option<String>,
+}
+
+/// The topics of every bag at `path` (a bag file or a directory of them).
+pub fn topic_stats(path: &Path, storage: &StorageOptions) -> Result<Vec<TopicStats>> {
+    let storage = Storage::new(storage.clone());
+    let files = bag_files(path, &storage)?;
+    if files.is_empty() {
+        return Err(Error::UnknownFormat { file: path.into(), reason: "no .mcap or .db3 bag in it".into() });
+    }
+    let mut out = Vec::new();
+    for file in files {
+        let bag = open_bag(&file, &storage)?;
+        let topics = bag.topics();
+        let mut times: Vec<Vec<u64>> = topics.iter().map(|_| Vec::new()).collect();
+        let all: Vec<usize> = (0..topics.len()).collect();
+        bag.read(&all, &mut |message| {
+            times[message.topic].push(message.log_ns);
+            Ok(())
+        })
+        .map_err(|problem| Error::Bag { file: file.clone(), topic: None, message: None, problem })?;
+        let origin = times.iter().flat_map(|t| t.iter().copied()).min().unwrap_or(0);
+        for (topic, logged) in topics.iter().zip(&times) {
+            let seconds = |ns: u64| ns.saturating_sub(origin) as f64 * 1e-9;
+            let (first, last) = match (logged.iter().min(), logged.iter().max()) {
+                (Some(&a), Some(&b)) => (seconds(a), seconds(b)),
+                _ => (0.0, 0.0),
+            };
+            let span = last - first;
+            let largest_gap_ns = logged.windows(2).map(|w| w[1].saturating_sub(w[0])).max().unwrap_or(0);
+            out.push(TopicStats {
+                file: file.clone(),
+                storage: bag.storage(),
+                topic: topic.name.clone(),
+                type_name: topic.type_name.clone(),
+                messages: logged.len() as u64,
+                first_s: first,
+                last_s: last,
+                rate_hz: if logged.len() > 1 && span > 0.0 { (logged.len() - 1) as f64 / span } else { 0.0 },
+                largest_gap_s: largest_gap_ns as f64 * 1e-9,
+                out_of_order: logged.windows(2).filter(|w| w[1] < w[0]).count() as u64,
+                not_decodable: topic.schema.as_ref().err().cloned(),
+            });
+        }
+    }
+    Ok(out)
+}
