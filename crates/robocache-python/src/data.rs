@@ -17,6 +17,7 @@ use robocache::{
 
 use crate::arrays::{Array, Owned};
 use crate::dlpack::{capsule_of, View};
+use robocache::datasets::ros2::BagMapping;
 use crate::errors::{invalid, IntoPy};
 
 /// A dataset file opened by its layout (RoboMimic, CALVIN, RT-X).
@@ -29,7 +30,7 @@ pub struct Dataset {
 #[pymethods]
 impl Dataset {
     #[new]
-    #[pyo3(signature = (path, format=None, split=None, rate_hz=None, cache_bytes=0, storage_options=None, remote_cache_dir=None, remote_cache_bytes=None))]
+    #[pyo3(signature = (path, format=None, split=None, rate_hz=None, cache_bytes=0, storage_options=None, remote_cache_dir=None, remote_cache_bytes=None, mapping_json=None, mapping_file=None))]
     fn open(
         py: Python<'_>,
         path: std::path::PathBuf,
@@ -40,6 +41,8 @@ impl Dataset {
         storage_options: Option<Vec<(String, String)>>,
         remote_cache_dir: Option<std::path::PathBuf>,
         remote_cache_bytes: Option<u64>,
+        mapping_json: Option<String>,
+        mapping_file: Option<std::path::PathBuf>,
     ) -> PyResult<Self> {
         let format =
             format.map(|f| f.parse().map_err(|e: String| invalid(format!("format {f:?}: {e}")))).transpose()?;
@@ -48,7 +51,16 @@ impl Dataset {
             cache_bytes: remote_cache_bytes,
             options: storage_options.unwrap_or_default(),
         };
-        let options = OpenOptions { format, rate_hz, split, cache_bytes, storage, ..OpenOptions::default() };
+        let bag_mapping = match (mapping_json, mapping_file) {
+            (Some(json), _) => Some(BagMapping::from_json(&json)),
+            (None, Some(file)) => Some(BagMapping::from_file(file)),
+            (None, None) => None,
+        }
+        .transpose()
+        .map_err(robocache::Error::from)
+        .py_err()?;
+        let options =
+            OpenOptions { format, rate_hz, split, cache_bytes, storage, bag_mapping, ..OpenOptions::default() };
         let dataset = py.detach(|| RustDataset::open_with(&path, &options)).map_err(robocache::Error::from).py_err()?;
         Ok(Dataset { inner: Arc::new(dataset) })
     }

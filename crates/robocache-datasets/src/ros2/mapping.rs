@@ -113,6 +113,15 @@ impl BagMapping {
         text.parse().map_err(|e: Error| Error::Invalid(format!("{}: {e}", path.display())))
     }
 
+    /// Parses a mapping from JSON (the same table as the TOML file: what
+    /// Python's dicts become).
+    pub fn from_json(text: &str) -> Result<BagMapping> {
+        let mapping: BagMapping =
+            serde_json::from_str(text).map_err(|e| Error::Invalid(format!("the bag mapping: {e}")))?;
+        mapping.check()?;
+        Ok(mapping)
+    }
+
     /// Checks what does not depend on a bag: kinds, dtypes, the rate.
     pub fn check(&self) -> Result<()> {
         if let Some(fps) = self.fps {

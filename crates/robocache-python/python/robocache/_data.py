@@ -20,10 +20,24 @@ _LEROBOT_COLUMNS = ("timestamp", "frame_index", "episode_index", "index", "task_
 
 class Dataset:
     """A RoboMimic, CALVIN or RT-X HDF5 file, an RLDS builder directory
-    as TFDS writes it (an Open X-Embodiment download, ``bridge/0.1.0``), or
-    a LeRobot dataset root (codebase v3.0 or v2.1, as the Hugging Face Hub
-    holds it), read as episodes of streams (RLDS without TensorFlow,
-    LeRobot without Python's parquet and video stack).
+    as TFDS writes it (an Open X-Embodiment download, ``bridge/0.1.0``), a
+    LeRobot dataset root (codebase v3.0 or v2.1, as the Hugging Face Hub
+    holds it), or ROS 2 bags (``.mcap``, rosbag2 ``.db3``, or a directory
+    of them: one episode per bag file), read as episodes of streams (RLDS
+    without TensorFlow, LeRobot without Python's parquet and video stack,
+    bags without a ROS install).
+
+    ``mapping`` (bags): which topics and fields become which keys, as a
+    dict or the path of a TOML file::
+
+        {"fps": 30, "streams": {
+            "observation.state": {"topic": "/joint_states", "field": "position",
+                                  "joints": ["j1", "j2", "j3"]},
+            "observation.images.wrist": {"topic": "/wrist/image/compressed"},
+            "action": {"topic": "/cmd", "field": "data", "time": "log"}}}
+
+    Without it, every numeric field and camera of the first bag is a stream
+    (``joint_states/position``, ``imu/orientation``, ``wrist/image/compressed``).
 
     ``info`` is the episode model (what ``robocache inspect --json``
     prints): ``format``, ``rate_hz``, ``episodes`` (each with its ``name``,
@@ -33,7 +47,8 @@ class Dataset:
     def __init__(self, path: Union[str, os.PathLike], *, format: Optional[str] = None, split: Optional[str] = None,
                  rate_hz: Optional[float] = None, cache_bytes: int = 0,
                  storage_options: Optional[Dict[str, Any]] = None, remote_cache_dir: Optional[str] = None,
-                 remote_cache_bytes: Optional[int] = None):
+                 remote_cache_bytes: Optional[int] = None,
+                 mapping: Union[None, Dict[str, Any], str, os.PathLike] = None):
         path = os.fspath(path)
         self.path = path if "://" in path else os.path.expanduser(path)
         if storage_options is not None and not isinstance(storage_options, dict):
@@ -41,9 +56,17 @@ class Dataset:
         options = None if storage_options is None else [(str(k), str(v)) for k, v in storage_options.items()]
         if remote_cache_bytes is not None and int(remote_cache_bytes) < 0:
             raise InvalidInputError(f"remote_cache_bytes must be 0 or more, not {remote_cache_bytes}")
+        mapping_json = mapping_file = None
+        if isinstance(mapping, dict):
+            mapping_json = json.dumps(mapping)
+        elif mapping is not None:
+            if not isinstance(mapping, (str, os.PathLike)):
+                raise InvalidInputError(f"mapping must be a dict or the path of a TOML file, not {type(mapping).__name__}")
+            mapping_file = os.fspath(mapping)
         self._native = _NativeDataset(self.path, format, split, rate_hz, cache_bytes, options,
                                       None if remote_cache_dir is None else os.fspath(remote_cache_dir),
-                                      None if remote_cache_bytes is None else int(remote_cache_bytes))
+                                      None if remote_cache_bytes is None else int(remote_cache_bytes),
+                                      mapping_json, mapping_file)
         self.info: Dict[str, Any] = json.loads(self._native.info_json())
 
     @property
@@ -102,13 +125,15 @@ class Dataset:
 
 
 def open(path: Union[str, os.PathLike], **options) -> Dataset:  # noqa: A001
-    """Opens a dataset file, an RLDS directory or a LeRobot root (a folder
-    with ``meta/info.json``), local or remote: ``s3://bucket/...``,
+    """Opens a dataset file, an RLDS directory, a LeRobot root (a folder
+    with ``meta/info.json``) or ROS 2 bags (``.mcap``, ``.db3``, a
+    directory of them), local or remote: ``s3://bucket/...``,
     ``gs://...``, ``az://...``, ``http(s)://...`` or
     ``hf://datasets/<org>/<name>[@revision]`` (the Hugging Face Hub).
 
     ``options``: ``format`` (``robomimic``, ``calvin``, ``rtx``, ``rlds``,
-    ``lerobot``; detected when absent), ``split`` (robomimic's
+    ``lerobot``, ``ros2``; detected when absent), ``mapping`` (ROS 2 bags:
+    topics and fields to keys, a dict or a TOML file; see ``Dataset``), ``split`` (robomimic's
     ``mask/<split>``; RLDS: the TFDS split, default ``train``), ``rate_hz``
     (the step clock; RLDS datasets not in the Open X-Embodiment rate table
     need it), ``cache_bytes`` (low-dimensional streams kept in memory).

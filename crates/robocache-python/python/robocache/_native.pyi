@@ -91,6 +91,8 @@ class Dataset:
         storage_options: Optional[List[Tuple[str, str]]] = None,
         remote_cache_dir: Optional[str] = None,
         remote_cache_bytes: Optional[int] = None,
+        mapping_json: Optional[str] = None,
+        mapping_file: Optional[str] = None,
     ) -> None: ...
     @property
     def format(self) -> str: ...

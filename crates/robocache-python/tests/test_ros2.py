@@ -1,0 +1,151 @@
+"""ROS 2 bags (written by rosbags: crates/robocache-datasets/tests/fixtures/make_ros2_fixtures.py)
+opened with a mapping and windowed on the policy clock: every window equals a NumPy reference
+of the resampling rules (docs/semantics.md) applied to what rosbags itself deserialises."""
+
+import pathlib
+
+import numpy as np
+import pytest
+
+import robocache
+
+FIXTURES = pathlib.Path(__file__).resolve().parents[2] / "robocache-datasets" / "tests" / "fixtures" / "ros2"
+ORIGIN_NS = 1_700_000_000_000_000_000
+HZ, HISTORY, HORIZON = 20.0, 2, 6
+
+MAPPING = {
+    "fps": HZ,
+    "streams": {
+        "observation.state": {"topic": "/joint_states", "field": "position", "joints": ["j1", "j2", "j3"],
+                              "dtype": "float64"},
+        "imu.orientation": {"topic": "/imu", "field": "orientation", "dtype": "float64"},
+        "action": {"topic": "/cmd", "field": "data", "dtype": "float64"},
+        "gripper": {"topic": "/gripper", "field": "data", "dtype": "float64"},
+        "observation.images.wrist": {"topic": "/wrist/image/compressed"},
+    },
+}
+
+
+def expected(name):
+    return np.load(FIXTURES / "expected" / "arm_mcap" / f"{name}.npy")
+
+
+def seconds(ns):
+    return np.array([(int(t) - ORIGIN_NS) * 1e-9 for t in ns])
+
+
+def held_joints(table):
+    out, held = [], np.full(3, np.nan)
+    for row in table:
+        held = np.where(np.isnan(row), held, row)
+        out.append(held.copy())
+    return np.array(out)
+
+
+def linear(times, values, targets):
+    """docs/semantics.md's Linear in f32 (the loader's resident streams are f32): w rounded to
+    f32, then x_i + w (x_{i+1} - x_i) with each operation rounded; edges clamped."""
+    values = values.astype(np.float32)
+    out = []
+    for q in targets:
+        i = np.searchsorted(times, q, side="right") - 1
+        if i < 0:
+            out.append(values[0])
+        elif i >= len(times) - 1:
+            out.append(values[-1])
+        else:
+            w = np.float32((q - times[i]) / (times[i + 1] - times[i]))
+            out.append(values[i] + w * (values[i + 1] - values[i]))
+    return np.array(out)
+
+
+def previous(times, values, targets):
+    idx = np.clip(np.searchsorted(times, targets, side="right") - 1, 0, len(times) - 1)
+    return values[idx]
+
+
+def slerp(times, values, targets):
+    """In f64 on the f32 samples, rounded once (docs/semantics.md)."""
+    values = values.astype(np.float32).astype(np.float64)
+    out = []
+    for q in targets:
+        i = np.searchsorted(times, q, side="right") - 1
+        if i < 0 or i >= len(times) - 1:
+            v = values[0] if i < 0 else values[-1]
+            out.append(v / np.linalg.norm(v))
+            continue
+        t = (q - times[i]) / (times[i + 1] - times[i])
+        a, b = values[i] / np.linalg.norm(values[i]), values[i + 1] / np.linalg.norm(values[i + 1])
+        if a @ b < 0:
+            b = -b
+        theta = 2 * np.arctan(np.linalg.norm(a - b) / np.linalg.norm(a + b))
+        v = (1 - t) * a + t * b if theta < 1e-6 else (
+            np.sin((1 - t) * theta) / np.sin(theta) * a + np.sin(t * theta) / np.sin(theta) * b)
+        out.append(v / np.linalg.norm(v))
+    return np.array(out).astype(np.float32)
+
+
+def test_a_bag_opens_with_its_mapping():
+    dataset = robocache.open(FIXTURES / "arm_mcap", mapping=MAPPING)
+    assert dataset.format == "ros2"
+    assert dataset.info["rate_hz"] == HZ
+    assert sorted(dataset.streams) == sorted(MAPPING["streams"])
+    streams = {s["name"]: s for s in dataset.episodes[0]["streams"]}
+    assert streams["imu.orientation"]["kind"] == "quaternion-xyzw"
+    assert streams["gripper"]["kind"] == "discrete"
+    assert streams["observation.images.wrist"]["step_shape"] == [12, 16, 3]
+
+
+def test_a_toml_mapping_file_and_errors(tmp_path):
+    mapping = tmp_path / "map.toml"
+    mapping.write_text('fps = 10\n[streams.action]\ntopic = "/cmd"\nfield = "data"\n')
+    dataset = robocache.open(FIXTURES / "arm_sqlite", mapping=mapping)
+    assert dataset.streams == ["action"] and dataset.info["rate_hz"] == 10.0
+    with pytest.raises(robocache.Error, match="/nope"):
+        robocache.open(FIXTURES / "arm_mcap", mapping={"streams": {"x": {"topic": "/nope"}}})
+    with pytest.raises(robocache.Error, match="unknown field"):
+        robocache.open(FIXTURES / "arm_mcap", mapping={"streams": {"x": {"topic": "/cmd", "feild": "data"}}})
+    with pytest.raises(robocache.Error, match="mapping must be a dict"):
+        robocache.open(FIXTURES / "arm_mcap", mapping=3)
+
+
+def test_windows_on_the_policy_clock_equal_a_numpy_reference():
+    dataset = robocache.open(FIXTURES / "arm_mcap", mapping=MAPPING)
+    names = ["observation.state", "imu.orientation", "action", "gripper", "observation.images.wrist"]
+    loader = robocache.Loader(dataset, names, windows={"hz": HZ, "history": HISTORY, "horizon": HORIZON},
+                              batch_size=8, device="cpu", shuffle=False)
+    sources = {
+        "observation.state": (seconds(expected("joint_states.header_stamp")),
+                              held_joints(expected("joint_states.position")), linear),
+        "imu.orientation": (seconds(expected("imu.header_stamp")), expected("imu.orientation"), slerp),
+        "action": (seconds(expected("cmd.log_time")), expected("cmd.data"), linear),
+        "gripper": (seconds(expected("gripper.log_time")), expected("gripper.data").astype(np.float64)[:, None],
+                    previous),
+        "observation.images.wrist": (seconds(expected("wrist_image_compressed.header_stamp")),
+                                     expected("wrist_image_compressed.pixels"), previous),
+    }
+    windows = 0
+    for batch in loader:
+        anchors = np.asarray(batch["anchor"])
+        for b, anchor in enumerate(anchors):
+            targets = anchor + (np.arange(HISTORY + HORIZON) - HISTORY) / HZ
+            for name, (times, values, rule) in sources.items():
+                got = np.asarray(batch[name])[b]
+                pad = np.asarray(batch[f"{name}_is_pad"])[b]
+                np.testing.assert_array_equal(pad, (targets < times[0]) | (targets > times[-1]), err_msg=name)
+                want = rule(times, values, targets)
+                if rule is slerp:
+                    # robocache's own sin and atan against NumPy's: within an ulp of f32.
+                    np.testing.assert_allclose(got, want, rtol=0, atol=1.2e-7, err_msg=name)
+                elif name == "observation.images.wrist":
+                    # Frames come channels-first as floats in [0, 1] or as uint8: compare the uint8 view.
+                    got = np.asarray(got)
+                    if got.dtype != np.uint8:
+                        got = np.rint(got * 255).astype(np.uint8)
+                    if got.shape[-1] != 3:
+                        got = np.moveaxis(got, -3, -1)
+                    np.testing.assert_array_equal(got, want, err_msg=name)
+                else:
+                    np.testing.assert_array_equal(got, want, err_msg=name)
+            windows += 1
+    assert windows == len(loader) * 8 or windows > 30
