@@ -447,7 +447,8 @@ fn inspect_lists_a_bags_topics_and_reads_it_by_a_mapping() {
     let mcap = bags.join("arm_zstd.mcap");
     let (ok, out, err) = robocache(&["inspect", mcap.to_str().unwrap()]);
     assert!(ok, "{err}");
-    let imu = out.lines().find(|l| l.trim_start().starts_with("/imu ")).unwrap_or_else(|| panic!("no /imu line: {out}"));
+    let imu =
+        out.lines().find(|l| l.trim_start().starts_with("/imu ")).unwrap_or_else(|| panic!("no /imu line: {out}"));
     assert!(imu.contains("sensor_msgs/msg/Imu") && imu.contains(" 400 ") && imu.contains("200.00"), "{imu}");
     assert!(out.contains("ros2 layout") && out.contains("joint_states/position"), "{out}");
     // A mapping file: its keys, its clock.

@@ -66,6 +66,25 @@
 //! let frame = aloha.read_rows(window.episode, "observation.images.top", window.frame..window.frame + 1)?; // AV1, decoded
 //! # Ok::<(), robocache_datasets::Error>(())
 //! ```
+//!
+//! ROS 2 bags (MCAP or rosbag2 SQLite; one episode per bag file), each
+//! topic a stream at its own rate, keys named by a mapping ([`ros2`]):
+//!
+//! ```no_run
+//! use robocache_datasets::ros2::BagMapping;
+//! use robocache_datasets::{Dataset, OpenOptions, TimeWindowSpec, TimeWindows};
+//!
+//! let mapping: BagMapping = r#"
+//!     fps = 30
+//!     [streams."observation.state"]
+//!     topic = "/joint_states"
+//!     field = "position"
+//!     joints = ["shoulder", "elbow", "wrist"]
+//! "#.parse()?;
+//! let runs = Dataset::open_with("runs/", &OpenOptions { bag_mapping: Some(mapping), ..Default::default() })?;
+//! let windows = TimeWindows::new(&runs, &[], &TimeWindowSpec { hz: 30.0, history: 2, horizon: 16 })?;
+//! # Ok::<(), robocache_datasets::Error>(())
+//! ```
 
 mod cache;
 mod calvin_convert;

@@ -17,8 +17,8 @@ use robocache::{
 
 use crate::arrays::{Array, Owned};
 use crate::dlpack::{capsule_of, View};
-use robocache::datasets::ros2::BagMapping;
 use crate::errors::{invalid, IntoPy};
+use robocache::datasets::ros2::BagMapping;
 
 /// A dataset file opened by its layout (RoboMimic, CALVIN, RT-X).
 #[derive(Debug)]

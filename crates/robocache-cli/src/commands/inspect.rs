@@ -45,10 +45,7 @@ pub fn run(args: Args) -> Result<()> {
     // Bags: their topics, listed even where the dataset does not open.
     let is_bag = match &opened {
         Ok(dataset) => dataset.info().format == Format::Ros2,
-        Err(_) => {
-            args.format == Some(Format::Ros2)
-                || args.file.extension().is_some_and(|e| e == "mcap" || e == "db3")
-        }
+        Err(_) => args.format == Some(Format::Ros2) || args.file.extension().is_some_and(|e| e == "mcap" || e == "db3"),
     };
     let topics = match is_bag {
         true => Some(ros2::topic_stats(&args.file, &options.storage)?),
@@ -110,7 +107,13 @@ fn topic_table(topics: &[ros2::TopicStats]) -> String {
         let _ = writeln!(
             out,
             "  {:<32} {:<36} {:>8} {:>9.2} {:>9.3} {:>8.3}..{:<8.3}{notes}",
-            topic.topic, topic.type_name, topic.messages, topic.rate_hz, topic.largest_gap_s, topic.first_s, topic.last_s
+            topic.topic,
+            topic.type_name,
+            topic.messages,
+            topic.rate_hz,
+            topic.largest_gap_s,
+            topic.first_s,
+            topic.last_s
         );
     }
     out.push('\n');
