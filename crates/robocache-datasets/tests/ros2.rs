@@ -174,6 +174,35 @@ fn a_sqlite_bag_reads_as_rosbags_reads_it() {
 }
 
 #[test]
+fn a_transform_is_looked_up_through_the_tf_tree() {
+    // world -> base on /tf (x = 0.01 i at 20 Hz), base -> camera on /tf_static (0.1, 0, 0.5).
+    let mapping = "[streams.camera]\ntransform = [\"world\", \"camera\"]\ndtype = \"float64\"\n\n\
+                   [streams.back]\ntransform = [\"camera\", \"world\"]\ndtype = \"float64\"\n";
+    for bag in ["arm_mcap", "arm_sqlite"] {
+        let dataset = open(&fixtures().join(bag), Some(mapping)).unwrap();
+        let stream = dataset.info().episodes[0].stream("camera").unwrap().clone();
+        assert_eq!(stream.kind.to_string(), "0..3:continuous,3..7:quaternion-xyzw");
+        let poses = f64s(dataset.read_stream(0, "camera").unwrap());
+        assert_eq!(poses.len(), 40 * 7);
+        for (i, pose) in poses.chunks(7).enumerate() {
+            let want = [0.01 * i as f64 + 0.1, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0];
+            for (g, w) in pose.iter().zip(want) {
+                assert!((g - w).abs() < 1e-12, "{bag} row {i}: {pose:?} != {want:?}");
+            }
+        }
+        let back = f64s(dataset.read_stream(0, "back").unwrap());
+        assert!((back[7 * 10] + 0.2).abs() < 1e-12 && (back[7 * 10 + 2] + 1.0).abs() < 1e-12, "{:?}", &back[70..77]);
+        let tf_log: Vec<i64> = npy(bag, "tf.log_time");
+        let origin = 1_700_000_000_000_000_000i64;
+        let expected: Vec<f64> = tf_log.iter().map(|&t| (t - origin) as f64 * 1e-9).collect();
+        assert_eq!(times(&dataset, "camera"), expected);
+    }
+    let unknown = "[streams.x]\ntransform = [\"world\", \"moon\"]\n";
+    let error = open(&fixtures().join("arm_mcap"), Some(unknown)).unwrap().read_stream(0, "x").unwrap_err();
+    assert!(error.to_string().contains("`moon` are not connected"), "{error}");
+}
+
+#[test]
 fn a_directory_of_bags_is_a_dataset_of_episodes() {
     let dir = tempfile::tempdir().unwrap();
     for bag in ["arm_mcap", "arm_sqlite"] {

@@ -32,6 +32,9 @@ pub(crate) enum Extract {
     CompressedImage,
     /// `sensor_msgs/Image`: raw pixels in its `encoding`.
     RawImage,
+    /// The child frame's pose in the parent frame through the tf tree
+    /// (translation, quaternion xyzw), at each `/tf` message.
+    Transform { parent: String, child: String },
 }
 
 /// One row of an image stream as the message holds it (decoded when read).
@@ -85,7 +88,9 @@ pub(crate) fn numbers(
                 out.push(names.iter().position(|n| n == joint).map_or(f64::NAN, |i| values[i]));
             }
         }
-        Extract::CompressedImage | Extract::RawImage => return Err("an image topic has no numbers".into()),
+        Extract::CompressedImage | Extract::RawImage | Extract::Transform { .. } => {
+            return Err("not a topic of numbers".into())
+        }
     }
     Ok(())
 }
@@ -214,7 +219,7 @@ fn leaf_kinds(schema: &MessageSchema, message: &Value, what: &Extract) -> Vec<Ch
             }
         }
         Extract::Joints { joints, .. } => out.resize(joints.len(), ChannelKind::Continuous),
-        Extract::CompressedImage | Extract::RawImage => {}
+        Extract::CompressedImage | Extract::RawImage | Extract::Transform { .. } => {}
     }
     out
 }
@@ -233,6 +238,31 @@ fn stream_kind(kinds: &[ChannelKind]) -> StreamKind {
         [(_, kind)] => StreamKind::All(*kind),
         _ => StreamKind::Groups(groups),
     }
+}
+
+/// The topic a transform stream is read at (its rows: one per message).
+pub(crate) const TF_TOPIC: &str = "/tf";
+/// The topic of transforms that hold for the whole recording.
+pub(crate) const TF_STATIC_TOPIC: &str = "/tf_static";
+
+/// The plan of a transform stream (`[parent, child]`).
+pub(crate) fn transform_plan(key: &str, mapping: &StreamMapping, frames: &[String; 2]) -> Result<StreamPlan, String> {
+    let kind: StreamKind = mapping.kind.as_deref().unwrap_or("0..3:continuous,3..7:quaternion-xyzw").parse()?;
+    kind.check(7)?;
+    let dtype = match mapping.dtype.as_deref() {
+        Some("float64") => DType::F64,
+        _ => DType::F32,
+    };
+    let [parent, child] = frames.clone().map(|f| f.trim_start_matches('/').to_owned());
+    Ok(StreamPlan {
+        key: key.into(),
+        topic: TF_TOPIC.into(),
+        time: mapping.time.unwrap_or(TimeSource::Log),
+        what: Extract::Transform { parent, child },
+        dtype,
+        step_shape: vec![7],
+        kind,
+    })
 }
 
 /// The plan of one mapped stream, from its topic's schema and first message.
@@ -299,6 +329,7 @@ pub(crate) fn default_streams(topic: &str, schema: &MessageSchema, first: &Value
     let base = topic.trim_start_matches('/').to_owned();
     let mapping = |field: Option<String>, joints: Vec<String>| StreamMapping {
         topic: topic.to_owned(),
+        transform: None,
         field,
         fields: Vec::new(),
         joints,

@@ -22,6 +22,9 @@
 //! topic = "/ee_pose"
 //! fields = ["pose.position", "pose.orientation"]
 //! kind = "0..3:continuous,3..7:quaternion-xyzw"
+//!
+//! [streams."observation.camera_pose"]
+//! transform = ["world", "camera"]     # camera in world, through /tf and /tf_static
 //! ```
 //!
 //! A field path to a message flattens every number under it in field
@@ -57,8 +60,13 @@ pub enum TimeSource {
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StreamMapping {
-    /// The topic (`/joint_states`).
+    /// The topic (`/joint_states`); not given for a `transform`.
+    #[serde(default)]
     pub topic: String,
+    /// `[parent, child]`: the child frame's pose in the parent frame,
+    /// through the tf tree (`/tf`, `/tf_static`), at each `/tf` message.
+    #[serde(default)]
+    pub transform: Option<[String; 2]>,
     /// One dotted field path (`position`, `pose.orientation`); none: the
     /// whole message without its header, or the frame of an image topic.
     #[serde(default)]
@@ -141,6 +149,14 @@ impl BagMapping {
             }
             if stream.field.is_some() && !stream.fields.is_empty() {
                 return Err(at("give `field` or `fields`, not both".into()));
+            }
+            match (&stream.transform, stream.topic.is_empty()) {
+                (Some(_), false) => return Err(at("give `topic` or `transform`, not both".into())),
+                (None, true) => return Err(at("no `topic` (or `transform = [parent, child]`)".into())),
+                (Some(_), true) if stream.field.is_some() || !stream.fields.is_empty() || !stream.joints.is_empty() => {
+                    return Err(at("a `transform` takes no `field`, `fields` or `joints`".into()))
+                }
+                _ => {}
             }
         }
         Ok(())

@@ -24,10 +24,13 @@
 //!   once (numbers as rows, image messages kept as their bytes and decoded
 //!   per read); the last [`DECODED_EPISODES`] episodes stay decoded.
 //!
+//! - **Transforms**: a `[parent, child]` stream is the child's pose in the
+//!   parent frame through the tf tree ([`tf_tree`]) at each `/tf` message.
+//!
 //! What is not read yet: ros2idl definitions, bags before Iron in SQLite
 //! (no definitions stored: listed, not decoded), `foxglove.CompressedVideo`,
-//! `PointCloud2` into the voxelizer, transforms through the tf tree. A
-//! mapped topic missing from an episode is an error naming the bag.
+//! `PointCloud2` into the voxelizer. A mapped topic missing from an episode
+//! is an error naming the bag.
 
 pub(crate) mod bag_file;
 pub(crate) mod cdr;
@@ -36,6 +39,7 @@ pub(crate) mod mapping;
 pub(crate) mod mcap_bag;
 pub(crate) mod msg_schema;
 pub(crate) mod sqlite_bag;
+pub(crate) mod tf_tree;
 mod topic_stats;
 
 use std::any::Any;
@@ -206,6 +210,20 @@ fn first_messages(file: &Path, bag: &dyn BagFile, wanted: &[usize]) -> Result<Ve
 fn plans(root: &Path, files: &[PathBuf], bags: &[Arc<dyn BagFile>], mapping: &BagMapping) -> Result<Vec<StreamPlan>> {
     let mut out = Vec::with_capacity(mapping.streams.len());
     for (key, stream) in &mapping.streams {
+        if let Some(frames) = &stream.transform {
+            if !bags.iter().any(|b| b.topics().iter().any(|t| t.name == extract::TF_TOPIC && t.messages > 0)) {
+                return Err(Error::Invalid(format!(
+                    "{}: the bag mapping's stream `{key}`: a transform is read at each `/tf` message, and no bag has any",
+                    root.display()
+                )));
+            }
+            out.push(
+                extract::transform_plan(key, stream, frames).map_err(|p| {
+                    Error::Invalid(format!("{}: the bag mapping's stream `{key}`: {p}", root.display()))
+                })?,
+            );
+            continue;
+        }
         let found = bags.iter().zip(files).find_map(|(bag, file)| {
             bag.topics().iter().position(|t| t.name == stream.topic && t.messages > 0).map(|t| (bag, file, t))
         });
@@ -363,8 +381,16 @@ impl Ros2Reader {
 fn decode_episode(source: &EpisodeSource) -> std::result::Result<Decoded, (Option<String>, Option<usize>, String)> {
     let bag = &source.bag;
     let mut wanted: Vec<usize> = source.topics.clone();
+    // Transform streams read the whole tf tree.
+    let with_tf = source.plans.iter().any(|p| matches!(p.what, Extract::Transform { .. }));
+    let is_tf = |name: &str| name == extract::TF_TOPIC || name == extract::TF_STATIC_TOPIC;
+    if with_tf {
+        wanted.extend((0..bag.topics().len()).filter(|&t| is_tf(&bag.topics()[t].name)));
+    }
     wanted.sort_unstable();
     wanted.dedup();
+    let origin = i128::from(source.origin_ns);
+    let mut tree = tf_tree::TfTree::default();
     // Per plan: (time ns as i128, message index, numbers or frame).
     struct Row {
         time_ns: i128,
@@ -394,6 +420,16 @@ fn decode_episode(source: &EpisodeSource) -> std::result::Result<Decoded, (Optio
                 return Err(STOP.into());
             }
         };
+        if with_tf && is_tf(&topic.name) {
+            let is_static = topic.name == extract::TF_STATIC_TOPIC;
+            let seconds = |sec: i64, nanosec: u64| {
+                ((i128::from(sec) * 1_000_000_000 + i128::from(nanosec)) - origin) as f64 * 1e-9
+            };
+            if let Err(problem) = tree.add(schema, &value, is_static, seconds) {
+                failure = Some(fail(problem));
+                return Err(STOP.into());
+            }
+        }
         for (p, plan) in source.plans.iter().enumerate() {
             if source.topics[p] != message.topic {
                 continue;
@@ -415,6 +451,8 @@ fn decode_episode(source: &EpisodeSource) -> std::result::Result<Decoded, (Optio
                 }
             };
             let row = match plan.what {
+                // Its values are looked up once the whole tree is read.
+                Extract::Transform { .. } => Row { time_ns, values: Vec::new(), frame: None },
                 Extract::CompressedImage | Extract::RawImage => match extract::frame(schema, &value, &plan.what) {
                     Ok(frame) => Row { time_ns, values: Vec::new(), frame: Some(frame) },
                     Err(problem) => {
@@ -450,7 +488,7 @@ fn decode_episode(source: &EpisodeSource) -> std::result::Result<Decoded, (Optio
     if let Err(problem) = read {
         return Err((None, None, problem));
     }
-    let origin = i128::from(source.origin_ns);
+    tree.finish();
     let mut streams = Vec::with_capacity(rows.len());
     for (p, mut plan_rows) in rows.into_iter().enumerate() {
         let plan = &source.plans[p];
@@ -479,6 +517,13 @@ fn decode_episode(source: &EpisodeSource) -> std::result::Result<Decoded, (Optio
                 }
             }
             times.push(t);
+        }
+        if let Extract::Transform { parent, child } = &plan.what {
+            tree.check(parent, child)
+                .map_err(|p| (Some(plan.topic.clone()), None, format!("stream `{}`: {p}", plan.key)))?;
+            let values = times.iter().flat_map(|&t| tree.lookup(parent, child, t).numbers()).collect();
+            streams.push(DecodedStream { times: times.into(), values, frames: Vec::new() });
+            continue;
         }
         let mut values = Vec::new();
         let mut frames = Vec::new();
