@@ -468,3 +468,46 @@ fn inspect_lists_a_bags_topics_and_reads_it_by_a_mapping() {
     let (ok, _, err) = robocache(&["inspect", mcap.to_str().unwrap(), "--map", map.to_str().unwrap()]);
     assert!(!ok && err.contains("/missing"), "{err}");
 }
+
+#[test]
+fn convert_lerobot_writes_a_root_that_inspect_reads() {
+    let bags = Path::new(env!("CARGO_MANIFEST_DIR")).join("../robocache-datasets/tests/fixtures/ros2/arm_sqlite");
+    let dir = tempfile::tempdir().unwrap();
+    let map = path(&dir, "map.toml");
+    std::fs::write(
+        &map,
+        "[streams.action]\ntopic = \"/cmd\"\nfield = \"data\"\n[streams.camera]\ntopic = \"/scene/image\"\n",
+    )
+    .unwrap();
+    let out = path(&dir, "root");
+    let (ok, stdout, err) = robocache(&[
+        "convert",
+        "lerobot",
+        bags.to_str().unwrap(),
+        out.to_str().unwrap(),
+        "--map",
+        map.to_str().unwrap(),
+        "--fps",
+        "10",
+        "--task",
+        "wave",
+    ]);
+    assert!(ok, "{err}");
+    assert!(stdout.contains("LeRobot v3.0, 1 episodes") && stdout.contains("at 10 fps"), "{stdout}");
+    let (ok, stdout, err) = robocache(&["inspect", out.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert!(
+        stdout.contains("lerobot layout") && stdout.contains("\"wave\"") && stdout.contains("[6, 8, 3]"),
+        "{stdout}"
+    );
+    // Into a root that is not empty: one line.
+    let (ok, _, err) = robocache(&[
+        "convert",
+        "lerobot",
+        bags.to_str().unwrap(),
+        out.to_str().unwrap(),
+        "--map",
+        map.to_str().unwrap(),
+    ]);
+    assert!(!ok && err.contains("not empty") && err.lines().count() == 1, "{err}");
+}

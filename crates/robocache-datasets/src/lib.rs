@@ -119,7 +119,9 @@ pub use formats::{
     calvin::RATE_HZ as CALVIN_RATE_HZ, robomimic::DEFAULT_RATE_HZ as ROBOMIMIC_DEFAULT_RATE_HZ, OpenOptions,
 };
 pub use lerobot::{
-    FeatureStorage, LeRobotView, DEFAULT_COLUMNS as LEROBOT_COLUMNS, MAX_OPEN_VIDEOS as LEROBOT_MAX_OPEN_VIDEOS,
+    FeatureStorage, FeatureToWrite as LeRobotFeatureToWrite, LeRobotView, LeRobotWriter, LeRobotWritten,
+    DATA_FILE_BYTES as LEROBOT_DATA_FILE_BYTES, DEFAULT_COLUMNS as LEROBOT_COLUMNS,
+    MAX_OPEN_VIDEOS as LEROBOT_MAX_OPEN_VIDEOS,
 };
 pub use mixture::{EpochLength, MixturePart, MixtureSample, MixtureSampler, MixtureWeights};
 pub use model::{

@@ -50,6 +50,7 @@ mod cuda;
 mod device;
 mod device_frame_cache;
 mod error;
+pub mod lerobot_export;
 pub mod loader;
 mod ops;
 mod tensor;

@@ -1,5 +1,8 @@
 //! `robocache convert calvin DIR OUT.h5`: a native CALVIN split into
 //! robocache's CALVIN HDF5 layout (docs/datasets.md), with a progress bar.
+//! `robocache convert lerobot SRC OUT`: any dataset robocache reads (ROS 2
+//! bags with `--map`, RLDS, HDF5 layouts, LeRobot) resampled onto one
+//! clock and written as a LeRobot v3.0 root.
 
 use std::path::PathBuf;
 
@@ -22,10 +25,62 @@ enum Source {
         /// The HDF5 file to write (replaced if it exists).
         output: PathBuf,
     },
+    /// Any dataset robocache reads (ROS 2 bags: `--map MAP.toml`) resampled
+    /// onto `--fps` and written as a LeRobot v3.0 root (camera streams as
+    /// `image` features, PNG) that `LeRobotDataset(repo_id, root=OUT)` loads.
+    Lerobot(Box<LerobotArgs>),
+}
+
+/// `convert lerobot`'s arguments.
+#[derive(Debug, clap::Args)]
+struct LerobotArgs {
+    /// The dataset: bags, an RLDS directory, an HDF5 file, a LeRobot root (local or a URL).
+    source: PathBuf,
+    /// The root to write (a new or empty directory).
+    output: PathBuf,
+    /// The clock of the written dataset (default: the source's rate).
+    #[arg(long)]
+    fps: Option<f64>,
+    /// The streams to write, comma-separated (default: every stream).
+    #[arg(long, value_delimiter = ',')]
+    streams: Vec<String>,
+    /// The task of episodes without a language instruction.
+    #[arg(long, default_value = "")]
+    task: String,
+    /// `robot_type` in `meta/info.json`.
+    #[arg(long)]
+    robot_type: Option<String>,
+    #[command(flatten)]
+    open: super::remote::OpenArgs,
 }
 
 pub fn run(args: Args) -> Result<()> {
     match args.source {
+        Source::Lerobot(args) => {
+            let LerobotArgs { source, output, fps, streams, task, robot_type, open } = *args;
+            let dataset = robocache::datasets::Dataset::open_with(&source, &open.options()?)?;
+            let fps = fps.unwrap_or(dataset.info().rate_hz);
+            let export = robocache::lerobot_export::LeRobotExport { fps, streams, task, robot_type };
+            let bar = ProgressBar::new(dataset.len() as u64);
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} writing episodes {pos}/{len} [{bar:40}] eta {eta}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar())
+                    .progress_chars("=> "),
+            );
+            let written = robocache::lerobot_export::export_lerobot(&dataset, &output, &export, |done, _| {
+                bar.set_position(done as u64)
+            });
+            bar.finish_and_clear();
+            let written = written?;
+            println!(
+                "{}: LeRobot v3.0, {} episodes, {} frames at {fps} fps, {} data file(s)",
+                written.root.display(),
+                written.episodes,
+                written.frames,
+                written.data_files
+            );
+            Ok(())
+        }
         Source::Calvin { dir, output } => {
             let bar = ProgressBar::new(0);
             bar.set_style(

@@ -30,6 +30,8 @@ use open_videos::OpenVideos;
 pub use open_videos::MAX_OPEN_VIDEOS;
 mod open_videos;
 mod parquet_blob;
+mod writer;
+pub use writer::{FeatureToWrite, LeRobotWriter, LeRobotWritten, DATA_FILE_BYTES};
 
 use std::collections::{HashMap, VecDeque};
 use std::ops::Range;

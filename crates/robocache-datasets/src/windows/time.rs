@@ -119,6 +119,11 @@ impl TimeWindows {
         self.total == 0
     }
 
+    /// The samples of `episode` (consecutive; empty when it has none).
+    pub fn episode_samples(&self, episode: usize) -> std::ops::Range<usize> {
+        self.episodes.iter().find(|e| e.episode == episode).map_or(0..0, |e| e.first_sample..e.first_sample + e.count)
+    }
+
     /// Sample `sample`: its episode and anchor time.
     pub fn window(&self, sample: usize) -> Result<TimeWindow> {
         if sample >= self.total {

@@ -1,0 +1,580 @@
+//! Writing a LeRobot dataset root (codebase v3.0), as LeRobot 0.6 writes
+//! one: what `LeRobotDataset(repo_id, root=...)` loads.
+//!
+//! ```text
+//! meta/info.json                              features, fps, counts, path templates
+//! meta/stats.json                             per feature: min, max, mean, std, count, q01 q10 q50 q90 q99
+//! meta/tasks.parquet                          task_index, task (pandas index `task`)
+//! meta/episodes/chunk-000/file-000.parquet    per episode: tasks, length, its rows, stats/<feature>/<stat>
+//! data/chunk-000/file-NNN.parquet             the frames: one column per feature, then timestamp,
+//!                                             frame_index, episode_index, index, task_index
+//! ```
+//!
+//! Features are 1-D vectors (a `fixed_size_list` column), scalars (shape
+//! `[1]`, a plain column) or camera frames as `image` features (`u8 [H, W,
+//! 3]`, a `struct<bytes, path>` of PNG bytes). Data files roll over past
+//! [`DATA_FILE_BYTES`]. Statistics are exact over the frames written (images:
+//! per channel, in [0, 1], as `[3][1][1]`); quantiles interpolate linearly
+//! between order statistics, as NumPy's default does.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::builder::{BinaryBuilder, StringBuilder};
+use arrow_array::types::{Float64Type, Int64Type};
+use arrow_array::{
+    Array as _, ArrayRef, BooleanArray, FixedSizeListArray, Float32Array, Float64Array, Int64Array, ListArray,
+    RecordBatch, StringArray, StructArray,
+};
+use arrow_schema::{DataType, Field, Fields, Schema};
+use parquet::arrow::ArrowWriter;
+use robocache_cpu::{DType, HostVec};
+use serde_json::{json, Value};
+
+use crate::{Error, Result};
+
+/// Bytes of a data file before the next one starts (LeRobot's default, 100 MB).
+pub const DATA_FILE_BYTES: usize = 100 * 1000 * 1000;
+
+/// One feature of the dataset to write.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FeatureToWrite {
+    /// The key (`observation.state`, `observation.images.wrist`).
+    pub name: String,
+    /// `f32`, `f64`, `i64`, `bool`; `u8` for camera frames.
+    pub dtype: DType,
+    /// `[n]` for vectors and scalars (`[1]`), `[H, W, 3]` for camera frames.
+    pub shape: Vec<usize>,
+    /// Names of a vector's entries (`["j1", "j2"]`), where known.
+    pub names: Option<Vec<String>>,
+}
+
+impl FeatureToWrite {
+    fn is_image(&self) -> bool {
+        self.dtype == DType::U8 && self.shape.len() == 3 && self.shape[2] == 3
+    }
+
+    fn width(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    fn dtype_name(&self) -> Result<&'static str> {
+        if self.is_image() {
+            return Ok("image");
+        }
+        Ok(match self.dtype {
+            DType::F32 => "float32",
+            DType::F64 => "float64",
+            DType::I64 => "int64",
+            DType::Bool => "bool",
+            other => return Err(Error::Invalid(format!("feature `{}`: LeRobot stores no {other} feature", self.name))),
+        })
+    }
+}
+
+/// What [`LeRobotWriter::finish`] wrote.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeRobotWritten {
+    pub root: PathBuf,
+    pub episodes: usize,
+    pub frames: usize,
+    pub data_files: usize,
+}
+
+/// Per-feature running values of every frame (for exact statistics).
+#[derive(Default)]
+struct Values {
+    /// Per channel (images: per colour channel, in [0, 1]).
+    channels: Vec<Vec<f64>>,
+}
+
+impl Values {
+    fn stats(&self) -> BTreeMap<&'static str, Vec<f64>> {
+        let mut out: BTreeMap<&'static str, Vec<f64>> = BTreeMap::new();
+        for values in &self.channels {
+            let mut sorted = values.clone();
+            sorted.sort_by(f64::total_cmp);
+            let n = sorted.len().max(1) as f64;
+            let mean = values.iter().sum::<f64>() / n;
+            let variance = values.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
+            let quantile = |q: f64| {
+                if sorted.is_empty() {
+                    return 0.0;
+                }
+                let at = q * (sorted.len() - 1) as f64;
+                let (low, high) = (at.floor() as usize, at.ceil() as usize);
+                sorted[low] + (at - low as f64) * (sorted[high] - sorted[low])
+            };
+            for (name, value) in [
+                ("min", sorted.first().copied().unwrap_or(0.0)),
+                ("max", sorted.last().copied().unwrap_or(0.0)),
+                ("mean", mean),
+                ("std", variance.sqrt()),
+                ("q01", quantile(0.01)),
+                ("q10", quantile(0.10)),
+                ("q50", quantile(0.50)),
+                ("q90", quantile(0.90)),
+                ("q99", quantile(0.99)),
+            ] {
+                out.entry(name).or_default().push(value);
+            }
+        }
+        out
+    }
+
+    fn count(&self) -> usize {
+        self.channels.first().map_or(0, Vec::len)
+    }
+}
+
+struct EpisodeRecord {
+    task_index: usize,
+    length: usize,
+    from: usize,
+    file_index: usize,
+    stats: Vec<Values>,
+}
+
+/// Writes a LeRobot v3.0 root episode by episode (see the module docs).
+pub struct LeRobotWriter {
+    root: PathBuf,
+    fps: f64,
+    features: Vec<FeatureToWrite>,
+    robot_type: Option<String>,
+    tasks: Vec<String>,
+    episodes: Vec<EpisodeRecord>,
+    all: Vec<Values>,
+    data: Option<(ArrowWriter<File>, usize)>,
+    data_files: usize,
+    frames: usize,
+}
+
+impl std::fmt::Debug for LeRobotWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeRobotWriter")
+            .field("root", &self.root)
+            .field("fps", &self.fps)
+            .field("features", &self.features)
+            .field("episodes", &self.episodes.len())
+            .field("frames", &self.frames)
+            .finish_non_exhaustive()
+    }
+}
+
+fn io(file: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
+    move |error| Error::Io { file: file.to_path_buf(), error }
+}
+
+fn parquet_error(file: &Path) -> impl FnOnce(parquet::errors::ParquetError) -> Error + '_ {
+    move |e| Error::Invalid(format!("{}: writing parquet: {e}", file.display()))
+}
+
+fn arrow_error(e: arrow_schema::ArrowError) -> Error {
+    Error::Invalid(format!("building a LeRobot column: {e}"))
+}
+
+impl LeRobotWriter {
+    /// Starts a root at `root` (a directory that does not exist or is empty).
+    pub fn create(root: &Path, fps: f64, features: Vec<FeatureToWrite>, robot_type: Option<String>) -> Result<Self> {
+        if !(fps.is_finite() && fps > 0.0) {
+            return Err(Error::Invalid(format!("fps {fps} is not a positive rate")));
+        }
+        if root.exists() && std::fs::read_dir(root).map_err(io(root))?.next().is_some() {
+            return Err(Error::Invalid(format!(
+                "{}: exists and is not empty; a LeRobot root is written into a new directory",
+                root.display()
+            )));
+        }
+        for feature in &features {
+            feature.dtype_name()?;
+            if feature.width() == 0 {
+                return Err(Error::Invalid(format!("feature `{}` has no values", feature.name)));
+            }
+        }
+        let all = features.iter().map(|_| Values::default()).collect();
+        Ok(LeRobotWriter {
+            root: root.to_path_buf(),
+            fps,
+            features,
+            robot_type,
+            tasks: Vec::new(),
+            episodes: Vec::new(),
+            all,
+            data: None,
+            data_files: 0,
+            frames: 0,
+        })
+    }
+
+    fn schema(&self) -> Result<Arc<Schema>> {
+        let mut fields = Vec::new();
+        let mut hf = serde_json::Map::new();
+        for feature in &self.features {
+            let (field, info) = if feature.is_image() {
+                let image = DataType::Struct(Fields::from(vec![
+                    Field::new("bytes", DataType::Binary, true),
+                    Field::new("path", DataType::Utf8, true),
+                ]));
+                (Field::new(&feature.name, image, true), json!({"_type": "Image"}))
+            } else {
+                let (kind, name) = match feature.dtype {
+                    DType::F32 => (DataType::Float32, "float32"),
+                    DType::F64 => (DataType::Float64, "float64"),
+                    DType::I64 => (DataType::Int64, "int64"),
+                    _ => (DataType::Boolean, "bool"),
+                };
+                if feature.shape == [1] {
+                    (Field::new(&feature.name, kind, true), json!({"dtype": name, "_type": "Value"}))
+                } else {
+                    let list =
+                        DataType::FixedSizeList(Arc::new(Field::new("element", kind, true)), feature.width() as i32);
+                    let info = json!({"feature": {"dtype": name, "_type": "Value"}, "length": feature.width(), "_type": "List"});
+                    (Field::new(&feature.name, list, true), info)
+                }
+            };
+            fields.push(field);
+            hf.insert(feature.name.clone(), info);
+        }
+        for (name, kind, dtype) in [
+            ("timestamp", DataType::Float32, "float32"),
+            ("frame_index", DataType::Int64, "int64"),
+            ("episode_index", DataType::Int64, "int64"),
+            ("index", DataType::Int64, "int64"),
+            ("task_index", DataType::Int64, "int64"),
+        ] {
+            fields.push(Field::new(name, kind, true));
+            hf.insert(name.into(), json!({"dtype": dtype, "_type": "Value"}));
+        }
+        let metadata: std::collections::HashMap<String, String> =
+            [("huggingface".to_owned(), json!({"info": {"features": hf}}).to_string())].into();
+        Ok(Arc::new(Schema::new_with_metadata(fields, metadata)))
+    }
+
+    /// Adds one episode: `columns[i]` holds feature `i`'s values of every
+    /// frame (`frames × width`), frame `k` at `k / fps` seconds.
+    pub fn add_episode(&mut self, task: &str, frames: usize, columns: &[HostVec]) -> Result<()> {
+        if columns.len() != self.features.len() {
+            return Err(Error::Invalid(format!("{} columns for {} features", columns.len(), self.features.len())));
+        }
+        if frames == 0 {
+            return Err(Error::Invalid(format!("episode {} has no frames", self.episodes.len())));
+        }
+        let task_index = match self.tasks.iter().position(|t| t == task) {
+            Some(index) => index,
+            None => {
+                self.tasks.push(task.to_owned());
+                self.tasks.len() - 1
+            }
+        };
+        let episode = self.episodes.len();
+        let mut arrays: Vec<ArrayRef> = Vec::new();
+        let mut stats = Vec::with_capacity(self.features.len());
+        let mut bytes = 0usize;
+        for (feature, column) in self.features.iter().zip(columns) {
+            let width = feature.width();
+            if column.len() != frames * width || column.dtype() != feature.dtype {
+                return Err(Error::Invalid(format!(
+                    "feature `{}`: {} {} values for {frames} frames of {width} {}",
+                    feature.name,
+                    column.len(),
+                    column.dtype(),
+                    feature.dtype
+                )));
+            }
+            let mut values = Values::default();
+            if feature.is_image() {
+                let HostVec::U8(pixels) = column else { unreachable!("checked above") };
+                let [h, w, _] = [feature.shape[0], feature.shape[1], 3];
+                let mut png = BinaryBuilder::new();
+                let mut path = StringBuilder::new();
+                values.channels = (0..3).map(|_| Vec::with_capacity(frames * h * w)).collect();
+                for (k, frame) in pixels.chunks_exact(width).enumerate() {
+                    let mut encoded = Vec::new();
+                    image::ImageEncoder::write_image(
+                        image::codecs::png::PngEncoder::new(&mut encoded),
+                        frame,
+                        w as u32,
+                        h as u32,
+                        image::ExtendedColorType::Rgb8,
+                    )
+                    .map_err(|e| Error::Invalid(format!("feature `{}`: PNG encoding: {e}", feature.name)))?;
+                    bytes += encoded.len();
+                    png.append_value(&encoded);
+                    path.append_value(format!("frame-{:06}.png", self.frames + k));
+                    for pixel in frame.chunks_exact(3) {
+                        for c in 0..3 {
+                            values.channels[c].push(f64::from(pixel[c]) / 255.0);
+                        }
+                    }
+                }
+                let fields = Fields::from(vec![
+                    Field::new("bytes", DataType::Binary, true),
+                    Field::new("path", DataType::Utf8, true),
+                ]);
+                let parts: Vec<ArrayRef> = vec![Arc::new(png.finish()), Arc::new(path.finish())];
+                arrays.push(Arc::new(StructArray::try_new(fields, parts, None).map_err(arrow_error)?));
+            } else {
+                let as_f64 = column.as_slice().to_f64_vec();
+                values.channels = (0..width).map(|c| as_f64.iter().skip(c).step_by(width).copied().collect()).collect();
+                bytes += column.len() * feature.dtype.size_in_bytes();
+                let flat: ArrayRef = match column {
+                    HostVec::F32(v) => Arc::new(Float32Array::from(v.clone())),
+                    HostVec::F64(v) => Arc::new(Float64Array::from(v.clone())),
+                    HostVec::I64(v) => Arc::new(Int64Array::from(v.clone())),
+                    HostVec::Bool(v) => Arc::new(BooleanArray::from(v.clone())),
+                    other => {
+                        return Err(Error::Invalid(format!("feature `{}`: {} values", feature.name, other.dtype())))
+                    }
+                };
+                if feature.shape == [1] {
+                    arrays.push(flat);
+                } else {
+                    let item = Arc::new(Field::new("element", flat.data_type().clone(), true));
+                    arrays.push(Arc::new(
+                        FixedSizeListArray::try_new(item, width as i32, flat, None).map_err(arrow_error)?,
+                    ));
+                }
+            }
+            stats.push(values);
+        }
+        let from = self.frames;
+        let timestamps: Vec<f32> = (0..frames).map(|k| (k as f64 / self.fps) as f32).collect();
+        arrays.push(Arc::new(Float32Array::from(timestamps)));
+        arrays.push(Arc::new(Int64Array::from_iter_values(0..frames as i64)));
+        arrays.push(Arc::new(Int64Array::from(vec![episode as i64; frames])));
+        arrays.push(Arc::new(Int64Array::from_iter_values(from as i64..(from + frames) as i64)));
+        arrays.push(Arc::new(Int64Array::from(vec![task_index as i64; frames])));
+        let schema = self.schema()?;
+        let batch = RecordBatch::try_new(schema.clone(), arrays).map_err(arrow_error)?;
+        // The next data file once this one is past its size.
+        if self.data.as_ref().is_some_and(|(_, written)| *written >= DATA_FILE_BYTES) {
+            self.close_data_file()?;
+        }
+        if self.data.is_none() {
+            let path = self.root.join(format!("data/chunk-000/file-{:03}.parquet", self.data_files));
+            std::fs::create_dir_all(path.parent().unwrap_or(&self.root)).map_err(io(&path))?;
+            let file = File::create(&path).map_err(io(&path))?;
+            let writer = ArrowWriter::try_new(file, schema, None).map_err(parquet_error(&path))?;
+            self.data = Some((writer, 0));
+            self.data_files += 1;
+        }
+        let path = self.root.join("data");
+        if let Some((writer, written)) = &mut self.data {
+            writer.write(&batch).map_err(parquet_error(&path))?;
+            writer.flush().map_err(parquet_error(&path))?;
+            *written += bytes;
+        }
+        for (all, values) in self.all.iter_mut().zip(&stats) {
+            if all.channels.is_empty() {
+                all.channels = vec![Vec::new(); values.channels.len()];
+            }
+            for (a, v) in all.channels.iter_mut().zip(&values.channels) {
+                a.extend_from_slice(v);
+            }
+        }
+        self.episodes.push(EpisodeRecord { task_index, length: frames, from, file_index: self.data_files - 1, stats });
+        self.frames += frames;
+        Ok(())
+    }
+
+    fn close_data_file(&mut self) -> Result<()> {
+        if let Some((writer, _)) = self.data.take() {
+            let path = self.root.join("data");
+            writer.close().map_err(parquet_error(&path))?;
+        }
+        Ok(())
+    }
+
+    /// The statistics of one feature as LeRobot's JSON (images `[3][1][1]`).
+    fn stats_json(&self, feature: &FeatureToWrite, values: &Values) -> Value {
+        let mut out = serde_json::Map::new();
+        for (name, per_channel) in values.stats() {
+            let value = match feature.is_image() {
+                true => json!(per_channel.iter().map(|v| json!([[v]])).collect::<Vec<_>>()),
+                false => json!(per_channel),
+            };
+            out.insert(name.into(), value);
+        }
+        out.insert("count".into(), json!([values.count()]));
+        Value::Object(out)
+    }
+
+    /// Writes the metadata and closes the data files.
+    pub fn finish(mut self) -> Result<LeRobotWritten> {
+        if self.episodes.is_empty() {
+            return Err(Error::Invalid(format!("{}: no episode to write", self.root.display())));
+        }
+        self.close_data_file()?;
+        let meta = self.root.join("meta");
+        std::fs::create_dir_all(meta.join("episodes/chunk-000")).map_err(io(&meta))?;
+        self.write_tasks(&meta.join("tasks.parquet"))?;
+        self.write_episodes(&meta.join("episodes/chunk-000/file-000.parquet"))?;
+        let stats: serde_json::Map<String, Value> = self
+            .features
+            .iter()
+            .zip(&self.all)
+            .map(|(feature, values)| (feature.name.clone(), self.stats_json(feature, values)))
+            .collect();
+        let stats_path = meta.join("stats.json");
+        std::fs::write(&stats_path, serde_json::to_string_pretty(&stats).unwrap_or_default())
+            .map_err(io(&stats_path))?;
+        let info_path = meta.join("info.json");
+        std::fs::write(&info_path, serde_json::to_string_pretty(&self.info()?).unwrap_or_default())
+            .map_err(io(&info_path))?;
+        Ok(LeRobotWritten {
+            root: self.root.clone(),
+            episodes: self.episodes.len(),
+            frames: self.frames,
+            data_files: self.data_files,
+        })
+    }
+
+    fn info(&self) -> Result<Value> {
+        let mut features = serde_json::Map::new();
+        for feature in &self.features {
+            let names = match (&feature.names, feature.is_image()) {
+                (_, true) => json!(["height", "width", "channels"]),
+                (Some(names), false) => json!(names),
+                (None, false) => Value::Null,
+            };
+            features.insert(
+                feature.name.clone(),
+                json!({"dtype": feature.dtype_name()?, "shape": feature.shape, "names": names}),
+            );
+        }
+        for (name, dtype) in [
+            ("timestamp", "float32"),
+            ("frame_index", "int64"),
+            ("episode_index", "int64"),
+            ("index", "int64"),
+            ("task_index", "int64"),
+        ] {
+            features.insert(name.into(), json!({"dtype": dtype, "shape": [1], "names": null}));
+        }
+        let fps = if self.fps.fract() == 0.0 { json!(self.fps as i64) } else { json!(self.fps) };
+        Ok(json!({
+            "codebase_version": "v3.0",
+            "robot_type": self.robot_type,
+            "total_episodes": self.episodes.len(),
+            "total_frames": self.frames,
+            "total_tasks": self.tasks.len(),
+            "chunks_size": 1000,
+            "data_files_size_in_mb": DATA_FILE_BYTES / 1_000_000,
+            "video_files_size_in_mb": 200,
+            "fps": fps,
+            "splits": {"train": format!("0:{}", self.episodes.len())},
+            "data_path": "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet",
+            "video_path": null,
+            "features": features,
+        }))
+    }
+
+    fn write_tasks(&self, path: &Path) -> Result<()> {
+        let pandas = json!({
+            "index_columns": ["task"],
+            "column_indexes": [{"name": null, "field_name": null, "pandas_type": "unicode", "numpy_type": "object", "metadata": {"encoding": "UTF-8"}}],
+            "columns": [
+                {"name": "task_index", "field_name": "task_index", "pandas_type": "int64", "numpy_type": "int64", "metadata": null},
+                {"name": "task", "field_name": "task", "pandas_type": "unicode", "numpy_type": "object", "metadata": null}
+            ],
+            "creator": {"library": "robocache", "version": env!("CARGO_PKG_VERSION")},
+            "pandas_version": "2.2.3"
+        });
+        let schema = Arc::new(Schema::new_with_metadata(
+            vec![Field::new("task_index", DataType::Int64, true), Field::new("task", DataType::Utf8, true)],
+            std::collections::HashMap::from([("pandas".to_owned(), pandas.to_string())]),
+        ));
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from_iter_values(0..self.tasks.len() as i64)),
+            Arc::new(StringArray::from(self.tasks.clone())),
+        ];
+        write_parquet(path, schema, columns)
+    }
+
+    fn write_episodes(&self, path: &Path) -> Result<()> {
+        let n = self.episodes.len();
+        let int = |f: &dyn Fn(&EpisodeRecord) -> usize| -> ArrayRef {
+            Arc::new(Int64Array::from_iter_values(self.episodes.iter().map(|e| f(e) as i64)))
+        };
+        let mut fields = vec![Field::new("episode_index", DataType::Int64, true)];
+        let mut columns: Vec<ArrayRef> = vec![Arc::new(Int64Array::from_iter_values(0..n as i64))];
+        let task_lists = {
+            let values =
+                StringArray::from(self.episodes.iter().map(|e| self.tasks[e.task_index].clone()).collect::<Vec<_>>());
+            let offsets = arrow_array::builder::OffsetBufferBuilder::new(n);
+            let mut offsets = offsets;
+            for _ in 0..n {
+                offsets.push_length(1);
+            }
+            let item = Arc::new(Field::new("element", DataType::Utf8, true));
+            ListArray::try_new(item, offsets.finish(), Arc::new(values), None).map_err(arrow_error)?
+        };
+        fields.push(Field::new("tasks", task_lists.data_type().clone(), true));
+        columns.push(Arc::new(task_lists));
+        for (name, column) in [
+            ("length", int(&|e| e.length)),
+            ("data/chunk_index", int(&|_| 0)),
+            ("data/file_index", int(&|e| e.file_index)),
+            ("dataset_from_index", int(&|e| e.from)),
+            ("dataset_to_index", int(&|e| e.from + e.length)),
+        ] {
+            fields.push(Field::new(name, DataType::Int64, true));
+            columns.push(column);
+        }
+        for (f, feature) in self.features.iter().enumerate() {
+            let per_episode: Vec<BTreeMap<&'static str, Vec<f64>>> =
+                self.episodes.iter().map(|e| e.stats[f].stats()).collect();
+            for stat in ["min", "max", "mean", "std", "q01", "q10", "q50", "q90", "q99"] {
+                let rows = per_episode.iter().map(|s| s.get(stat).cloned().unwrap_or_default());
+                let column: ArrayRef = if feature.is_image() {
+                    Arc::new(nested_image_stats(rows.collect())?)
+                } else {
+                    Arc::new(ListArray::from_iter_primitive::<Float64Type, _, _>(
+                        rows.map(|r| Some(r.into_iter().map(Some))),
+                    ))
+                };
+                fields.push(Field::new(format!("stats/{}/{stat}", feature.name), column.data_type().clone(), true));
+                columns.push(column);
+            }
+            let counts = ListArray::from_iter_primitive::<Int64Type, _, _>(
+                self.episodes.iter().map(|e| Some(vec![Some(e.stats[f].count() as i64)])),
+            );
+            fields.push(Field::new(format!("stats/{}/count", feature.name), counts.data_type().clone(), true));
+            columns.push(Arc::new(counts));
+        }
+        for name in ["meta/episodes/chunk_index", "meta/episodes/file_index"] {
+            fields.push(Field::new(name, DataType::Int64, true));
+            columns.push(int(&|_| 0));
+        }
+        write_parquet(path, Arc::new(Schema::new(fields)), columns)
+    }
+}
+
+/// Per episode, per channel `c`: `[[v]]` (LeRobot's image statistics shape).
+fn nested_image_stats(rows: Vec<Vec<f64>>) -> Result<ListArray> {
+    let wrap = |inner: ArrayRef, lengths: Vec<usize>| -> Result<ListArray> {
+        let item = Arc::new(Field::new("element", inner.data_type().clone(), true));
+        let offsets = arrow_array::builder::OffsetBufferBuilder::new(lengths.len());
+        let mut offsets = offsets;
+        for length in lengths {
+            offsets.push_length(length);
+        }
+        ListArray::try_new(item, offsets.finish(), inner, None).map_err(arrow_error)
+    };
+    let values: Vec<f64> = rows.iter().flatten().copied().collect();
+    let count = values.len();
+    let innermost = wrap(Arc::new(Float64Array::from(values)), vec![1; count])?;
+    let middle = wrap(Arc::new(innermost), vec![1; count])?;
+    wrap(Arc::new(middle), rows.iter().map(Vec::len).collect())
+}
+
+fn write_parquet(path: &Path, schema: Arc<Schema>, columns: Vec<ArrayRef>) -> Result<()> {
+    let batch = RecordBatch::try_new(schema.clone(), columns).map_err(arrow_error)?;
+    let file = File::create(path).map_err(io(path))?;
+    let mut writer = ArrowWriter::try_new(file, schema, None).map_err(parquet_error(path))?;
+    writer.write(&batch).map_err(parquet_error(path))?;
+    writer.close().map_err(parquet_error(path))?;
+    Ok(())
+}
