@@ -85,7 +85,25 @@ impl Dataset {
         Ok(written.to_string_lossy().into_owned())
     }
 
-    /// The layout: `robomimic`, `calvin`, `rtx`, `rlds` or `lerobot`.
+    /// Writes the dataset as a LeRobot v3.0 root at `out` (the facade's
+    /// `export_lerobot`): (episodes, frames, data files) written.
+    #[pyo3(signature = (out, fps, streams, task, robot_type=None))]
+    fn export_lerobot(
+        &self,
+        py: Python<'_>,
+        out: std::path::PathBuf,
+        fps: f64,
+        streams: Vec<String>,
+        task: String,
+        robot_type: Option<String>,
+    ) -> PyResult<(usize, usize, usize)> {
+        let export = robocache::lerobot_export::LeRobotExport { fps, streams, task, robot_type };
+        let written =
+            py.detach(|| robocache::lerobot_export::export_lerobot(&self.inner, &out, &export, |_, _| {})).py_err()?;
+        Ok((written.episodes, written.frames, written.data_files))
+    }
+
+    /// The layout: `robomimic`, `calvin`, `rtx`, `rlds`, `lerobot` or `ros2`.
     #[getter]
     fn format(&self) -> String {
         self.inner.format().to_string()

@@ -149,3 +149,15 @@ def test_windows_on_the_policy_clock_equal_a_numpy_reference():
                     np.testing.assert_array_equal(got, want, err_msg=name)
             windows += 1
     assert windows == len(loader) * 8 or windows > 30
+
+
+def test_a_bag_written_as_lerobot_reads_back(tmp_path):
+    dataset = robocache.open(FIXTURES / "arm_sqlite", mapping=MAPPING)
+    written = dataset.to_lerobot(tmp_path / "root", streams=["action", "observation.images.wrist"], task="wave")
+    assert written["episodes"] == 1 and written["data_files"] == 1
+    root = robocache.open(tmp_path / "root")
+    assert root.format == "lerobot" and root.info["rate_hz"] == HZ
+    assert root.episodes[0]["instruction"] == "wave"
+    assert len(root.episodes[0]["streams"]) == 2 + 5  # and LeRobot's timestamp and indices
+    with pytest.raises(robocache.Error, match="not empty"):
+        dataset.to_lerobot(tmp_path / "root")

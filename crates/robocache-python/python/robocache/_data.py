@@ -86,6 +86,22 @@ class Dataset:
     def __len__(self) -> int:
         return len(self.episodes)
 
+    def to_lerobot(self, out: Union[str, os.PathLike], *, fps: Optional[float] = None,
+                   streams: Optional[Sequence[str]] = None, task: str = "",
+                   robot_type: Optional[str] = None) -> Dict[str, int]:
+        """Writes this dataset as a LeRobot v3.0 root at ``out`` (a new or empty
+        directory) that ``LeRobotDataset(repo_id, root=out)`` loads: every
+        episode resampled onto ``fps`` (default: the dataset's rate) by each
+        stream's kind, over the span every stream covers; camera streams as
+        ``image`` features (PNG); the task of an episode is its instruction,
+        else ``task``. What ``robocache convert lerobot`` runs.
+
+        Returns ``{"episodes", "frames", "data_files"}``."""
+        fps = float(self.info["rate_hz"] if fps is None else fps)
+        names = list(self.streams if streams is None else streams)
+        episodes, frames, files = self._native.export_lerobot(os.fspath(out), fps, names, str(task), robot_type)
+        return {"episodes": episodes, "frames": frames, "data_files": files}
+
     def verify(self, threads: Optional[int] = None) -> Dict[str, Any]:
         """Reads every row of every stream of every episode, as batches read
         them, and checks what has a check: TFRecord CRC32C and Example
