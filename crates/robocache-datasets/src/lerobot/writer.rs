@@ -14,8 +14,9 @@
 //! `[1]`, a plain column) or camera frames as `image` features (`u8 [H, W,
 //! 3]`, a `struct<bytes, path>` of PNG bytes). Data files roll over past
 //! [`DATA_FILE_BYTES`]. Statistics are exact over the frames written (images:
-//! per channel, in [0, 1], as `[3][1][1]`); quantiles interpolate linearly
-//! between order statistics, as NumPy's default does.
+//! per channel, in [0, 1], as `[3][1][1]`, from a histogram of the 256
+//! levels); quantiles interpolate linearly between order statistics, as
+//! NumPy's default does; `count` is the frames, as LeRobot counts them.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -83,49 +84,106 @@ pub struct LeRobotWritten {
     pub data_files: usize,
 }
 
-/// Per-feature running values of every frame (for exact statistics).
-#[derive(Default)]
+/// Per-feature values of every frame, for exact statistics: each channel's
+/// values (vectors), or each colour channel's histogram of its 256 levels
+/// (camera frames: exact too, at 2 KiB a channel however many pixels).
+#[derive(Clone, Default)]
 struct Values {
-    /// Per channel (images: per colour channel, in [0, 1]).
     channels: Vec<Vec<f64>>,
+    levels: Vec<[u64; 256]>,
+    /// Frames counted (LeRobot's `count`).
+    frames: usize,
 }
 
+/// The `q` quantile of `n` sorted values, `at(i)` the `i`-th: linear between
+/// order statistics, as NumPy's default.
+fn quantile(n: usize, q: f64, at: impl Fn(usize) -> f64) -> f64 {
+    if n == 0 {
+        return 0.0;
+    }
+    let position = q * (n - 1) as f64;
+    let (low, high) = (position.floor() as usize, position.ceil() as usize);
+    at(low) + (position - low as f64) * (at(high) - at(low))
+}
+
+const QUANTILES: [(&str, f64); 5] = [("q01", 0.01), ("q10", 0.10), ("q50", 0.50), ("q90", 0.90), ("q99", 0.99)];
+
 impl Values {
+    /// Adds another part's values (channel by channel).
+    fn extend(&mut self, other: &Values) {
+        if self.channels.is_empty() && self.levels.is_empty() {
+            *self = other.clone();
+            return;
+        }
+        self.frames += other.frames;
+        for (a, b) in self.channels.iter_mut().zip(&other.channels) {
+            a.extend_from_slice(b);
+        }
+        for (a, b) in self.levels.iter_mut().zip(&other.levels) {
+            for (x, y) in a.iter_mut().zip(b) {
+                *x += y;
+            }
+        }
+    }
+
     fn stats(&self) -> BTreeMap<&'static str, Vec<f64>> {
         let mut out: BTreeMap<&'static str, Vec<f64>> = BTreeMap::new();
+        let mut push = |name: &'static str, value: f64| out.entry(name).or_default().push(value);
         for values in &self.channels {
             let mut sorted = values.clone();
             sorted.sort_by(f64::total_cmp);
             let n = sorted.len().max(1) as f64;
             let mean = values.iter().sum::<f64>() / n;
             let variance = values.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
-            let quantile = |q: f64| {
-                if sorted.is_empty() {
-                    return 0.0;
+            push("min", sorted.first().copied().unwrap_or(0.0));
+            push("max", sorted.last().copied().unwrap_or(0.0));
+            push("mean", mean);
+            push("std", variance.sqrt());
+            for (name, q) in QUANTILES {
+                push(name, quantile(sorted.len(), q, |i| sorted[i]));
+            }
+        }
+        for histogram in &self.levels {
+            let n: u64 = histogram.iter().sum();
+            let level = |k: usize| k as f64 / 255.0;
+            let total = n.max(1) as f64;
+            let mean = histogram.iter().enumerate().map(|(k, &c)| c as f64 * level(k)).sum::<f64>() / total;
+            let variance = histogram
+                .iter()
+                .enumerate()
+                .map(|(k, &c)| c as f64 * (level(k) - mean) * (level(k) - mean))
+                .sum::<f64>()
+                / total;
+            // The i-th smallest value: the level whose cumulative count passes i.
+            let at = |i: usize| {
+                let mut seen = 0u64;
+                for (k, &c) in histogram.iter().enumerate() {
+                    seen += c;
+                    if seen > i as u64 {
+                        return level(k);
+                    }
                 }
-                let at = q * (sorted.len() - 1) as f64;
-                let (low, high) = (at.floor() as usize, at.ceil() as usize);
-                sorted[low] + (at - low as f64) * (sorted[high] - sorted[low])
+                1.0
             };
-            for (name, value) in [
-                ("min", sorted.first().copied().unwrap_or(0.0)),
-                ("max", sorted.last().copied().unwrap_or(0.0)),
-                ("mean", mean),
-                ("std", variance.sqrt()),
-                ("q01", quantile(0.01)),
-                ("q10", quantile(0.10)),
-                ("q50", quantile(0.50)),
-                ("q90", quantile(0.90)),
-                ("q99", quantile(0.99)),
-            ] {
-                out.entry(name).or_default().push(value);
+            push("min", histogram.iter().position(|&c| c > 0).map_or(0.0, level));
+            push("max", histogram.iter().rposition(|&c| c > 0).map_or(0.0, level));
+            push("mean", mean);
+            push("std", variance.sqrt());
+            for (name, q) in QUANTILES {
+                push(name, quantile(n as usize, q, at));
             }
         }
         out
     }
 
     fn count(&self) -> usize {
-        self.channels.first().map_or(0, Vec::len)
+        self.frames
+    }
+
+    /// One channel of `values` (one value a frame).
+    fn of_column(values: impl Iterator<Item = f64>) -> Values {
+        let channel: Vec<f64> = values.collect();
+        Values { frames: channel.len(), channels: vec![channel], levels: Vec::new() }
     }
 }
 
@@ -283,13 +341,13 @@ impl LeRobotWriter {
                     feature.dtype
                 )));
             }
-            let mut values = Values::default();
+            let mut values = Values { frames, ..Values::default() };
             if feature.is_image() {
                 let HostVec::U8(pixels) = column else { unreachable!("checked above") };
                 let [h, w, _] = [feature.shape[0], feature.shape[1], 3];
                 let mut png = BinaryBuilder::new();
                 let mut path = StringBuilder::new();
-                values.channels = (0..3).map(|_| Vec::with_capacity(frames * h * w)).collect();
+                values.levels = vec![[0u64; 256]; 3];
                 for (k, frame) in pixels.chunks_exact(width).enumerate() {
                     let mut encoded = Vec::new();
                     image::ImageEncoder::write_image(
@@ -304,8 +362,8 @@ impl LeRobotWriter {
                     png.append_value(&encoded);
                     path.append_value(format!("frame-{:06}.png", self.frames + k));
                     for pixel in frame.chunks_exact(3) {
-                        for c in 0..3 {
-                            values.channels[c].push(f64::from(pixel[c]) / 255.0);
+                        for (histogram, &level) in values.levels.iter_mut().zip(pixel) {
+                            histogram[usize::from(level)] += 1;
                         }
                     }
                 }
@@ -367,12 +425,7 @@ impl LeRobotWriter {
             *written += bytes;
         }
         for (all, values) in self.all.iter_mut().zip(&stats) {
-            if all.channels.is_empty() {
-                all.channels = vec![Vec::new(); values.channels.len()];
-            }
-            for (a, v) in all.channels.iter_mut().zip(&values.channels) {
-                a.extend_from_slice(v);
-            }
+            all.extend(values);
         }
         self.episodes.push(EpisodeRecord { task_index, length: frames, from, file_index: self.data_files - 1, stats });
         self.frames += frames;
@@ -411,12 +464,27 @@ impl LeRobotWriter {
         std::fs::create_dir_all(meta.join("episodes/chunk-000")).map_err(io(&meta))?;
         self.write_tasks(&meta.join("tasks.parquet"))?;
         self.write_episodes(&meta.join("episodes/chunk-000/file-000.parquet"))?;
-        let stats: serde_json::Map<String, Value> = self
+        let mut stats: serde_json::Map<String, Value> = self
             .features
             .iter()
             .zip(&self.all)
             .map(|(feature, values)| (feature.name.clone(), self.stats_json(feature, values)))
             .collect();
+        // LeRobot's own columns, as it counts them too.
+        let frames = || self.episodes.iter().flat_map(|e| (0..e.length).map(move |k| (e, k)));
+        let episode_of: Vec<usize> =
+            self.episodes.iter().enumerate().flat_map(|(i, e)| std::iter::repeat_n(i, e.length)).collect();
+        let own = [
+            ("timestamp", Values::of_column(frames().map(|(_, k)| f64::from((k as f64 / self.fps) as f32)))),
+            ("frame_index", Values::of_column(frames().map(|(_, k)| k as f64))),
+            ("episode_index", Values::of_column(episode_of.iter().map(|&i| i as f64))),
+            ("index", Values::of_column((0..self.frames).map(|i| i as f64))),
+            ("task_index", Values::of_column(frames().map(|(e, _)| e.task_index as f64))),
+        ];
+        let scalar = |name: &str| FeatureToWrite { name: name.into(), dtype: DType::F64, shape: vec![1], names: None };
+        for (name, values) in own {
+            stats.insert(name.into(), self.stats_json(&scalar(name), &values));
+        }
         let stats_path = meta.join("stats.json");
         std::fs::write(&stats_path, serde_json::to_string_pretty(&stats).unwrap_or_default())
             .map_err(io(&stats_path))?;
@@ -577,4 +645,36 @@ fn write_parquet(path: &Path, schema: Arc<Schema>, columns: Vec<ArrayRef>) -> Re
     writer.write(&batch).map_err(parquet_error(path))?;
     writer.close().map_err(parquet_error(path))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn image_statistics_from_a_histogram_equal_those_of_the_values() {
+        let mut state = 7u64;
+        let pixels: Vec<u8> = (0..3 * 1001)
+            .map(|_| {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                (state >> 56) as u8 / 3 + 20
+            })
+            .collect();
+        let mut histogram = Values { levels: vec![[0u64; 256]; 3], frames: 1, ..Values::default() };
+        let mut listed = Values { channels: vec![Vec::new(); 3], frames: 1, ..Values::default() };
+        for pixel in pixels.chunks_exact(3) {
+            for c in 0..3 {
+                histogram.levels[c][usize::from(pixel[c])] += 1;
+                listed.channels[c].push(f64::from(pixel[c]) / 255.0);
+            }
+        }
+        let (a, b) = (histogram.stats(), listed.stats());
+        assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());
+        for (name, values) in &a {
+            for (x, y) in values.iter().zip(&b[name]) {
+                assert!((x - y).abs() < 1e-12, "{name}: {x} != {y}");
+            }
+        }
+        assert_eq!(a["q50"], b["q50"], "quantiles are order statistics: exact");
+    }
 }
