@@ -1,7 +1,8 @@
 //! Fuzzing the readers with mutated copies of the committed fixtures:
 //! LeRobot metadata (`info.json`, the episodes and tasks in parquet and
 //! JSON lines), LeRobot data parquet files (the column reader), RLDS
-//! TFRecord shards (records and `tf.train.Example`s) and their JSON. Each
+//! TFRecord shards (records and `tf.train.Example`s) and their JSON, and
+//! ROS 2 bags (MCAP chunks and summaries, SQLite pages, CDR messages). Each
 //! case copies a root, damages one file, opens it and reads every row
 //! (`verify`): whatever the bytes, an answer within the deadline and an
 //! error that names where, never a panic or a hang. `PROPTEST_CASES` sets
@@ -31,6 +32,7 @@ fn targets() -> &'static [(PathBuf, PathBuf)] {
             "lerobot/images",
             "rlds/robocache_fixture_dict/1.0.0",
             "rlds/robocache_fixture_tensor/1.0.0",
+            "ros2",
         ];
         let mut out = Vec::new();
         for root in roots.map(|r| fixtures().join(r)) {
@@ -41,8 +43,12 @@ fn targets() -> &'static [(PathBuf, PathBuf)] {
                     if path.is_dir() {
                         stack.push(path);
                     } else if path.extension().is_none_or(|e| e != "mp4") {
-                        // The MP4 files are robocache-video's harness's.
-                        out.push((root.clone(), path.strip_prefix(&root).unwrap().to_path_buf()));
+                        // The MP4 files are robocache-video's harness's; of
+                        // the bags' folder, the bags (not the test answers).
+                        let is_bag = path.extension().is_some_and(|e| e == "mcap" || e == "db3");
+                        if is_bag || !root.ends_with("ros2") {
+                            out.push((root.clone(), path.strip_prefix(&root).unwrap().to_path_buf()));
+                        }
                     }
                 }
             }
@@ -106,6 +112,14 @@ proptest! {
     #[test]
     fn damaged_metadata_and_data_files_are_read_or_refused_clearly(target in any::<usize>(), edits in mutations(3)) {
         damaged_root_reads_or_fails_clearly(target, &edits);
+    }
+
+    /// The bags alone (a few of the many files above), as many cases again.
+    #[test]
+    fn damaged_bags_are_read_or_refused_clearly(target in any::<usize>(), edits in mutations(3)) {
+        let bags: Vec<&(PathBuf, PathBuf)> = targets().iter().filter(|(root, _)| root.ends_with("ros2")).collect();
+        let (root, file) = bags[target % bags.len()];
+        damage_and_read(root, file, &edits);
     }
 }
 

@@ -267,6 +267,17 @@ fn damaged_bags_and_bad_mappings_are_errors_naming_what_is_wrong() {
     std::fs::write(&flipped, &bytes).unwrap();
     let error = open(&flipped, Some(MAPPING)).and_then(|d| d.read_stream(0, "action").map(|_| ())).unwrap_err();
     assert!(error.to_string().contains("flipped.mcap"), "{error}");
+    // A record inside a chunk claiming 7 EB: the `mcap` crate's chunk reader
+    // reserved that much and aborted the process (found by tests/fuzz.rs).
+    let mut bytes = std::fs::read(fixtures().join("arm_mcap/arm_mcap.mcap")).unwrap();
+    let chunk = 43; // the one chunk: opcode, length, then its header (49 bytes with no compression name)
+    assert_eq!(bytes[chunk], 0x06, "not the chunk record");
+    let first_record = chunk + 9 + 8 + 8 + 8 + 4 + 4 + 8;
+    bytes[first_record + 1..first_record + 9].copy_from_slice(&0x6464_6464_6464_6464u64.to_le_bytes());
+    let lying = dir.path().join("lying.mcap");
+    std::fs::write(&lying, &bytes).unwrap();
+    let error = open(&lying, Some(MAPPING)).and_then(|d| d.read_stream(0, "action").map(|_| ())).unwrap_err();
+    assert!(error.to_string().contains("lying.mcap") && error.to_string().contains("claims"), "{error}");
     // A topic no bag has.
     let mapping = "[streams.x]\ntopic = \"/nope\"\n";
     let error = open(&fixtures().join("arm_mcap"), Some(mapping)).unwrap_err().to_string();

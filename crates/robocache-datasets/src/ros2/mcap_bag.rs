@@ -5,13 +5,18 @@
 //! - **Indexed** (the file has its summary): the summary gives the
 //!   channels, schemas, message counts and chunk indexes; a read fetches
 //!   only the chunks holding the wanted channels, each by one ranged read,
-//!   and checks each chunk's CRC as it decompresses it.
+//!   decompresses it (zstd, lz4) and checks its CRC.
 //! - **Scanned** (no summary: a recording cut short by a crash): the file
 //!   is read whole and its records walked from the start; messages up to
 //!   the first damaged record are kept, with a warning.
 //!
 //! Bounds: a chunk is read only if its sizes fit the file, and its
-//! uncompressed size is at most [`MAX_CHUNK_BYTES`].
+//! uncompressed size is at most [`MAX_CHUNK_BYTES`]. Chunks are decompressed
+//! here, not by the `mcap` crate's chunk reader, which reserves whatever a
+//! damaged record length inside a chunk claims (and aborts the process,
+//! found by `tests/fuzz.rs`): the output grows with what the stream holds,
+//! up to the declared size, and every record length is checked against
+//! the bytes left.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::SeekFrom;
@@ -198,6 +203,74 @@ impl McapBag {
     }
 }
 
+/// Decompresses a chunk (none, zstd or lz4) into at most its declared
+/// size, checks its CRC (where written), and visits its records, each
+/// length checked against the bytes left.
+/// Why [`chunk_records`] stopped.
+enum ChunkFailure {
+    /// The chunk is damaged (what is wrong).
+    Damaged(String),
+    /// The visitor stopped (its error, passed on as it is).
+    Stopped(String),
+}
+
+fn chunk_records(
+    header: &mcap::records::ChunkHeader,
+    compressed: &[u8],
+    visit: &mut dyn FnMut(Record<'_>) -> std::result::Result<(), String>,
+) -> std::result::Result<(), ChunkFailure> {
+    use std::io::Read;
+    use ChunkFailure::Damaged;
+    let declared = header.uncompressed_size;
+    if declared > MAX_CHUNK_BYTES {
+        return Err(Damaged(format!("{declared} bytes uncompressed (at most {MAX_CHUNK_BYTES})")));
+    }
+    // Output grows with what the stream holds, never to what the header claims.
+    let mut inflated = Vec::new();
+    let read = |reader: &mut dyn Read, out: &mut Vec<u8>| reader.take(declared + 1).read_to_end(out).map(|_| ());
+    let data: &[u8] = match header.compression.as_str() {
+        "" => compressed,
+        "zstd" => {
+            let mut decoder =
+                zstd::stream::read::Decoder::new(compressed).map_err(|e| Damaged(format!("zstd: {e}")))?;
+            read(&mut decoder, &mut inflated).map_err(|e| Damaged(format!("zstd: {e}")))?;
+            &inflated
+        }
+        "lz4" => {
+            let mut decoder = lz4::Decoder::new(compressed).map_err(|e| Damaged(format!("lz4: {e}")))?;
+            read(&mut decoder, &mut inflated).map_err(|e| Damaged(format!("lz4: {e}")))?;
+            &inflated
+        }
+        other => return Err(Damaged(format!("compression `{other}` (robocache reads none, zstd and lz4)"))),
+    };
+    if data.len() as u64 != declared {
+        return Err(Damaged(format!("{} bytes uncompressed, its header says {declared}", data.len())));
+    }
+    if header.uncompressed_crc != 0 && crc32fast::hash(data) != header.uncompressed_crc {
+        return Err(Damaged(format!(
+            "CRC {:08x} does not match the header's {:08x}",
+            crc32fast::hash(data),
+            header.uncompressed_crc
+        )));
+    }
+    let mut at = 0usize;
+    while at < data.len() {
+        let (Some(&opcode), Some(len)) = (data.get(at), data.get(at + 1..at + 9)) else {
+            return Err(Damaged(format!("a record cut short at byte {at} of the chunk")));
+        };
+        let len = u64::from_le_bytes(len.try_into().unwrap_or_default());
+        let body = usize::try_from(len)
+            .ok()
+            .and_then(|len| data.get(at + 9..(at + 9).checked_add(len)?))
+            .ok_or_else(|| Damaged(format!("a record at byte {at} of the chunk claims {len} bytes")))?;
+        let record =
+            mcap::read::parse_record(opcode, body).map_err(|e| Damaged(format!("the record at byte {at}: {e}")))?;
+        visit(record).map_err(ChunkFailure::Stopped)?;
+        at += 9 + body.len();
+    }
+    Ok(())
+}
+
 /// Walks every record of a whole file (chunks opened), stopping at the
 /// first damaged one: `Some(what)` when it stopped early.
 fn walk(
@@ -214,18 +287,10 @@ fn walk(
             Err(e) => return Ok(Some(format!("a damaged record ({e})"))),
         };
         if let Record::Chunk { header, data } = record {
-            if header.uncompressed_size > MAX_CHUNK_BYTES {
-                return Ok(Some(format!("a chunk of {} bytes uncompressed", header.uncompressed_size)));
-            }
-            let chunk = match mcap::read::ChunkReader::new(header, &data) {
-                Ok(chunk) => chunk,
-                Err(e) => return Ok(Some(format!("a chunk that does not open ({e})"))),
-            };
-            for inner in chunk {
-                match inner {
-                    Ok(inner) => visit(inner)?,
-                    Err(e) => return Ok(Some(format!("a damaged chunk ({e})"))),
-                }
+            match chunk_records(&header, &data, visit) {
+                Ok(()) => {}
+                Err(ChunkFailure::Damaged(problem)) => return Ok(Some(format!("a damaged chunk ({problem})"))),
+                Err(ChunkFailure::Stopped(error)) => return Err(error),
             }
         } else {
             visit(record)?;
@@ -285,10 +350,10 @@ impl BagFile for McapBag {
             let Ok(Record::Chunk { header, data }) = mcap::read::parse_record(opcode, body) else {
                 return Err(format!("the chunk index points at byte {at}, which holds no chunk"));
             };
-            let reader =
-                mcap::read::ChunkReader::new(header, &data).map_err(|e| format!("the chunk at byte {at}: {e}"))?;
-            for inner in reader {
-                on_message(inner.map_err(|e| format!("the chunk at byte {at}: {e}"))?)?;
+            match chunk_records(&header, &data, &mut on_message) {
+                Ok(()) => {}
+                Err(ChunkFailure::Damaged(problem)) => return Err(format!("the chunk at byte {at}: {problem}")),
+                Err(ChunkFailure::Stopped(error)) => return Err(error),
             }
         }
         Ok(())
