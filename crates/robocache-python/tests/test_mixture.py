@@ -158,3 +158,31 @@ def test_a_mixture_on_the_gpu_equals_it_on_the_cpu(cuda):
         assert want.keys() == got.keys()
         for key in want:
             assert np.array_equal(want[key], got[key]), key
+
+
+def test_a_loader_of_several_datasets_is_their_mixture(robomimic_file):
+    fixtures = _fixtures()
+    if fixtures is None:
+        pytest.skip("no dataset fixtures (the tests copied outside a checkout)")
+    deltas = {"action": [0.0, 0.1, 0.2, 0.3], "observation.state": [0.0, 0.1, 0.2, 0.3]}
+    mixture = robocache.Loader([
+        {"dataset": fixtures / "lerobot" / "av1", "weight": 1.0, "delta_timestamps": deltas,
+         "keys": {"action": "action", "state": "observation.state"}, "name": "aloha"},
+        {"dataset": robomimic_file, "weight": 3.0, "windows": {"seq_length": 4}, "keys": {"action": "actions"}},
+    ], batch_size=16, epoch_windows=64, seed=2, device="cpu")
+    assert isinstance(mixture, robocache.MixtureLoader)
+    assert mixture.names[0] == "aloha" and mixture.streams == ["action", "state"]
+    # The same as the mixture of the two loaders made by hand.
+    lerobot = robocache.Loader(fixtures / "lerobot" / "av1", ["action", "observation.state"],
+                               delta_timestamps=deltas, batch_size=16, seed=2, device="cpu")
+    robomimic = robocache.Loader(robomimic_file, ["actions"], windows={"seq_length": 4}, batch_size=16, seed=2,
+                                 device="cpu")
+    by_hand = robocache.MixtureLoader(
+        [(lerobot, 1.0, {"action": "action", "state": "observation.state"}), (robomimic, 3.0, {"action": "actions"})],
+        batch_size=16, epoch_windows=64, seed=2)
+    for got, want in zip(mixture, by_hand):
+        assert got.keys() == want.keys()
+        for key in want:
+            assert np.array_equal(np.asarray(got[key]), np.asarray(want[key])), key
+    with pytest.raises(robocache.InvalidInputError, match="member 0 must be a dict"):
+        robocache.Loader([("not", "a dict")], batch_size=4)

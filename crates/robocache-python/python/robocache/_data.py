@@ -313,6 +313,25 @@ class Loader(_Resumable):
     conversion or resize, and decodes only the others
     (``device_frame_cache`` in ``telemetry()``). At 224×224 a frame takes
     147 KiB, a third of its YUV at 480×640.
+    **Several datasets at once**: ``Loader([member, ...], batch_size=...)``
+    returns a :class:`robocache.MixtureLoader`. Each member is a dict:
+    ``dataset`` (a path, URL or :class:`Dataset`, any format), ``weight``
+    (default 1), ``keys`` (the mixture's name of each of the dataset's
+    streams, ``{"action": "action/world_vector"}``: renames and selects),
+    an optional ``name``, and the loader options that differ per dataset
+    (``windows`` or ``delta_timestamps``, ``frame_size``, ...). The other
+    keywords are the mixture's (``batch_size``, ``convention``,
+    ``epoch_windows``, ``until_exhausted``, ``seed``, ``drop_last``,
+    ``prefetch``, ``streams``) or shared by every member's loader
+    (``device``, ``rank``, ``world_size``, ``shard_by``, ...)::
+
+        loader = robocache.Loader([
+            {"dataset": "hf://datasets/lerobot/aloha_sim_insertion_human", "weight": 1.0,
+             "delta_timestamps": {"action": [i / 50 for i in range(16)]}, "keys": {"action": "action"}},
+            {"dataset": "/data/oxe/bridge/0.1.0", "weight": 3.0, "windows": {"seq_length": 16},
+             "keys": {"action": "action/world_vector"}},
+        ], batch_size=64, device="cuda")
+
     Sharding defaults to ``RANK``/``WORLD_SIZE`` (torchrun); ``device``
     defaults to ``cuda:$LOCAL_RANK`` when a GPU answers. ``shard_by``:
     ``"windows"`` (every rank draws from every episode) or ``"episodes"``
@@ -321,6 +340,14 @@ class Loader(_Resumable):
     yields ``ceil(windows / world_size)`` an epoch, a shorter shard
     repeating some of its windows, a longer one leaving a few out).
     """
+
+    def __new__(cls, dataset=None, *args, **kwargs):
+        # A list of datasets is a mixture (see the class docs).
+        if isinstance(dataset, (list, tuple)):
+            from ._mixture import MixtureLoader
+
+            return MixtureLoader.of_datasets(dataset, *args, **kwargs)
+        return super().__new__(cls)
 
     def __init__(self, dataset: Union[Dataset, str, os.PathLike], streams: Optional[Sequence[str]] = None, *,
                  windows: Optional[Dict[str, Any]] = None,

@@ -4,6 +4,7 @@ position of an epoch reads (docs/datasets.md, "Mixtures")."""
 from __future__ import annotations
 
 import json
+import os
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -155,6 +156,42 @@ class MixtureLoader(_Resumable):
         self._keys += ["dataset_index", "window_index"]
         self._epoch = 0
         self._next_batch = 0
+
+    @classmethod
+    def of_datasets(cls, members, streams: Optional[Sequence[str]] = None, *, batch_size: int,
+                    convention: str = "sample", epoch_windows: Optional[int] = None,
+                    until_exhausted: Union[int, str, None] = None, seed: int = 0, drop_last: bool = False,
+                    prefetch: int = 8, mixture_workers: int = 4, **loader_options) -> "MixtureLoader":
+        """The mixture ``robocache.Loader([member, ...])`` makes: a loader per
+        member dict (``dataset``, ``weight``, ``keys``, ``name`` and its own
+        loader options over the shared ``loader_options``), then the mixture."""
+        from ._data import Dataset, Loader
+
+        built = []
+        for i, member in enumerate(members):
+            if not isinstance(member, dict) or "dataset" not in member:
+                raise InvalidInputError(f"mixture member {i} must be a dict with a `dataset` (and `weight`, `keys`, "
+                                        f"loader options), not {type(member).__name__}")
+            member = dict(member)
+            dataset = member.pop("dataset")
+            weight = float(member.pop("weight", 1.0))
+            name = member.pop("name", None)
+            keys = member.pop("keys", None)
+            if not isinstance(dataset, Dataset):
+                dataset = Dataset(dataset)
+            if keys is None:
+                own = member.pop("streams", None) or dataset.streams
+                keys = {stream: stream for stream in own}
+            keys = {str(mixed): str(own) for mixed, own in dict(keys).items()}
+            own_streams = member.pop("streams", None) or list(dict.fromkeys(keys.values()))
+            options = {**loader_options, **member}
+            loader = Loader(dataset, own_streams, batch_size=batch_size, seed=seed, **options)
+            if name is None:
+                name = os.path.basename(os.path.normpath(str(dataset.path))) or f"dataset {i}"
+            built.append({"loader": loader, "weight": weight, "keys": keys, "name": str(name)})
+        return cls(built, streams=streams, batch_size=batch_size, convention=convention, epoch_windows=epoch_windows,
+                   until_exhausted=until_exhausted, seed=seed, drop_last=drop_last, workers=mixture_workers,
+                   prefetch=prefetch)
 
     @property
     def shares(self) -> List[float]:
