@@ -217,16 +217,7 @@ impl Loader {
         let normalization = match normalization {
             None => None,
             Some(name) => {
-                let mode = match name {
-                    "zscore" => NormalizationMode::ZScore,
-                    "minmax" => NormalizationMode::MinMax,
-                    "percentile" => NormalizationMode::Percentile,
-                    other => {
-                        return Err(invalid(format!(
-                            "normalization {other:?}: expected zscore, minmax, percentile or None"
-                        )))
-                    }
-                };
+                let mode = normalization_mode(name)?;
                 Some(py.detach(|| Normalization::compute(&dataset.inner, &names, mode)).py_err()?)
             }
         };
@@ -368,4 +359,14 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Loader>()?;
     m.add_class::<Epoch>()?;
     Ok(())
+}
+
+/// A normalisation mode by its Python name.
+pub(crate) fn normalization_mode(name: &str) -> PyResult<NormalizationMode> {
+    match name {
+        "zscore" => Ok(NormalizationMode::ZScore),
+        "minmax" => Ok(NormalizationMode::MinMax),
+        "percentile" => Ok(NormalizationMode::Percentile),
+        other => Err(invalid(format!("normalization {other:?}: expected zscore, minmax, percentile or None"))),
+    }
 }

@@ -220,6 +220,15 @@ impl PyMixtureLoader {
         self.inner.sampler().shares().to_vec()
     }
 
+    /// The normalisation statistics of each group `(name, member indices)`
+    /// under the mixture's stream names, as JSON (the facade's
+    /// `MixtureLoader::statistics`).
+    fn statistics_json(&self, py: Python<'_>, groups: Vec<(String, Vec<usize>)>, mode: &str) -> PyResult<String> {
+        let mode = crate::data::normalization_mode(mode)?;
+        let statistics = py.detach(|| self.inner.statistics(&groups, mode)).py_err()?;
+        serde_json::to_string(&statistics).map_err(|e| invalid(format!("statistics: {e}")))
+    }
+
     /// The batches of epoch `epoch` from batch `first_batch` on, assembled
     /// by the mixture's workers ahead of the consumer.
     fn epoch(&self, epoch: u64, first_batch: usize) -> PyMixtureEpoch {

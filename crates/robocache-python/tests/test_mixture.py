@@ -186,3 +186,41 @@ def test_a_loader_of_several_datasets_is_their_mixture(robomimic_file):
             assert np.array_equal(np.asarray(got[key]), np.asarray(want[key])), key
     with pytest.raises(robocache.InvalidInputError, match="member 0 must be a dict"):
         robocache.Loader([("not", "a dict")], batch_size=4)
+
+
+def test_statistics_per_group_are_merged_and_saved_with_the_state(robomimic_file):
+    fixtures = _fixtures()
+    if fixtures is None:
+        pytest.skip("no dataset fixtures (the tests copied outside a checkout)")
+    deltas = {"action": [0.0, 0.1, 0.2, 0.3]}
+    members = [
+        {"dataset": robomimic_file, "name": "lift", "windows": {"seq_length": 4}, "keys": {"action": "actions"}},
+        {"dataset": fixtures / "lerobot" / "av1", "name": "aloha", "delta_timestamps": deltas,
+         "keys": {"action": "action"}},
+    ]
+    mixture = robocache.Loader(members, batch_size=8, epoch_windows=32, device="cpu")
+    alone = mixture.statistics()
+    assert set(alone) == {"lift", "aloha"}
+    together = mixture.statistics({"arm": ["lift", "aloha"]})["arm"]["streams"]["action"]
+    parts = [alone[name]["streams"]["action"] for name in ("lift", "aloha")]
+    # Counts add; means are count-weighted; extremes are the extremes' (the
+    # Rust tests compare variances and percentiles with the concatenation's).
+    assert together["count"] == sum(p["count"] for p in parts)
+    for c in range(7):
+        mean = sum(p["count"] * p["mean"][c] for p in parts) / together["count"]
+        assert together["mean"][c] == pytest.approx(mean, rel=1e-12)
+        assert together["min"][c] == min(p["min"][c] for p in parts)
+    state = mixture.state_dict()
+    assert state["statistics"]["arm"]["streams"]["action"]["count"] == together["count"]
+    again = robocache.Loader(members, batch_size=8, epoch_windows=32, device="cpu")
+    again.load_state_dict(state)
+    assert again.saved_statistics == state["statistics"]
+    with pytest.raises(robocache.InvalidInputError, match="names no member"):
+        mixture.statistics({"arm": ["nope"]})
+    # Datasets of different widths are not one embodiment: one group refuses them.
+    rlds = robocache.open(fixtures / "rlds" / "robocache_fixture_dict" / "1.0.0", rate_hz=10.0)
+    mixed = robocache.Loader([members[0], {"dataset": rlds, "windows": {"seq_length": 4},
+                                           "keys": {"action": "action/world_vector"}}],
+                             batch_size=8, epoch_windows=32, device="cpu")
+    with pytest.raises(robocache.DatasetError, match="normalisation group `all`: stream `action`"):
+        mixed.statistics({"all": [0, 1]})

@@ -156,6 +156,7 @@ class MixtureLoader(_Resumable):
         self._keys += ["dataset_index", "window_index"]
         self._epoch = 0
         self._next_batch = 0
+        self._statistics: Optional[Dict[str, Any]] = None
 
     @classmethod
     def of_datasets(cls, members, streams: Optional[Sequence[str]] = None, *, batch_size: int,
@@ -201,6 +202,52 @@ class MixtureLoader(_Resumable):
     def __len__(self) -> int:
         """Batches per epoch on this rank."""
         return self._native.batches_per_epoch()
+
+    def statistics(self, groups: Optional[Dict[str, Sequence[Union[int, str]]]] = None,
+                   mode: str = "zscore") -> Dict[str, Dict[str, Dict[str, Any]]]:
+        """Normalisation statistics per group, under the mixture's stream
+        names, available before training: ``groups`` maps a group (an
+        embodiment) to its members (names or indices); by default each
+        dataset is its own group. Each member's low-dimensional streams are
+        computed over its whole dataset, then merged within the group
+        (count-weighted means, pooled variances, extremes of extremes;
+        p01/p99 approximated, exact for one member). A group's datasets must
+        give each stream the same width (one embodiment). Returns ``{group:
+        {"mode", "streams": {stream: {"count", "mean", "std", "min", "max",
+        "p01", "p99"}}}}``, and keeps it in :meth:`state_dict` so a resumed
+        run normalises as the first did."""
+        if groups is None:
+            groups = {name: [i] for i, name in enumerate(self.names)}
+        resolved = []
+        for group, members in dict(groups).items():
+            indices = []
+            for member in members:
+                if isinstance(member, str):
+                    if member not in self.names:
+                        raise InvalidInputError(f"group {group!r} names no member {member!r} (members: {self.names})")
+                    member = self.names.index(member)
+                indices.append(int(member))
+            resolved.append((str(group), indices))
+        self._statistics = json.loads(self._native.statistics_json(resolved, mode))
+        return self._statistics
+
+    def state_dict(self) -> Dict[str, Any]:
+        """Where the mixture is (:class:`Loader`'s), and its statistics once
+        :meth:`statistics` computed them."""
+        state: Dict[str, Any] = dict(super().state_dict())
+        if self._statistics is not None:
+            state["statistics"] = self._statistics
+        return state
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        super().load_state_dict(state)
+        if "statistics" in state:
+            self._statistics = state["statistics"]
+
+    @property
+    def saved_statistics(self) -> Optional[Dict[str, Any]]:
+        """The statistics :meth:`statistics` computed or a state restored, if any."""
+        return self._statistics
 
     def telemetry(self) -> Dict[str, Any]:
         """Per dataset (``members``): windows delivered, ``share`` against

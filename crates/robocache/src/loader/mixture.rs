@@ -22,14 +22,16 @@
 //! result put on the device; [`MixtureLoader::epoch`]'s workers assemble
 //! batches side by side, ahead of the consumer.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use robocache_cpu::{DType, HostVec};
 use robocache_datasets::{EpochLength, MixturePart, MixtureSampler, MixtureWeights, Shard, ShardBy};
+
 use serde::Serialize;
 
-use super::{invalid, Loader, MaskKind};
+use super::{invalid, Loader, MaskKind, Normalization, NormalizationMode};
 use crate::{Device, Result, Tensor};
 
 /// One dataset of a mixture: its loader (built with its own streams and
@@ -224,6 +226,65 @@ impl MixtureLoader {
             telemetry: Mutex::new(telemetry),
             last_epoch: Mutex::new(None),
         })
+    }
+
+    /// The normalisation statistics of each group of members (`(group
+    /// name, member indices)`: one embodiment's datasets, or each dataset
+    /// alone), under the mixture's stream names: each member's
+    /// low-dimensional streams computed over its whole dataset
+    /// ([`Normalization::compute`]), then merged within the group
+    /// ([`Normalization::merge`]: count-weighted means, pooled variances,
+    /// extremes of extremes; a group's members must give a stream one width,
+    /// as one embodiment's do). Camera streams have none.
+    pub fn statistics(
+        &self,
+        groups: &[(String, Vec<usize>)],
+        mode: NormalizationMode,
+    ) -> Result<BTreeMap<String, Normalization>> {
+        // Each member's statistics once, then each group's merge.
+        let mut of_member: BTreeMap<usize, Normalization> = BTreeMap::new();
+        for (group, members) in groups {
+            if members.is_empty() {
+                return Err(invalid(format!("normalisation group `{group}` has no member")));
+            }
+            for &index in members {
+                let member = self.members.get(index).ok_or_else(|| {
+                    invalid(format!(
+                        "normalisation group `{group}`: no member {index} (the mixture has {})",
+                        self.members.len()
+                    ))
+                })?;
+                if of_member.contains_key(&index) {
+                    continue;
+                }
+                let dataset = member.loader.dataset();
+                let first = dataset.info().episodes.first();
+                let own: Vec<&str> = member
+                    .keys
+                    .iter()
+                    .map(|(_, own)| own.as_str())
+                    .filter(|own| first.and_then(|e| e.stream(own)).is_some_and(|s| !s.is_image()))
+                    .collect();
+                let computed = Normalization::compute(dataset, &own, mode)
+                    .map_err(|e| invalid(format!("dataset `{}`: {e}", member.name)))?;
+                // Under the mixture's names (a stream may give several).
+                let mut renamed = BTreeMap::new();
+                for (mixed, own) in &member.keys {
+                    if let Some(stats) = computed.streams.get(own) {
+                        renamed.insert(mixed.clone(), stats.clone());
+                    }
+                }
+                of_member.insert(index, Normalization { mode, streams: renamed });
+            }
+        }
+        let mut out = BTreeMap::new();
+        for (group, members) in groups {
+            let parts: Vec<&Normalization> = members.iter().filter_map(|i| of_member.get(i)).collect();
+            let merged =
+                Normalization::merge(&parts).map_err(|e| invalid(format!("normalisation group `{group}`: {e}")))?;
+            out.insert(group.clone(), merged);
+        }
+        Ok(out)
     }
 
     /// Per dataset: windows delivered, their share against the weights' and

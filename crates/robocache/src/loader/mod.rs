@@ -343,6 +343,11 @@ impl Loader {
             .collect()
     }
 
+    /// The dataset it reads.
+    pub fn dataset(&self) -> &Arc<Dataset> {
+        &self.dataset
+    }
+
     /// The device batches are on.
     pub fn device(&self) -> &Device {
         &self.device
