@@ -224,3 +224,24 @@ def test_statistics_per_group_are_merged_and_saved_with_the_state(robomimic_file
                              batch_size=8, epoch_windows=32, device="cpu")
     with pytest.raises(robocache.DatasetError, match="normalisation group `all`: stream `action`"):
         mixed.statistics({"all": [0, 1]})
+
+
+def test_cameras_of_different_members_come_at_one_size(robomimic_file):
+    """Each member crops and resizes its own cameras on the loader's device
+    (its frame_crop / frame_size): the mixture's camera key has one size."""
+    fixtures = _fixtures()
+    if fixtures is None:
+        pytest.skip("no dataset fixtures (the tests copied outside a checkout)")
+    deltas = {"action": [0.0, 0.1], "observation.images.front": [0.0], "observation.images.wrist": [0.0]}
+    mixture = robocache.Loader([
+        {"dataset": fixtures / "lerobot" / "av1", "weight": 1.0, "delta_timestamps": deltas,
+         "keys": {"action": "action", "camera": "observation.images.front"}, "frame_size": (16, 16)},
+        {"dataset": fixtures / "lerobot" / "images", "weight": 1.0, "delta_timestamps": deltas,
+         "keys": {"action": "action", "camera": "observation.images.wrist"},
+         "frame_crop": (0, 8, 32, 32), "frame_size": (16, 16)},
+    ], batch_size=8, epoch_windows=16, seed=1, device="cpu", return_uint8=True)
+    for batch in mixture:
+        camera = np.asarray(batch["camera"])
+        assert camera.shape[0] == len(batch["dataset_index"]) and camera.shape[-2:] == (16, 16), camera.shape
+        assert camera.dtype == np.uint8
+        assert not np.asarray(batch["camera_dim_is_pad"]).any()
