@@ -203,6 +203,37 @@ fn a_transform_is_looked_up_through_the_tf_tree() {
 }
 
 #[test]
+fn a_bag_is_cut_into_episodes_at_time_gaps() {
+    // The gripper alone (5 Hz): with gaps of over 0.15 s each message is an episode.
+    let mapping = "[episodes]\ngap_s = 0.15\n[streams.gripper]\ntopic = \"/gripper\"\nfield = \"data\"\n";
+    for bag in ["arm_mcap", "arm_sqlite"] {
+        let dataset = open(&fixtures().join(bag), Some(mapping)).unwrap();
+        let episodes = &dataset.info().episodes;
+        assert_eq!(episodes.len(), 10, "{bag}");
+        assert_eq!(episodes[3].name, format!("{bag}#3"));
+        let expected: Vec<u8> = npy(bag, "gripper.data");
+        for (e, want) in expected.iter().enumerate() {
+            assert_eq!(episodes[e].stream("gripper").unwrap().len, 1);
+            assert_eq!(f64s(dataset.read_stream(e, "gripper").unwrap()), [f64::from(*want)], "{bag} episode {e}");
+            assert_eq!(
+                dataset.times(e, "gripper").unwrap().time(0),
+                0.0,
+                "each episode's clock starts at its first message"
+            );
+        }
+    }
+    // With the commands too (10 Hz) no gap is over 0.15 s: one episode.
+    let both = "[episodes]\ngap_s = 0.15\n[streams.gripper]\ntopic = \"/gripper\"\nfield = \"data\"\n\
+                [streams.action]\ntopic = \"/cmd\"\nfield = \"data\"\n";
+    assert_eq!(open(&fixtures().join("arm_mcap"), Some(both)).unwrap().info().episodes.len(), 1);
+    // Cut finer, a part without a gripper message is an error naming it.
+    let finer = both.replace("0.15", "0.05");
+    let error = open(&fixtures().join("arm_mcap"), Some(&finer)).unwrap_err().to_string();
+    assert!(error.contains("/gripper") && error.contains("no message in episode 1"), "{error}");
+    assert!("[episodes]\ngap_s = -1\n".parse::<BagMapping>().is_err());
+}
+
+#[test]
 fn a_directory_of_bags_is_a_dataset_of_episodes() {
     let dir = tempfile::tempdir().unwrap();
     for bag in ["arm_mcap", "arm_sqlite"] {

@@ -25,6 +25,9 @@
 //!
 //! [streams."observation.camera_pose"]
 //! transform = ["world", "camera"]     # camera in world, through /tf and /tf_static
+//!
+//! [episodes]
+//! gap_s = 2.0                         # a new episode after 2 s without a mapped message
 //! ```
 //!
 //! A field path to a message flattens every number under it in field
@@ -90,6 +93,16 @@ pub struct StreamMapping {
     pub dtype: Option<String>,
 }
 
+/// How bags are cut into episodes (by default, one episode a bag file).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EpisodeSplit {
+    /// A new episode wherever no message of a mapped topic was logged for
+    /// more than this many seconds (a recording paused between demonstrations).
+    #[serde(default)]
+    pub gap_s: Option<f64>,
+}
+
 /// A bag-to-dataset mapping (see the module docs).
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -97,6 +110,9 @@ pub struct BagMapping {
     /// The policy clock in Hz (the dataset's rate); 30 when not given.
     #[serde(default)]
     pub fps: Option<f64>,
+    /// How bags are cut into episodes.
+    #[serde(default)]
+    pub episodes: EpisodeSplit,
     /// Dataset keys and their topics.
     #[serde(default)]
     pub streams: BTreeMap<String, StreamMapping>,
@@ -135,6 +151,11 @@ impl BagMapping {
         if let Some(fps) = self.fps {
             if !(fps.is_finite() && fps > 0.0) {
                 return Err(Error::Invalid(format!("the bag mapping's fps {fps} is not a positive rate")));
+            }
+        }
+        if let Some(gap) = self.episodes.gap_s {
+            if !(gap.is_finite() && gap > 0.0) {
+                return Err(Error::Invalid(format!("the bag mapping's episodes.gap_s {gap} is not a positive time")));
             }
         }
         for (key, stream) in &self.streams {

@@ -4,7 +4,8 @@
 //! - **A dataset** is a bag file, a rosbag2 directory (its `metadata.yaml`
 //!   beside one file per split) or a directory holding bags anywhere below
 //!   it. **An episode** is one bag file (a split of a recording is one
-//!   file), in path order.
+//!   file), in path order, or with `[episodes] gap_s` each part of a bag
+//!   between gaps in its mapped topics' log times (`name#0`, `name#1`, ...).
 //! - **Messages** are CDR, decoded by reflection over the definitions the
 //!   bag itself carries ([`msg_schema`], [`cdr`]): any message type.
 //! - **Streams**: each mapped key (the [`BagMapping`], or the default one
@@ -53,7 +54,7 @@ use robocache_storage::Storage;
 
 use self::bag_file::{BagFile, RawMessage};
 use self::extract::{Extract, Frame, StreamPlan};
-pub use self::mapping::{BagMapping, StreamMapping, TimeSource};
+pub use self::mapping::{BagMapping, EpisodeSplit, StreamMapping, TimeSource};
 pub use self::topic_stats::{topic_stats, TopicStats};
 use crate::format_reader::{FormatKind, FormatReader, Opened};
 use crate::formats::OpenOptions;
@@ -128,9 +129,15 @@ impl FormatKind for Ros2Kind {
         let mut episodes = Vec::with_capacity(files.len());
         let mut sources = Vec::with_capacity(files.len());
         for (file, bag) in files.iter().zip(&bags) {
-            let (episode, source) = episode_of(path, file, bag.clone(), &plans, fps)?;
-            episodes.push(episode);
-            sources.push(source);
+            let segments = match mapping.episodes.gap_s {
+                Some(gap) => segments_of(file, bag.as_ref(), &plans, gap)?.into_iter().map(Some).collect(),
+                None => vec![None],
+            };
+            for segment in segments {
+                let (episode, source) = episode_of(path, file, bag.clone(), &plans, fps, segment)?;
+                episodes.push(episode);
+                sources.push(source);
+            }
         }
         let mut metadata = serde_json::Map::new();
         let warnings: Vec<String> = bags.iter().flat_map(|b| b.warnings().iter().cloned()).collect();
@@ -257,6 +264,68 @@ struct EpisodeSource {
     topics: Vec<usize>,
     /// The bag's first log time (ns): time 0 of the episode.
     origin_ns: u64,
+    /// The log times (ns, inclusive) of a bag's part cut by time gaps.
+    range_ns: Option<(u64, u64)>,
+    /// Per plan: the rows the episode has (its topic's messages in it).
+    lens: Vec<usize>,
+}
+
+/// One part of a bag cut at time gaps: its number, log-time range
+/// (inclusive) and each plan's messages in it.
+#[derive(Debug)]
+struct Segment {
+    index: usize,
+    range_ns: (u64, u64),
+    counts: Vec<usize>,
+}
+
+/// The parts of a bag between gaps of more than `gap_s` seconds in the
+/// log times of the mapped topics' messages (reads every mapped message's
+/// log time once).
+fn segments_of(file: &Path, bag: &dyn BagFile, plans: &[StreamPlan], gap_s: f64) -> Result<Vec<Segment>> {
+    let topic_of = |plan: &StreamPlan| bag.topics().iter().position(|t| t.name == plan.topic);
+    let mut wanted: Vec<usize> = plans.iter().filter_map(topic_of).collect();
+    wanted.sort_unstable();
+    wanted.dedup();
+    let mut times: HashMap<usize, Vec<u64>> = HashMap::new();
+    bag.read(&wanted, &mut |m: RawMessage<'_>| {
+        times.entry(m.topic).or_default().push(m.log_ns);
+        Ok(())
+    })
+    .map_err(|p| bag_error(file, None, None, p))?;
+    let mut all: Vec<u64> = times.values().flatten().copied().collect();
+    all.sort_unstable();
+    for list in times.values_mut() {
+        list.sort_unstable();
+    }
+    let gap_ns = (gap_s * 1e9) as u64;
+    let mut ranges = Vec::new();
+    let mut start = match all.first() {
+        Some(&first) => first,
+        None => return Err(bag_error(file, None, None, "no message of a mapped topic to cut into episodes")),
+    };
+    for pair in all.windows(2) {
+        if pair[1] - pair[0] > gap_ns {
+            ranges.push((start, pair[0]));
+            start = pair[1];
+        }
+    }
+    ranges.push((start, *all.last().unwrap_or(&start)));
+    Ok(ranges
+        .into_iter()
+        .enumerate()
+        .map(|(index, (a, b))| {
+            let counts = plans
+                .iter()
+                .map(|plan| {
+                    topic_of(plan)
+                        .and_then(|t| times.get(&t))
+                        .map_or(0, |list| list.partition_point(|&t| t <= b) - list.partition_point(|&t| t < a))
+                })
+                .collect();
+            Segment { index, range_ns: (a, b), counts }
+        })
+        .collect())
 }
 
 fn episode_of(
@@ -265,10 +334,12 @@ fn episode_of(
     bag: Arc<dyn BagFile>,
     plans: &[StreamPlan],
     fps: f64,
+    segment: Option<Segment>,
 ) -> Result<(EpisodeInfo, EpisodeSource)> {
     let mut topics = Vec::with_capacity(plans.len());
     let mut streams = Vec::with_capacity(plans.len());
-    for plan in plans {
+    let mut lens = Vec::with_capacity(plans.len());
+    for (p, plan) in plans.iter().enumerate() {
         let Some(topic) = bag.topics().iter().position(|t| t.name == plan.topic && t.messages > 0) else {
             return Err(bag_error(
                 file,
@@ -277,8 +348,26 @@ fn episode_of(
                 format!("stream `{}`: the topic has no messages in this bag", plan.key),
             ));
         };
-        let len = usize::try_from(bag.topics()[topic].messages)
-            .map_err(|_| bag_error(file, Some(&plan.topic), None, "more messages than this machine addresses"))?;
+        let len = match &segment {
+            Some(segment) => match segment.counts[p] {
+                0 => {
+                    let (a, b) = segment.range_ns;
+                    return Err(bag_error(
+                        file,
+                        Some(&plan.topic),
+                        None,
+                        format!(
+                            "stream `{}`: no message in episode {} (log times {a}..={b} ns) of the bag cut at gaps",
+                            plan.key, segment.index
+                        ),
+                    ));
+                }
+                n => n,
+            },
+            None => usize::try_from(bag.topics()[topic].messages)
+                .map_err(|_| bag_error(file, Some(&plan.topic), None, "more messages than this machine addresses"))?,
+        };
+        lens.push(len);
         topics.push(topic);
         streams.push(StreamInfo {
             name: plan.key.clone(),
@@ -295,9 +384,10 @@ fn episode_of(
         .iter()
         .filter_map(|t| t.span_ns)
         .fold(None, |acc: Option<(u64, u64)>, (a, b)| Some(acc.map_or((a, b), |(x, y)| (x.min(a), y.max(b)))));
-    let (origin_ns, duration_s) = match span {
-        Some((first, last)) => (first, (last - first) as f64 * 1e-9),
-        None => (mcap_origin(&bag, file)?, 0.0),
+    let (origin_ns, duration_s) = match (&segment, span) {
+        (Some(segment), _) => (segment.range_ns.0, (segment.range_ns.1 - segment.range_ns.0) as f64 * 1e-9),
+        (None, Some((first, last))) => (first, (last - first) as f64 * 1e-9),
+        (None, None) => (mcap_origin(&bag, file)?, 0.0),
     };
     let name = file.strip_prefix(root).unwrap_or(file).with_extension("").to_string_lossy().into_owned();
     let name = if name.is_empty() {
@@ -305,9 +395,16 @@ fn episode_of(
     } else {
         name
     };
+    let name = match &segment {
+        Some(segment) => format!("{name}#{}", segment.index),
+        None => name,
+    };
     let mut metadata = serde_json::Map::new();
     metadata.insert("bag".into(), file.display().to_string().into());
     metadata.insert("storage".into(), bag.storage().into());
+    if let Some(segment) = &segment {
+        metadata.insert("log_time_ns".into(), serde_json::json!([segment.range_ns.0, segment.range_ns.1]));
+    }
     let episode = EpisodeInfo {
         name,
         len: ((duration_s * fps) + 1e-9).floor() as usize + 1,
@@ -316,7 +413,10 @@ fn episode_of(
         instruction: None,
         metadata,
     };
-    Ok((episode, EpisodeSource { file: file.to_path_buf(), bag, plans: plans.to_vec(), topics, origin_ns }))
+    let range_ns = segment.map(|s| s.range_ns);
+    let source =
+        EpisodeSource { file: file.to_path_buf(), bag, plans: plans.to_vec(), topics, origin_ns, range_ns, lens };
+    Ok((episode, source))
 }
 
 /// The first log time of a bag whose storage does not say it (MCAP keeps
@@ -430,8 +530,9 @@ fn decode_episode(source: &EpisodeSource) -> std::result::Result<Decoded, (Optio
                 return Err(STOP.into());
             }
         }
+        let in_range = source.range_ns.is_none_or(|(a, b)| (a..=b).contains(&message.log_ns));
         for (p, plan) in source.plans.iter().enumerate() {
-            if source.topics[p] != message.topic {
+            if source.topics[p] != message.topic || !in_range {
                 continue;
             }
             let time_ns = match plan.time {
@@ -492,7 +593,7 @@ fn decode_episode(source: &EpisodeSource) -> std::result::Result<Decoded, (Optio
     let mut streams = Vec::with_capacity(rows.len());
     for (p, mut plan_rows) in rows.into_iter().enumerate() {
         let plan = &source.plans[p];
-        let expected = bag.topics()[source.topics[p]].messages as usize;
+        let expected = source.lens[p];
         if plan_rows.len() != expected {
             return Err((
                 Some(plan.topic.clone()),
