@@ -370,3 +370,27 @@ pub(crate) fn normalization_mode(name: &str) -> PyResult<NormalizationMode> {
         other => Err(invalid(format!("normalization {other:?}: expected zscore, minmax, percentile or None"))),
     }
 }
+
+/// The topics of every bag at `path` as JSON (what `robocache inspect`
+/// lists): per bag file and topic, its type, messages, rate, largest gap,
+/// time range, out-of-order count and why it cannot be decoded, if so.
+#[pyfunction]
+#[pyo3(signature = (path, storage_options=None, remote_cache_dir=None, remote_cache_bytes=None))]
+pub(crate) fn bag_topics_json(
+    py: Python<'_>,
+    path: std::path::PathBuf,
+    storage_options: Option<Vec<(String, String)>>,
+    remote_cache_dir: Option<std::path::PathBuf>,
+    remote_cache_bytes: Option<u64>,
+) -> PyResult<String> {
+    let storage = StorageOptions {
+        cache_dir: remote_cache_dir,
+        cache_bytes: remote_cache_bytes,
+        options: storage_options.unwrap_or_default(),
+    };
+    let topics = py
+        .detach(|| robocache::datasets::ros2::topic_stats(&path, &storage))
+        .map_err(robocache::Error::from)
+        .py_err()?;
+    serde_json::to_string(&topics).map_err(|e| invalid(format!("bag topics: {e}")))
+}

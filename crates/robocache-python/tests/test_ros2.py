@@ -161,3 +161,14 @@ def test_a_bag_written_as_lerobot_reads_back(tmp_path):
     assert len(root.episodes[0]["streams"]) == 2 + 5  # and LeRobot's timestamp and indices
     with pytest.raises(robocache.Error, match="not empty"):
         dataset.to_lerobot(tmp_path / "root")
+
+
+def test_bag_topics_lists_what_a_bag_holds():
+    topics = robocache.bag_topics(FIXTURES / "arm_sqlite")
+    imu = next(t for t in topics if t["topic"] == "/imu")
+    assert imu["type_name"] == "sensor_msgs/msg/Imu" and imu["messages"] == 400 and imu["storage"] == "SQLite"
+    assert imu["rate_hz"] == pytest.approx(200.0, rel=1e-3)
+    assert imu["not_decodable"] is None
+    assert len({t["file"] for t in robocache.bag_topics(FIXTURES / "arm_zstd.mcap")}) == 1
+    with pytest.raises(robocache.Error, match="no .mcap or .db3"):
+        robocache.bag_topics(FIXTURES / "expected")

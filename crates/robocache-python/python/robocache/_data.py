@@ -11,6 +11,7 @@ import numpy as np
 from . import _arrays
 from ._errors import InvalidInputError
 from ._native import Dataset as _NativeDataset
+from ._native import bag_topics_json as _native_bag_topics_json
 from ._native import Loader as _NativeLoader
 
 
@@ -584,3 +585,18 @@ def _as_float32(value):
     if isinstance(value, np.ndarray):
         return value.astype(np.float32)
     return value.float()
+
+
+def bag_topics(path: Union[str, os.PathLike], *, storage_options: Optional[Dict[str, Any]] = None,
+               remote_cache_dir: Optional[str] = None, remote_cache_bytes: Optional[int] = None) -> List[Dict[str, Any]]:
+    """What ROS 2 bags hold, topic by topic (a ``.mcap`` or ``.db3`` file or
+    a directory of them, local or remote): per bag file and topic, ``type_name``,
+    ``messages``, ``rate_hz``, ``largest_gap_s``, ``first_s``/``last_s`` (from
+    the bag's first message), ``out_of_order`` and ``not_decodable`` (why, if
+    its messages cannot be decoded). What ``robocache inspect BAG`` lists;
+    use it to write a mapping."""
+    path = os.fspath(path)
+    options = None if storage_options is None else [(str(k), str(v)) for k, v in storage_options.items()]
+    return json.loads(_native_bag_topics_json(path if "://" in path else os.path.expanduser(path), options,
+                                              None if remote_cache_dir is None else os.fspath(remote_cache_dir),
+                                              remote_cache_bytes))

@@ -210,3 +210,10 @@ class MixtureEpoch:
     def next_batch(self, stream: Optional[int], capsules: bool) -> Optional[Tuple[Any, ...]]:
         """The next batch as ``MixtureLoader.batch`` gives it, or None at the end."""
         ...
+
+def bag_topics_json(
+    path: str,
+    storage_options: Optional[List[Tuple[str, str]]] = None,
+    remote_cache_dir: Optional[str] = None,
+    remote_cache_bytes: Optional[int] = None,
+) -> str: ...
