@@ -207,6 +207,8 @@ pub struct LeRobotWriter {
     data: Option<(ArrowWriter<File>, usize)>,
     data_files: usize,
     frames: usize,
+    /// The data files' schema (the features', then LeRobot's own columns).
+    schema: Arc<Schema>,
 }
 
 impl std::fmt::Debug for LeRobotWriter {
@@ -252,6 +254,7 @@ impl LeRobotWriter {
             }
         }
         let all = features.iter().map(|_| Values::default()).collect();
+        let schema = data_schema(&features);
         Ok(LeRobotWriter {
             root: root.to_path_buf(),
             fps,
@@ -263,51 +266,8 @@ impl LeRobotWriter {
             data: None,
             data_files: 0,
             frames: 0,
+            schema,
         })
-    }
-
-    fn schema(&self) -> Result<Arc<Schema>> {
-        let mut fields = Vec::new();
-        let mut hf = serde_json::Map::new();
-        for feature in &self.features {
-            let (field, info) = if feature.is_image() {
-                let image = DataType::Struct(Fields::from(vec![
-                    Field::new("bytes", DataType::Binary, true),
-                    Field::new("path", DataType::Utf8, true),
-                ]));
-                (Field::new(&feature.name, image, true), json!({"_type": "Image"}))
-            } else {
-                let (kind, name) = match feature.dtype {
-                    DType::F32 => (DataType::Float32, "float32"),
-                    DType::F64 => (DataType::Float64, "float64"),
-                    DType::I64 => (DataType::Int64, "int64"),
-                    _ => (DataType::Boolean, "bool"),
-                };
-                if feature.shape == [1] {
-                    (Field::new(&feature.name, kind, true), json!({"dtype": name, "_type": "Value"}))
-                } else {
-                    let list =
-                        DataType::FixedSizeList(Arc::new(Field::new("element", kind, true)), feature.width() as i32);
-                    let info = json!({"feature": {"dtype": name, "_type": "Value"}, "length": feature.width(), "_type": "List"});
-                    (Field::new(&feature.name, list, true), info)
-                }
-            };
-            fields.push(field);
-            hf.insert(feature.name.clone(), info);
-        }
-        for (name, kind, dtype) in [
-            ("timestamp", DataType::Float32, "float32"),
-            ("frame_index", DataType::Int64, "int64"),
-            ("episode_index", DataType::Int64, "int64"),
-            ("index", DataType::Int64, "int64"),
-            ("task_index", DataType::Int64, "int64"),
-        ] {
-            fields.push(Field::new(name, kind, true));
-            hf.insert(name.into(), json!({"dtype": dtype, "_type": "Value"}));
-        }
-        let metadata: std::collections::HashMap<String, String> =
-            [("huggingface".to_owned(), json!({"info": {"features": hf}}).to_string())].into();
-        Ok(Arc::new(Schema::new_with_metadata(fields, metadata)))
     }
 
     /// Adds one episode: `columns[i]` holds feature `i`'s values of every
@@ -343,7 +303,13 @@ impl LeRobotWriter {
             }
             let mut values = Values { frames, ..Values::default() };
             if feature.is_image() {
-                let HostVec::U8(pixels) = column else { unreachable!("checked above") };
+                let HostVec::U8(pixels) = column else {
+                    return Err(Error::Invalid(format!(
+                        "feature `{}`: frames of {}, not u8",
+                        feature.name,
+                        column.dtype()
+                    )));
+                };
                 let [h, w, _] = [feature.shape[0], feature.shape[1], 3];
                 let mut png = BinaryBuilder::new();
                 let mut path = StringBuilder::new();
@@ -367,12 +333,8 @@ impl LeRobotWriter {
                         }
                     }
                 }
-                let fields = Fields::from(vec![
-                    Field::new("bytes", DataType::Binary, true),
-                    Field::new("path", DataType::Utf8, true),
-                ]);
                 let parts: Vec<ArrayRef> = vec![Arc::new(png.finish()), Arc::new(path.finish())];
-                arrays.push(Arc::new(StructArray::try_new(fields, parts, None).map_err(arrow_error)?));
+                arrays.push(Arc::new(StructArray::try_new(image_fields(), parts, None).map_err(arrow_error)?));
             } else {
                 let as_f64 = column.as_slice().to_f64_vec();
                 values.channels = (0..width).map(|c| as_f64.iter().skip(c).step_by(width).copied().collect()).collect();
@@ -404,7 +366,7 @@ impl LeRobotWriter {
         arrays.push(Arc::new(Int64Array::from(vec![episode as i64; frames])));
         arrays.push(Arc::new(Int64Array::from_iter_values(from as i64..(from + frames) as i64)));
         arrays.push(Arc::new(Int64Array::from(vec![task_index as i64; frames])));
-        let schema = self.schema()?;
+        let schema = self.schema.clone();
         let batch = RecordBatch::try_new(schema.clone(), arrays).map_err(arrow_error)?;
         // The next data file once this one is past its size.
         if self.data.as_ref().is_some_and(|(_, written)| *written >= DATA_FILE_BYTES) {
@@ -571,8 +533,7 @@ impl LeRobotWriter {
         let task_lists = {
             let values =
                 StringArray::from(self.episodes.iter().map(|e| self.tasks[e.task_index].clone()).collect::<Vec<_>>());
-            let offsets = arrow_array::builder::OffsetBufferBuilder::new(n);
-            let mut offsets = offsets;
+            let mut offsets = arrow_array::builder::OffsetBufferBuilder::new(n);
             for _ in 0..n {
                 offsets.push_length(1);
             }
@@ -620,12 +581,61 @@ impl LeRobotWriter {
     }
 }
 
+/// The schema of the data files: each feature's column (a `struct<bytes,
+/// path>` for camera frames, a plain column for `[1]`, a fixed-size list
+/// otherwise), then LeRobot's own columns, with the `huggingface` metadata
+/// the `datasets` library reads.
+fn data_schema(features: &[FeatureToWrite]) -> Arc<Schema> {
+    let mut fields = Vec::new();
+    let mut hf = serde_json::Map::new();
+    for feature in features {
+        let (field, info) = if feature.is_image() {
+            let image = DataType::Struct(image_fields());
+            (Field::new(&feature.name, image, true), json!({"_type": "Image"}))
+        } else {
+            let (kind, name) = match feature.dtype {
+                DType::F32 => (DataType::Float32, "float32"),
+                DType::F64 => (DataType::Float64, "float64"),
+                DType::I64 => (DataType::Int64, "int64"),
+                _ => (DataType::Boolean, "bool"),
+            };
+            if feature.shape == [1] {
+                (Field::new(&feature.name, kind, true), json!({"dtype": name, "_type": "Value"}))
+            } else {
+                let list = DataType::FixedSizeList(Arc::new(Field::new("element", kind, true)), feature.width() as i32);
+                let info =
+                    json!({"feature": {"dtype": name, "_type": "Value"}, "length": feature.width(), "_type": "List"});
+                (Field::new(&feature.name, list, true), info)
+            }
+        };
+        fields.push(field);
+        hf.insert(feature.name.clone(), info);
+    }
+    for (name, kind, dtype) in [
+        ("timestamp", DataType::Float32, "float32"),
+        ("frame_index", DataType::Int64, "int64"),
+        ("episode_index", DataType::Int64, "int64"),
+        ("index", DataType::Int64, "int64"),
+        ("task_index", DataType::Int64, "int64"),
+    ] {
+        fields.push(Field::new(name, kind, true));
+        hf.insert(name.into(), json!({"dtype": dtype, "_type": "Value"}));
+    }
+    let metadata: std::collections::HashMap<String, String> =
+        [("huggingface".to_owned(), json!({"info": {"features": hf}}).to_string())].into();
+    Arc::new(Schema::new_with_metadata(fields, metadata))
+}
+
+/// A camera frame's column: its PNG bytes and a file name, as `datasets.Image` stores it.
+fn image_fields() -> Fields {
+    Fields::from(vec![Field::new("bytes", DataType::Binary, true), Field::new("path", DataType::Utf8, true)])
+}
+
 /// Per episode, per channel `c`: `[[v]]` (LeRobot's image statistics shape).
 fn nested_image_stats(rows: Vec<Vec<f64>>) -> Result<ListArray> {
     let wrap = |inner: ArrayRef, lengths: Vec<usize>| -> Result<ListArray> {
         let item = Arc::new(Field::new("element", inner.data_type().clone(), true));
-        let offsets = arrow_array::builder::OffsetBufferBuilder::new(lengths.len());
-        let mut offsets = offsets;
+        let mut offsets = arrow_array::builder::OffsetBufferBuilder::new(lengths.len());
         for length in lengths {
             offsets.push_length(length);
         }

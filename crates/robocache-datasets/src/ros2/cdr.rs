@@ -60,6 +60,15 @@ impl Value {
         }
     }
 
+    /// `header.stamp` (a `builtin_interfaces/Time` under a message's
+    /// `std_msgs/Header`) in nanoseconds, where the value has one.
+    pub(crate) fn header_stamp_ns(&self, schema: &MessageSchema) -> Option<i128> {
+        let stamp = self.get(schema, "header.stamp")?;
+        let sec = stamp.get(schema, "sec").and_then(Value::as_i64)?;
+        let nanosec = stamp.get(schema, "nanosec").and_then(Value::as_u64)?;
+        Some(i128::from(sec) * 1_000_000_000 + i128::from(nanosec))
+    }
+
     pub(crate) fn as_str(&self) -> Option<&str> {
         match self {
             Value::Str(s) => Some(s),

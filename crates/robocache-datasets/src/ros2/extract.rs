@@ -240,6 +240,14 @@ fn stream_kind(kinds: &[ChannelKind]) -> StreamKind {
     }
 }
 
+/// The dtype a numeric stream is stored as: `float32` unless the mapping says `float64`.
+fn float_dtype(mapping: &StreamMapping) -> DType {
+    match mapping.dtype.as_deref() {
+        Some("float64") => DType::F64,
+        _ => DType::F32,
+    }
+}
+
 /// The topic a transform stream is read at (its rows: one per message).
 pub(crate) const TF_TOPIC: &str = "/tf";
 /// The topic of transforms that hold for the whole recording.
@@ -249,10 +257,7 @@ pub(crate) const TF_STATIC_TOPIC: &str = "/tf_static";
 pub(crate) fn transform_plan(key: &str, mapping: &StreamMapping, frames: &[String; 2]) -> Result<StreamPlan, String> {
     let kind: StreamKind = mapping.kind.as_deref().unwrap_or("0..3:continuous,3..7:quaternion-xyzw").parse()?;
     kind.check(7)?;
-    let dtype = match mapping.dtype.as_deref() {
-        Some("float64") => DType::F64,
-        _ => DType::F32,
-    };
+    let dtype = float_dtype(mapping);
     let [parent, child] = frames.clone().map(|f| f.trim_start_matches('/').to_owned());
     Ok(StreamPlan {
         key: key.into(),
@@ -306,10 +311,7 @@ pub(crate) fn plan(
         None => stream_kind(&leaf_kinds(schema, first, &what)),
     };
     kind.check(values.len())?;
-    let dtype = match mapping.dtype.as_deref() {
-        Some("float64") => DType::F64,
-        _ => DType::F32,
-    };
+    let dtype = float_dtype(mapping);
     Ok(StreamPlan {
         key: key.into(),
         topic: mapping.topic.clone(),

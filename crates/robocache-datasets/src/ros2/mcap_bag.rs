@@ -58,6 +58,23 @@ fn schema_of(name: &str, encoding: &str, data: &[u8]) -> std::result::Result<Arc
     }
 }
 
+/// A topic of `channel`, its definition from `schema` (name, encoding,
+/// text) where the channel has one; messages counted later.
+fn new_topic(topic: &str, message_encoding: &str, schema: Option<(&str, &str, &[u8])>) -> Topic {
+    let (type_name, schema) = match schema {
+        Some((name, encoding, data)) => (name.to_owned(), schema_of(name, encoding, data)),
+        None => (String::new(), Err("the channel has no schema".to_owned())),
+    };
+    Topic {
+        name: topic.to_owned(),
+        type_name,
+        encoding: message_encoding.to_owned(),
+        schema,
+        messages: 0,
+        span_ns: None,
+    }
+}
+
 /// Reads the summary by ranged reads: `None` when the file has none.
 fn read_summary(blob: &Blob) -> std::result::Result<Option<mcap::Summary>, String> {
     let len = blob.len();
@@ -104,20 +121,9 @@ impl McapBag {
         let counts = summary.stats.as_ref().map(|s| s.channel_message_counts.clone()).unwrap_or_default();
         let mut by_name: BTreeMap<String, (Topic, Vec<u16>)> = BTreeMap::new();
         for (id, channel) in &summary.channels {
-            let (type_name, schema) = match &channel.schema {
-                Some(s) => (s.name.clone(), schema_of(&s.name, &s.encoding, &s.data)),
-                None => (String::new(), Err("the channel has no schema".to_owned())),
-            };
             let entry = by_name.entry(channel.topic.clone()).or_insert_with(|| {
-                let topic = Topic {
-                    name: channel.topic.clone(),
-                    type_name,
-                    encoding: channel.message_encoding.clone(),
-                    schema,
-                    messages: 0,
-                    span_ns: None,
-                };
-                (topic, Vec::new())
+                let schema = channel.schema.as_ref().map(|s| (s.name.as_str(), s.encoding.as_str(), &s.data[..]));
+                (new_topic(&channel.topic, &channel.message_encoding, schema), Vec::new())
             });
             entry.0.messages += counts.get(id).copied().unwrap_or(0);
             entry.1.push(*id);
@@ -164,18 +170,10 @@ impl McapBag {
                     let index = match bag.topics.iter().position(|t| t.name == channel.topic) {
                         Some(index) => index,
                         None => {
-                            let (type_name, schema) = match schemas.get(&channel.schema_id) {
-                                Some((name, encoding, data)) => (name.clone(), schema_of(name, encoding, data)),
-                                None => (String::new(), Err("the channel has no schema".to_owned())),
-                            };
-                            bag.topics.push(Topic {
-                                name: channel.topic.clone(),
-                                type_name,
-                                encoding: channel.message_encoding.clone(),
-                                schema,
-                                messages: 0,
-                                span_ns: None,
-                            });
+                            let schema = schemas
+                                .get(&channel.schema_id)
+                                .map(|(name, encoding, data)| (name.as_str(), encoding.as_str(), &data[..]));
+                            bag.topics.push(new_topic(&channel.topic, &channel.message_encoding, schema));
                             bag.topics.len() - 1
                         }
                     };

@@ -215,36 +215,60 @@ fn first_messages(file: &Path, bag: &dyn BagFile, wanted: &[usize]) -> Result<Ve
 
 /// The plan of every mapped stream, from the first bag holding its topic.
 fn plans(root: &Path, files: &[PathBuf], bags: &[Arc<dyn BagFile>], mapping: &BagMapping) -> Result<Vec<StreamPlan>> {
-    let mut out = Vec::with_capacity(mapping.streams.len());
+    // Each topic stream's bag (the first with messages on it) and topic.
+    let mut sources: Vec<Option<(usize, usize)>> = Vec::with_capacity(mapping.streams.len());
     for (key, stream) in &mapping.streams {
-        if let Some(frames) = &stream.transform {
-            if !bags.iter().any(|b| b.topics().iter().any(|t| t.name == extract::TF_TOPIC && t.messages > 0)) {
-                return Err(Error::Invalid(format!(
-                    "{}: the bag mapping's stream `{key}`: a transform is read at each `/tf` message, and no bag has any",
-                    root.display()
-                )));
-            }
-            out.push(
-                extract::transform_plan(key, stream, frames).map_err(|p| {
-                    Error::Invalid(format!("{}: the bag mapping's stream `{key}`: {p}", root.display()))
-                })?,
-            );
+        if stream.transform.is_some() {
+            sources.push(None);
             continue;
         }
-        let found = bags.iter().zip(files).find_map(|(bag, file)| {
-            bag.topics().iter().position(|t| t.name == stream.topic && t.messages > 0).map(|t| (bag, file, t))
+        let found = bags.iter().enumerate().find_map(|(b, bag)| {
+            bag.topics().iter().position(|t| t.name == stream.topic && t.messages > 0).map(|t| (b, t))
         });
-        let Some((bag, file, topic)) = found else {
+        let Some((b, topic)) = found else {
             return Err(Error::Invalid(format!(
                 "{}: the bag mapping's stream `{key}`: no bag has messages on topic `{}`",
                 root.display(),
                 stream.topic
             )));
         };
-        let info = &bag.topics()[topic];
+        let info = &bags[b].topics()[topic];
+        if let Err(problem) = &info.schema {
+            return Err(bag_error(&files[b], Some(&info.name), None, problem.clone()));
+        }
+        sources.push(Some((b, topic)));
+    }
+    // The first message of every mapped topic, one read of each bag.
+    let mut firsts: HashMap<(usize, usize), cdr::Value> = HashMap::new();
+    for (b, (bag, file)) in bags.iter().zip(files).enumerate() {
+        let mut wanted: Vec<usize> = sources.iter().flatten().filter(|(of, _)| *of == b).map(|(_, t)| *t).collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        if !wanted.is_empty() {
+            firsts.extend(first_messages(file, bag.as_ref(), &wanted)?.into_iter().map(|(t, value)| ((b, t), value)));
+        }
+    }
+    let mut out = Vec::with_capacity(mapping.streams.len());
+    for ((key, stream), source) in mapping.streams.iter().zip(sources) {
+        let Some((b, topic)) = source else {
+            if !bags.iter().any(|b| b.topics().iter().any(|t| t.name == extract::TF_TOPIC && t.messages > 0)) {
+                return Err(Error::Invalid(format!(
+                    "{}: the bag mapping's stream `{key}`: a transform is read at each `/tf` message, and no bag has any",
+                    root.display()
+                )));
+            }
+            let frames =
+                stream.transform.as_ref().ok_or_else(|| Error::Invalid(format!("stream `{key}`: no topic")))?;
+            out.push(
+                extract::transform_plan(key, stream, frames).map_err(|p| {
+                    Error::Invalid(format!("{}: the bag mapping's stream `{key}`: {p}", root.display()))
+                })?,
+            );
+            continue;
+        };
+        let (file, info) = (&files[b], &bags[b].topics()[topic]);
         let schema = info.schema.as_ref().map_err(|p| bag_error(file, Some(&info.name), None, p.clone()))?;
-        let first = first_messages(file, bag.as_ref(), &[topic])?;
-        let Some((_, value)) = first.first() else {
+        let Some(value) = firsts.get(&(b, topic)) else {
             return Err(bag_error(file, Some(&info.name), None, "its messages could not be read"));
         };
         let plan = extract::plan(key, stream, &info.type_name, schema, value)
@@ -457,6 +481,17 @@ pub(crate) struct Ros2Reader {
 }
 
 impl Ros2Reader {
+    /// The episode's source and the index of `stream`'s plan in it.
+    fn plan_of(&self, episode: usize, stream: &StreamInfo) -> Result<(&EpisodeSource, usize)> {
+        let source = self.episodes.get(episode).ok_or_else(|| Error::Invalid(format!("no episode {episode}")))?;
+        let p = source
+            .plans
+            .iter()
+            .position(|p| p.key == stream.name)
+            .ok_or_else(|| Error::Invalid(format!("no stream `{}` in episode {episode}", stream.name)))?;
+        Ok((source, p))
+    }
+
     fn decoded(&self, episode: usize) -> Result<Arc<Decoded>> {
         let source = self.episodes.get(episode).ok_or_else(|| Error::Invalid(format!("no episode {episode}")))?;
         let slot = {
@@ -522,9 +557,7 @@ fn decode_episode(source: &EpisodeSource) -> std::result::Result<Decoded, (Optio
         };
         if with_tf && is_tf(&topic.name) {
             let is_static = topic.name == extract::TF_STATIC_TOPIC;
-            let seconds = |sec: i64, nanosec: u64| {
-                ((i128::from(sec) * 1_000_000_000 + i128::from(nanosec)) - origin) as f64 * 1e-9
-            };
+            let seconds = |ns: i128| (ns - origin) as f64 * 1e-9;
             if let Err(problem) = tree.add(schema, &value, is_static, seconds) {
                 failure = Some(fail(problem));
                 return Err(STOP.into());
@@ -538,18 +571,13 @@ fn decode_episode(source: &EpisodeSource) -> std::result::Result<Decoded, (Optio
             let time_ns = match plan.time {
                 TimeSource::Log => i128::from(message.log_ns),
                 TimeSource::Publish => i128::from(message.publish_ns),
-                TimeSource::Header => {
-                    let stamp = value.get(schema, "header.stamp");
-                    let sec = stamp.and_then(|s| s.get(schema, "sec")).and_then(cdr::Value::as_i64);
-                    let nanosec = stamp.and_then(|s| s.get(schema, "nanosec")).and_then(cdr::Value::as_u64);
-                    match sec.zip(nanosec) {
-                        Some((sec, nanosec)) => i128::from(sec) * 1_000_000_000 + i128::from(nanosec),
-                        None => {
-                            failure = Some(fail("no header.stamp".into()));
-                            return Err(STOP.into());
-                        }
+                TimeSource::Header => match value.header_stamp_ns(schema) {
+                    Some(ns) => ns,
+                    None => {
+                        failure = Some(fail("no header.stamp".into()));
+                        return Err(STOP.into());
                     }
-                }
+                },
             };
             let row = match plan.what {
                 // Its values are looked up once the whole tree is read.
@@ -651,11 +679,8 @@ fn decode_episode(source: &EpisodeSource) -> std::result::Result<Decoded, (Optio
 
 impl FormatReader for Ros2Reader {
     fn read_rows_into(&self, episode: usize, stream: &StreamInfo, rows: Range<usize>, out: &mut [u8]) -> Result<()> {
+        let (source, p) = self.plan_of(episode, stream)?;
         let decoded = self.decoded(episode)?;
-        let source = &self.episodes[episode];
-        let Some(p) = source.plans.iter().position(|p| p.key == stream.name) else {
-            return Err(Error::Invalid(format!("no stream `{}` in episode {episode}", stream.name)));
-        };
         let plan = &source.plans[p];
         let data = &decoded.streams[p];
         let row_bytes = stream.step_bytes();
@@ -696,14 +721,8 @@ impl FormatReader for Ros2Reader {
         stream: &StreamInfo,
         _key: &str,
     ) -> Result<Arc<[f64]>> {
-        let decoded = self.decoded(episode)?;
-        let source = &self.episodes[episode];
-        let p = source
-            .plans
-            .iter()
-            .position(|p| p.key == stream.name)
-            .ok_or_else(|| Error::Invalid(format!("no stream `{}` in episode {episode}", stream.name)))?;
-        Ok(decoded.streams[p].times.clone())
+        let (_, p) = self.plan_of(episode, stream)?;
+        Ok(self.decoded(episode)?.streams[p].times.clone())
     }
 
     fn as_any(&self) -> &dyn Any {

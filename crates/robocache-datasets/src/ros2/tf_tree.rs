@@ -135,13 +135,13 @@ fn number(schema: &MessageSchema, value: &Value, path: &str) -> Option<f64> {
 
 impl TfTree {
     /// Adds the transforms of one `tf2_msgs/TFMessage` (`time_s`: each
-    /// transform's header stamp, as seconds of the episode).
+    /// transform's header stamp in nanoseconds, as seconds of the episode).
     pub(crate) fn add(
         &mut self,
         schema: &MessageSchema,
         message: &Value,
         is_static: bool,
-        time_s: impl Fn(i64, u64) -> f64,
+        time_s: impl Fn(i128) -> f64,
     ) -> Result<(), String> {
         let Some(Value::List(transforms)) = message.get(schema, "transforms") else {
             return Err("no `transforms` list (not a tf2_msgs/TFMessage)".into());
@@ -165,15 +165,13 @@ impl TfTree {
                     read("transform.rotation.w")?,
                 ]),
             };
-            let stamp = transform.get(schema, "header.stamp");
-            let sec = stamp.and_then(|s| s.get(schema, "sec")).and_then(Value::as_i64).unwrap_or(0);
-            let nanosec = stamp.and_then(|s| s.get(schema, "nanosec")).and_then(Value::as_u64).unwrap_or(0);
+            let stamp_ns = transform.header_stamp_ns(schema).unwrap_or(0);
             let edge = self.edges.entry(child.trim_start_matches('/').to_owned()).or_default();
             edge.parent = parent.trim_start_matches('/').to_owned();
             if is_static {
                 edge.fixed = Some(pose);
             } else {
-                edge.timeline.push((time_s(sec, nanosec), pose));
+                edge.timeline.push((time_s(stamp_ns), pose));
             }
         }
         Ok(())
