@@ -10,7 +10,8 @@
 //!   PyTorch dependency: the tests run its `SequenceDataset` with a
 //!   stand-in module), tqdm and termcolor it imports; Pillow, whose
 //!   `Image.resize` the frame resize equals bit for bit; pytest and
-//!   PyTorch; moto's S3 server and boto3 and nginx (`server_tools`) for the
+//!   PyTorch (its CUDA build, the one PyPI has, without Triton, which only
+//!   `torch.compile` uses); moto's S3 server and boto3 and nginx (`server_tools`) for the
 //!   remote-dataset tests.
 
 use std::path::PathBuf;
@@ -72,7 +73,9 @@ impl PythonTools {
         }
         let pip = |args: &[&str]| {
             run(Command::new(&python)
-                .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
+                // No wheel cache: torch's CUDA libraries would keep a second
+                // copy (gigabytes) beside target/ on a disk CI shares.
+                .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-cache-dir"])
                 .args(args))
         };
         let build_stamp = venv.join("robocache-build-packages.txt");
@@ -90,6 +93,9 @@ impl PythonTools {
                 eprintln!("installing {} into {} (PyPI)", TEST_PACKAGES.join(", "), venv.display());
                 pip(&TEST_PACKAGES)?;
                 pip(&["--no-deps", ROBOMIMIC])?;
+                // Triton (1 GB) serves only `torch.compile`, which no test
+                // calls; torch imports it lazily.
+                run(Command::new(&python).args(["-m", "pip", "uninstall", "--quiet", "--yes", "triton"]))?;
                 std::fs::write(&test_stamp, wanted)?;
             }
             nginx = Some(crate::server_tools::nginx()?);
