@@ -32,7 +32,8 @@ impl StreamTimes {
         }
     }
 
-    /// True for a stream without steps (readers never produce one).
+    /// True for a stream without steps in this episode (a ROS 2 topic
+    /// missing from one bag): its windows are padding, masked throughout.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -45,9 +46,10 @@ impl StreamTimes {
         }
     }
 
-    /// The first and last step times.
-    pub fn span(&self) -> (f64, f64) {
-        (self.time(0), self.time(self.len().saturating_sub(1)))
+    /// The first and last step times; `None` for a stream without steps.
+    pub fn span(&self) -> Option<(f64, f64)> {
+        let last = self.len().checked_sub(1)?;
+        Some((self.time(0), self.time(last)))
     }
 
     /// The smallest row range whose samples bracket every time in `[from, to]`:
@@ -442,6 +444,6 @@ mod tests {
             assert_eq!(uniform.rows_covering(from, to), explicit.rows_covering(from, to), "{from}..{to}");
         }
         assert_eq!(uniform.rows_covering(0.55, 0.95), 0..6);
-        assert_eq!(uniform.span(), (0.5, 0.5 + 19.0 / 10.0));
+        assert_eq!(uniform.span(), Some((0.5, 0.5 + 19.0 / 10.0)));
     }
 }

@@ -226,11 +226,67 @@ fn a_bag_is_cut_into_episodes_at_time_gaps() {
     let both = "[episodes]\ngap_s = 0.15\n[streams.gripper]\ntopic = \"/gripper\"\nfield = \"data\"\n\
                 [streams.action]\ntopic = \"/cmd\"\nfield = \"data\"\n";
     assert_eq!(open(&fixtures().join("arm_mcap"), Some(both)).unwrap().info().episodes.len(), 1);
-    // Cut finer, a part without a gripper message is an error naming it.
+    // Cut finer (each command its own part), a part without a gripper
+    // message has a gripper stream without rows: padding, not an error.
     let finer = both.replace("0.15", "0.05");
-    let error = open(&fixtures().join("arm_mcap"), Some(&finer)).unwrap_err().to_string();
-    assert!(error.contains("/gripper") && error.contains("no message in episode 1"), "{error}");
+    let dataset = open(&fixtures().join("arm_mcap"), Some(&finer)).unwrap();
+    let episodes = &dataset.info().episodes;
+    let gripper_rows: Vec<usize> = episodes.iter().map(|e| e.stream("gripper").unwrap().len).collect();
+    assert_eq!(gripper_rows.iter().sum::<usize>(), 10, "every gripper message in some part: {gripper_rows:?}");
+    let without = gripper_rows.iter().position(|&n| n == 0).expect("a part without a gripper message");
+    assert!(dataset.read_stream(without, "gripper").unwrap().is_empty());
+    assert!(dataset.times(without, "gripper").unwrap().span().is_none());
+    assert_eq!(episodes[without].stream("action").unwrap().len, 1);
     assert!("[episodes]\ngap_s = -1\n".parse::<BagMapping>().is_err());
+}
+
+#[test]
+fn marker_messages_cut_a_bag_into_episodes() {
+    // The gripper (std_msgs/Bool at 5 Hz: 0 1 0 0 1 0 0 1 0 0) as the
+    // marker topic, the commands (10 Hz, 2 ms after each 100 ms) mapped.
+    let gripper: Vec<u8> = npy("arm_mcap", "gripper.data");
+    let log_times = |topic: &str| -> Vec<u64> {
+        npy::<i64>("arm_mcap", &format!("{topic}.log_time")).into_iter().map(|t| t as u64).collect()
+    };
+    let (gripper_times, cmd_times) = (log_times("gripper"), log_times("cmd"));
+    let action = "[streams.action]\ntopic = \"/cmd\"\nfield = \"data\"\ndtype = \"float64\"\n";
+    let in_range = |a: u64, b: u64| cmd_times.iter().filter(|&&t| a <= t && t <= b).count();
+    for bag in ["arm_mcap", "arm_sqlite"] {
+        // Start at true, stop at false: three episodes, each from a true to the next false.
+        let mapping = format!("[episodes]\nmarkers = \"/gripper\"\nstart = true\nstop = false\n{action}");
+        let dataset = open(&fixtures().join(bag), Some(&mapping)).unwrap();
+        let starts: Vec<usize> = (0..gripper.len()).filter(|&i| gripper[i] == 1).collect();
+        let episodes = &dataset.info().episodes;
+        assert_eq!(episodes.len(), starts.len(), "{bag}");
+        let all_actions: Vec<f64> = npy(bag, "cmd.data");
+        for (e, &s) in starts.iter().enumerate() {
+            let (a, b) = (gripper_times[s], gripper_times[s + 1]);
+            assert_eq!(episodes[e].name, format!("{bag}#{e}"));
+            assert_eq!(episodes[e].stream("action").unwrap().len, in_range(a, b), "{bag} episode {e}");
+            let first = cmd_times.iter().position(|&t| t >= a).unwrap();
+            let width = all_actions.len() / cmd_times.len();
+            let want = &all_actions[first * width..(first + in_range(a, b)) * width];
+            assert_eq!(f64s(dataset.read_stream(e, "action").unwrap()), want, "{bag} episode {e}");
+            let t0 = dataset.times(e, "action").unwrap().time(0);
+            assert!((t0 - (cmd_times[first] - a) as f64 * 1e-9).abs() < 1e-12, "clock from the start marker: {t0}");
+        }
+        // Without values: every marker message starts an episode, the last to the bag's end.
+        let mapping = format!("[episodes]\nmarkers = \"/gripper\"\n{action}");
+        let dataset = open(&fixtures().join(bag), Some(&mapping)).unwrap();
+        let lens: Vec<usize> = dataset.info().episodes.iter().map(|e| e.stream("action").unwrap().len).collect();
+        let mut want: Vec<usize> = gripper_times.windows(2).map(|w| in_range(w[0], w[1] - 1)).collect();
+        want.push(in_range(*gripper_times.last().unwrap(), u64::MAX));
+        assert_eq!(lens, want, "{bag}");
+    }
+    // A marker topic the bag lacks, and values without a topic, are errors naming them.
+    let missing = format!("[episodes]\nmarkers = \"/episode\"\n{action}");
+    let error = open(&fixtures().join("arm_mcap"), Some(&missing)).unwrap_err().to_string();
+    assert!(error.contains("/episode") && error.contains("arm_mcap"), "{error}");
+    assert!("[episodes]\nstart = true\n".parse::<BagMapping>().is_err());
+    assert!("[episodes]\nmarkers = \"/m\"\ngap_s = 1\n".parse::<BagMapping>().is_err());
+    let never = format!("[episodes]\nmarkers = \"/gripper\"\nstart = \"go\"\n{action}");
+    let error = open(&fixtures().join("arm_mcap"), Some(&never)).unwrap_err().to_string();
+    assert!(error.contains("no marker message starts an episode"), "{error}");
 }
 
 #[test]

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use robocache::datasets::{EpochLength, MixturePart, MixtureSampler, MixtureWeights, Shard, ShardBy};
-use robocache::loader::mixture::{MixtureBatch, MixtureConfig, MixtureEpoch, MixtureLoader, MixtureMember};
+use robocache::loader::mixture::{MemberKey, MixtureBatch, MixtureConfig, MixtureEpoch, MixtureLoader, MixtureMember};
 use robocache::Tensor;
 
 use crate::arrays::{Array, Owned};
@@ -149,7 +149,7 @@ impl PyMixtureLoader {
         loaders: Vec<PyRef<'_, Loader>>,
         names: Vec<String>,
         weights: Vec<f64>,
-        keys: Vec<Vec<(String, String)>>,
+        keys: Vec<Vec<KeyEntry>>,
         streams: Vec<String>,
         batch_size: usize,
         convention: &str,
@@ -182,13 +182,14 @@ impl PyMixtureLoader {
             .zip(names)
             .zip(weights)
             .zip(keys)
-            .map(|(((loader, name), weight), keys)| MixtureMember {
-                name,
-                loader: Arc::clone(&loader.inner),
-                weight,
-                keys,
+            .map(|(((loader, name), weight), keys)| {
+                let keys = keys
+                    .into_iter()
+                    .map(|(mixed, kind, streams, values)| Ok((mixed, member_key(&kind, streams, values)?)))
+                    .collect::<PyResult<_>>()?;
+                Ok(MixtureMember { name, loader: Arc::clone(&loader.inner), weight, keys })
             })
-            .collect();
+            .collect::<PyResult<_>>()?;
         let shard = Shard::new(rank, world_size).map_err(robocache::Error::from).py_err()?;
         let config = MixtureConfig {
             streams,
@@ -310,4 +311,18 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyMixtureSampler>()?;
     m.add_class::<PyMixtureLoader>()?;
     m.add_class::<PyMixtureEpoch>()
+}
+
+/// A key-map entry as `_mixture.py` passes it: `(mixture name, kind, streams, values)`.
+type KeyEntry = (String, String, Vec<String>, Vec<f64>);
+
+/// A key-map entry's source as `_mixture.py` passes it: `("stream", [name], [])`,
+/// `("concat", names, [])` or `("constant", [], values)`.
+fn member_key(kind: &str, streams: Vec<String>, values: Vec<f64>) -> PyResult<MemberKey> {
+    match (kind, streams.as_slice()) {
+        ("stream", [name]) => Ok(MemberKey::Stream(name.clone())),
+        ("concat", _) => Ok(MemberKey::Concat(streams)),
+        ("constant", []) => Ok(MemberKey::Constant(values)),
+        _ => Err(invalid(format!("a key of kind `{kind}` with streams {streams:?}"))),
+    }
 }

@@ -188,6 +188,44 @@ def test_a_loader_of_several_datasets_is_their_mixture(robomimic_file):
         robocache.Loader([("not", "a dict")], batch_size=4)
 
 
+def test_keys_concatenate_streams_and_fill_constants(robomimic_file):
+    """`keys` values: a stream, a list of streams side by side, or a constant."""
+    fixtures = _fixtures()
+    if fixtures is None:
+        pytest.skip("no dataset fixtures (the tests copied outside a checkout)")
+    rlds = robocache.open(fixtures / "rlds" / "robocache_fixture_dict" / "1.0.0", rate_hz=10.0)
+    def mixture_of(lift_keys):
+        return robocache.Loader([
+            {"dataset": robomimic_file, "name": "lift", "windows": {"seq_length": 3}, "keys": lift_keys},
+            {"dataset": rlds, "name": "rt1", "windows": {"seq_length": 3}, "keys": {"state": "observation/state"}},
+        ], batch_size=16, epoch_windows=32, seed=1, device="cpu")
+
+    mixture = mixture_of({"state": ["obs/joint_pos", "obs/gripper"], "mode": {"constant": [2.0, -1.0]}})
+    # The same windows with the two streams apart (same sizes, weights, seed).
+    apart = mixture_of({"joints": "obs/joint_pos", "gripper": "obs/gripper"})
+    seen = 0
+    for batch, other in zip(mixture, apart):
+        assert np.array_equal(np.asarray(batch["window_index"]), np.asarray(other["window_index"]))
+        rows = np.asarray(batch["dataset_index"]) == 0
+        seen += rows.sum()
+        state, mode = np.asarray(batch["state"]), np.asarray(batch["mode"])
+        assert state.shape[1:] == (3, 8) and mode.shape[1:] == (3, 2)
+        joined = np.concatenate([np.asarray(other["joints"]), np.asarray(other["gripper"])], axis=-1)[rows]
+        assert np.array_equal(state[rows], joined)
+        either = np.asarray(other["joints_is_pad"]) | np.asarray(other["gripper_is_pad"])
+        assert np.array_equal(np.asarray(batch["state_is_pad"])[rows], either[rows])
+        assert (mode[rows] == [2.0, -1.0]).all() and not np.asarray(batch["mode_is_pad"])[rows].any()
+        assert (mode[~rows] == 0).all() and np.asarray(batch["mode_is_pad"])[~rows].all()
+    assert seen > 0
+    stats = mixture.statistics()["lift"]["streams"]
+    assert stats["mode"]["mean"] == [2.0, -1.0] and stats["mode"]["std"] == [0.0, 0.0]
+    assert len(stats["state"]["mean"]) == 8
+    with pytest.raises(robocache.InvalidInputError, match="key 'state' maps to 3"):
+        robocache.Loader([{"dataset": robomimic_file, "keys": {"state": 3}}], batch_size=4, device="cpu")
+    with pytest.raises(robocache.InvalidInputError, match="constant"):
+        robocache.Loader([{"dataset": robomimic_file, "keys": {"state": {"const": 1}}}], batch_size=4, device="cpu")
+
+
 def test_statistics_per_group_are_merged_and_saved_with_the_state(robomimic_file):
     fixtures = _fixtures()
     if fixtures is None:

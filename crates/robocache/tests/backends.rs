@@ -1131,6 +1131,69 @@ fn loaders_of_one_device_share_its_staging(device: &Device) {
     assert!(got_first == want_first, "the first loader's batches");
 }
 
+/// A ROS 2 topic missing from one bag of a dataset: in that episode the
+/// stream has no rows, and its every window is padding, masked, holding
+/// zeros (unit quaternions), while the other episode reads as always. The
+/// second bag is the first rewritten without `/imu` and `/gripper` (by the
+/// `mcap` crate's writer).
+fn a_stream_missing_from_an_episode_is_masked_padding(device: &Device) {
+    use robocache::datasets::{Dataset, OpenOptions, TimeWindowSpec, TimeWindows};
+
+    let fixture =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../robocache-datasets/tests/fixtures/ros2/arm_mcap");
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = std::fs::read(fixture.join("arm_mcap.mcap")).unwrap();
+    std::fs::write(dir.path().join("a.mcap"), &bytes).unwrap();
+    let mut writer =
+        mcap::Writer::new(std::io::BufWriter::new(std::fs::File::create(dir.path().join("b.mcap")).unwrap())).unwrap();
+    for message in mcap::MessageStream::new(&bytes).unwrap() {
+        let message = message.unwrap();
+        if !matches!(message.channel.topic.as_str(), "/imu" | "/gripper") {
+            writer.write(&message).unwrap();
+        }
+    }
+    writer.finish().unwrap();
+    drop(writer);
+    let mapping = "[streams.action]\ntopic = \"/cmd\"\nfield = \"data\"\ndtype = \"float64\"\n\
+                   [streams.orientation]\ntopic = \"/imu\"\nfield = \"orientation\"\n\
+                   [streams.gripper]\ntopic = \"/gripper\"\nfield = \"data\"\n";
+    let options = OpenOptions { bag_mapping: Some(mapping.parse().unwrap()), ..Default::default() };
+    let dataset = Dataset::open_with(dir.path(), &options).unwrap();
+    let lens = |e: usize, s: &str| dataset.info().episodes[e].stream(s).unwrap().len;
+    assert!(lens(0, "gripper") > 0 && lens(0, "orientation") > 0);
+    assert_eq!((lens(1, "gripper"), lens(1, "orientation")), (0, 0));
+    assert_eq!(lens(1, "action"), lens(0, "action"));
+    let streams = ["action", "orientation", "gripper"];
+    let windows = TimeWindows::new(&dataset, &streams, &TimeWindowSpec { hz: 20.0, history: 2, horizon: 4 }).unwrap();
+    let samples: Vec<usize> = (0..windows.len()).step_by(5).collect();
+    let batch = device.time_window_batch(&dataset, &windows, &samples, &streams).unwrap();
+    let reference = Device::Cpu.time_window_batch(&dataset, &windows, &samples, &streams).unwrap();
+    let in_second: Vec<bool> = samples.iter().map(|&s| windows.window(s).unwrap().episode == 1).collect();
+    assert!(in_second.iter().any(|&b| b) && in_second.iter().any(|&b| !b));
+    for (got, want) in batch.streams.iter().zip(&reference.streams) {
+        let (mask, data) = (got.mask.to_vec::<bool>().unwrap(), got.data.to_host().unwrap());
+        assert_eq!(mask, want.mask.to_vec::<bool>().unwrap(), "{} mask", got.name);
+        assert_close(&got.name, &data, &want.data.to_host().unwrap(), |_| got.name == "gripper").unwrap();
+        let values = data.as_slice().to_f64_vec();
+        let per_window = values.len() / samples.len();
+        for (b, &second) in in_second.iter().enumerate() {
+            let window_mask = &mask[b * 6..(b + 1) * 6];
+            let window = &values[b * per_window..(b + 1) * per_window];
+            match (second, got.name.as_str()) {
+                (false, _) | (true, "action") => assert!(window_mask.iter().any(|&v| v), "{} window {b}", got.name),
+                (true, "orientation") => {
+                    assert!(window_mask.iter().all(|&v| !v), "orientation window {b} masked");
+                    assert!(window.chunks_exact(4).all(|q| q == [0.0, 0.0, 0.0, 1.0]), "unit quaternions: {window:?}");
+                }
+                (true, _) => {
+                    assert!(window_mask.iter().all(|&v| !v), "gripper window {b} masked");
+                    assert!(window.iter().all(|&v| v == 0.0), "zeros: {window:?}");
+                }
+            }
+        }
+    }
+}
+
 macro_rules! backend_tests {
     ($backend:ident, $device:expr, [$($operation:ident),*]) => {
         mod $backend {
@@ -1453,6 +1516,7 @@ backend_tests!(
     [
         concurrent_calls_agree,
         window_batches_match_reference,
+        a_stream_missing_from_an_episode_is_masked_padding,
         loader_batches_match_reference,
         handles_of_one_device_share_its_stream,
         bad_inputs_fail_as_the_reference_does,
@@ -1477,6 +1541,7 @@ backend_tests!(
         large_batches_match_reference,
         concurrent_calls_agree,
         window_batches_match_reference,
+        a_stream_missing_from_an_episode_is_masked_padding,
         loader_batches_match_reference,
         handles_of_one_device_share_its_stream,
         bad_inputs_fail_as_the_reference_does,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use robocache::datasets::synthetic::{write_robomimic, SyntheticSpec};
 use robocache::datasets::{Dataset, DeltaTimestamps, EpochLength, MixtureWeights, OpenOptions, Shard, StepWindowSpec};
-use robocache::loader::mixture::{MixtureConfig, MixtureLoader, MixtureMember};
+use robocache::loader::mixture::{MemberKey, MixtureConfig, MixtureLoader, MixtureMember};
 use robocache::{Device, Loader, LoaderConfig, MaskKind, WindowSpec};
 
 fn fixtures() -> PathBuf {
@@ -22,7 +22,7 @@ fn member(name: &str, dataset: Dataset, streams: &[&str], windows: WindowSpec, k
         name: name.into(),
         loader: Arc::new(Loader::new(&Device::Cpu, Arc::new(dataset), config).unwrap()),
         weight: 1.0,
-        keys: keys.iter().map(|(m, o)| ((*m).to_owned(), (*o).to_owned())).collect(),
+        keys: keys.iter().map(|(m, o)| ((*m).to_owned(), MemberKey::from(*o))).collect(),
     }
 }
 
@@ -107,7 +107,8 @@ fn a_mixture_batch_is_each_datasets_own_batch_padded_and_concatenated() {
                 continue;
             }
             let own = member.loader.batch(&windows).unwrap();
-            for (mixed, own_name) in &member.keys {
+            for (mixed, key) in &member.keys {
+                let MemberKey::Stream(own_name) = key else { unreachable!("this mixture maps streams only") };
                 let stream = own.stream(own_name).unwrap();
                 let width = *stream.data.shape().last().unwrap();
                 let own_values = stream.data.to_vec::<f32>().unwrap();
@@ -216,4 +217,130 @@ fn mixtures_that_cannot_be_batched_are_clear_errors() {
     .unwrap();
     let err = mixture.batch(&[(0, 0), (1, 0)]).unwrap_err();
     assert!(err.to_string().contains("`action`") && err.to_string().contains("steps"), "{err}");
+}
+
+/// A dataset's key made of two of its streams side by side, and a constant
+/// for a key one dataset lacks: the rows of the first equal its own batch's
+/// joint positions then gripper, padding where either is; the constant is
+/// its value at every step, valid; the dataset without it is padding.
+#[test]
+fn keys_concatenate_streams_and_fill_constants() {
+    let dir = tempfile::tempdir().unwrap();
+    let robomimic = dir.path().join("lift.hdf5");
+    write_robomimic(
+        &robomimic,
+        &SyntheticSpec { episodes: 3, mean_steps: 20, image: None, seed: 4, ..Default::default() },
+    )
+    .unwrap();
+    let steps = WindowSpec::Steps(StepWindowSpec { seq_length: 3, ..Default::default() });
+    let rlds = Dataset::open_with(
+        fixtures().join("rlds/robocache_fixture_dict/1.0.0"),
+        &OpenOptions { rate_hz: Some(10.0), ..Default::default() },
+    )
+    .unwrap();
+    let mut arm = member(
+        "robomimic",
+        Dataset::open(&robomimic).unwrap(),
+        &["obs/robot0_eef_pos", "obs/gripper_closed"],
+        steps.clone(),
+        &[],
+    );
+    arm.keys = vec![
+        ("state".into(), MemberKey::Concat(vec!["obs/robot0_eef_pos".into(), "obs/gripper_closed".into()])),
+        ("mode".into(), MemberKey::Constant(vec![2.0, -1.0])),
+    ];
+    let other = member("rlds", rlds, &["observation/state"], steps, &[("state", "observation/state")]);
+    let config = MixtureConfig {
+        streams: vec!["state".into(), "mode".into()],
+        batch_size: 12,
+        weights: MixtureWeights::Sample,
+        epoch: EpochLength::Windows(24),
+        seed: 5,
+        shard: Shard::default(),
+        drop_last: false,
+        workers: 1,
+        prefetch: 2,
+    };
+    let mixture = MixtureLoader::new(&Device::Cpu, vec![arm, other], config).unwrap();
+    let batch = mixture.batch_of_epoch(0, 0).unwrap();
+    let rows = batch.datasets.len();
+    let state = batch.stream("state").unwrap();
+    let mode = batch.stream("mode").unwrap();
+    assert_eq!(state.data.shape(), [rows, 3, 8], "eef 3 + gripper 1 against RLDS state 8");
+    assert_eq!(mode.data.shape(), [rows, 3, 2]);
+    let (values, mask, dims) = (
+        state.data.to_vec::<f32>().unwrap(),
+        state.mask.to_vec::<bool>().unwrap(),
+        state.dim_is_pad.to_vec::<bool>().unwrap(),
+    );
+    let (modes, mode_mask) = (mode.data.to_vec::<f32>().unwrap(), mode.mask.to_vec::<bool>().unwrap());
+    let arm_windows: Vec<usize> =
+        batch.datasets.iter().zip(&batch.windows).filter(|(d, _)| **d == 0).map(|(_, w)| *w).collect();
+    assert!(!arm_windows.is_empty() && arm_windows.len() < rows, "both datasets in the batch");
+    let own = mixture.members()[0].loader.batch(&arm_windows).unwrap();
+    let eef = own.stream("obs/robot0_eef_pos").unwrap();
+    let gripper = own.stream("obs/gripper_closed").unwrap();
+    let (eef_values, gripper_values) = (eef.data.to_vec::<f32>().unwrap(), gripper.data.to_vec::<f32>().unwrap());
+    let (eef_mask, gripper_mask) = (eef.mask.to_vec::<bool>().unwrap(), gripper.mask.to_vec::<bool>().unwrap());
+    for r in 0..arm_windows.len() {
+        for t in 0..3 {
+            let at = (r * 3 + t) * 8;
+            assert_eq!(values[at..at + 3], eef_values[(r * 3 + t) * 3..(r * 3 + t + 1) * 3], "row {r} step {t}");
+            assert_eq!(values[at + 3], gripper_values[r * 3 + t], "row {r} step {t}");
+            assert!(values[at + 4..at + 8].iter().all(|&v| v == 0.0));
+            assert_eq!(mask[r * 3 + t], eef_mask[r * 3 + t] || gripper_mask[r * 3 + t], "Pad masks: either part's");
+            assert_eq!(modes[(r * 3 + t) * 2..(r * 3 + t + 1) * 2], [2.0, -1.0]);
+            assert!(!mode_mask[r * 3 + t], "a constant is never padding");
+        }
+        assert_eq!(dims[r * 8..(r + 1) * 8], [false, false, false, false, true, true, true, true]);
+    }
+    for r in arm_windows.len()..rows {
+        assert!(modes[r * 6..(r + 1) * 6].iter().all(|&v| v == 0.0), "the RLDS rows have no mode");
+        assert!(mode_mask[r * 3..(r + 1) * 3].iter().all(|&m| m));
+    }
+    // Statistics: the concatenation's are its parts' side by side; the
+    // constant's its value without spread.
+    let groups = [("arm".to_owned(), vec![0])];
+    let stats = mixture.statistics(&groups, robocache::NormalizationMode::ZScore).unwrap();
+    let arm = &stats["arm"].streams;
+    let parts = robocache::Normalization::compute(
+        mixture.members()[0].loader.dataset(),
+        &["obs/robot0_eef_pos", "obs/gripper_closed"],
+        robocache::NormalizationMode::ZScore,
+    )
+    .unwrap();
+    let joined: Vec<f64> = parts.streams["obs/robot0_eef_pos"]
+        .mean
+        .iter()
+        .chain(&parts.streams["obs/gripper_closed"].mean)
+        .copied()
+        .collect();
+    assert_eq!(arm["state"].mean, joined);
+    assert_eq!((arm["mode"].mean.clone(), arm["mode"].std.clone()), (vec![2.0, -1.0], vec![0.0, 0.0]));
+    // A constant that is not a number is an error naming the dataset.
+    let mut bad = member(
+        "robomimic",
+        Dataset::open(&robomimic).unwrap(),
+        &["obs/robot0_eef_pos"],
+        WindowSpec::Steps(StepWindowSpec { seq_length: 3, ..Default::default() }),
+        &[],
+    );
+    bad.keys = vec![("state".into(), MemberKey::Constant(vec![f64::NAN]))];
+    let config = MixtureConfig { streams: vec!["state".into()], ..mixture_config() };
+    let error = MixtureLoader::new(&Device::Cpu, vec![bad], config).unwrap_err().to_string();
+    assert!(error.contains("robomimic") && error.contains("finite"), "{error}");
+}
+
+fn mixture_config() -> MixtureConfig {
+    MixtureConfig {
+        streams: Vec::new(),
+        batch_size: 4,
+        weights: MixtureWeights::Sample,
+        epoch: EpochLength::Windows(8),
+        seed: 0,
+        shard: Shard::default(),
+        drop_last: false,
+        workers: 1,
+        prefetch: 1,
+    }
 }

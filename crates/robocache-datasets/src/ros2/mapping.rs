@@ -28,6 +28,10 @@
 //!
 //! [episodes]
 //! gap_s = 2.0                         # a new episode after 2 s without a mapped message
+//! # or, at marker messages:
+//! # markers = "/episode"              # each message starts an episode, or with
+//! # start = true                      # `start`/`stop` values of its `field`
+//! # stop = false                      # (default `data`): between them
 //! ```
 //!
 //! A field path to a message flattens every number under it in field
@@ -101,6 +105,41 @@ pub struct EpisodeSplit {
     /// more than this many seconds (a recording paused between demonstrations).
     #[serde(default)]
     pub gap_s: Option<f64>,
+    /// A topic whose messages mark episodes (a teleoperation UI's
+    /// `std_msgs/Bool` or `String`): without `start`, each of its messages
+    /// starts an episode that runs to the next one (or the bag's end).
+    #[serde(default)]
+    pub markers: Option<String>,
+    /// The dotted field of a marker message holding its value (default `data`).
+    #[serde(default)]
+    pub field: Option<String>,
+    /// The value that starts an episode (`true`, `"start"`, `1`): other
+    /// messages start none.
+    #[serde(default)]
+    pub start: Option<MarkerValue>,
+    /// The value that ends the open episode; without it an episode runs to
+    /// the next start (or the bag's end). Messages outside episodes are left out.
+    #[serde(default)]
+    pub stop: Option<MarkerValue>,
+}
+
+/// A marker message's value that starts or stops an episode.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum MarkerValue {
+    Bool(bool),
+    Int(i64),
+    Text(String),
+}
+
+impl std::fmt::Display for MarkerValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MarkerValue::Bool(b) => write!(f, "{b}"),
+            MarkerValue::Int(i) => write!(f, "{i}"),
+            MarkerValue::Text(t) => write!(f, "{t:?}"),
+        }
+    }
 }
 
 /// A bag-to-dataset mapping (see the module docs).
@@ -157,6 +196,21 @@ impl BagMapping {
             if !(gap.is_finite() && gap > 0.0) {
                 return Err(Error::Invalid(format!("the bag mapping's episodes.gap_s {gap} is not a positive time")));
             }
+        }
+        let split = &self.episodes;
+        let problem = match (&split.gap_s, &split.markers) {
+            (Some(_), Some(_)) => Some("cut bags at `gap_s` or at `markers`, not both"),
+            (_, None) if split.start.is_some() || split.stop.is_some() || split.field.is_some() => {
+                Some("`start`, `stop` and `field` need a `markers` topic")
+            }
+            (_, Some(_)) if split.stop.is_some() && split.start.is_none() => {
+                Some("a `stop` value needs a `start` value")
+            }
+            (_, Some(topic)) if topic.is_empty() => Some("an empty `markers` topic"),
+            _ => None,
+        };
+        if let Some(problem) = problem {
+            return Err(Error::Invalid(format!("the bag mapping's [episodes]: {problem}")));
         }
         for (key, stream) in &self.streams {
             let at = |problem: String| Error::Invalid(format!("the bag mapping, stream `{key}`: {problem}"));

@@ -4,8 +4,9 @@
 //! - **A dataset** is a bag file, a rosbag2 directory (its `metadata.yaml`
 //!   beside one file per split) or a directory holding bags anywhere below
 //!   it. **An episode** is one bag file (a split of a recording is one
-//!   file), in path order, or with `[episodes] gap_s` each part of a bag
-//!   between gaps in its mapped topics' log times (`name#0`, `name#1`, ...).
+//!   file), in path order; with `[episodes] gap_s` each part of a bag
+//!   between gaps in its mapped topics' log times, with `[episodes] markers`
+//!   each part a marker topic's messages mark (`name#0`, `name#1`, ...).
 //! - **Messages** are CDR, decoded by reflection over the definitions the
 //!   bag itself carries ([`msg_schema`], [`cdr`]): any message type.
 //! - **Streams**: each mapped key (the [`BagMapping`], or the default one
@@ -30,8 +31,13 @@
 //!
 //! What is not read yet: ros2idl definitions, bags before Iron in SQLite
 //! (no definitions stored: listed, not decoded), `foxglove.CompressedVideo`,
-//! `PointCloud2` into the voxelizer. A mapped topic missing from an episode
-//! is an error naming the bag.
+//! `PointCloud2` into the voxelizer.
+//!
+//! **A mapped topic missing from an episode** (no message on it in that bag,
+//! or in that part of a bag cut at gaps) is a stream without rows there,
+//! with a warning: its every window in that episode is padding, masked
+//! (`_is_pad` true), holding zeros (unit quaternions), never values passed
+//! off as data. A topic no bag has is an error naming it.
 
 pub(crate) mod bag_file;
 pub(crate) mod cdr;
@@ -54,7 +60,7 @@ use robocache_storage::Storage;
 
 use self::bag_file::{BagFile, RawMessage};
 use self::extract::{Extract, Frame, StreamPlan};
-pub use self::mapping::{BagMapping, EpisodeSplit, StreamMapping, TimeSource};
+pub use self::mapping::{BagMapping, EpisodeSplit, MarkerValue, StreamMapping, TimeSource};
 pub use self::topic_stats::{topic_stats, TopicStats};
 use crate::format_reader::{FormatKind, FormatReader, Opened};
 use crate::formats::OpenOptions;
@@ -129,9 +135,10 @@ impl FormatKind for Ros2Kind {
         let mut episodes = Vec::with_capacity(files.len());
         let mut sources = Vec::with_capacity(files.len());
         for (file, bag) in files.iter().zip(&bags) {
-            let segments = match mapping.episodes.gap_s {
-                Some(gap) => segments_of(file, bag.as_ref(), &plans, gap)?.into_iter().map(Some).collect(),
-                None => vec![None],
+            let split = &mapping.episodes;
+            let segments = match split.gap_s.is_some() || split.markers.is_some() {
+                true => segments_of(file, bag.as_ref(), &plans, split)?.into_iter().map(Some).collect(),
+                false => vec![None],
             };
             for segment in segments {
                 let (episode, source) = episode_of(path, file, bag.clone(), &plans, fps, segment)?;
@@ -284,8 +291,9 @@ struct EpisodeSource {
     file: PathBuf,
     bag: Arc<dyn BagFile>,
     plans: Vec<StreamPlan>,
-    /// Per plan: the topic's index in the bag.
-    topics: Vec<usize>,
+    /// Per plan: the topic's index in the bag; `None` where the bag has no
+    /// message on it (the stream has no rows in this episode).
+    topics: Vec<Option<usize>>,
     /// The bag's first log time (ns): time 0 of the episode.
     origin_ns: u64,
     /// The log times (ns, inclusive) of a bag's part cut by time gaps.
@@ -303,10 +311,10 @@ struct Segment {
     counts: Vec<usize>,
 }
 
-/// The parts of a bag between gaps of more than `gap_s` seconds in the
-/// log times of the mapped topics' messages (reads every mapped message's
-/// log time once).
-fn segments_of(file: &Path, bag: &dyn BagFile, plans: &[StreamPlan], gap_s: f64) -> Result<Vec<Segment>> {
+/// The parts of a bag that `split` cuts it into (at gaps in the mapped
+/// topics' log times, or at marker messages), each with its plans'
+/// message counts (reads every mapped message's log time once).
+fn segments_of(file: &Path, bag: &dyn BagFile, plans: &[StreamPlan], split: &EpisodeSplit) -> Result<Vec<Segment>> {
     let topic_of = |plan: &StreamPlan| bag.topics().iter().position(|t| t.name == plan.topic);
     let mut wanted: Vec<usize> = plans.iter().filter_map(topic_of).collect();
     wanted.sort_unstable();
@@ -322,19 +330,26 @@ fn segments_of(file: &Path, bag: &dyn BagFile, plans: &[StreamPlan], gap_s: f64)
     for list in times.values_mut() {
         list.sort_unstable();
     }
-    let gap_ns = (gap_s * 1e9) as u64;
-    let mut ranges = Vec::new();
-    let mut start = match all.first() {
-        Some(&first) => first,
-        None => return Err(bag_error(file, None, None, "no message of a mapped topic to cut into episodes")),
+    let (Some(&first), Some(&last)) = (all.first(), all.last()) else {
+        return Err(bag_error(file, None, None, "no message of a mapped topic to cut into episodes"));
     };
-    for pair in all.windows(2) {
-        if pair[1] - pair[0] > gap_ns {
-            ranges.push((start, pair[0]));
-            start = pair[1];
+    let ranges = match (&split.markers, split.gap_s) {
+        (Some(markers), _) => marker_ranges(file, bag, markers, split, last)?,
+        (None, Some(gap_s)) => {
+            let gap_ns = (gap_s * 1e9) as u64;
+            let mut ranges = Vec::new();
+            let mut start = first;
+            for pair in all.windows(2) {
+                if pair[1] - pair[0] > gap_ns {
+                    ranges.push((start, pair[0]));
+                    start = pair[1];
+                }
+            }
+            ranges.push((start, last));
+            ranges
         }
-    }
-    ranges.push((start, *all.last().unwrap_or(&start)));
+        (None, None) => vec![(first, last)],
+    };
     Ok(ranges
         .into_iter()
         .enumerate()
@@ -352,6 +367,92 @@ fn segments_of(file: &Path, bag: &dyn BagFile, plans: &[StreamPlan], gap_s: f64)
         .collect())
 }
 
+/// The log-time ranges (inclusive) of the episodes that the messages on
+/// `markers` mark (see [`EpisodeSplit`]); `end` is the bag's last mapped
+/// log time, where an episode left open ends.
+fn marker_ranges(
+    file: &Path,
+    bag: &dyn BagFile,
+    markers: &str,
+    split: &EpisodeSplit,
+    end: u64,
+) -> Result<Vec<(u64, u64)>> {
+    let Some(topic) = bag.topics().iter().position(|t| t.name == markers) else {
+        return Err(bag_error(file, Some(markers), None, "the episodes' marker topic is not in this bag"));
+    };
+    let info = &bag.topics()[topic];
+    let field = split.field.as_deref().unwrap_or("data");
+    // Each marker's log time and whether it starts (true) or stops (false) one.
+    let mut marks: Vec<(u64, bool)> = Vec::new();
+    let mut failure = None;
+    let mut index = 0usize;
+    let read = bag.read(&[topic], &mut |m: RawMessage<'_>| {
+        let at = index;
+        index += 1;
+        let Some(start) = &split.start else {
+            marks.push((m.log_ns, true));
+            return Ok(());
+        };
+        let value = info.schema.as_ref().map_err(Clone::clone).and_then(|schema| {
+            let message = cdr::decode(schema, m.data)?;
+            let value =
+                message.get(schema, field).ok_or_else(|| format!("no field `{field}` in the marker message"))?;
+            Ok(value.clone())
+        });
+        match value {
+            Ok(value) if marker_is(&value, start) => marks.push((m.log_ns, true)),
+            Ok(value) if split.stop.as_ref().is_some_and(|stop| marker_is(&value, stop)) => {
+                marks.push((m.log_ns, false))
+            }
+            Ok(_) => {}
+            Err(problem) => {
+                failure = Some(bag_error(file, Some(markers), Some(at), problem));
+                return Err(STOP.into());
+            }
+        }
+        Ok(())
+    });
+    if let Some(error) = failure {
+        return Err(error);
+    }
+    read.map_err(|p| bag_error(file, Some(markers), None, p))?;
+    marks.sort_by_key(|&(t, _)| t);
+    let mut ranges = Vec::new();
+    let mut open: Option<u64> = None;
+    for (t, starts) in marks {
+        match (open, starts) {
+            // A start while one is open ends it just before.
+            (Some(from), true) => {
+                ranges.push((from, t.saturating_sub(1).max(from)));
+                open = Some(t);
+            }
+            (None, true) => open = Some(t),
+            (Some(from), false) => {
+                ranges.push((from, t));
+                open = None;
+            }
+            (None, false) => {} // a stop with no episode open
+        }
+    }
+    if let Some(from) = open {
+        ranges.push((from, end.max(from)));
+    }
+    if ranges.is_empty() {
+        return Err(bag_error(file, Some(markers), None, "no marker message starts an episode in this bag"));
+    }
+    Ok(ranges)
+}
+
+/// Whether a marker message's value is `wanted`.
+fn marker_is(value: &cdr::Value, wanted: &MarkerValue) -> bool {
+    match (value, wanted) {
+        (cdr::Value::Bool(a), MarkerValue::Bool(b)) => a == b,
+        (cdr::Value::Str(a), MarkerValue::Text(b)) => a == b,
+        (value, MarkerValue::Int(b)) => value.as_i64() == Some(*b),
+        _ => false,
+    }
+}
+
 fn episode_of(
     root: &Path,
     file: &Path,
@@ -364,33 +465,22 @@ fn episode_of(
     let mut streams = Vec::with_capacity(plans.len());
     let mut lens = Vec::with_capacity(plans.len());
     for (p, plan) in plans.iter().enumerate() {
-        let Some(topic) = bag.topics().iter().position(|t| t.name == plan.topic && t.messages > 0) else {
-            return Err(bag_error(
-                file,
-                Some(&plan.topic),
-                None,
-                format!("stream `{}`: the topic has no messages in this bag", plan.key),
-            ));
-        };
-        let len = match &segment {
-            Some(segment) => match segment.counts[p] {
-                0 => {
-                    let (a, b) = segment.range_ns;
-                    return Err(bag_error(
-                        file,
-                        Some(&plan.topic),
-                        None,
-                        format!(
-                            "stream `{}`: no message in episode {} (log times {a}..={b} ns) of the bag cut at gaps",
-                            plan.key, segment.index
-                        ),
-                    ));
-                }
-                n => n,
-            },
-            None => usize::try_from(bag.topics()[topic].messages)
+        // A topic this bag (or this part of it) has no message on is a
+        // stream without rows: its windows are padding, masked throughout.
+        let topic = bag.topics().iter().position(|t| t.name == plan.topic && t.messages > 0);
+        let len = match (&segment, topic) {
+            (_, None) => 0,
+            (Some(segment), Some(_)) => segment.counts[p],
+            (None, Some(topic)) => usize::try_from(bag.topics()[topic].messages)
                 .map_err(|_| bag_error(file, Some(&plan.topic), None, "more messages than this machine addresses"))?,
         };
+        if len == 0 {
+            tracing::warn!(
+                file = %file.display(), topic = %plan.topic, stream = %plan.key,
+                "no message on a mapped topic in this episode: its windows are padding (masked)"
+            );
+        }
+        let topic = topic.filter(|_| len > 0);
         lens.push(len);
         topics.push(topic);
         streams.push(StreamInfo {
@@ -515,7 +605,7 @@ impl Ros2Reader {
 /// Decodes every mapped topic of an episode (see the module docs).
 fn decode_episode(source: &EpisodeSource) -> std::result::Result<Decoded, (Option<String>, Option<usize>, String)> {
     let bag = &source.bag;
-    let mut wanted: Vec<usize> = source.topics.clone();
+    let mut wanted: Vec<usize> = source.topics.iter().flatten().copied().collect();
     // Transform streams read the whole tf tree.
     let with_tf = source.plans.iter().any(|p| matches!(p.what, Extract::Transform { .. }));
     let is_tf = |name: &str| name == extract::TF_TOPIC || name == extract::TF_STATIC_TOPIC;
@@ -565,7 +655,7 @@ fn decode_episode(source: &EpisodeSource) -> std::result::Result<Decoded, (Optio
         }
         let in_range = source.range_ns.is_none_or(|(a, b)| (a..=b).contains(&message.log_ns));
         for (p, plan) in source.plans.iter().enumerate() {
-            if source.topics[p] != message.topic || !in_range {
+            if source.topics[p] != Some(message.topic) || !in_range {
                 continue;
             }
             let time_ns = match plan.time {
@@ -647,7 +737,7 @@ fn decode_episode(source: &EpisodeSource) -> std::result::Result<Decoded, (Optio
             }
             times.push(t);
         }
-        if let Extract::Transform { parent, child } = &plan.what {
+        if let (Extract::Transform { parent, child }, false) = (&plan.what, times.is_empty()) {
             tree.check(parent, child)
                 .map_err(|p| (Some(plan.topic.clone()), None, format!("stream `{}`: {p}", plan.key)))?;
             let values = times.iter().flat_map(|&t| tree.lookup(parent, child, t).numbers()).collect();

@@ -5,7 +5,9 @@
 //! GPU); targets outside a stream's time range are masked.
 //!
 //! Anchors of an episode run from the earliest first sample to the latest
-//! last sample of the chosen streams, every `1 / hz` seconds.
+//! last sample of the chosen streams, every `1 / hz` seconds. A stream with
+//! no samples in an episode (a ROS 2 topic missing from one bag) places no
+//! anchor, and its every target in that episode is padding (masked).
 
 use crate::dataset::Dataset;
 use crate::{Error, Result};
@@ -85,14 +87,20 @@ impl TimeWindows {
                 streams.to_vec()
             };
             let (mut start, mut end) = (f64::INFINITY, f64::NEG_INFINITY);
+            // A stream without steps in this episode (a topic missing from a
+            // bag) places no anchor; its windows are padding.
             for name in names {
-                let (first, last) = dataset.times(index, name)?.span();
-                start = start.min(first);
-                end = end.max(last);
+                if let Some((first, last)) = dataset.times(index, name)?.span() {
+                    start = start.min(first);
+                    end = end.max(last);
+                }
             }
             // Anchors start + j / hz ≤ end; the epsilon keeps an anchor that
-            // lands on `end` up to rounding.
-            let count = ((end - start) * spec.hz + 1e-9).floor() as usize + 1;
+            // lands on `end` up to rounding. No stream with steps: no anchor.
+            let count = match start <= end {
+                true => ((end - start) * spec.hz + 1e-9).floor() as usize + 1,
+                false => 0,
+            };
             episodes.push(EpisodeAnchors { episode: index, first_sample: total, count, start });
             total += count;
         }

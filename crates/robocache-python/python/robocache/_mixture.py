@@ -93,6 +93,26 @@ class MixtureSampler:
         return f"MixtureSampler({shares}; {self.epoch_len} a epoch, rank {self.rank} of {self.world_size})"
 
 
+def _key_entry(mixed, source, member):
+    """One entry of a member's key map as the native loader takes it:
+    ``(name, kind, streams, values)``. ``source`` is a stream name, a list of
+    stream names (side by side along the last dimension) or
+    ``{"constant": value or values}``."""
+    if isinstance(source, str):
+        return (str(mixed), "stream", [source], [])
+    if isinstance(source, dict):
+        if set(source) != {"constant"}:
+            raise InvalidInputError(f"mixture member {member!r}: key {mixed!r}: a dict source is "
+                                    f"{{'constant': values}}, not {source!r}")
+        values = source["constant"]
+        values = [values] if isinstance(values, (int, float)) else list(values)
+        return (str(mixed), "constant", [], [float(v) for v in values])
+    if isinstance(source, (list, tuple)) and source and all(isinstance(s, str) for s in source):
+        return (str(mixed), "concat", list(source), [])
+    raise InvalidInputError(f"mixture member {member!r}: key {mixed!r} maps to {source!r}: a stream name, a list "
+                            f"of stream names (concatenated) or {{'constant': values}} expected")
+
+
 class MixtureLoader(_Resumable):
     """Batches of several datasets at once, each sampled with its weight.
 
@@ -101,7 +121,11 @@ class MixtureLoader(_Resumable):
     made with its own streams and windows (``delta_timestamps`` for a
     LeRobot root, step or time windows for the others), on one device; its
     weight; and ``keys``, the mixture's name of each of its streams
-    (``{"action": "action/world_vector"}``). A batch is a dict: per
+    (``{"action": "action/world_vector"}``), of several side by side along
+    the last dimension (``{"state": ["joint_pos", "gripper"]}``: a step is
+    padding where any part's is), or of a constant row at every step, valid
+    throughout, for a key the dataset lacks (``{"mode": {"constant": [1.0]}}``;
+    in the dtype the other datasets give the key). A batch is a dict: per
     mixture stream ``name`` its data ``[B, T, ..., D]`` (``D`` the widest of
     the datasets' last dimensions, zeros beyond a dataset's own),
     ``name_is_pad`` ``[B, T]`` and ``name_dim_is_pad`` ``[B, D]`` (true on
@@ -133,7 +157,7 @@ class MixtureLoader(_Resumable):
                 name = f"dataset {i}"
             loaders.append(loader)
             weights.append(float(weight))
-            keys.append([(str(mixed), str(own)) for mixed, own in dict(key_map).items()])
+            keys.append([_key_entry(mixed, source, name) for mixed, source in dict(key_map).items()])
             names.append(str(name))
         if not loaders:
             raise InvalidInputError("a mixture needs at least one member")
@@ -144,7 +168,7 @@ class MixtureLoader(_Resumable):
         if len(devices) != 1:
             raise InvalidInputError(f"the member loaders are on different devices: {sorted(devices)}")
         if streams is None:
-            streams = list(dict.fromkeys(mixed for member in keys for mixed, _ in member))
+            streams = list(dict.fromkeys(entry[0] for member in keys for entry in member))
         until_exhausted = _dataset_index(until_exhausted, names)
         self.names, self.streams = names, [str(s) for s in streams]
         (self.rank, self.world_size), self.device = ranks.pop(), devices.pop()
@@ -183,8 +207,9 @@ class MixtureLoader(_Resumable):
             if keys is None:
                 own = member.pop("streams", None) or dataset.streams
                 keys = {stream: stream for stream in own}
-            keys = {str(mixed): str(own) for mixed, own in dict(keys).items()}
-            own_streams = member.pop("streams", None) or list(dict.fromkeys(keys.values()))
+            keys = dict(keys)
+            read = [own for mixed, source in keys.items() for own in _key_entry(mixed, source, name or i)[2]]
+            own_streams = member.pop("streams", None) or list(dict.fromkeys(read))
             options = {**loader_options, **member}
             loader = Loader(dataset, own_streams, batch_size=batch_size, seed=seed, **options)
             if name is None:

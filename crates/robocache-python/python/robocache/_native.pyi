@@ -182,7 +182,7 @@ class MixtureLoader:
         loaders: List[Loader],
         names: List[str],
         weights: List[float],
-        keys: List[List[Tuple[str, str]]],
+        keys: List[List[Tuple[str, str, List[str], List[float]]]],
         streams: List[str],
         batch_size: int,
         convention: str,

@@ -13,6 +13,11 @@
 //!   padding: LeRobot's and GR00T's `action_dim_is_pad`);
 //! - a stream a dataset lacks (a missing camera) zeros, its step mask
 //!   saying padding everywhere and its `dim_is_pad` true;
+//! - a dataset's key ([`MemberKey`]) one of its streams, several of them
+//!   side by side along the last dimension (joint positions ++ gripper:
+//!   a step is padding where any part's is), or a constant row at every
+//!   step (a key the dataset lacks but whose value is known), valid
+//!   throughout, in the dtype the other datasets give the stream;
 //! - the dataset of each row (`datasets`) and its window (`windows`).
 //!
 //! Every dataset's version of a stream must have the same dtype, steps
@@ -31,7 +36,7 @@ use robocache_datasets::{EpochLength, MixturePart, MixtureSampler, MixtureWeight
 
 use serde::Serialize;
 
-use super::{invalid, Loader, MaskKind, Normalization, NormalizationMode};
+use super::{invalid, Loader, MaskKind, Normalization, NormalizationMode, StreamStatistics};
 use crate::{Device, Result, Tensor};
 
 /// One dataset of a mixture: its loader (built with its own streams and
@@ -45,8 +50,41 @@ pub struct MixtureMember {
     pub loader: Arc<Loader>,
     /// Its weight (see [`MixtureWeights`]).
     pub weight: f64,
-    /// `(name in the mixture, the loader's stream)`: the streams it gives.
-    pub keys: Vec<(String, String)>,
+    /// `(name in the mixture, where its values come from)`: the streams it gives.
+    pub keys: Vec<(String, MemberKey)>,
+}
+
+/// Where a mixture stream's values come from in one dataset.
+#[derive(Clone, Debug, PartialEq)]
+pub enum MemberKey {
+    /// One of its loader's streams.
+    Stream(String),
+    /// Several of its loader's streams side by side along their last
+    /// dimension (a stream without one counts as width 1): each must have
+    /// the dtype, steps and other dimensions of the first and its mask kind.
+    /// A step is padding where any part's is.
+    Concat(Vec<String>),
+    /// The same row `[D]` at every step, valid throughout: a key this
+    /// dataset lacks whose value is known (a fixed gripper, a control-mode
+    /// flag). Its dtype is the other datasets' (f32 where none gives it).
+    Constant(Vec<f64>),
+}
+
+impl MemberKey {
+    /// The loader streams it reads.
+    pub fn streams(&self) -> &[String] {
+        match self {
+            MemberKey::Stream(name) => std::slice::from_ref(name),
+            MemberKey::Concat(names) => names,
+            MemberKey::Constant(_) => &[],
+        }
+    }
+}
+
+impl From<&str> for MemberKey {
+    fn from(stream: &str) -> Self {
+        MemberKey::Stream(stream.to_owned())
+    }
 }
 
 impl std::fmt::Debug for MixtureMember {
@@ -192,7 +230,24 @@ impl MixtureLoader {
                     member.loader.device()
                 )));
             }
-            for (_, own) in &member.keys {
+            for (mixed, key) in &member.keys {
+                match key {
+                    MemberKey::Concat(parts) if parts.is_empty() => {
+                        return Err(invalid(format!(
+                            "dataset `{}`: stream `{mixed}` concatenates no stream",
+                            member.name
+                        )))
+                    }
+                    MemberKey::Constant(values) if values.is_empty() || values.iter().any(|v| !v.is_finite()) => {
+                        return Err(invalid(format!(
+                            "dataset `{}`: stream `{mixed}`: a constant needs finite values, not {values:?}",
+                            member.name
+                        )))
+                    }
+                    _ => {}
+                }
+            }
+            for own in member.keys.iter().flat_map(|(_, key)| key.streams()) {
                 if !member.loader.config.streams.contains(own) {
                     return Err(invalid(format!(
                         "dataset `{}`: the mixture maps its stream `{own}`, which its loader does not read (it reads {})",
@@ -259,19 +314,34 @@ impl MixtureLoader {
                 }
                 let dataset = member.loader.dataset();
                 let first = dataset.info().episodes.first();
-                let own: Vec<&str> = member
+                let mut own: Vec<&str> = member
                     .keys
                     .iter()
-                    .map(|(_, own)| own.as_str())
+                    .flat_map(|(_, key)| key.streams())
+                    .map(String::as_str)
                     .filter(|own| first.and_then(|e| e.stream(own)).is_some_and(|s| !s.is_image()))
                     .collect();
+                own.sort_unstable();
+                own.dedup();
                 let computed = Normalization::compute(dataset, &own, mode)
                     .map_err(|e| invalid(format!("dataset `{}`: {e}", member.name)))?;
-                // Under the mixture's names (a stream may give several).
+                // Under the mixture's names (a stream may give several): a
+                // concatenation's are its parts' side by side, a constant's
+                // its value with no spread, counted as the member's rows.
+                let rows = computed.streams.values().map(|s| s.count).max().unwrap_or(0);
                 let mut renamed = BTreeMap::new();
-                for (mixed, own) in &member.keys {
-                    if let Some(stats) = computed.streams.get(own) {
-                        renamed.insert(mixed.clone(), stats.clone());
+                for (mixed, key) in &member.keys {
+                    let stats = match key {
+                        MemberKey::Stream(own) => computed.streams.get(own).cloned(),
+                        MemberKey::Concat(parts) => parts
+                            .iter()
+                            .map(|p| computed.streams.get(p))
+                            .collect::<Option<Vec<_>>>()
+                            .map(|parts| StreamStatistics::side_by_side(&parts)),
+                        MemberKey::Constant(values) => Some(StreamStatistics::constant(values, rows)),
+                    };
+                    if let Some(stats) = stats {
+                        renamed.insert(mixed.clone(), stats);
                     }
                 }
                 of_member.insert(index, Normalization { mode, streams: renamed });
@@ -479,24 +549,28 @@ impl MixtureLoader {
         batches: &[Option<crate::windows::WindowBatch>],
         rows: usize,
     ) -> Result<MixtureStream> {
-        // The datasets' versions of the stream, on the host.
+        // The datasets' versions of the stream, on the host (constants once
+        // the others say the dtype, steps and mask kind).
         let mut found: Vec<Option<HostStream>> = Vec::with_capacity(groups.len());
-        for (member, batch) in self.members.iter().zip(batches) {
-            let own = member.keys.iter().find(|(mixed, _)| mixed == name).map(|(_, own)| own);
-            found.push(match (own, batch) {
-                (Some(own), Some(batch)) => {
-                    let stream = batch.stream(own).ok_or_else(|| {
-                        invalid(format!("dataset `{}`: its batch has no stream `{own}`", member.name))
-                    })?;
-                    Some((
-                        stream.data.to_host()?,
-                        stream.data.shape().to_vec(),
-                        stream.mask.to_vec::<bool>()?,
-                        stream.mask_kind,
-                    ))
+        let mut constants: Vec<(usize, &[f64])> = Vec::new();
+        for (m, (member, batch)) in self.members.iter().zip(batches).enumerate() {
+            let key = member.keys.iter().find(|(mixed, _)| mixed == name).map(|(_, key)| key);
+            found.push(match (key, batch) {
+                (Some(MemberKey::Stream(own)), Some(batch)) => Some(member_stream(member, batch, own)?),
+                (Some(MemberKey::Concat(parts)), Some(batch)) => Some(concatenated(member, batch, name, parts)?),
+                (Some(MemberKey::Constant(values)), Some(_)) => {
+                    constants.push((m, values));
+                    None
                 }
                 _ => None,
             });
+        }
+        if !constants.is_empty() {
+            let like = found.iter().flatten().next().map(|(data, shape, _, kind)| (data.dtype(), shape.clone(), *kind));
+            for (m, values) in constants {
+                let (member, batch) = (&self.members[m], batches[m].as_ref());
+                found[m] = Some(constant_stream(member, batch, name, values, groups[m].len(), like.as_ref())?);
+            }
         }
         let present: Vec<&HostStream> = found.iter().flatten().collect();
         let Some(first) = present.first() else {
@@ -509,8 +583,6 @@ impl MixtureLoader {
             return Err(invalid(format!("stream `{name}` has shape {shape:?}: [B, T, ...] expected")));
         }
         let widest = present.iter().map(|p| if p.1.len() > 2 { p.1[p.1.len() - 1] } else { 1 }).max().unwrap_or(1);
-        // Steps and every dimension but the last.
-        let body = |s: &[usize]| if s.len() > 2 { s[1..s.len() - 1].to_vec() } else { s[1..].to_vec() };
         for (member, entry) in self.members.iter().zip(&found) {
             let Some((data, member_shape, _, member_kind)) = entry else { continue };
             if data.dtype() != dtype || *member_kind != kind || body(member_shape) != body(shape) {
@@ -564,16 +636,7 @@ impl MixtureLoader {
             let last = out_shape.len() - 1;
             out_shape[last] = widest;
         }
-        let data = match dtype {
-            DType::Bool => HostVec::Bool(bytes.into_iter().map(|b| b != 0).collect()),
-            _ => {
-                let mut host = HostVec::zeros(dtype, bytes.len() / element);
-                if let Some(target) = host.as_bytes_mut() {
-                    target.copy_from_slice(&bytes);
-                }
-                host
-            }
-        };
+        let data = host_of_bytes(dtype, bytes);
         Ok(MixtureStream {
             name: name.to_owned(),
             data: Tensor::from_host_vec(&self.device, data, &out_shape)?,
@@ -581,5 +644,137 @@ impl MixtureLoader {
             mask_kind: kind,
             dim_is_pad: Tensor::from_host_vec(&self.device, HostVec::Bool(dim_is_pad), &[rows, widest])?,
         })
+    }
+}
+
+/// A stream's steps and every dimension but the last (`[B, T]`: the steps).
+fn body(shape: &[usize]) -> Vec<usize> {
+    if shape.len() > 2 {
+        shape[1..shape.len() - 1].to_vec()
+    } else {
+        shape[1..].to_vec()
+    }
+}
+
+/// One of a member's loader streams in its batch, on the host.
+fn member_stream(member: &MixtureMember, batch: &crate::windows::WindowBatch, own: &str) -> Result<HostStream> {
+    let stream = batch
+        .stream(own)
+        .ok_or_else(|| invalid(format!("dataset `{}`: its batch has no stream `{own}`", member.name)))?;
+    Ok((stream.data.to_host()?, stream.data.shape().to_vec(), stream.mask.to_vec::<bool>()?, stream.mask_kind))
+}
+
+/// A member's streams `parts` side by side along the last dimension (see
+/// [`MemberKey::Concat`]).
+fn concatenated(
+    member: &MixtureMember,
+    batch: &crate::windows::WindowBatch,
+    name: &str,
+    parts: &[String],
+) -> Result<HostStream> {
+    let read: Vec<HostStream> = parts.iter().map(|own| member_stream(member, batch, own)).collect::<Result<_>>()?;
+    let Some(first) = read.first() else {
+        return Err(invalid(format!("dataset `{}`: stream `{name}` concatenates no stream", member.name)));
+    };
+    let (dtype, kind, rows) = (first.0.dtype(), first.3, first.1[0]);
+    let width = |shape: &[usize]| if shape.len() > 2 { shape[shape.len() - 1] } else { 1 };
+    for (own, part) in parts.iter().zip(&read) {
+        if part.0.dtype() != dtype || part.3 != kind || part.1[0] != rows || body(&part.1) != body(&first.1) {
+            return Err(invalid(format!(
+                "dataset `{}`: stream `{name}` concatenates `{own}`, {} {:?} ({:?} masks), with `{}`, {dtype} {:?} \
+                 ({kind:?}): the same dtype, steps and shape but for the last dimension are needed",
+                member.name,
+                part.0.dtype(),
+                part.1,
+                part.3,
+                parts[0],
+                first.1
+            )));
+        }
+    }
+    let element = dtype.size_in_bytes();
+    let total: usize = read.iter().map(|p| width(&p.1)).sum();
+    let lines = first.0.len() / width(&first.1).max(1);
+    let mut bytes = Vec::with_capacity(lines * total * element);
+    for line in 0..lines {
+        for part in &read {
+            let w = width(&part.1) * element;
+            bytes.extend_from_slice(&part.0.as_slice().as_bytes()[line * w..(line + 1) * w]);
+        }
+    }
+    // A step is padding where any part's is (valid where every part's is).
+    let mut mask = first.2.clone();
+    for part in &read[1..] {
+        for (m, p) in mask.iter_mut().zip(&part.2) {
+            *m = match kind {
+                MaskKind::Pad => *m || *p,
+                MaskKind::Valid => *m && *p,
+            };
+        }
+    }
+    let mut shape = first.1.clone();
+    if shape.len() > 2 {
+        let last = shape.len() - 1;
+        shape[last] = total;
+    } else {
+        shape.push(total);
+    }
+    Ok((host_of_bytes(dtype, bytes), shape, mask, kind))
+}
+
+/// A member's constant row at every step of its `rows` windows (see
+/// [`MemberKey::Constant`]), shaped and typed `like` the other datasets'
+/// version of the stream (`[B, T, D]` of f32 where none gives it).
+fn constant_stream(
+    member: &MixtureMember,
+    batch: Option<&crate::windows::WindowBatch>,
+    name: &str,
+    values: &[f64],
+    rows: usize,
+    like: Option<&(DType, Vec<usize>, MaskKind)>,
+) -> Result<HostStream> {
+    let (dtype, steps, kind) = match like {
+        Some((dtype, shape, kind)) => {
+            if shape.len() > 3 {
+                return Err(invalid(format!(
+                    "dataset `{}`: stream `{name}` is {shape:?} in another dataset: a constant fills [B, T, D] only",
+                    member.name
+                )));
+            }
+            (*dtype, shape[1], *kind)
+        }
+        None => {
+            let stream = batch.and_then(|b| b.streams.first()).ok_or_else(|| {
+                invalid(format!("dataset `{}`: stream `{name}`: a constant needs another stream's steps", member.name))
+            })?;
+            (DType::F32, stream.data.shape()[1], stream.mask_kind)
+        }
+    };
+    let template = HostVec::zeros(dtype, 0);
+    let data = robocache_cpu::with_host_data!(HostVec, &template, |v: T| {
+        let _ = v;
+        let row: Option<Vec<T>> = values.iter().map(|&x| <T as robocache_cpu::Element>::from_f64_exact(x)).collect();
+        let row = row.ok_or_else(|| {
+            invalid(format!("dataset `{}`: stream `{name}`: the constant {values:?} does not fit {dtype}", member.name))
+        })?;
+        let all: Vec<T> = std::iter::repeat_n(row, rows * steps).flatten().collect();
+        <T as robocache_cpu::Element>::vec(all)
+    });
+    let mask = vec![kind == MaskKind::Valid; rows * steps];
+    Ok((data, vec![rows, steps, values.len()], mask, kind))
+}
+
+/// `bytes` (native endianness) as a host vector of `dtype`.
+fn host_of_bytes(dtype: DType, bytes: Vec<u8>) -> HostVec {
+    match dtype {
+        DType::Bool => HostVec::Bool(bytes.into_iter().map(|b| b != 0).collect()),
+        _ => {
+            let element = dtype.size_in_bytes();
+            let mut host = HostVec::zeros(dtype, bytes.len() / element);
+            if let Some(target) = host.as_bytes_mut() {
+                target.copy_from_slice(&bytes);
+            }
+            host
+        }
     }
 }

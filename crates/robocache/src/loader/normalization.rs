@@ -71,6 +71,37 @@ impl StreamStatistics {
         stats
     }
 
+    /// The statistics of streams side by side along their channels (a
+    /// mixture key concatenating them): each channel keeps its own; the
+    /// count is the first part's (the parts may have been recorded at
+    /// different rates: a group merge weighs every channel by it).
+    pub fn side_by_side(parts: &[&StreamStatistics]) -> StreamStatistics {
+        let join = |field: fn(&StreamStatistics) -> &Vec<f64>| parts.iter().flat_map(|p| field(p).clone()).collect();
+        StreamStatistics {
+            count: parts.first().map_or(0, |p| p.count),
+            mean: join(|p| &p.mean),
+            std: join(|p| &p.std),
+            min: join(|p| &p.min),
+            max: join(|p| &p.max),
+            p01: join(|p| &p.p01),
+            p99: join(|p| &p.p99),
+        }
+    }
+
+    /// The statistics of a constant row over `count` steps: its values as
+    /// mean, extremes and percentiles, no spread.
+    pub fn constant(values: &[f64], count: u64) -> StreamStatistics {
+        StreamStatistics {
+            count,
+            mean: values.to_vec(),
+            std: vec![0.0; values.len()],
+            min: values.to_vec(),
+            max: values.to_vec(),
+            p01: values.to_vec(),
+            p99: values.to_vec(),
+        }
+    }
+
     /// The statistics of several datasets' values of one stream together
     /// (a normalisation group of a mixture), from each one's own: counts
     /// added; means weighted by count; variances pooled (each part's

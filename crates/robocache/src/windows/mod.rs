@@ -10,8 +10,10 @@
 //!   the stream. Angle channels are unwrapped along each window first, so the
 //!   result is continuous inside a window and equals the angle modulo 2π.
 
-use robocache_cpu::{Boundary, DType, HostVec, ResampleSpec};
-use robocache_datasets::{Dataset, DeltaWindows, FrameFormat, StepWindows, StreamInfo, TimeWindows};
+use robocache_cpu::{Boundary, DType, HostVec, QuaternionOrder, ResampleSpec};
+use robocache_datasets::{
+    ChannelKind, Dataset, DeltaWindows, FrameFormat, StepWindows, StreamInfo, StreamKind, TimeWindows,
+};
 use robocache_video::yuv420_len;
 
 mod angles;
@@ -354,9 +356,18 @@ impl Device {
                 info = Some(stream);
                 let times = dataset.times(window.episode, name)?;
                 let wanted = windows.targets(window);
-                let rows = times.rows_covering(wanted[0], wanted[wanted.len() - 1]);
+                let last_target = wanted[wanted.len() - 1];
+                if times.is_empty() {
+                    // No rows in this episode (a topic missing from a bag):
+                    // one neutral padding row after every target, so the
+                    // whole window is masked.
+                    row_times.push(vec![last_target + 1.0]);
+                    row_ranges.push(None);
+                    continue;
+                }
+                let rows = times.rows_covering(wanted[0], last_target);
                 row_times.push(rows.clone().map(|i| times.time(i)).collect::<Vec<f64>>());
-                row_ranges.push(rows);
+                row_ranges.push(Some(rows));
             }
             let Some(info) = info else {
                 out.push(empty_stream(self, name, steps)?);
@@ -377,9 +388,19 @@ impl Device {
             for (window, (rows, bytes)) in
                 cut.iter().zip(row_ranges.iter().zip(data.as_mut_bytes().chunks_exact_mut(longest * row_bytes.max(1))))
             {
-                let (read, padding) = bytes.split_at_mut(rows.len() * row_bytes);
-                dataset.read_rows_into(window.episode, name, rows.clone(), read)?;
-                unwrap_angles(name, read, rows.len(), info)?;
+                let (read, padding) = match rows {
+                    Some(rows) => {
+                        let (read, padding) = bytes.split_at_mut(rows.len() * row_bytes);
+                        dataset.read_rows_into(window.episode, name, rows.clone(), read)?;
+                        unwrap_angles(name, read, rows.len(), info)?;
+                        (read, padding)
+                    }
+                    None => {
+                        let (read, padding) = bytes.split_at_mut(row_bytes);
+                        write_neutral_row(info, read);
+                        (read, padding)
+                    }
+                };
                 // Rows shorter than the longest repeat their last sample.
                 let last = &read[read.len() - row_bytes..];
                 for row in padding.chunks_exact_mut(row_bytes.max(1)) {
@@ -404,6 +425,43 @@ impl Device {
             });
         }
         Ok(WindowBatch::of_windows(out, samples, cut.iter().map(|w| (w.episode, w.anchor))))
+    }
+}
+
+/// The row a window of a stream without rows in its episode holds (every
+/// step of it masked): zeros, and the identity for each quaternion (so that
+/// slerp's normalisation has a unit to keep).
+fn write_neutral_row(info: &StreamInfo, row: &mut [u8]) {
+    row.fill(0);
+    let one: &[u8] = match info.dtype {
+        DType::F16 => &[0x00, 0x3c],
+        DType::BF16 => &[0x80, 0x3f],
+        DType::F32 => &[0x00, 0x00, 0x80, 0x3f],
+        DType::F64 => &[0, 0, 0, 0, 0, 0, 0xf0, 0x3f],
+        _ => return,
+    };
+    let quaternions: Vec<(std::ops::Range<usize>, QuaternionOrder)> = match &info.kind {
+        StreamKind::All(ChannelKind::Quaternion(order)) => vec![(0..info.channels(), *order)],
+        StreamKind::All(_) => Vec::new(),
+        StreamKind::Groups(groups) => groups
+            .iter()
+            .filter_map(|(range, kind)| match kind {
+                ChannelKind::Quaternion(order) => Some((range.clone(), *order)),
+                _ => None,
+            })
+            .collect(),
+    };
+    let size = one.len();
+    for (range, order) in quaternions {
+        let w = match order {
+            QuaternionOrder::Xyzw => 3,
+            QuaternionOrder::Wxyz => 0,
+        };
+        for first in range.step_by(4) {
+            if let Some(at) = row.get_mut((first + w) * size..(first + w + 1) * size) {
+                at.copy_from_slice(one);
+            }
+        }
     }
 }
 
