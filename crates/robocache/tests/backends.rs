@@ -1192,6 +1192,29 @@ fn a_stream_missing_from_an_episode_is_masked_padding(device: &Device) {
             }
         }
     }
+    // A loader (its low-dimensional streams resident on the device) gives the same batch.
+    let config = robocache::LoaderConfig::new(
+        &streams,
+        robocache::WindowSpec::Times(TimeWindowSpec { hz: 20.0, history: 2, horizon: 4 }),
+        samples.len(),
+    );
+    let loader = robocache::Loader::new(device, std::sync::Arc::new(dataset), config).unwrap();
+    let loaded = loader.batch(&samples).unwrap();
+    for want in &reference.streams {
+        let got = loaded.stream(&want.name).unwrap();
+        assert_eq!(
+            got.mask.to_vec::<bool>().unwrap(),
+            want.mask.to_vec::<bool>().unwrap(),
+            "loader {} mask",
+            want.name
+        );
+        // Resident streams are f32 throughout (the f64 action resampled in f32).
+        let got = got.data.to_host().unwrap().as_slice().to_f64_vec();
+        let want_values = want.data.to_host().unwrap().as_slice().to_f64_vec();
+        for (i, (a, b)) in got.iter().zip(&want_values).enumerate() {
+            assert!((a - b).abs() <= 1e-6 * b.abs().max(1.0), "loader {} element {i}: {a} vs {b}", want.name);
+        }
+    }
 }
 
 macro_rules! backend_tests {

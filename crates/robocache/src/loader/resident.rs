@@ -87,12 +87,22 @@ impl ResidentStreams {
                     episodes.push(ResidentEpisode { row_offset, rows: 0, uniform: Some((0.0, 1.0)) });
                     continue;
                 }
+                let row_offset = data.len() / channels;
+                if info.len == 0 {
+                    // A stream without rows in this episode (a topic missing
+                    // from a bag): one neutral row at the largest finite time,
+                    // after every target, so every window of it is masked.
+                    data.extend(crate::windows::neutral_row(info).into_iter().map(|v| v as f32));
+                    times.push(f64::MAX);
+                    explicit = true;
+                    episodes.push(ResidentEpisode { row_offset, rows: 1, uniform: None });
+                    continue;
+                }
                 let mut rows = host_f32(dataset.read_stream(episode, name)?);
                 crate::windows::unwrap_angle_channels(&mut rows, channels, &info.kind.angle_channels(channels));
                 if let Some(stats) = normalization {
                     stats.apply(name, &info.kind, &mut rows, channels)?;
                 }
-                let row_offset = data.len() / channels;
                 let count = info.len;
                 data.extend(rows);
                 let uniform = match dataset.times(episode, name)? {

@@ -428,20 +428,14 @@ impl Device {
     }
 }
 
-/// The row a window of a stream without rows in its episode holds (every
-/// step of it masked): zeros, and the identity for each quaternion (so that
-/// slerp's normalisation has a unit to keep).
-fn write_neutral_row(info: &StreamInfo, row: &mut [u8]) {
-    row.fill(0);
-    let one: &[u8] = match info.dtype {
-        DType::F16 => &[0x00, 0x3c],
-        DType::BF16 => &[0x80, 0x3f],
-        DType::F32 => &[0x00, 0x00, 0x80, 0x3f],
-        DType::F64 => &[0, 0, 0, 0, 0, 0, 0xf0, 0x3f],
-        _ => return,
-    };
+/// The row that stands for a stream without rows in an episode (every step
+/// of its windows masked): zeros, and the identity for each quaternion (so
+/// that slerp's normalisation has a unit to keep).
+pub(crate) fn neutral_row(info: &StreamInfo) -> Vec<f64> {
+    let channels = info.channels();
+    let mut row = vec![0.0; channels];
     let quaternions: Vec<(std::ops::Range<usize>, QuaternionOrder)> = match &info.kind {
-        StreamKind::All(ChannelKind::Quaternion(order)) => vec![(0..info.channels(), *order)],
+        StreamKind::All(ChannelKind::Quaternion(order)) => vec![(0..channels, *order)],
         StreamKind::All(_) => Vec::new(),
         StreamKind::Groups(groups) => groups
             .iter()
@@ -451,16 +445,33 @@ fn write_neutral_row(info: &StreamInfo, row: &mut [u8]) {
             })
             .collect(),
     };
-    let size = one.len();
     for (range, order) in quaternions {
         let w = match order {
             QuaternionOrder::Xyzw => 3,
             QuaternionOrder::Wxyz => 0,
         };
         for first in range.step_by(4) {
-            if let Some(at) = row.get_mut((first + w) * size..(first + w + 1) * size) {
-                at.copy_from_slice(one);
+            if let Some(at) = row.get_mut(first + w) {
+                *at = 1.0;
             }
+        }
+    }
+    row
+}
+
+/// [`neutral_row`] in the stream's dtype (its ones in float streams only).
+fn write_neutral_row(info: &StreamInfo, row: &mut [u8]) {
+    row.fill(0);
+    let one: &[u8] = match info.dtype {
+        DType::F16 => &[0x00, 0x3c],
+        DType::BF16 => &[0x80, 0x3f],
+        DType::F32 => &[0x00, 0x00, 0x80, 0x3f],
+        DType::F64 => &[0, 0, 0, 0, 0, 0, 0xf0, 0x3f],
+        _ => return,
+    };
+    for (c, value) in neutral_row(info).into_iter().enumerate() {
+        if let Some(at) = row.get_mut(c * one.len()..(c + 1) * one.len()).filter(|_| value == 1.0) {
+            at.copy_from_slice(one);
         }
     }
 }
