@@ -429,6 +429,66 @@ impl CudaContext {
         unsafe { self.copy_on_device(source.device_pointer() + offset as u64, dest.device_pointer(), len) }
     }
 
+    /// Queues a copy of a block of rows (`cuMemcpy2DAsync` on the stream;
+    /// does not wait): `rows` rows of `width` bytes, the first at byte
+    /// `source_offset` of `source` and each `source_pitch` bytes after the
+    /// last, to `dest` from `dest_offset`, each `dest_pitch` bytes apart.
+    /// Pads rows into wider ones, or places them side by side.
+    #[allow(clippy::too_many_arguments)]
+    pub fn copy_rows(
+        &self,
+        source: &DeviceBytes,
+        source_offset: usize,
+        source_pitch: usize,
+        dest: &DeviceBytes,
+        dest_offset: usize,
+        dest_pitch: usize,
+        width: usize,
+        rows: usize,
+    ) -> Result<()> {
+        if rows == 0 || width == 0 {
+            return Ok(());
+        }
+        // The last byte each side touches, checked (and the pitches hold a row).
+        let end = |offset: usize, pitch: usize| {
+            (rows - 1).checked_mul(pitch).and_then(|v| v.checked_add(offset)).and_then(|v| v.checked_add(width))
+        };
+        for (offset, pitch, buffer) in [(source_offset, source_pitch, source), (dest_offset, dest_pitch, dest)] {
+            match end(offset, pitch) {
+                Some(end) if pitch >= width && end <= buffer.len => {}
+                _ => {
+                    return Err(Error::SizeMismatch {
+                        expected: end(offset, pitch).unwrap_or(usize::MAX),
+                        actual: buffer.len,
+                    })
+                }
+            }
+        }
+        self.make_current()?;
+        let copy = cust::sys::CUDA_MEMCPY2D_st {
+            srcXInBytes: 0,
+            srcY: 0,
+            srcMemoryType: cust::sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+            srcHost: std::ptr::null(),
+            srcDevice: source.device_pointer() + source_offset as u64,
+            srcArray: std::ptr::null_mut(),
+            srcPitch: source_pitch,
+            dstXInBytes: 0,
+            dstY: 0,
+            dstMemoryType: cust::sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+            dstHost: std::ptr::null_mut(),
+            dstDevice: dest.device_pointer() + dest_offset as u64,
+            dstArray: std::ptr::null_mut(),
+            dstPitch: dest_pitch,
+            WidthInBytes: width,
+            Height: rows,
+        };
+        // SAFETY: both blocks are in bounds of their buffers (checked
+        // above); the buffers are freed in stream order, after the copy; the
+        // descriptor is read before the call returns.
+        check(unsafe { cust::sys::cuMemcpy2DAsync_v2(&copy, self.stream()) }, "cuMemcpy2DAsync")
+    }
+
     /// Queues a copy of `len` device bytes from `from` to `to` on the stream.
     ///
     /// # Safety

@@ -118,6 +118,96 @@ impl Tensor {
         Tensor { device: device.clone(), shape, dtype, storage: Storage::Device(storage) }
     }
 
+    /// Zeros (false for bool) of `dtype` and `shape` on `device` (a queued
+    /// memset on a GPU).
+    pub(crate) fn zeros(device: &Device, dtype: DType, shape: &[usize]) -> Result<Tensor> {
+        let len = shape
+            .iter()
+            .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+            .ok_or_else(|| robocache_cpu::Error::Overflow("Tensor::zeros".into()))?;
+        let storage = match device {
+            Device::Cpu => Storage::Host(HostVec::zeros(dtype, len)),
+            Device::Cuda(cuda) => Storage::Device(cuda.zeros(len * dtype.size_in_bytes())?),
+        };
+        Ok(Tensor { device: device.clone(), shape: shape.to_vec(), dtype, storage })
+    }
+
+    /// Copies this tensor, seen as rows of `width` elements, into `dest`,
+    /// seen as rows of `dest_width`, from row `row` and column `column`:
+    /// element `(i, j)` to `(row + i, column + j)`. Pads rows into wider
+    /// ones or places them side by side; on a GPU one queued 2-D copy
+    /// (host data is put on the device first). Dtypes must agree.
+    pub(crate) fn copy_rows_into(
+        &self,
+        dest: &mut Tensor,
+        width: usize,
+        dest_width: usize,
+        row: usize,
+        column: usize,
+    ) -> Result<()> {
+        let layout = |reason: String| Error::Layout { what: "copy_rows_into".into(), reason };
+        if self.dtype != dest.dtype {
+            return Err(layout(format!("{} rows into a {} tensor", self.dtype, dest.dtype)));
+        }
+        if width == 0 || !self.len().is_multiple_of(width) || column + width > dest_width {
+            return Err(layout(format!(
+                "{} elements as rows of {width} from column {column} of rows of {dest_width}",
+                self.len()
+            )));
+        }
+        let rows = self.len() / width;
+        if (row + rows) * dest_width > dest.len() {
+            return Err(layout(format!("rows {row}..{} of a tensor of {} rows", row + rows, dest.len() / dest_width)));
+        }
+        let size = self.dtype.size_in_bytes();
+        match (&mut dest.storage, &dest.device) {
+            (Storage::Device(to), Device::Cuda(cuda)) => {
+                let uploaded;
+                let from = match &self.storage {
+                    Storage::Device(from) => from,
+                    _ => {
+                        uploaded = cuda.upload(self.to_host()?.as_slice())?;
+                        &uploaded
+                    }
+                };
+                let block = crate::backend::RowBlock {
+                    rows,
+                    width: width * size,
+                    from_pitch: width * size,
+                    to_offset: (row * dest_width + column) * size,
+                    to_pitch: dest_width * size,
+                };
+                cuda.copy_rows(from, to, &block)
+            }
+            (Storage::Host(to), _) => {
+                let downloaded;
+                let from = match &self.storage {
+                    Storage::Device(_) => {
+                        downloaded = self.to_host()?;
+                        downloaded.as_slice()
+                    }
+                    _ => self.host_slice(),
+                };
+                let place = |i: usize| (row + i) * dest_width + column;
+                match (to, from) {
+                    (HostVec::Bool(to), HostSlice::Bool(from)) => {
+                        for (i, line) in from.chunks_exact(width).enumerate() {
+                            to[place(i)..place(i) + width].copy_from_slice(line);
+                        }
+                    }
+                    (to, from) => {
+                        let to = to.as_bytes_mut().ok_or_else(|| layout("bool rows".into()))?;
+                        for (i, line) in from.as_bytes().chunks_exact(width * size).enumerate() {
+                            to[place(i) * size..(place(i) + width) * size].copy_from_slice(line);
+                        }
+                    }
+                }
+                Ok(())
+            }
+            _ => Err(layout("into memory robocache does not own".into())),
+        }
+    }
+
     /// The device the data lives on.
     pub fn device(&self) -> &Device {
         &self.device

@@ -1217,6 +1217,76 @@ fn a_stream_missing_from_an_episode_is_masked_padding(device: &Device) {
     }
 }
 
+/// A mixture's batches on this device equal the CPU's bit for bit: rows
+/// padded to the widest, streams side by side and constants (device copies
+/// on a GPU), masks and `dim_is_pad`.
+fn mixture_batches_match_cpu(device: &Device) {
+    use robocache::datasets::synthetic::{write_robomimic, SyntheticSpec};
+    use robocache::datasets::{Dataset, EpochLength, MixtureWeights, Shard, StepWindowSpec};
+    use robocache::loader::mixture::{MemberKey, MixtureConfig, MixtureLoader, MixtureMember};
+    use robocache::{Loader, LoaderConfig, MaskKind, WindowSpec};
+    use std::sync::Arc;
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut datasets = Vec::new();
+    for (i, seed) in [(0, 3u64), (1, 8)] {
+        let path = dir.path().join(format!("part{i}.hdf5"));
+        write_robomimic(&path, &SyntheticSpec { episodes: 3, mean_steps: 24, image: None, seed, ..Default::default() })
+            .unwrap();
+        datasets.push(Arc::new(Dataset::open(&path).unwrap()));
+    }
+    let mixture_on = |device: &Device| {
+        let windows = WindowSpec::Steps(StepWindowSpec { seq_length: 5, ..Default::default() });
+        let loader = |dataset: &Arc<Dataset>, streams: &[&str]| {
+            let config = LoaderConfig { masks: MaskKind::Pad, ..LoaderConfig::new(streams, windows.clone(), 8) };
+            Arc::new(Loader::new(device, dataset.clone(), config).unwrap())
+        };
+        let arm = MixtureMember {
+            name: "arm".into(),
+            loader: loader(&datasets[0], &["actions", "obs/robot0_eef_pos", "obs/gripper_closed"]),
+            weight: 1.0,
+            keys: vec![
+                ("action".into(), MemberKey::from("actions")),
+                ("state".into(), MemberKey::Concat(vec!["obs/robot0_eef_pos".into(), "obs/gripper_closed".into()])),
+                ("mode".into(), MemberKey::Constant(vec![1.0, 0.5])),
+            ],
+        };
+        let other = MixtureMember {
+            name: "other".into(),
+            loader: loader(&datasets[1], &["actions", "obs/joint_pos"]),
+            weight: 2.0,
+            keys: vec![
+                ("action".into(), MemberKey::from("actions")),
+                ("state".into(), MemberKey::from("obs/joint_pos")),
+            ],
+        };
+        let config = MixtureConfig {
+            streams: vec!["action".into(), "state".into(), "mode".into()],
+            batch_size: 16,
+            weights: MixtureWeights::Sample,
+            epoch: EpochLength::Windows(48),
+            seed: 7,
+            shard: Shard::default(),
+            drop_last: false,
+            workers: 1,
+            prefetch: 1,
+        };
+        MixtureLoader::new(device, vec![arm, other], config).unwrap()
+    };
+    let (ours, reference) = (mixture_on(device), mixture_on(&Device::Cpu));
+    for index in 0..ours.batches_per_epoch() {
+        let (got, want) = (ours.batch_of_epoch(0, index).unwrap(), reference.batch_of_epoch(0, index).unwrap());
+        assert_eq!(got.datasets, want.datasets);
+        for (a, b) in got.streams.iter().zip(&want.streams) {
+            assert_eq!(a.data.shape(), b.data.shape(), "{}", a.name);
+            assert_eq!(a.data.device(), device, "{} on the mixture's device", a.name);
+            assert_eq!(a.data.to_host().unwrap(), b.data.to_host().unwrap(), "batch {index} {}", a.name);
+            assert_eq!(a.mask.to_vec::<bool>().unwrap(), b.mask.to_vec::<bool>().unwrap(), "{} mask", a.name);
+            assert_eq!(a.dim_is_pad.to_vec::<bool>().unwrap(), b.dim_is_pad.to_vec::<bool>().unwrap(), "{}", a.name);
+        }
+    }
+}
+
 macro_rules! backend_tests {
     ($backend:ident, $device:expr, [$($operation:ident),*]) => {
         mod $backend {
@@ -1540,6 +1610,7 @@ backend_tests!(
         concurrent_calls_agree,
         window_batches_match_reference,
         a_stream_missing_from_an_episode_is_masked_padding,
+        mixture_batches_match_cpu,
         loader_batches_match_reference,
         handles_of_one_device_share_its_stream,
         bad_inputs_fail_as_the_reference_does,
@@ -1565,6 +1636,7 @@ backend_tests!(
         concurrent_calls_agree,
         window_batches_match_reference,
         a_stream_missing_from_an_episode_is_masked_padding,
+        mixture_batches_match_cpu,
         loader_batches_match_reference,
         handles_of_one_device_share_its_stream,
         bad_inputs_fail_as_the_reference_does,

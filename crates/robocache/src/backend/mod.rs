@@ -20,6 +20,19 @@ use robocache_cpu::{DType, HostSlice, HostVec};
 
 use crate::Result;
 
+/// A block of rows copied between two buffers, in bytes: `rows` rows of
+/// `width`, each `from_pitch` after the last in the source (from its
+/// start), each `to_pitch` after the last in the destination from
+/// `to_offset`. Rows padded into wider ones, or placed side by side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RowBlock {
+    pub rows: usize,
+    pub width: usize,
+    pub from_pitch: usize,
+    pub to_offset: usize,
+    pub to_pitch: usize,
+}
+
 /// What the facade asks of a CUDA device's memory, streams and events.
 pub(crate) trait CudaBackend: Sized {
     /// Device memory of a tensor.
@@ -78,6 +91,10 @@ pub(crate) trait CudaBackend: Sized {
     /// As `robocache_cuda::DeviceBytes::free_on_stream`.
     unsafe fn free_storage_on_stream(storage: &Self::Storage, stream: u64);
 
+    /// `len` zero bytes on the device (queued).
+    fn zeros(&self, len: usize) -> Result<Self::Storage>;
+    /// Queues the copy of `block`'s rows from `from` (its start) into `to`.
+    fn copy_rows(&self, from: &Self::Storage, to: &Self::Storage, block: &RowBlock) -> Result<()>;
     /// Lets the device's memory pool keep up to `bytes` of freed memory
     /// between allocations (raised, never lowered).
     fn keep_pool_memory(&self, bytes: usize) -> Result<()>;

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use robocache_cpu::{DType, HostSlice, HostVec};
 
-use crate::backend::CudaBackend;
+use crate::backend::{CudaBackend, RowBlock};
 use crate::{Error, Result};
 
 /// A CUDA device (one context, its streams and its kernel module cache).
@@ -107,6 +107,14 @@ impl CudaBackend for CudaDevice {
 
     unsafe fn free_storage_on_stream(storage: &DeviceStorage, _: u64) {
         match *storage {}
+    }
+
+    fn zeros(&self, _: usize) -> Result<DeviceStorage> {
+        match self.never {}
+    }
+
+    fn copy_rows(&self, _: &DeviceStorage, _: &DeviceStorage, _: &RowBlock) -> Result<()> {
+        match self.never {}
     }
 
     fn keep_pool_memory(&self, _: usize) -> Result<()> {

@@ -14,7 +14,7 @@ use super::staging::StagingBuffer;
 use super::timing::DeviceEvent;
 use crate::assembly::{Assembled, AssemblyRequest, ResidentStream};
 use crate::backend::operations::CudaOperations;
-use crate::backend::CudaBackend;
+use crate::backend::{CudaBackend, RowBlock};
 use crate::ops::descriptors::{
     FrameOutput, Fused, FusionStreamInput, Resampled, StreamInput, TargetTimes, VoxelInput, VoxelOutput,
 };
@@ -92,6 +92,27 @@ impl CudaBackend for CudaDevice {
 
     /// `len` bytes of page-locked memory from the staging pool, to assemble
     /// an upload in (see `staging`).
+    fn zeros(&self, len: usize) -> Result<DeviceStorage> {
+        let mut bytes = self.alloc(len)?;
+        self.context.fill_range(&mut bytes, 0, len, 0).map_err(cuda_error)?;
+        Ok(DeviceStorage::new(bytes))
+    }
+
+    fn copy_rows(&self, from: &DeviceStorage, to: &DeviceStorage, block: &RowBlock) -> Result<()> {
+        self.context
+            .copy_rows(
+                &from.bytes,
+                from.offset,
+                block.from_pitch,
+                &to.bytes,
+                to.offset + block.to_offset,
+                block.to_pitch,
+                block.width,
+                block.rows,
+            )
+            .map_err(cuda_error)
+    }
+
     fn keep_pool_memory(&self, bytes: usize) -> Result<()> {
         self.context.keep_pool_memory(bytes as u64).map_err(cuda_error)
     }

@@ -169,8 +169,34 @@ impl Iterator for MixtureEpoch {
     }
 }
 
-/// A dataset's version of a stream on the host: data, shape, step mask, mask kind.
-type HostStream = (HostVec, Vec<usize>, Vec<bool>, MaskKind);
+/// A dataset's version of a mixture stream, on the mixture's device:
+/// `[B, T, ...]` data, its `[B, T]` step mask and the mask's kind.
+#[derive(Debug)]
+struct PartStream {
+    data: Tensor,
+    mask: Tensor,
+    kind: MaskKind,
+}
+
+impl PartStream {
+    fn shape(&self) -> &[usize] {
+        self.data.shape()
+    }
+
+    /// The last dimension (1 for `[B, T]`).
+    fn width(&self) -> usize {
+        last_width(self.shape())
+    }
+}
+
+/// A stream's last dimension: 1 for a `[B, T]` stream.
+fn last_width(shape: &[usize]) -> usize {
+    if shape.len() > 2 {
+        shape[shape.len() - 1]
+    } else {
+        1
+    }
+}
 
 /// What one dataset of a mixture delivered ([`MixtureLoader::telemetry`]).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -541,7 +567,9 @@ impl MixtureLoader {
         }
     }
 
-    /// Stream `name` of the mixture batch: each group's rows, padded.
+    /// Stream `name` of the mixture batch: each group's rows, padded to
+    /// the widest on the mixture's device (2-D copies on a GPU: no round
+    /// trip through the host).
     fn mix_stream(
         &self,
         name: &str,
@@ -549,15 +577,17 @@ impl MixtureLoader {
         batches: &[Option<crate::windows::WindowBatch>],
         rows: usize,
     ) -> Result<MixtureStream> {
-        // The datasets' versions of the stream, on the host (constants once
-        // the others say the dtype, steps and mask kind).
-        let mut found: Vec<Option<HostStream>> = Vec::with_capacity(groups.len());
+        // The datasets' versions of the stream (constants once the others
+        // say the dtype, steps and mask kind).
+        let mut found: Vec<Option<PartStream>> = Vec::with_capacity(groups.len());
         let mut constants: Vec<(usize, &[f64])> = Vec::new();
         for (m, (member, batch)) in self.members.iter().zip(batches).enumerate() {
             let key = member.keys.iter().find(|(mixed, _)| mixed == name).map(|(_, key)| key);
             found.push(match (key, batch) {
                 (Some(MemberKey::Stream(own)), Some(batch)) => Some(member_stream(member, batch, own)?),
-                (Some(MemberKey::Concat(parts)), Some(batch)) => Some(concatenated(member, batch, name, parts)?),
+                (Some(MemberKey::Concat(parts)), Some(batch)) => {
+                    Some(concatenated(&self.device, member, batch, name, parts)?)
+                }
                 (Some(MemberKey::Constant(values)), Some(_)) => {
                     constants.push((m, values));
                     None
@@ -566,41 +596,50 @@ impl MixtureLoader {
             });
         }
         if !constants.is_empty() {
-            let like = found.iter().flatten().next().map(|(data, shape, _, kind)| (data.dtype(), shape.clone(), *kind));
+            let like = found.iter().flatten().next().map(|p| (p.data.dtype(), p.shape().to_vec(), p.kind));
             for (m, values) in constants {
                 let (member, batch) = (&self.members[m], batches[m].as_ref());
-                found[m] = Some(constant_stream(member, batch, name, values, groups[m].len(), like.as_ref())?);
+                let part = constant_stream(&self.device, member, batch, name, values, groups[m].len(), like.as_ref())?;
+                found[m] = Some(part);
             }
         }
-        let present: Vec<&HostStream> = found.iter().flatten().collect();
+        let present: Vec<&PartStream> = found.iter().flatten().collect();
         let Some(first) = present.first() else {
             return Err(invalid(format!(
                 "stream `{name}`: no dataset of this batch has it (a batch of only datasets without it)"
             )));
         };
-        let (dtype, kind, shape) = (first.0.dtype(), first.3, &first.1);
+        let (dtype, kind, shape) = (first.data.dtype(), first.kind, first.shape().to_vec());
         if shape.len() < 2 {
             return Err(invalid(format!("stream `{name}` has shape {shape:?}: [B, T, ...] expected")));
         }
-        let widest = present.iter().map(|p| if p.1.len() > 2 { p.1[p.1.len() - 1] } else { 1 }).max().unwrap_or(1);
+        let widest = present.iter().map(|p| p.width()).max().unwrap_or(1);
         for (member, entry) in self.members.iter().zip(&found) {
-            let Some((data, member_shape, _, member_kind)) = entry else { continue };
-            if data.dtype() != dtype || *member_kind != kind || body(member_shape) != body(shape) {
+            let Some(part) = entry else { continue };
+            if part.data.dtype() != dtype || part.kind != kind || body(part.shape()) != body(&shape) {
                 return Err(invalid(format!(
-                    "stream `{name}`: dataset `{}` gives {} {member_shape:?} ({member_kind:?} masks), another {dtype} \
+                    "stream `{name}`: dataset `{}` gives {} {:?} ({:?} masks), another {dtype} \
                      {shape:?} ({kind:?}): the same dtype, steps and shape but for the last dimension are needed",
                     member.name,
-                    data.dtype()
+                    part.data.dtype(),
+                    part.shape(),
+                    part.kind
                 )));
             }
         }
         let steps = shape[1];
         let vector = shape.len() > 2;
         let inner: usize = if vector { shape[2..shape.len() - 1].iter().product() } else { 1 };
-        let element = dtype.size_in_bytes();
-        let out_row = steps * inner * widest * element;
-        let mut bytes = vec![0u8; rows * out_row];
-        let mut mask = Vec::with_capacity(rows * steps);
+        let mut out_shape = vec![rows];
+        out_shape.extend(&shape[1..]);
+        if vector {
+            let last = out_shape.len() - 1;
+            out_shape[last] = widest;
+        }
+        // Zeros, each group's rows copied in at its place; the steps of a
+        // dataset without the stream padding (their mask set below).
+        let mut data = Tensor::zeros(&self.device, dtype, &out_shape)?;
+        let mut mask = Tensor::zeros(&self.device, DType::Bool, &[rows, steps])?;
         let mut dim_is_pad = Vec::with_capacity(rows * widest);
         let mut row = 0;
         for (group, entry) in groups.iter().zip(&found) {
@@ -608,39 +647,30 @@ impl MixtureLoader {
                 continue;
             }
             match entry {
-                Some((data, member_shape, member_mask, _)) => {
-                    let width = if vector { member_shape[member_shape.len() - 1] } else { 1 };
-                    let source = data.as_slice().as_bytes();
-                    let lines = group.len() * steps * inner;
-                    for line in 0..lines {
-                        let from = &source[line * width * element..(line + 1) * width * element];
-                        let at = row * out_row + line * widest * element;
-                        bytes[at..at + width * element].copy_from_slice(from);
-                    }
-                    mask.extend_from_slice(member_mask);
+                Some(part) => {
+                    let width = part.width();
+                    part.data.copy_rows_into(&mut data, width, widest, row * steps * inner, 0)?;
+                    part.mask.copy_rows_into(&mut mask, steps, steps, row, 0)?;
                     for _ in 0..group.len() {
                         dim_is_pad.extend((0..widest).map(|d| d >= width));
                     }
                 }
                 None => {
                     // A stream this dataset lacks: zeros, every step padding.
-                    mask.extend(std::iter::repeat_n(kind == MaskKind::Pad, group.len() * steps));
+                    if kind == MaskKind::Pad {
+                        let padding = vec![true; group.len() * steps];
+                        Tensor::from_host_vec(&self.device, HostVec::Bool(padding), &[group.len(), steps])?
+                            .copy_rows_into(&mut mask, steps, steps, row, 0)?;
+                    }
                     dim_is_pad.extend(std::iter::repeat_n(true, group.len() * widest));
                 }
             }
             row += group.len();
         }
-        let mut out_shape = vec![rows];
-        out_shape.extend(&shape[1..]);
-        if vector {
-            let last = out_shape.len() - 1;
-            out_shape[last] = widest;
-        }
-        let data = host_of_bytes(dtype, bytes);
         Ok(MixtureStream {
             name: name.to_owned(),
-            data: Tensor::from_host_vec(&self.device, data, &out_shape)?,
-            mask: Tensor::from_host_vec(&self.device, HostVec::Bool(mask), &[rows, steps])?,
+            data,
+            mask,
             mask_kind: kind,
             dim_is_pad: Tensor::from_host_vec(&self.device, HostVec::Bool(dim_is_pad), &[rows, widest])?,
         })
@@ -656,83 +686,87 @@ fn body(shape: &[usize]) -> Vec<usize> {
     }
 }
 
-/// One of a member's loader streams in its batch, on the host.
-fn member_stream(member: &MixtureMember, batch: &crate::windows::WindowBatch, own: &str) -> Result<HostStream> {
+/// One of a member's loader streams in its batch.
+fn member_stream(member: &MixtureMember, batch: &crate::windows::WindowBatch, own: &str) -> Result<PartStream> {
     let stream = batch
         .stream(own)
         .ok_or_else(|| invalid(format!("dataset `{}`: its batch has no stream `{own}`", member.name)))?;
-    Ok((stream.data.to_host()?, stream.data.shape().to_vec(), stream.mask.to_vec::<bool>()?, stream.mask_kind))
+    Ok(PartStream { data: stream.data.clone(), mask: stream.mask.clone(), kind: stream.mask_kind })
 }
 
 /// A member's streams `parts` side by side along the last dimension (see
-/// [`MemberKey::Concat`]).
+/// [`MemberKey::Concat`]): the data on the device; the step masks combined
+/// on the host (a wait for the device: concatenation is the slower key).
 fn concatenated(
+    device: &Device,
     member: &MixtureMember,
     batch: &crate::windows::WindowBatch,
     name: &str,
     parts: &[String],
-) -> Result<HostStream> {
-    let read: Vec<HostStream> = parts.iter().map(|own| member_stream(member, batch, own)).collect::<Result<_>>()?;
+) -> Result<PartStream> {
+    let read: Vec<PartStream> = parts.iter().map(|own| member_stream(member, batch, own)).collect::<Result<_>>()?;
     let Some(first) = read.first() else {
         return Err(invalid(format!("dataset `{}`: stream `{name}` concatenates no stream", member.name)));
     };
-    let (dtype, kind, rows) = (first.0.dtype(), first.3, first.1[0]);
-    let width = |shape: &[usize]| if shape.len() > 2 { shape[shape.len() - 1] } else { 1 };
+    let (dtype, kind, rows) = (first.data.dtype(), first.kind, first.shape()[0]);
     for (own, part) in parts.iter().zip(&read) {
-        if part.0.dtype() != dtype || part.3 != kind || part.1[0] != rows || body(&part.1) != body(&first.1) {
+        if part.data.dtype() != dtype
+            || part.kind != kind
+            || part.shape()[0] != rows
+            || body(part.shape()) != body(first.shape())
+        {
             return Err(invalid(format!(
                 "dataset `{}`: stream `{name}` concatenates `{own}`, {} {:?} ({:?} masks), with `{}`, {dtype} {:?} \
                  ({kind:?}): the same dtype, steps and shape but for the last dimension are needed",
                 member.name,
-                part.0.dtype(),
-                part.1,
-                part.3,
+                part.data.dtype(),
+                part.shape(),
+                part.kind,
                 parts[0],
-                first.1
+                first.shape()
             )));
         }
     }
-    let element = dtype.size_in_bytes();
-    let total: usize = read.iter().map(|p| width(&p.1)).sum();
-    let lines = first.0.len() / width(&first.1).max(1);
-    let mut bytes = Vec::with_capacity(lines * total * element);
-    for line in 0..lines {
-        for part in &read {
-            let w = width(&part.1) * element;
-            bytes.extend_from_slice(&part.0.as_slice().as_bytes()[line * w..(line + 1) * w]);
-        }
-    }
-    // A step is padding where any part's is (valid where every part's is).
-    let mut mask = first.2.clone();
-    for part in &read[1..] {
-        for (m, p) in mask.iter_mut().zip(&part.2) {
-            *m = match kind {
-                MaskKind::Pad => *m || *p,
-                MaskKind::Valid => *m && *p,
-            };
-        }
-    }
-    let mut shape = first.1.clone();
+    let total: usize = read.iter().map(PartStream::width).sum();
+    let mut shape = first.shape().to_vec();
     if shape.len() > 2 {
         let last = shape.len() - 1;
         shape[last] = total;
     } else {
         shape.push(total);
     }
-    Ok((host_of_bytes(dtype, bytes), shape, mask, kind))
+    let mut data = Tensor::zeros(device, dtype, &shape)?;
+    let mut column = 0;
+    for part in &read {
+        part.data.copy_rows_into(&mut data, part.width(), total, 0, column)?;
+        column += part.width();
+    }
+    // A step is padding where any part's is (valid where every part's is).
+    let mut mask = first.mask.to_vec::<bool>()?;
+    for part in &read[1..] {
+        for (m, p) in mask.iter_mut().zip(part.mask.to_vec::<bool>()?) {
+            *m = match kind {
+                MaskKind::Pad => *m || p,
+                MaskKind::Valid => *m && p,
+            };
+        }
+    }
+    let mask = Tensor::from_host_vec(device, HostVec::Bool(mask), first.mask.shape())?;
+    Ok(PartStream { data, mask, kind })
 }
 
 /// A member's constant row at every step of its `rows` windows (see
 /// [`MemberKey::Constant`]), shaped and typed `like` the other datasets'
 /// version of the stream (`[B, T, D]` of f32 where none gives it).
 fn constant_stream(
+    device: &Device,
     member: &MixtureMember,
     batch: Option<&crate::windows::WindowBatch>,
     name: &str,
     values: &[f64],
     rows: usize,
     like: Option<&(DType, Vec<usize>, MaskKind)>,
-) -> Result<HostStream> {
+) -> Result<PartStream> {
     let (dtype, steps, kind) = match like {
         Some((dtype, shape, kind)) => {
             if shape.len() > 3 {
@@ -761,20 +795,9 @@ fn constant_stream(
         <T as robocache_cpu::Element>::vec(all)
     });
     let mask = vec![kind == MaskKind::Valid; rows * steps];
-    Ok((data, vec![rows, steps, values.len()], mask, kind))
-}
-
-/// `bytes` (native endianness) as a host vector of `dtype`.
-fn host_of_bytes(dtype: DType, bytes: Vec<u8>) -> HostVec {
-    match dtype {
-        DType::Bool => HostVec::Bool(bytes.into_iter().map(|b| b != 0).collect()),
-        _ => {
-            let element = dtype.size_in_bytes();
-            let mut host = HostVec::zeros(dtype, bytes.len() / element);
-            if let Some(target) = host.as_bytes_mut() {
-                target.copy_from_slice(&bytes);
-            }
-            host
-        }
-    }
+    Ok(PartStream {
+        data: Tensor::from_host_vec(device, data, &[rows, steps, values.len()])?,
+        mask: Tensor::from_host_vec(device, HostVec::Bool(mask), &[rows, steps])?,
+        kind,
+    })
 }
