@@ -283,3 +283,38 @@ def test_cameras_of_different_members_come_at_one_size(robomimic_file):
         assert camera.shape[0] == len(batch["dataset_index"]) and camera.shape[-2:] == (16, 16), camera.shape
         assert camera.dtype == np.uint8
         assert not np.asarray(batch["camera_dim_is_pad"]).any()
+
+
+def test_image_streams_of_step_windows_come_at_the_lerobot_members_size():
+    """An RLDS camera read by step windows, converted on the loader's device
+    (frame_size, channels first, uint8), mixes with a LeRobot camera; its
+    rows equal convert_frames of the same windows' raw frames."""
+    fixtures = _fixtures()
+    if fixtures is None:
+        pytest.skip("no dataset fixtures (the tests copied outside a checkout)")
+    rlds = robocache.open(fixtures / "rlds" / "robocache_fixture_dict" / "1.0.0", rate_hz=10.0)
+    deltas = {"action": [0.0, 0.1], "observation.images.wrist": [0.0, 0.1]}
+    lerobot = {"dataset": fixtures / "lerobot" / "images", "delta_timestamps": deltas,
+               "keys": {"camera": "observation.images.wrist"}, "return_uint8": True, "frame_size": (16, 16)}
+
+    def mixture_of(rlds_member):
+        return robocache.Loader([{"dataset": rlds, "windows": {"seq_length": 2}, **rlds_member}, lerobot],
+                                batch_size=8, epoch_windows=16, seed=3, device="cpu")
+
+    mixture = mixture_of({"keys": {"camera": "observation/image"}, "frame_size": (16, 16), "frame_layout": "chw",
+                          "frame_dtype": "uint8"})
+    raw = mixture_of({"keys": {"raw": "observation/image"}})  # the same windows, frames as stored
+    seen = 0
+    for batch, other in zip(mixture, raw):
+        assert np.array_equal(np.asarray(batch["window_index"]), np.asarray(other["window_index"]))
+        camera = np.asarray(batch["camera"])
+        assert camera.shape[1:] == (2, 3, 16, 16) and camera.dtype == np.uint8, camera.shape
+        rows = np.asarray(batch["dataset_index"]) == 0
+        seen += rows.sum()
+        frames = np.asarray(other["raw"])[rows]
+        want = robocache.convert_frames(np.ascontiguousarray(frames.reshape(-1, *frames.shape[2:])), (16, 16),
+                                        layout="chw", dtype="uint8")
+        assert np.array_equal(camera[rows].reshape(-1, 3, 16, 16), np.asarray(want))
+    assert seen > 0
+    with pytest.raises(robocache.InvalidInputError, match="frame_layout"):
+        robocache.Loader(rlds, ["observation/image"], windows={"seq_length": 2}, batch_size=4, frame_layout="nhwc")

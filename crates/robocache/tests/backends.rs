@@ -1287,6 +1287,58 @@ fn mixture_batches_match_cpu(device: &Device) {
     }
 }
 
+/// Camera frames stored as images (robomimic, RLDS) come out of step and
+/// time windows converted as the loader's `frames` say (crop, resize,
+/// layout, dtype): each batch equals `convert_frames` of the same loader's
+/// unconverted batch, on this device.
+fn image_streams_convert_in_step_and_time_windows(device: &Device) {
+    use robocache::datasets::synthetic::{write_robomimic, SyntheticSpec};
+    use robocache::datasets::{Dataset, StepWindowSpec, TimeWindowSpec};
+    use robocache::{FrameDType, FrameLayout, FrameOutput, FrameResize, Loader, LoaderConfig, WindowSpec};
+    use std::sync::Arc;
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("camera.hdf5");
+    write_robomimic(
+        &path,
+        &SyntheticSpec {
+            episodes: 3,
+            mean_steps: 20,
+            camera_hz: 20.0,
+            image: Some([8, 10]),
+            seed: 6,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let dataset = Arc::new(Dataset::open(&path).unwrap());
+    let frames = FrameOutput {
+        layout: FrameLayout::Chw,
+        dtype: FrameDType::F32,
+        resize: Some(FrameResize { width: 6, height: 4, crop: None }),
+    };
+    let streams = ["actions", "obs/agentview_image"];
+    for windows in [
+        WindowSpec::Steps(StepWindowSpec { seq_length: 3, ..Default::default() }),
+        WindowSpec::Times(TimeWindowSpec { hz: 20.0, history: 1, horizon: 2 }),
+    ] {
+        let loader = |frames: FrameOutput| {
+            let config = LoaderConfig { frames, ..LoaderConfig::new(&streams, windows.clone(), 4) };
+            Loader::new(device, dataset.clone(), config).unwrap()
+        };
+        let (converted, plain) = (loader(frames), loader(FrameOutput::default()));
+        let windows_used = [0, 5, 11, 17];
+        let (got, raw) = (converted.batch(&windows_used).unwrap(), plain.batch(&windows_used).unwrap());
+        let got = got.stream("obs/agentview_image").unwrap();
+        let raw = raw.stream("obs/agentview_image").unwrap();
+        assert_eq!(got.data.shape(), [4, 3, 3, 4, 6], "[B, T, 3, h, w] ({windows:?})");
+        let images = raw.data.clone().reshape(&[12, 8, 10, 3]).unwrap();
+        let want = device.convert_frames(&images, frames).unwrap();
+        assert_eq!(got.data.to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap(), "{windows:?}");
+        assert_eq!(got.mask.to_vec::<bool>().unwrap(), raw.mask.to_vec::<bool>().unwrap());
+    }
+}
+
 macro_rules! backend_tests {
     ($backend:ident, $device:expr, [$($operation:ident),*]) => {
         mod $backend {
@@ -1611,6 +1663,7 @@ backend_tests!(
         window_batches_match_reference,
         a_stream_missing_from_an_episode_is_masked_padding,
         mixture_batches_match_cpu,
+        image_streams_convert_in_step_and_time_windows,
         loader_batches_match_reference,
         handles_of_one_device_share_its_stream,
         bad_inputs_fail_as_the_reference_does,
@@ -1637,6 +1690,7 @@ backend_tests!(
         window_batches_match_reference,
         a_stream_missing_from_an_episode_is_masked_padding,
         mixture_batches_match_cpu,
+        image_streams_convert_in_step_and_time_windows,
         loader_batches_match_reference,
         handles_of_one_device_share_its_stream,
         bad_inputs_fail_as_the_reference_does,

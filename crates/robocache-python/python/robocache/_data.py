@@ -276,6 +276,11 @@ class Loader(_Resumable):
     camera frame on the loader's device before it becomes float, as
     :func:`robocache.convert_frames` does (Pillow's bilinear resize of the
     crop, bit for bit), instead of a ``Resize`` transform on the batch.
+    With ``windows=``, camera frames stored as images (robomimic, RLDS, bag
+    cameras) come as uint8 ``[B, T, H, W, 3]``; ``frame_size``,
+    ``frame_crop``, ``frame_layout="chw"`` and ``frame_dtype="float32"``
+    convert them the same way on the loader's device (so that cameras of
+    datasets of any format come at one size and layout in a mixture).
 
     Camera video is decoded in the loader's ``workers`` (Rust threads;
     by default one per core the process may run on, divided among the
@@ -354,7 +359,8 @@ class Loader(_Resumable):
                  windows: Optional[Dict[str, Any]] = None,
                  delta_timestamps: Optional[Dict[str, Sequence[float]]] = None, tolerance_s: float = 1e-4,
                  return_uint8: bool = False, frame_size: Optional[Tuple[int, int]] = None,
-                 frame_crop: Optional[Tuple[int, int, int, int]] = None, frame_cache_bytes: Optional[int] = None,
+                 frame_crop: Optional[Tuple[int, int, int, int]] = None, frame_layout: Optional[str] = None,
+                 frame_dtype: Optional[str] = None, frame_cache_bytes: Optional[int] = None,
                  device_frame_cache_bytes: int = 0,
                  batch_size: int, device: Optional[str] = None, seed: int = 0, shuffle: bool = True,
                  drop_last: bool = False, workers: Optional[int] = None, prefetch: int = 4,
@@ -406,9 +412,17 @@ class Loader(_Resumable):
             raise InvalidInputError("windows needs hz/history/horizon (time windows) or seq_length/frame_stack")
         # LeRobot's frames: channels first, float32 in [0, 1] (or uint8),
         # converted from the decoder's YUV on the loader's device.
-        frame_layout, frame_dtype = "hwc", "uint8"
         if self._lerobot is not None:
+            if frame_layout is not None or frame_dtype is not None:
+                raise InvalidInputError("frame_layout and frame_dtype are for windows= batches; delta_timestamps= "
+                                        "batches give LeRobot's frames (channels first, float32 or return_uint8)")
             frame_layout, frame_dtype = "chw", "uint8" if return_uint8 else "float32"
+        else:
+            frame_layout = "hwc" if frame_layout is None else str(frame_layout)
+            frame_dtype = "uint8" if frame_dtype is None else str(frame_dtype)
+            if frame_layout not in ("hwc", "chw") or frame_dtype not in ("uint8", "float32"):
+                raise InvalidInputError(f"frame_layout is 'hwc' or 'chw' and frame_dtype 'uint8' or 'float32', "
+                                        f"not {frame_layout!r} and {frame_dtype!r}")
         if workers is None:
             video = self._lerobot is not None and any(key in self._lerobot._video for key in self.streams)
             workers = _default_workers(video)

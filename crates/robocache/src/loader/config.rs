@@ -85,14 +85,16 @@ pub struct LoaderConfig {
     /// ([`DecoderChoice::Auto`]), the dataset's setting (the CPU unless
     /// set) on a CPU loader.
     pub video_decoders: Option<DecoderChoice>,
-    /// What camera frames become in [`WindowSpec::Deltas`] batches: RGB
-    /// `[B, T, H, W, 3]` u8 by default, or channels first and/or float32
-    /// (levels / 255, LeRobot's frames), cropped and resized when
-    /// `frames.resize` asks ([`Device::convert_frames`]). Video travels to
-    /// the device as the decoder's YUV 4:2:0 planes and is converted there
-    /// either way; 8-bit RGB image streams (`u8 [H, W, 3]`) are converted
-    /// there too when `frames` is not the default. Step and time windows
-    /// give camera frames as u8 `[H, W, 3]` and take only the default.
+    /// What camera frames become in batches: RGB `[B, T, H, W, 3]` u8 by
+    /// default, or channels first and/or float32 (levels / 255, LeRobot's
+    /// frames), cropped and resized when `frames.resize` asks
+    /// ([`Device::convert_frames`]). In [`WindowSpec::Deltas`] batches
+    /// video travels to the device as the decoder's YUV 4:2:0 planes and is
+    /// converted there either way; 8-bit RGB image streams (`u8 [H, W, 3]`:
+    /// robomimic, RLDS, bag cameras) are converted there when `frames` is
+    /// not the default, in every window kind (step and time windows convert
+    /// the frames they resampled, so cameras of datasets of any format come
+    /// at one size in a mixture).
     pub frames: FrameOutput,
     /// The byte budget of a frame cache on the loader's device
     /// ([`DeviceFrameCache`]; 0, the default: none): camera video frames of

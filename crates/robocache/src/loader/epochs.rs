@@ -138,6 +138,11 @@ impl Job {
                 if stream.mask_kind != self.masks && !keep_pad {
                     flip_mask(&self.device, &mut stream)?;
                 }
+                // Delta windows convert camera frames as they read them;
+                // step and time windows' image streams are converted here.
+                if !keep_pad && self.frames != FrameOutput::default() {
+                    convert_image_stream(&self.device, &self.dataset, &mut stream, self.frames)?;
+                }
                 parts.push(stream);
             }
         }
@@ -222,5 +227,26 @@ fn flip_mask(device: &Device, stream: &mut BatchStream) -> Result<()> {
         MaskKind::Valid => MaskKind::Pad,
         MaskKind::Pad => MaskKind::Valid,
     };
+    Ok(())
+}
+
+/// Converts a batch stream of camera frames stored as images (`u8 [B, T,
+/// H, W, 3]`, see `rgb_image_size`) to the loader's frame output (crop,
+/// resize, layout, dtype) on its device, as delta windows convert video.
+fn convert_image_stream(
+    device: &Device,
+    dataset: &Dataset,
+    stream: &mut BatchStream,
+    frames: FrameOutput,
+) -> Result<()> {
+    let (_, info) = dataset.stream(0, &stream.name)?;
+    let Some((width, height)) = crate::windows::rgb_image_size(info) else { return Ok(()) };
+    let shape = stream.data.shape().to_vec();
+    let [batch, steps, ..] = shape[..] else { return Ok(()) };
+    let images = stream.data.clone().reshape(&[batch * steps, height, width, 3])?;
+    let converted = device.convert_frames(&images, frames)?;
+    let mut out = vec![batch, steps];
+    out.extend(&converted.shape()[1..]);
+    stream.data = converted.reshape(&out)?;
     Ok(())
 }

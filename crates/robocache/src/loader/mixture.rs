@@ -23,9 +23,12 @@
 //! Every dataset's version of a stream must have the same dtype, steps
 //! and shape but for the last dimension (frames: resize them to one size
 //! with the loaders' `frames`), and the same mask kind. The member batches
-//! of a mixture batch are assembled in turn and padded on the host, and the
-//! result put on the device; [`MixtureLoader::epoch`]'s workers assemble
-//! batches side by side, ahead of the consumer.
+//! of a mixture batch are assembled in turn, then padded where they are:
+//! each part's rows copied into a zeroed batch by one 2-D copy on the
+//! device (`cuMemcpy2DAsync`; plain copies on the CPU), masks likewise,
+//! with no round trip through the host (a concatenated key combines its
+//! masks on the host). [`MixtureLoader::epoch`]'s workers assemble batches
+//! side by side, ahead of the consumer.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

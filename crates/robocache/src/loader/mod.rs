@@ -157,12 +157,6 @@ impl Loader {
             }
         };
         let deltas = matches!(cut, Cut::Deltas(_));
-        if !deltas && config.frames != FrameOutput::default() {
-            return Err(invalid(format!(
-                "LoaderConfig::frames {:?} applies to delta_timestamps windows; step and time windows give camera video as u8 [H, W, 3] (the default)",
-                config.frames
-            )));
-        }
         if !deltas && config.device_frame_cache_bytes > 0 {
             return Err(invalid(format!(
                 "LoaderConfig::device_frame_cache_bytes ({}) applies to delta_timestamps windows; step and time windows keep no frames on the device",
@@ -498,8 +492,11 @@ fn device_batch_bytes(
     sum_over_streams(cut, dataset, streamed, batch_size, |info, video| match video {
         Some((width, height)) => robocache_video::yuv420_len(width, height) + converted(width, height),
         None => match crate::windows::rgb_image_size(info) {
-            Some((width, height)) if deltas && frames != FrameOutput::default() => {
-                info.step_bytes() + converted(width, height)
+            // Read as images, converted on the device (delta windows as they
+            // read; step and time windows after their resample).
+            Some((width, height)) if frames != FrameOutput::default() => {
+                let read = if deltas { 1 } else { 2 };
+                read * info.step_bytes() + converted(width, height)
             }
             _ => 2 * info.step_bytes(),
         },
