@@ -18,6 +18,7 @@
 //! levels); quantiles interpolate linearly between order statistics, as
 //! NumPy's default does; `count` is the frames, as LeRobot counts them.
 
+use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -314,22 +315,36 @@ impl LeRobotWriter {
                 let mut png = BinaryBuilder::new();
                 let mut path = StringBuilder::new();
                 values.levels = vec![[0u64; 256]; 3];
-                for (k, frame) in pixels.chunks_exact(width).enumerate() {
-                    let mut encoded = Vec::new();
-                    image::ImageEncoder::write_image(
-                        image::codecs::png::PngEncoder::new(&mut encoded),
-                        frame,
-                        w as u32,
-                        h as u32,
-                        image::ExtendedColorType::Rgb8,
-                    )
-                    .map_err(|e| Error::Invalid(format!("feature `{}`: PNG encoding: {e}", feature.name)))?;
+                // Each frame's PNG and level histogram on the rayon pool (the
+                // encoding is most of a camera's cost), kept in frame order.
+                let encoded: Vec<(Vec<u8>, [[u64; 256]; 3])> = pixels
+                    .par_chunks_exact(width)
+                    .map(|frame| {
+                        let mut encoded = Vec::new();
+                        image::ImageEncoder::write_image(
+                            image::codecs::png::PngEncoder::new(&mut encoded),
+                            frame,
+                            w as u32,
+                            h as u32,
+                            image::ExtendedColorType::Rgb8,
+                        )
+                        .map_err(|e| Error::Invalid(format!("feature `{}`: PNG encoding: {e}", feature.name)))?;
+                        let mut levels = [[0u64; 256]; 3];
+                        for pixel in frame.chunks_exact(3) {
+                            for (histogram, &level) in levels.iter_mut().zip(pixel) {
+                                histogram[usize::from(level)] += 1;
+                            }
+                        }
+                        Ok((encoded, levels))
+                    })
+                    .collect::<Result<_>>()?;
+                for (k, (encoded, levels)) in encoded.into_iter().enumerate() {
                     bytes += encoded.len();
                     png.append_value(&encoded);
                     path.append_value(format!("frame-{:06}.png", self.frames + k));
-                    for pixel in frame.chunks_exact(3) {
-                        for (histogram, &level) in values.levels.iter_mut().zip(pixel) {
-                            histogram[usize::from(level)] += 1;
+                    for (total, frame) in values.levels.iter_mut().zip(&levels) {
+                        for (t, n) in total.iter_mut().zip(frame) {
+                            *t += n;
                         }
                     }
                 }

@@ -55,6 +55,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use rayon::prelude::*;
 use robocache_cpu::DType;
 use robocache_storage::Storage;
 
@@ -775,14 +776,21 @@ impl FormatReader for Ros2Reader {
         let data = &decoded.streams[p];
         let row_bytes = stream.step_bytes();
         if !data.frames.is_empty() || matches!(plan.what, Extract::CompressedImage | Extract::RawImage) {
-            for (i, row) in rows.clone().enumerate() {
-                let frame = data.frames.get(row).ok_or_else(|| Error::Invalid(format!("no row {row}")))?;
-                let at = &mut out[i * row_bytes..(i + 1) * row_bytes];
+            let frames = data.frames.get(rows.clone()).ok_or_else(|| {
+                Error::Invalid(format!("rows {rows:?} of `{}` past its {} frames", stream.name, data.frames.len()))
+            })?;
+            // Frames decode side by side on the rayon pool (JPEG and PNG
+            // decoding is most of a camera topic's cost).
+            let held = out.len();
+            let out = out
+                .get_mut(..frames.len() * row_bytes)
+                .ok_or_else(|| Error::Invalid(format!("a buffer of {held} bytes for {} frames", frames.len())))?;
+            return out.par_chunks_mut(row_bytes.max(1)).zip(frames).enumerate().try_for_each(|(i, (at, frame))| {
                 extract::decode_frame(frame, stream.dtype, &stream.step_shape, at).map_err(|problem| {
+                    let row = rows.start + i;
                     bag_error(&source.file, Some(&plan.topic), Some(row), format!("stream `{}`: {problem}", plan.key))
-                })?;
-            }
-            return Ok(());
+                })
+            });
         }
         let width = stream.channels();
         let values = data.values.get(rows.start * width..rows.end * width).ok_or_else(|| {

@@ -384,14 +384,25 @@ impl Device {
                 times.extend((1..=longest - t.len()).map(|k| last + k as f64));
             }
             let row_bytes = info.step_bytes();
+            // Windows of one episode whose rows overlap (consecutive ticks)
+            // read their rows once, together: each frame decoded once, many
+            // side by side.
+            let shared = shared_reads(dataset, name, &cut, &row_ranges, row_bytes)?;
             let mut data = BatchBuffer::new(self, info.dtype, batch * longest * channels)?;
-            for (window, (rows, bytes)) in
-                cut.iter().zip(row_ranges.iter().zip(data.as_mut_bytes().chunks_exact_mut(longest * row_bytes.max(1))))
+            for (w, (window, (rows, bytes))) in cut
+                .iter()
+                .zip(row_ranges.iter().zip(data.as_mut_bytes().chunks_exact_mut(longest * row_bytes.max(1))))
+                .enumerate()
             {
                 let (read, padding) = match rows {
                     Some(rows) => {
                         let (read, padding) = bytes.split_at_mut(rows.len() * row_bytes);
-                        dataset.read_rows_into(window.episode, name, rows.clone(), read)?;
+                        match shared.get(&w) {
+                            Some((span, bytes)) => read.copy_from_slice(
+                                &bytes[(rows.start - span.start) * row_bytes..(rows.end - span.start) * row_bytes],
+                            ),
+                            None => dataset.read_rows_into(window.episode, name, rows.clone(), read)?,
+                        }
                         unwrap_angles(name, read, rows.len(), info)?;
                         (read, padding)
                     }
@@ -426,6 +437,49 @@ impl Device {
         }
         Ok(WindowBatch::of_windows(out, samples, cut.iter().map(|w| (w.episode, w.anchor))))
     }
+}
+
+/// One read of rows shared by several windows: its rows and their bytes.
+type SharedRead = (std::ops::Range<usize>, std::sync::Arc<Vec<u8>>);
+
+/// The reads that windows of one episode whose row ranges overlap share:
+/// per window (its index in `cut`), the merged span it lies in and that
+/// span's bytes, read once. Windows that overlap no other read alone.
+fn shared_reads(
+    dataset: &Dataset,
+    name: &str,
+    cut: &[robocache_datasets::TimeWindow],
+    row_ranges: &[Option<std::ops::Range<usize>>],
+    row_bytes: usize,
+) -> Result<std::collections::HashMap<usize, SharedRead>> {
+    let mut order: Vec<usize> = (0..cut.len()).filter(|&w| row_ranges[w].is_some()).collect();
+    order.sort_by_key(|&w| (cut[w].episode, row_ranges[w].as_ref().map_or(0, |r| r.start)));
+    let mut shared = std::collections::HashMap::new();
+    let mut at = 0;
+    while at < order.len() {
+        let first = order[at];
+        let mut span = row_ranges[first].clone().unwrap_or_default();
+        let mut members = vec![first];
+        while let Some(&next) = order.get(at + members.len()) {
+            match &row_ranges[next] {
+                Some(rows) if cut[next].episode == cut[first].episode && rows.start < span.end => {
+                    span.end = span.end.max(rows.end);
+                    members.push(next);
+                }
+                _ => break,
+            }
+        }
+        at += members.len();
+        if members.len() > 1 {
+            let mut bytes = vec![0u8; span.len() * row_bytes];
+            dataset.read_rows_into(cut[first].episode, name, span.clone(), &mut bytes)?;
+            let bytes = std::sync::Arc::new(bytes);
+            for w in members {
+                shared.insert(w, (span.clone(), bytes.clone()));
+            }
+        }
+    }
+    Ok(shared)
 }
 
 /// The row that stands for a stream without rows in an episode (every step
