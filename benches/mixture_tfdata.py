@@ -119,7 +119,7 @@ def run_tfdata(args):
         builder = tfds.builder_from_directory(path)
         read = tfds.ReadConfig(interleave_cycle_length=4, num_parallel_calls_for_interleave_files=autotune)
         episodes = builder.as_dataset(split="train", shuffle_files=True, read_config=read,
-                                      decoders={"steps": {"observation": {"image": tfds.decode.SkipDecoding()}}})
+                                      decoders={"steps": tfds.decode.SkipDecoding()})
         datasets.append(episodes.interleave(windows, cycle_length=4, num_parallel_calls=autotune).repeat())
         weights.append(weight)
     total = sum(weights)
@@ -127,8 +127,7 @@ def run_tfdata(args):
     mixed = mixed.shuffle(args.shuffle_buffer, seed=0)
 
     def decode(window):
-        images = tf.map_fn(lambda jpeg: tf.io.decode_jpeg(jpeg, channels=3), window["image"],
-                           fn_output_signature=tf.TensorSpec([None, None, 3], tf.uint8))
+        images = tf.map_fn(tf.io.decode_jpeg, window["image"], fn_output_signature=tf.uint8)
         return {**window, "image": images}
 
     batches = mixed.map(decode, num_parallel_calls=autotune).batch(BATCH).prefetch(autotune)

@@ -290,6 +290,37 @@ fn marker_messages_cut_a_bag_into_episodes() {
 }
 
 #[test]
+fn point_clouds_read_as_numpy_reads_the_bytes_rosbags_gives() {
+    use robocache_datasets::ros2::point_clouds;
+    let bag = fixtures().join("clouds_mcap");
+    let clouds = point_clouds(&bag, "/lidar/points", &["intensity", "ring"], &Default::default()).unwrap();
+    let counts: Vec<i64> = npy("clouds_mcap", "lidar_points.counts");
+    let xyz: Vec<f32> = npy("clouds_mcap", "lidar_points.xyz");
+    let features: Vec<f32> = npy("clouds_mcap", "lidar_points.intensity_ring");
+    assert_eq!(clouds.iter().map(|c| c.len() as i64).collect::<Vec<_>>(), counts);
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let got_xyz: Vec<f32> = clouds.iter().flat_map(|c| c.positions.iter().copied()).collect();
+    let got_features: Vec<f32> = clouds.iter().flat_map(|c| c.features.iter().copied()).collect();
+    assert_eq!(bits(&got_xyz), bits(&xyz), "positions, the NaN point and the big-endian cloud included");
+    assert_eq!(bits(&got_features), bits(&features));
+    assert!(got_xyz.iter().any(|v| v.is_nan()), "a cloud that is not dense keeps its NaN point");
+    assert_eq!(clouds[0].frame_id, "lidar");
+    assert!(clouds.windows(2).all(|w| w[0].log_time_ns < w[1].log_time_ns));
+    // A field the cloud lacks, or a topic the bag lacks: errors naming them.
+    let error = point_clouds(&bag, "/lidar/points", &["rgb"], &Default::default()).unwrap_err().to_string();
+    assert!(
+        error.contains("no field `rgb`") && error.contains("/lidar/points") && error.contains("message 0"),
+        "{error}"
+    );
+    let error = point_clouds(&bag, "/radar", &[], &Default::default()).unwrap_err().to_string();
+    assert!(error.contains("/radar") && error.contains("clouds_mcap"), "{error}");
+    // A message that is not a cloud: an error, not a panic.
+    let error =
+        point_clouds(&fixtures().join("arm_mcap"), "/gripper", &[], &Default::default()).unwrap_err().to_string();
+    assert!(error.contains("not a sensor_msgs/PointCloud2"), "{error}");
+}
+
+#[test]
 fn a_directory_of_bags_is_a_dataset_of_episodes() {
     let dir = tempfile::tempdir().unwrap();
     for bag in ["arm_mcap", "arm_sqlite"] {

@@ -394,3 +394,44 @@ pub(crate) fn bag_topics_json(
         .py_err()?;
     serde_json::to_string(&topics).map_err(|e| invalid(format!("bag topics: {e}")))
 }
+
+/// One point cloud as `bag_point_clouds` passes it to Python: bag file,
+/// log time, header stamp (ns), frame, positions and features (f32 bytes,
+/// native order).
+type CloudTuple<'py> = (String, u64, i128, String, Bound<'py, pyo3::types::PyBytes>, Bound<'py, pyo3::types::PyBytes>);
+
+/// The `sensor_msgs/PointCloud2` messages of `topic` in every bag at
+/// `path`: per message its positions and the fields named in `features`
+/// as f32 (`robocache_datasets::ros2::point_clouds`).
+#[pyfunction]
+#[pyo3(signature = (path, topic, features, storage_options=None, remote_cache_dir=None, remote_cache_bytes=None))]
+pub(crate) fn bag_point_clouds<'py>(
+    py: Python<'py>,
+    path: std::path::PathBuf,
+    topic: String,
+    features: Vec<String>,
+    storage_options: Option<Vec<(String, String)>>,
+    remote_cache_dir: Option<std::path::PathBuf>,
+    remote_cache_bytes: Option<u64>,
+) -> PyResult<Vec<CloudTuple<'py>>> {
+    let storage = StorageOptions {
+        cache_dir: remote_cache_dir,
+        cache_bytes: remote_cache_bytes,
+        options: storage_options.unwrap_or_default(),
+    };
+    let names: Vec<&str> = features.iter().map(String::as_str).collect();
+    let clouds = py
+        .detach(|| robocache::datasets::ros2::point_clouds(&path, &topic, &names, &storage))
+        .map_err(robocache::Error::from)
+        .py_err()?;
+    let bytes = |values: &[f32]| {
+        pyo3::types::PyBytes::new(py, &values.iter().flat_map(|v| v.to_ne_bytes()).collect::<Vec<u8>>())
+    };
+    Ok(clouds
+        .into_iter()
+        .map(|c| {
+            let file = c.file.display().to_string();
+            (file, c.log_time_ns, c.stamp_ns, c.frame_id.clone(), bytes(&c.positions), bytes(&c.features))
+        })
+        .collect())
+}

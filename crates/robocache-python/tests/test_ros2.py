@@ -172,3 +172,26 @@ def test_bag_topics_lists_what_a_bag_holds():
     assert len({t["file"] for t in robocache.bag_topics(FIXTURES / "arm_zstd.mcap")}) == 1
     with pytest.raises(robocache.Error, match="no .mcap or .db3"):
         robocache.bag_topics(FIXTURES / "expected")
+
+
+def test_point_clouds_are_the_voxelizers_input():
+    """A PointCloud2 topic read by field name equals NumPy's reading of the
+    bytes rosbags gives back, and voxelizes as a batch of clouds."""
+    clouds = robocache.bag_point_clouds(FIXTURES / "clouds_mcap", "/lidar/points", ["intensity", "ring"])
+    counts = np.load(FIXTURES / "expected" / "clouds_mcap" / "lidar_points.counts.npy")
+    assert [len(c["positions"]) for c in clouds] == list(counts)
+    positions = np.concatenate([c["positions"] for c in clouds])
+    features = np.concatenate([c["features"] for c in clouds])
+    want = np.load(FIXTURES / "expected" / "clouds_mcap" / "lidar_points.xyz.npy")
+    assert np.array_equal(positions.view(np.uint32), want.view(np.uint32)), "bit for bit, NaN included"
+    assert np.array_equal(features, np.load(FIXTURES / "expected" / "clouds_mcap" / "lidar_points.intensity_ring.npy"))
+    assert clouds[0]["frame_id"] == "lidar" and features.shape[1] == 2
+    index = np.concatenate([np.full(len(c["positions"]), i, np.int64) for i, c in enumerate(clouds)])
+    grid, _, dropped = robocache.voxelize(positions, origin=(-2.0, -2.0, -2.0), voxel_size=0.5, dims=(8, 8, 8),
+                                          mode="count", clouds=index, num_clouds=len(clouds))
+    grid = np.asarray(grid)
+    assert grid.shape == (len(clouds), 8, 8, 8)
+    assert int(np.asarray(dropped)[0]) == 1, "the NaN point is dropped"
+    assert int(grid.sum()) == len(positions) - 1
+    with pytest.raises(robocache.DatasetError, match="no field `rgb`"):
+        robocache.bag_point_clouds(FIXTURES / "clouds_mcap", "/lidar/points", ["rgb"])

@@ -29,9 +29,11 @@
 //! - **Transforms**: a `[parent, child]` stream is the child's pose in the
 //!   parent frame through the tf tree ([`tf_tree`]) at each `/tf` message.
 //!
+//! - **Point clouds**: [`point_clouds`] reads a `PointCloud2` topic's
+//!   messages as the voxelizer's input (positions and named fields as f32).
+//!
 //! What is not read yet: ros2idl definitions, bags before Iron in SQLite
-//! (no definitions stored: listed, not decoded), `foxglove.CompressedVideo`,
-//! `PointCloud2` into the voxelizer.
+//! (no definitions stored: listed, not decoded), `foxglove.CompressedVideo`.
 //!
 //! **A mapped topic missing from an episode** (no message on it in that bag,
 //! or in that part of a bag cut at gaps) is a stream without rows there,
@@ -45,6 +47,7 @@ pub(crate) mod extract;
 pub(crate) mod mapping;
 pub(crate) mod mcap_bag;
 pub(crate) mod msg_schema;
+mod point_cloud;
 pub(crate) mod sqlite_bag;
 pub(crate) mod tf_tree;
 mod topic_stats;
@@ -62,6 +65,7 @@ use robocache_storage::Storage;
 use self::bag_file::{BagFile, RawMessage};
 use self::extract::{Extract, Frame, StreamPlan};
 pub use self::mapping::{BagMapping, EpisodeSplit, MarkerValue, StreamMapping, TimeSource};
+pub use self::point_cloud::{point_clouds, PointCloud};
 pub use self::topic_stats::{topic_stats, TopicStats};
 use crate::format_reader::{FormatKind, FormatReader, Opened};
 use crate::formats::OpenOptions;

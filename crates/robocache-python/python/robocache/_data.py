@@ -11,6 +11,7 @@ import numpy as np
 from . import _arrays
 from ._errors import InvalidInputError
 from ._native import Dataset as _NativeDataset
+from ._native import bag_point_clouds as _native_bag_point_clouds
 from ._native import bag_topics_json as _native_bag_topics_json
 from ._native import Loader as _NativeLoader
 
@@ -614,3 +615,26 @@ def bag_topics(path: Union[str, os.PathLike], *, storage_options: Optional[Dict[
     return json.loads(_native_bag_topics_json(path if "://" in path else os.path.expanduser(path), options,
                                               None if remote_cache_dir is None else os.fspath(remote_cache_dir),
                                               remote_cache_bytes))
+
+
+def bag_point_clouds(path: Union[str, os.PathLike], topic: str, features: Sequence[str] = (), *,
+                     storage_options: Optional[Dict[str, Any]] = None, remote_cache_dir: Optional[str] = None,
+                     remote_cache_bytes: Optional[int] = None) -> List[Dict[str, Any]]:
+    """The ``sensor_msgs/PointCloud2`` messages of ``topic`` in ROS 2 bags (a
+    ``.mcap`` or ``.db3`` file or a directory of them), as the voxelizer's
+    input: per message a dict of ``positions`` (float32 ``[N, 3]``: ``x``,
+    ``y``, ``z``), ``features`` (float32 ``[N, F]``: the fields named, in
+    order, from any numeric type), ``stamp_ns`` (its header), ``log_time_ns``,
+    ``frame_id`` and ``file``. Points of a cloud that is not dense keep their
+    NaN coordinates (``robocache.voxelize`` drops them). A field or topic the
+    bag lacks raises an error naming it."""
+    path = os.fspath(path)
+    options = None if storage_options is None else [(str(k), str(v)) for k, v in storage_options.items()]
+    names = [str(f) for f in features]
+    clouds = _native_bag_point_clouds(path if "://" in path else os.path.expanduser(path), str(topic), names, options,
+                                      None if remote_cache_dir is None else os.fspath(remote_cache_dir),
+                                      remote_cache_bytes)
+    return [{"file": file, "log_time_ns": log, "stamp_ns": stamp, "frame_id": frame,
+             "positions": np.frombuffer(positions, np.float32).reshape(-1, 3),
+             "features": np.frombuffer(values, np.float32).reshape(-1, len(names))}
+            for file, log, stamp, frame, positions, values in clouds]

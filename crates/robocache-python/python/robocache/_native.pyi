@@ -217,3 +217,12 @@ def bag_topics_json(
     remote_cache_dir: Optional[str] = None,
     remote_cache_bytes: Optional[int] = None,
 ) -> str: ...
+
+def bag_point_clouds(
+    path: str,
+    topic: str,
+    features: List[str],
+    storage_options: Optional[List[Tuple[str, str]]] = None,
+    remote_cache_dir: Optional[str] = None,
+    remote_cache_bytes: Optional[int] = None,
+) -> List[Tuple[str, int, int, str, bytes, bytes]]: ...
