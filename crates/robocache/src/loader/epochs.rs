@@ -95,6 +95,11 @@ impl Job {
     /// resampled, in the configured stream order, with its columns on the
     /// device; synchronised when asked.
     pub(super) fn assemble(&self, samples: Vec<usize>) -> Result<WindowBatch> {
+        self.assemble_then(samples, self.wait_until_ready)
+    }
+
+    /// [`Job::assemble`], waiting for the device only when `wait` says so.
+    pub(super) fn assemble_then(&self, samples: Vec<usize>, wait: bool) -> Result<WindowBatch> {
         let pairs = samples.iter().map(|&s| self.cut.anchor(s)).collect::<Result<Vec<_>>>()?;
         let episodes: Vec<usize> = pairs.iter().map(|&(e, _)| e).collect();
         // Seconds, as every `WindowBatch` (step windows: the anchor step over
@@ -152,7 +157,7 @@ impl Job {
                 parts.iter().position(|p| &p.name == name).ok_or_else(|| invalid(format!("no stream `{name}`")))?;
             ordered.push(parts.swap_remove(at));
         }
-        if self.wait_until_ready {
+        if wait {
             self.device.synchronize()?;
         }
         Ok(WindowBatch { streams: ordered, samples, episodes, anchors, columns: Some(columns) })

@@ -517,7 +517,9 @@ impl MixtureLoader {
             .map(|(windows, member)| {
                 (!windows.is_empty()).then(|| {
                     let at = Instant::now();
-                    let batch = member.loader.batch(windows);
+                    // Queued, not waited for: the padding below is queued
+                    // after it on the same stream, and the batch waits once.
+                    let batch = member.loader.batch_queued(windows);
                     (batch, at.elapsed().as_secs_f64())
                 })
             })
@@ -541,6 +543,10 @@ impl MixtureLoader {
             .collect::<Result<_>>()?;
         let datasets = groups.iter().enumerate().flat_map(|(m, g)| std::iter::repeat_n(m, g.len())).collect();
         let windows = groups.iter().flatten().copied().collect();
+        // Ready when its members' batches would be: one wait for them all.
+        if self.members.iter().any(|m| m.loader.waits_until_ready()) {
+            self.device.synchronize()?;
+        }
         Ok(MixtureBatch { streams, datasets, windows })
     }
 

@@ -322,6 +322,22 @@ impl Loader {
         self.epochs.job.assemble(windows.to_vec())
     }
 
+    /// [`Loader::batch`] without waiting for the device, whatever
+    /// `wait_until_ready` says: the batch's work is queued on the device's
+    /// stream, which orders whatever is queued after it (a mixture pads its
+    /// members' batches this way and waits once).
+    pub fn batch_queued(&self, windows: &[usize]) -> Result<crate::windows::WindowBatch> {
+        if let Some(&bad) = windows.iter().find(|&&w| w >= self.windows()) {
+            return Err(invalid(format!("window {bad}: the loader has {} windows", self.windows())));
+        }
+        self.epochs.job.assemble_then(windows.to_vec(), false)
+    }
+
+    /// Whether its batches are waited for ([`LoaderConfig::wait_until_ready`]).
+    pub fn waits_until_ready(&self) -> bool {
+        self.config.wait_until_ready
+    }
+
     /// One loader per device for one process: device `i` of `n` takes
     /// shard `rank · n + i` of `world_size · n`, so all devices of all
     /// processes partition the windows.
