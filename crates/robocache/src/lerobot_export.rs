@@ -31,8 +31,13 @@ pub struct LeRobotExport {
     pub robot_type: Option<String>,
 }
 
-/// Windows resampled per batch.
+/// Windows resampled per batch, at most.
 const BATCH: usize = 256;
+/// The bytes a batch's rows of its widest stream may take: each window
+/// reads about two rows of each stream (the samples around its tick), so
+/// camera frames make a batch smaller (640×480: 36 windows), which keeps
+/// its buffers in the allocator's reach instead of fresh pages each batch.
+const BATCH_ROW_BYTES: usize = 64 << 20;
 
 fn invalid(message: String) -> Error {
     Error::Dataset(robocache_datasets::Error::Invalid(message))
@@ -77,6 +82,8 @@ pub fn export_lerobot(
             names: None,
         });
     }
+    let widest = streams.iter().filter_map(|name| first.stream(name)).map(|s| s.step_bytes()).max().unwrap_or(1);
+    let batch = (BATCH_ROW_BYTES / (2 * widest.max(1))).clamp(8, BATCH);
     let spec = TimeWindowSpec { hz: options.fps, history: 0, horizon: 1 };
     let windows = TimeWindows::new(dataset, &streams, &spec)?;
     let device = Device::cpu();
@@ -85,14 +92,14 @@ pub fn export_lerobot(
         let samples: Vec<usize> = windows.episode_samples(episode).collect();
         let mut columns: Vec<Vec<HostVec>> = features.iter().map(|_| Vec::new()).collect();
         let mut valid = Vec::with_capacity(samples.len());
-        for chunk in samples.chunks(BATCH) {
+        for chunk in samples.chunks(batch) {
             let batch = device.time_window_batch(dataset, &windows, chunk, &streams)?;
             let mut all_valid = vec![true; chunk.len()];
-            for ((stream, column), feature) in batch.streams.iter().zip(&mut columns).zip(&features) {
+            for ((stream, column), feature) in batch.streams.into_iter().zip(&mut columns).zip(&features) {
                 for (v, m) in all_valid.iter_mut().zip(stream.mask.to_vec::<bool>()?) {
                     *v &= m;
                 }
-                let data = stream.data.to_host()?;
+                let data = stream.data.into_host()?;
                 let data = match data.dtype() == feature.dtype {
                     true => data,
                     false => HostVec::F32(data.as_slice().to_f64_vec().into_iter().map(|v| v as f32).collect()),
@@ -126,15 +133,25 @@ pub fn export_lerobot(
 fn concat_range(parts: Vec<HostVec>, dtype: DType, range: std::ops::Range<usize>) -> Result<HostVec> {
     macro_rules! gather {
         ($variant:ident) => {{
-            let mut all = Vec::new();
+            // Only the range, into one allocation of its size (a camera
+            // column is hundreds of megabytes: no growth, no second copy).
+            let mut out = Vec::with_capacity(range.len());
+            let mut at = 0usize;
             for part in parts {
-                match part {
-                    HostVec::$variant(values) => all.extend(values),
+                let values = match part {
+                    HostVec::$variant(values) => values,
                     other => return Err(invalid(format!("a {} part in a {dtype} column", other.dtype()))),
+                };
+                let (from, to) = (range.start.max(at), range.end.min(at + values.len()));
+                if from < to {
+                    out.extend_from_slice(&values[from - at..to - at]);
                 }
+                at += values.len();
             }
-            let slice = all.get(range.clone()).ok_or_else(|| invalid(format!("rows {range:?} past the column")))?;
-            HostVec::$variant(slice.to_vec())
+            if out.len() != range.len() {
+                return Err(invalid(format!("rows {range:?} past the column of {at} values")));
+            }
+            HostVec::$variant(out)
         }};
     }
     Ok(match dtype {

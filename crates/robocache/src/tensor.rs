@@ -267,6 +267,15 @@ impl Tensor {
         }
     }
 
+    /// The data on the host, taken without a copy where it is there already
+    /// (a CPU tensor robocache owns); copied otherwise, as [`Tensor::to_host`].
+    pub fn into_host(self) -> Result<HostVec> {
+        match self.storage {
+            Storage::Host(v) => Ok(v),
+            _ => self.to_host(),
+        }
+    }
+
     /// A copy of the tensor on the same device (queued on a GPU: a
     /// device-to-device copy that does not wait).
     pub fn duplicate(&self) -> Result<Tensor> {

@@ -312,7 +312,6 @@ impl LeRobotWriter {
                     )));
                 };
                 let [h, w, _] = [feature.shape[0], feature.shape[1], 3];
-                let mut png = BinaryBuilder::new();
                 let mut path = StringBuilder::new();
                 values.levels = vec![[0u64; 256]; 3];
                 // Each frame's PNG and level histogram on the rayon pool (the
@@ -338,6 +337,10 @@ impl LeRobotWriter {
                         Ok((encoded, levels))
                     })
                     .collect::<Result<_>>()?;
+                // Sized once: appending hundreds of megabytes of PNGs to a
+                // growing buffer copied them again at every doubling.
+                let total: usize = encoded.iter().map(|(png, _)| png.len()).sum();
+                let mut png = BinaryBuilder::with_capacity(encoded.len(), total);
                 for (k, (encoded, levels)) in encoded.into_iter().enumerate() {
                     bytes += encoded.len();
                     png.append_value(&encoded);
