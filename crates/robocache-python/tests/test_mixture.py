@@ -160,6 +160,40 @@ def test_a_mixture_on_the_gpu_equals_it_on_the_cpu(cuda):
             assert np.array_equal(want[key], got[key]), key
 
 
+def test_keys_and_cameras_of_a_mixture_on_the_gpu_equal_the_cpu(cuda):
+    """Padding on the device, a concatenated key, a constant and an RLDS
+    camera converted after its windows: every batch on the GPU equals the
+    CPU's, bit for bit."""
+    fixtures = _fixtures()
+    if fixtures is None:
+        pytest.skip("no dataset fixtures (the tests copied outside a checkout)")
+    deltas = {"action": [0.0, 0.1, 0.2, 0.3], "observation.state": [0.0, 0.1, 0.2, 0.3],
+              "observation.images.front": [0.0, 0.1, 0.2, 0.3]}
+    results = {}
+    for device in ["cpu", cuda]:
+        rlds = robocache.open(fixtures / "rlds" / "robocache_fixture_dict" / "1.0.0", rate_hz=10.0)
+        mixture = robocache.Loader([
+            {"dataset": fixtures / "lerobot" / "av1", "weight": 1.0, "delta_timestamps": deltas, "return_uint8": True,
+             "frame_size": (16, 16),
+             "keys": {"action": "action", "state": "observation.state", "camera": "observation.images.front",
+                      "mode": {"constant": [1.0, 0.0]}}},
+            {"dataset": rlds, "weight": 2.0, "windows": {"seq_length": 4}, "frame_size": (16, 16),
+             "frame_layout": "chw",
+             "keys": {"action": "action/world_vector", "state": ["observation/state", "observation/joint_positions"],
+                      "camera": "observation/image"}},
+        ], batch_size=16, epoch_windows=64, seed=5, device=device)
+        batches = []
+        for batch in mixture:
+            if device != "cpu":
+                assert all(v.device.type == "cuda" for v in batch.values() if hasattr(v, "device"))
+            batches.append({k: np.asarray(v.cpu()) for k, v in batch.items()})
+        results[device] = batches
+    assert len(results["cpu"]) == 4 and results["cpu"][0]["camera"].shape[1:] == (4, 3, 16, 16)
+    for want, got in zip(results["cpu"], results[cuda]):
+        for key in want:
+            assert np.array_equal(want[key], got[key]), key
+
+
 def test_a_loader_of_several_datasets_is_their_mixture(robomimic_file):
     fixtures = _fixtures()
     if fixtures is None:
