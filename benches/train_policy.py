@@ -408,6 +408,52 @@ def robocache_lerobot_feed(args, device, workers, cache_bytes, on_gpu=False):
     return batches(), loader, fill_s
 
 
+def robocache_mixture_feed(args, device, workers, cache_bytes):
+    """A LeRobot root (camera video, its decoded-frame cache) and an RLDS
+    directory (a JPEG camera) as one weighted mixture (`robocache.Loader([...])`,
+    weights `--mixture-weights`): LeRobot's delta_timestamps in each
+    dataset's own clock (2 frames of each camera and of the state, 16
+    actions), every camera resized to `--lerobot-image` by its member's
+    loader, state and action padded to the widest (14) with `*_dim_is_pad`;
+    the RLDS dataset has no wrist camera (padding). An epoch runs until the
+    LeRobot member's windows are used up, so the first one, read before
+    training, fills its frame cache (its time returned)."""
+    import torch  # noqa: F401 (a CUDA loader's batches are torch tensors)
+    import robocache
+
+    fps = lerobot_fps(args.lerobot_root)
+    rlds = robocache.open(args.rlds, rate_hz=10.0)
+    rlds_deltas = {"observation/image": [-0.1, 0.0], "observation/state": [-0.1, 0.0],
+                   "action": [k / 10 for k in range(CHUNK)]}
+    weights = [float(w) for w in args.mixture_weights.split(":")]
+    loader = robocache.Loader([
+        {"dataset": args.lerobot_root, "name": "lerobot", "weight": weights[0], "delta_timestamps": deltas(fps),
+         "frame_cache_bytes": cache_bytes,
+         "keys": {"front": LEROBOT_CAMERAS[0], "wrist": LEROBOT_CAMERAS[1], "state": "observation.state",
+                  "action": "action"}},
+        {"dataset": rlds, "name": "rlds", "weight": weights[1], "delta_timestamps": rlds_deltas,
+         "keys": {"front": "observation/image", "state": "observation/state", "action": "action"}},
+    ], batch_size=args.batch, device=device, return_uint8=True, frame_size=(args.lerobot_image, args.lerobot_image),
+        until_exhausted="lerobot", drop_last=True, mixture_workers=workers, prefetch=2 * workers, workers=workers)
+    fill_s = None
+    if cache_bytes:
+        started = time.perf_counter()
+        for _ in loader:
+            pass
+        fill_s = time.perf_counter() - started
+
+    def batches():
+        epoch = 1 if cache_bytes else 0
+        while True:
+            loader.set_epoch(epoch)
+            for batch in loader:
+                yield {"images": [batch["front"], batch["wrist"]], "low_dim": batch["state"],
+                       "actions": batch["action"]}
+            epoch += 1
+
+    return batches(), loader, fill_s
+
+
 def synthetic_feed(args, device):
     import torch
 
@@ -556,12 +602,16 @@ def main():
                              "repeated), robomimic-N (num_workers N); on --lerobot-root: lerobot-N (LeRobotDataset "
                              "+ DataLoader, N workers), robocache-lerobot-N (N workers), robocache-lerobot-cache-N "
                              "(with the frame cache, after one epoch that fills it), robocache-lerobot-gpucache-N (the "
-                             "frame cache on the GPU, frames resized there to --lerobot-image)")
+                             "frame cache on the GPU, frames resized there to --lerobot-image); with --rlds too: "
+                             "robocache-mixture-N and robocache-mixture-cache-N (the LeRobot root and the RLDS "
+                             "dataset as one weighted mixture, N workers; with the frame cache)")
     parser.add_argument("--lerobot-root", help="a LeRobot root (benches/lerobot_loader.py write) for the LeRobot feeds")
     parser.add_argument("--lerobot-image", type=int, default=224, help="LeRobot frames resized to this on the GPU")
     parser.add_argument("--lerobot-backend", default="torchcodec", help="LeRobot's video backend (torchcodec, pyav)")
     parser.add_argument("--cache-gib", type=float, default=8.0,
                         help="the frame cache of robocache-lerobot-cache and robocache-lerobot-gpucache")
+    parser.add_argument("--rlds", help="an RLDS directory (robocache bench write-rlds) for the mixture feeds")
+    parser.add_argument("--mixture-weights", default="1:1", help="LeRobot:RLDS sample weights of the mixture feeds")
     parser.add_argument("--robomimic-cache", default="low_dim", choices=["low_dim", "all"])
     parser.add_argument("--robocache-workers", type=int, default=4)
     parser.add_argument("--ddp", action="store_true", help="under torchrun: DDP, sharded loaders, exactly-once check")
@@ -580,7 +630,9 @@ def main():
         dist.init_process_group("nccl", device_id=device)
     os.makedirs(args.out, exist_ok=True)
     feeds = args.feeds.split(",")
-    lerobot_feeds = [n for n in feeds if n.startswith(("lerobot-", "robocache-lerobot-"))]
+    lerobot_feeds = [n for n in feeds if n.startswith(("lerobot-", "robocache-lerobot-", "robocache-mixture-"))]
+    if any(n.startswith("robocache-mixture-") for n in feeds) and not args.rlds:
+        raise SystemExit("the mixture feeds need --rlds: an RLDS directory (robocache bench write-rlds makes one)")
     if lerobot_feeds and not (args.lerobot_root and os.path.isdir(args.lerobot_root)):
         raise SystemExit(f"{', '.join(lerobot_feeds)} need --lerobot-root: a LeRobot root "
                          "(python benches/lerobot_loader.py write ROOT makes one)")
@@ -632,6 +684,13 @@ def main():
                                                               cache, on_gpu=name.startswith("robocache-lerobot-gpucache-"))
                 if cache:
                     extra["cache_fill_s"] = fill_s
+            elif name.startswith("robocache-mixture-"):
+                cached = name.startswith("robocache-mixture-cache-")
+                cache = int(args.cache_gib * 2**30) if cached else 0
+                feed, loader, fill_s = robocache_mixture_feed(args, f"cuda:{local_rank}", int(name.split("-")[-1]),
+                                                              cache)
+                if cache:
+                    extra["cache_fill_s"] = fill_s
             elif name.startswith("robomimic-"):
                 feed, _, _ = robomimic_feed(args, device, int(name.split("-")[1]), args.robomimic_cache, rank,
                                             world_size)
@@ -641,6 +700,8 @@ def main():
             result = train(args, model, feed, device, utilization, label, world_size)
             if name.startswith("robocache-lerobot-cache-"):
                 extra["frame_cache"] = loader.telemetry()["frame_cache"]
+            if name.startswith("robocache-mixture-"):
+                extra["mixture"] = loader.telemetry()
             if name.startswith("robocache-lerobot-gpucache-"):
                 extra["device_frame_cache"] = loader.telemetry()["device_frame_cache"]
             result.update(extra)
