@@ -389,23 +389,30 @@ def robocache_lerobot_feed(args, device, workers, cache_bytes, on_gpu=False):
                               batch_size=args.batch, shuffle=True, workers=workers, prefetch=2 * workers,
                               device=device, drop_last=True, return_uint8=True, frame_cache_bytes=host_bytes,
                               device_frame_cache_bytes=gpu_bytes, frame_size=size)
+    batches, fill_s = epochs_after_fill(loader, cache_bytes, lambda batch: lerobot_batch(batch, device))
+    loader.reset_telemetry()  # the cache's hit rate over the training epochs only
+    return batches, loader, fill_s
+
+
+def epochs_after_fill(loader, cache_bytes, convert):
+    """The model's batches (`convert` of each), epoch after epoch; with a
+    frame cache, one whole epoch read first to fill it (its seconds returned)."""
     fill_s = None
     if cache_bytes:
         started = time.perf_counter()
         for _ in loader:
             pass
         fill_s = time.perf_counter() - started
-        loader.reset_telemetry()  # the cache's hit rate over the training epochs only
 
     def batches():
         epoch = 1 if cache_bytes else 0
         while True:
             loader.set_epoch(epoch)
             for batch in loader:
-                yield lerobot_batch(batch, device)
+                yield convert(batch)
             epoch += 1
 
-    return batches(), loader, fill_s
+    return batches(), fill_s
 
 
 def robocache_mixture_feed(args, device, workers, cache_bytes):
@@ -435,23 +442,9 @@ def robocache_mixture_feed(args, device, workers, cache_bytes):
          "keys": {"front": "observation/image", "state": "observation/state", "action": "action"}},
     ], batch_size=args.batch, device=device, return_uint8=True, frame_size=(args.lerobot_image, args.lerobot_image),
         until_exhausted="lerobot", drop_last=True, mixture_workers=workers, prefetch=2 * workers, workers=workers)
-    fill_s = None
-    if cache_bytes:
-        started = time.perf_counter()
-        for _ in loader:
-            pass
-        fill_s = time.perf_counter() - started
-
-    def batches():
-        epoch = 1 if cache_bytes else 0
-        while True:
-            loader.set_epoch(epoch)
-            for batch in loader:
-                yield {"images": [batch["front"], batch["wrist"]], "low_dim": batch["state"],
-                       "actions": batch["action"]}
-            epoch += 1
-
-    return batches(), loader, fill_s
+    batches, fill_s = epochs_after_fill(loader, cache_bytes, lambda batch: {
+        "images": [batch["front"], batch["wrist"]], "low_dim": batch["state"], "actions": batch["action"]})
+    return batches, loader, fill_s
 
 
 def synthetic_feed(args, device):

@@ -94,6 +94,17 @@ pub(crate) fn bag_files(path: &Path, storage: &Storage) -> Result<Vec<PathBuf>> 
     Ok(files)
 }
 
+/// The store of `options` and the bag files at `path` (a bag or a directory
+/// of them); none is an error naming the path.
+pub(crate) fn bags_at(path: &Path, options: &crate::StorageOptions) -> Result<(Storage, Vec<PathBuf>)> {
+    let storage = Storage::new(options.clone());
+    let files = bag_files(path, &storage)?;
+    if files.is_empty() {
+        return Err(Error::UnknownFormat { file: path.into(), reason: "no .mcap or .db3 bag in it".into() });
+    }
+    Ok((storage, files))
+}
+
 /// Opens one bag file by its extension.
 pub(crate) fn open_bag(path: &Path, storage: &Storage) -> Result<Arc<dyn BagFile>> {
     match path.extension().and_then(|e| e.to_str()) {

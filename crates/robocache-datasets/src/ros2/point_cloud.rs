@@ -16,8 +16,8 @@ use std::path::Path;
 use super::bag_file::RawMessage;
 use super::cdr::{self, Value};
 use super::msg_schema::MessageSchema;
-use super::{bag_error, bag_files, open_bag, STOP};
-use crate::{Error, Result, Storage, StorageOptions};
+use super::{bag_error, bags_at, open_bag, STOP};
+use crate::{Result, StorageOptions};
 
 /// One `PointCloud2` message's points.
 #[derive(Clone, Debug, PartialEq)]
@@ -94,11 +94,7 @@ impl FieldLayout {
 /// of them, in path order), in each bag's order: `x`, `y`, `z` and the
 /// fields named in `features`, as `f32`.
 pub fn point_clouds(path: &Path, topic: &str, features: &[&str], storage: &StorageOptions) -> Result<Vec<PointCloud>> {
-    let storage = Storage::new(storage.clone());
-    let files = bag_files(path, &storage)?;
-    if files.is_empty() {
-        return Err(Error::UnknownFormat { file: path.into(), reason: "no .mcap or .db3 bag in it".into() });
-    }
+    let (storage, files) = bags_at(path, storage)?;
     let mut out = Vec::new();
     for file in files {
         let bag = open_bag(&file, &storage)?;

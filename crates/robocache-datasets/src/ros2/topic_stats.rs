@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::{bag_files, open_bag};
-use crate::{Error, Result, Storage, StorageOptions};
+use super::{bags_at, open_bag};
+use crate::{Error, Result, StorageOptions};
 
 /// One topic of one bag file.
 #[derive(Clone, Debug, Serialize)]
@@ -35,11 +35,7 @@ pub struct TopicStats {
 
 /// The topics of every bag at `path` (a bag file or a directory of them).
 pub fn topic_stats(path: &Path, storage: &StorageOptions) -> Result<Vec<TopicStats>> {
-    let storage = Storage::new(storage.clone());
-    let files = bag_files(path, &storage)?;
-    if files.is_empty() {
-        return Err(Error::UnknownFormat { file: path.into(), reason: "no .mcap or .db3 bag in it".into() });
-    }
+    let (storage, files) = bags_at(path, storage)?;
     let mut out = Vec::new();
     for file in files {
         let bag = open_bag(&file, &storage)?;
