@@ -214,12 +214,23 @@ fn bad_configurations_are_errors() {
     .unwrap();
     let err = loader.epoch(0).next().unwrap().unwrap_err().to_string();
     assert!(err.contains("own clock"), "{err}");
-    // Frames other than u8 [H, W, 3] come only with delta windows.
-    let float_frames = LoaderConfig {
-        frames: FrameOutput { layout: FrameLayout::Chw, dtype: FrameDType::F32, resize: None },
-        ..LoaderConfig::new(&["actions"], windows.clone(), 4)
+    // Step windows convert camera frames too (backends.rs checks the
+    // values); a crop that does not fit the camera fails when the loader is
+    // made, naming the stream.
+    let crop_outside = LoaderConfig {
+        frames: FrameOutput {
+            layout: FrameLayout::Chw,
+            dtype: FrameDType::F32,
+            resize: Some(FrameResize {
+                width: 2,
+                height: 2,
+                crop: Some(CropBox { left: 3, top: 0, width: 4, height: 4 }),
+            }),
+        },
+        ..LoaderConfig::new(&["actions", "obs/agentview_image"], windows.clone(), 4)
     };
-    assert!(make(float_frames).contains("delta_timestamps"));
+    let error = make(crop_outside);
+    assert!(error.contains("obs/agentview_image"), "{error}");
 }
 
 /// Camera video of a LeRobot root (the AV1 fixture LeRobot wrote) through a
