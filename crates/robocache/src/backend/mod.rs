@@ -83,6 +83,9 @@ pub(crate) trait CudaBackend: Sized {
     fn duplicate(&self, storage: &Self::Storage, len: usize) -> Result<Self::Storage>;
     /// Where the storage's bytes start on the device.
     fn storage_pointer(storage: &Self::Storage) -> u64;
+    /// The parts of `storage`'s allocation from each of `offsets` bytes on
+    /// (the allocation lives while any part does).
+    fn storage_parts(storage: Self::Storage, offsets: &[usize]) -> Vec<Self::Storage>;
     /// Frees `storage`'s allocation, once its last part is dropped, on the
     /// foreign `stream` instead of the device's own.
     ///

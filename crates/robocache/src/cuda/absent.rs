@@ -105,6 +105,10 @@ impl CudaBackend for CudaDevice {
         match *storage {}
     }
 
+    fn storage_parts(storage: DeviceStorage, _: &[usize]) -> Vec<DeviceStorage> {
+        match storage {}
+    }
+
     unsafe fn free_storage_on_stream(storage: &DeviceStorage, _: u64) {
         match *storage {}
     }

@@ -166,6 +166,10 @@ impl CudaBackend for CudaDevice {
         storage.device_pointer()
     }
 
+    fn storage_parts(storage: DeviceStorage, offsets: &[usize]) -> Vec<DeviceStorage> {
+        offsets.iter().map(|&offset| DeviceStorage::part(&storage.bytes, storage.offset + offset)).collect()
+    }
+
     unsafe fn free_storage_on_stream(storage: &DeviceStorage, stream: u64) {
         // SAFETY: forwarded to the caller.
         unsafe { storage.bytes.free_on_stream(stream) }

@@ -115,29 +115,34 @@ impl Job {
             .chain(episodes.iter().map(|&e| e as i64))
             .chain(anchors.iter().map(|a| a.to_bits() as i64))
             .collect();
-        let (mut parts, columns) = match &self.resident {
+        let (mut parts, mut placed_columns) = match &self.resident {
             Some(resident) => {
                 let request =
                     AssemblyRequest { shape: self.cut.shape(), samples: &pairs, masks: self.masks, columns: &columns };
                 let assembled = resident.assemble(&request)?;
-                (assembled.streams, assembled.columns)
+                (assembled.streams, Some(assembled.columns))
             }
-            None => (Vec::new(), Tensor::from_slice(&self.device, &columns, &[3, samples.len()])?),
+            None => (Vec::new(), None),
         };
         if !self.streamed.is_empty() {
             let names: Vec<&str> = self.streamed.iter().map(String::as_str).collect();
-            let batch = match self.cut.as_ref() {
-                Cut::Steps(w) => self.device.step_window_batch(&self.dataset, w, &samples, &names)?,
-                Cut::Times(w) => self.device.time_window_batch(&self.dataset, w, &samples, &names)?,
-                Cut::Deltas(w) => match &self.frame_cache {
-                    Some(cache) => {
-                        self.device.delta_window_batch_cached(&self.dataset, w, &samples, &names, self.frames, cache)?
+            // Streamed step and delta windows place the columns on the
+            // device with their rows, in one upload.
+            let along = if placed_columns.is_none() { Some(columns.as_slice()) } else { None };
+            let (dataset, frames, cache) = (&self.dataset, self.frames, self.frame_cache.as_deref());
+            let mut batch = match self.cut.as_ref() {
+                Cut::Steps(w) => self.device.step_window_batch_from(dataset, w, &samples, &names, along)?,
+                Cut::Times(w) => self.device.time_window_batch(dataset, w, &samples, &names)?,
+                Cut::Deltas(w) => {
+                    if let Some(cache) = cache {
+                        cache.check_use(&self.device, frames.resize)?;
                     }
-                    None => {
-                        self.device.delta_window_batch_with_frames(&self.dataset, w, &samples, &names, self.frames)?
-                    }
-                },
+                    self.device.delta_window_batch_from(dataset, w, &samples, &names, frames, cache, along)?
+                }
             };
+            if placed_columns.is_none() {
+                placed_columns = batch.columns.take();
+            }
             let keep_pad = matches!(*self.cut, Cut::Deltas(_));
             for mut stream in batch.streams {
                 if stream.mask_kind != self.masks && !keep_pad {
@@ -160,6 +165,10 @@ impl Job {
         if wait {
             self.device.synchronize()?;
         }
+        let columns = match placed_columns {
+            Some(placed) => placed,
+            None => Tensor::from_slice(&self.device, &columns, &[3, samples.len()])?,
+        };
         Ok(WindowBatch { streams: ordered, samples, episodes, anchors, columns: Some(columns) })
     }
 }

@@ -23,7 +23,7 @@ pub(crate) use angles::unwrap_angle_channels;
 use angles::unwrap_angles;
 
 pub use crate::assembly::{BatchStream, MaskKind};
-use crate::batch_buffer::BatchBuffer;
+use crate::batch_buffer::{BatchBuffer, BatchUpload};
 use crate::{Device, DeviceFrameCache, Error, FrameOutput, Result, StreamInput, TargetTimes, Tensor, TimeAxis};
 
 /// A batch of windows: one [`BatchStream`] per requested stream, plus where
@@ -95,20 +95,54 @@ impl Device {
         samples: &[usize],
         streams: &[&str],
     ) -> Result<WindowBatch> {
+        self.step_window_batch_from(dataset, windows, samples, streams, None)
+    }
+
+    /// [`Device::step_window_batch`] with the loader's `columns` (`i64 [3,
+    /// B]`) placed on the device with the rows: every stream's rows, masks
+    /// and the columns in one upload.
+    pub(crate) fn step_window_batch_from(
+        &self,
+        dataset: &Dataset,
+        windows: &StepWindows,
+        samples: &[usize],
+        streams: &[&str],
+        columns: Option<&[i64]>,
+    ) -> Result<WindowBatch> {
         let cut: Vec<_> = samples.iter().map(|&s| windows.window(s)).collect::<Result<_, _>>()?;
         let steps = windows.spec().window_len();
         let rate = dataset.info().rate_hz;
-        let mut out = Vec::with_capacity(streams.len());
+        let anchors = cut.iter().map(|w| (w.episode, w.step as f64 / rate));
+        let Some(first) = cut.first() else {
+            let out = streams.iter().map(|&name| empty_stream(self, name, steps)).collect::<Result<_>>()?;
+            let mut batch = WindowBatch::of_windows(out, samples, anchors);
+            batch.columns = columns.map(|c| Tensor::from_slice(self, c, &[3, 0])).transpose()?;
+            return Ok(batch);
+        };
+        let mut infos = Vec::with_capacity(streams.len());
+        let (mut parts, mut shapes, mut names) = (Vec::new(), Vec::new(), Vec::new());
         for &name in streams {
-            let mut mask = Vec::with_capacity(cut.len() * steps);
-            let Some(first) = cut.first() else {
-                out.push(empty_stream(self, name, steps)?);
-                continue;
-            };
             let info = dataset.stream(first.episode, name)?.1;
+            parts.push((info.dtype, cut.len() * steps * info.channels()));
+            let mut shape = vec![cut.len(), steps];
+            shape.extend(&info.step_shape);
+            shapes.push(shape);
+            parts.push((DType::Bool, cut.len() * steps));
+            shapes.push(vec![cut.len(), steps]);
+            names.extend([name, name]);
+            infos.push(info);
+        }
+        if let Some(columns) = columns {
+            parts.push((DType::I64, columns.len()));
+            shapes.push(vec![3, cut.len()]);
+            names.push("columns");
+        }
+        let mut upload = BatchUpload::new(self, &parts)?;
+        for (k, (&name, info)) in streams.iter().zip(&infos).enumerate() {
             let row_bytes = info.step_bytes();
-            let mut data = BatchBuffer::new(self, info.dtype, cut.len() * steps * info.channels())?;
-            for (window, bytes) in cut.iter().zip(data.as_mut_bytes().chunks_exact_mut(steps * row_bytes.max(1))) {
+            let mut mask = Vec::with_capacity(cut.len() * steps);
+            let data = upload.part_mut(2 * k);
+            for (window, bytes) in cut.iter().zip(data.chunks_exact_mut(steps * row_bytes.max(1))) {
                 let part = dataset.read_step_window(window, name)?;
                 if part.dtype() != info.dtype || part.len() * part.dtype().size_in_bytes() != bytes.len() {
                     return Err(Error::Dataset(robocache_datasets::Error::Invalid(format!(
@@ -119,12 +153,22 @@ impl Device {
                 bytes.copy_from_slice(part.as_slice().as_bytes());
                 mask.extend(window.pad_mask());
             }
-            let mut shape = vec![cut.len(), steps];
-            shape.extend(&info.step_shape);
-            let data = data.into_tensor(self, &shape, name)?;
-            out.push(BatchStream::with_host_mask(self, name, data, mask, [cut.len(), steps], MaskKind::Valid)?);
+            upload.set_flags(2 * k + 1, mask)?;
         }
-        Ok(WindowBatch::of_windows(out, samples, cut.iter().map(|w| (w.episode, w.step as f64 / rate))))
+        if let Some(columns) = columns {
+            upload.set_i64(parts.len() - 1, columns)?;
+        }
+        let mut placed = upload.into_tensors(self, &shapes, &names)?.into_iter();
+        let mut out = Vec::with_capacity(streams.len());
+        for &name in streams {
+            let (Some(data), Some(mask)) = (placed.next(), placed.next()) else {
+                return Err(Error::Internal(format!("stream `{name}`: its batch upload has no part")));
+            };
+            out.push(BatchStream { name: name.to_owned(), data, mask, mask_kind: MaskKind::Valid });
+        }
+        let mut batch = WindowBatch::of_windows(out, samples, anchors);
+        batch.columns = placed.next();
+        Ok(batch)
     }
 
     /// LeRobot `delta_timestamps` windows `samples` of `windows` for
@@ -175,7 +219,7 @@ impl Device {
         streams: &[&str],
         frames: FrameOutput,
     ) -> Result<WindowBatch> {
-        self.delta_window_batch_from(dataset, windows, samples, streams, frames, None)
+        self.delta_window_batch_from(dataset, windows, samples, streams, frames, None, None)
     }
 
     /// [`Device::delta_window_batch_with_frames`] with the video frames
@@ -214,10 +258,11 @@ impl Device {
         cache: &DeviceFrameCache,
     ) -> Result<WindowBatch> {
         cache.check_use(self, frames.resize)?;
-        self.delta_window_batch_from(dataset, windows, samples, streams, frames, Some(cache))
+        self.delta_window_batch_from(dataset, windows, samples, streams, frames, Some(cache), None)
     }
 
-    fn delta_window_batch_from(
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn delta_window_batch_from(
         &self,
         dataset: &Dataset,
         windows: &DeltaWindows,
@@ -225,20 +270,29 @@ impl Device {
         streams: &[&str],
         frames: FrameOutput,
         cache: Option<&DeviceFrameCache>,
+        columns: Option<&[i64]>,
     ) -> Result<WindowBatch> {
         let cut: Vec<_> = samples.iter().map(|&s| windows.window(s)).collect::<Result<_, _>>()?;
-        let mut video_reads = match cache {
-            None => self.read_video_streams_at_once(dataset, windows, &cut, streams)?,
-            Some(_) => Vec::new(),
+        let fps = windows.fps();
+        let anchors = cut.iter().map(|w| (w.episode, w.frame as f64 / fps));
+        let Some(first) = cut.first() else {
+            let out = streams
+                .iter()
+                .map(|&name| empty_stream(self, name, windows.offsets_of(name).map_or(1, <[i64]>::len)))
+                .collect::<Result<_>>()?;
+            let mut batch = WindowBatch::of_windows(out, samples, anchors);
+            batch.columns = columns.map(|c| Tensor::from_slice(self, c, &[3, 0])).transpose()?;
+            return Ok(batch);
         };
-        let mut out = Vec::with_capacity(streams.len());
+        // Every stream's rows (but video frames, decoded into their own
+        // buffers), every mask and the columns go to the device in one upload.
+        let mut plans = Vec::with_capacity(streams.len());
+        let mut parts = Vec::with_capacity(2 * streams.len() + 1);
+        let mut shapes: Vec<Vec<usize>> = Vec::with_capacity(parts.capacity());
+        let mut names = Vec::with_capacity(parts.capacity());
         for &name in streams {
             let offsets = windows.offsets_of(name).unwrap_or(&[0]);
             let steps = offsets.len();
-            let Some(first) = cut.first() else {
-                out.push(empty_stream(self, name, steps)?);
-                continue;
-            };
             let info = dataset.stream(first.episode, name)?.1;
             for window in &cut {
                 let (_, here) = dataset.stream(window.episode, name)?;
@@ -249,13 +303,45 @@ impl Device {
                     ))));
                 }
             }
-            let (data, pad) = match (dataset.video_frame_size(name), cache) {
+            let video = dataset.video_frame_size(name);
+            let data_at = match video {
+                Some(_) => None,
+                None => {
+                    parts.push((info.dtype, cut.len() * steps * info.channels()));
+                    let mut shape = vec![cut.len(), steps];
+                    shape.extend(&info.step_shape);
+                    shapes.push(shape);
+                    names.push(name);
+                    Some(parts.len() - 1)
+                }
+            };
+            parts.push((DType::Bool, cut.len() * steps));
+            shapes.push(vec![cut.len(), steps]);
+            names.push(name);
+            plans.push(DeltaPlan { name, offsets, video, image: rgb_image_size(info), data_at, mask_at: parts.len() - 1 });
+        }
+        if let Some(columns) = columns {
+            parts.push((DType::I64, columns.len()));
+            shapes.push(vec![3, cut.len()]);
+            names.push("columns");
+        }
+        // Video first, into its own staging buffers (each uploaded as it is
+        // filled), so that no thread holds the upload's buffer while it
+        // waits for the pool to lend another.
+        let mut video_reads = match cache {
+            None => self.read_video_streams_at_once(dataset, windows, &cut, streams)?,
+            Some(_) => Vec::new(),
+        };
+        let mut decoded: Vec<Option<(Tensor, Vec<bool>)>> = Vec::with_capacity(plans.len());
+        for plan in &plans {
+            let (name, offsets, steps) = (plan.name, plan.offsets, plan.offsets.len());
+            decoded.push(match (plan.video, cache) {
                 (Some(size), Some(cache)) => {
                     let converted = self.cached_video_frames(dataset, cache, name, &cut, offsets, size, frames)?;
                     let mut shape = vec![cut.len(), steps];
                     shape.extend(&converted.shape()[1..]);
                     let pad = cut.iter().flat_map(|w| offsets.iter().map(move |&d| w.row(d).1)).collect();
-                    (converted.reshape(&shape)?, pad)
+                    Some((converted.reshape(&shape)?, pad))
                 }
                 (Some((width, height)), None) => {
                     // The whole batch in one read: each group of pictures
@@ -274,32 +360,62 @@ impl Device {
                     let rgb = self.yuv420_to_rgb(&planes, width, height, frames)?;
                     let mut shape = vec![cut.len(), steps];
                     shape.extend(&rgb.shape()[1..]);
-                    (rgb.reshape(&shape)?, pad)
+                    Some((rgb.reshape(&shape)?, pad))
                 }
-                (None, _) => {
-                    let mut data = BatchBuffer::new(self, info.dtype, cut.len() * steps * info.channels())?;
-                    let pad = dataset.read_delta_windows_into(&cut, name, offsets, data.as_mut_bytes())?;
-                    match rgb_image_size(info) {
+                (None, _) => None,
+            });
+        }
+        let mut upload = BatchUpload::new(self, &parts)?;
+        if let Some(columns) = columns {
+            upload.set_i64(parts.len() - 1, columns)?;
+        }
+        let mut video = Vec::with_capacity(plans.len());
+        for (plan, decoded) in plans.iter().zip(decoded) {
+            let pad = match (decoded, plan.data_at) {
+                (Some((rgb, pad)), _) => {
+                    video.push(Some(rgb));
+                    pad
+                }
+                (None, Some(data_at)) => {
+                    video.push(None);
+                    dataset.read_delta_windows_into(&cut, plan.name, plan.offsets, upload.part_mut(data_at))?
+                }
+                (None, None) => {
+                    return Err(Error::Internal(format!("stream `{}`: no room planned for its rows", plan.name)))
+                }
+            };
+            upload.set_flags(plan.mask_at, pad)?;
+        }
+        let mut placed: Vec<Option<Tensor>> = upload.into_tensors(self, &shapes, &names)?.into_iter().map(Some).collect();
+        let mut out = Vec::with_capacity(plans.len());
+        for (plan, video) in plans.iter().zip(video) {
+            let steps = plan.offsets.len();
+            let data = match (video, plan.data_at) {
+                (Some(data), _) => data,
+                (None, Some(at)) => {
+                    let data = take_part(&mut placed, at)?;
+                    match plan.image {
                         // Camera frames stored as images: converted as video is.
                         Some((width, height)) if frames != FrameOutput::default() => {
-                            let images = data.into_tensor(self, &[cut.len() * steps, height, width, 3], name)?;
+                            let images = data.reshape(&[cut.len() * steps, height, width, 3])?;
                             let converted = self.convert_frames(&images, frames)?;
                             let mut shape = vec![cut.len(), steps];
                             shape.extend(&converted.shape()[1..]);
-                            (converted.reshape(&shape)?, pad)
+                            converted.reshape(&shape)?
                         }
-                        _ => {
-                            let mut shape = vec![cut.len(), steps];
-                            shape.extend(&info.step_shape);
-                            (data.into_tensor(self, &shape, name)?, pad)
-                        }
+                        _ => data,
                     }
                 }
+                (None, None) => return Err(Error::Internal(format!("stream `{}`: no rows read", plan.name))),
             };
-            out.push(BatchStream::with_host_mask(self, name, data, pad, [cut.len(), steps], MaskKind::Pad)?);
+            let mask = take_part(&mut placed, plan.mask_at)?;
+            out.push(BatchStream { name: plan.name.to_owned(), data, mask, mask_kind: MaskKind::Pad });
         }
-        let fps = windows.fps();
-        Ok(WindowBatch::of_windows(out, samples, cut.iter().map(|w| (w.episode, w.frame as f64 / fps))))
+        let mut batch = WindowBatch::of_windows(out, samples, anchors);
+        if columns.is_some() {
+            batch.columns = Some(take_part(&mut placed, parts.len() - 1)?);
+        }
+        Ok(batch)
     }
 
     /// Time windows `samples` of `windows` for `streams`, each stream
@@ -528,6 +644,26 @@ fn write_neutral_row(info: &StreamInfo, row: &mut [u8]) {
             at.copy_from_slice(one);
         }
     }
+}
+
+/// How one stream of a delta-window batch is read: video frames decoded
+/// into their own buffers, other rows into the batch's upload at `data_at`,
+/// the mask into it at `mask_at`.
+struct DeltaPlan<'a> {
+    name: &'a str,
+    offsets: &'a [i64],
+    video: Option<(usize, usize)>,
+    image: Option<(usize, usize)>,
+    data_at: Option<usize>,
+    mask_at: usize,
+}
+
+/// Part `at` of an upload's tensors, taken once.
+fn take_part(placed: &mut [Option<Tensor>], at: usize) -> Result<Tensor> {
+    placed
+        .get_mut(at)
+        .and_then(Option::take)
+        .ok_or_else(|| Error::Internal(format!("batch upload: part {at} taken twice or never made")))
 }
 
 fn empty_stream(device: &Device, name: &str, steps: usize) -> Result<BatchStream> {
