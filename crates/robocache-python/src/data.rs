@@ -395,6 +395,30 @@ pub(crate) fn bag_topics_json(
     serde_json::to_string(&topics).map_err(|e| invalid(format!("bag topics: {e}")))
 }
 
+/// Every message of every topic of the bags at `path` decoded (what
+/// `robocache inspect --decode` runs), as JSON: per bag file and topic, the
+/// messages and bytes decoded and the first error, if any.
+#[pyfunction]
+#[pyo3(signature = (path, storage_options=None, remote_cache_dir=None, remote_cache_bytes=None))]
+pub(crate) fn bag_decode_json(
+    py: Python<'_>,
+    path: std::path::PathBuf,
+    storage_options: Option<Vec<(String, String)>>,
+    remote_cache_dir: Option<std::path::PathBuf>,
+    remote_cache_bytes: Option<u64>,
+) -> PyResult<String> {
+    let storage = StorageOptions {
+        cache_dir: remote_cache_dir,
+        cache_bytes: remote_cache_bytes,
+        options: storage_options.unwrap_or_default(),
+    };
+    let decoded = py
+        .detach(|| robocache::datasets::ros2::decode_messages(&path, &storage))
+        .map_err(robocache::Error::from)
+        .py_err()?;
+    serde_json::to_string(&decoded).map_err(|e| invalid(format!("bag decode: {e}")))
+}
+
 /// One point cloud as `bag_point_clouds` passes it to Python: bag file,
 /// log time, header stamp (ns), frame, positions and features (f32 bytes,
 /// native order).

@@ -2,7 +2,9 @@
 //! streams, shapes, dtypes, rates and durations of a dataset file or
 //! directory (metadata only); with `--verify`, every row of every stream
 //! read and checked as well (`Dataset::verify`). ROS 2 bags also get a
-//! table of their topics: type, messages, rate, largest gap, time range.
+//! table of their topics: type, messages, rate, largest gap, time range;
+//! with `--decode`, every message of every topic decoded from the
+//! definitions the bag carries, and the rate it decoded at.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -32,6 +34,11 @@ pub struct Args {
     /// read; exits with an error when anything is wrong.
     #[arg(long)]
     verify: bool,
+    /// ROS 2 bags: decode every message of every topic with the definitions
+    /// the bag carries (one thread), print messages and bytes decoded per
+    /// topic and the rate; exits with an error when a message does not decode.
+    #[arg(long, conflicts_with = "verify")]
+    decode: bool,
     /// Threads reading for --verify (default: every core).
     #[arg(long)]
     threads: Option<usize>,
@@ -53,6 +60,12 @@ pub fn run(args: Args) -> Result<()> {
     };
     if let (Some(topics), false) = (&topics, args.json) {
         super::print_out(&topic_table(topics))?;
+    }
+    if args.decode {
+        let Some(topics) = topics else {
+            anyhow::bail!("{}: --decode reads ROS 2 bags (.mcap, .db3), and this is not one", args.file.display());
+        };
+        return decode(&args, &options, topics);
     }
     let dataset = opened?;
     let info = dataset.info();
@@ -78,6 +91,54 @@ pub fn run(args: Args) -> Result<()> {
     }
     if !report.is_ok() {
         anyhow::bail!("{}: {} problem(s) found by --verify", args.file.display(), report.problems.len());
+    }
+    Ok(())
+}
+
+/// `--decode`: every message of every topic decoded, a line per topic and
+/// the totals (or JSON), an error when a topic did not decode.
+fn decode(args: &Args, options: &OpenOptions, topics: Vec<ros2::TopicStats>) -> Result<()> {
+    let started = std::time::Instant::now();
+    let decoded = ros2::decode_messages(&args.file, &options.storage)?;
+    let seconds = started.elapsed().as_secs_f64();
+    let messages: u64 = decoded.iter().map(|t| t.messages).sum();
+    let bytes: u64 = decoded.iter().map(|t| t.bytes).sum();
+    if args.json {
+        let json = serde_json::json!({
+            "topics": topics,
+            "decode": { "seconds": seconds, "messages": messages, "bytes": bytes, "topics": decoded },
+        });
+        super::print_out(&format!("{}\n", serde_json::to_string_pretty(&json)?))?;
+    } else {
+        use std::fmt::Write as _;
+        let mut out = String::new();
+        let _ = writeln!(out, "\n{:<32} {:<36} {:>10} {:>12}  problem", "topic", "type", "decoded", "MB");
+        for topic in &decoded {
+            let _ = writeln!(
+                out,
+                "{:<32} {:<36} {:>10} {:>12.2}  {}",
+                topic.topic,
+                topic.type_name,
+                topic.messages,
+                topic.bytes as f64 / 1e6,
+                topic.error.as_deref().unwrap_or("")
+            );
+        }
+        let _ = writeln!(
+            out,
+            "decoded {messages} messages ({:.1} MB) in {seconds:.3} s: {:.0} messages/s, {:.1} MB/s",
+            bytes as f64 / 1e6,
+            messages as f64 / seconds.max(1e-9),
+            bytes as f64 / 1e6 / seconds.max(1e-9)
+        );
+        super::print_out(&out)?;
+    }
+    let failed: Vec<String> = decoded
+        .iter()
+        .filter_map(|t| t.error.as_ref().map(|e| format!("{} `{}`: {e}", t.file.display(), t.topic)))
+        .collect();
+    if !failed.is_empty() {
+        anyhow::bail!("{} topic(s) did not decode:\n  {}", failed.len(), failed.join("\n  "));
     }
     Ok(())
 }

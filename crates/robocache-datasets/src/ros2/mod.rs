@@ -66,7 +66,7 @@ use self::bag_file::{BagFile, RawMessage};
 use self::extract::{Extract, Frame, StreamPlan};
 pub use self::mapping::{BagMapping, EpisodeSplit, MarkerValue, StreamMapping, TimeSource};
 pub use self::point_cloud::{point_clouds, PointCloud};
-pub use self::topic_stats::{topic_stats, TopicStats};
+pub use self::topic_stats::{decode_messages, topic_stats, TopicDecode, TopicStats};
 use crate::format_reader::{FormatKind, FormatReader, Opened};
 use crate::formats::OpenOptions;
 use crate::model::{DatasetInfo, EpisodeInfo, Format, StreamInfo, Timeline};

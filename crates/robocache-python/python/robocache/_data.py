@@ -12,6 +12,7 @@ from . import _arrays
 from ._errors import InvalidInputError
 from ._native import Dataset as _NativeDataset
 from ._native import bag_point_clouds as _native_bag_point_clouds
+from ._native import bag_decode_json as _native_bag_decode_json
 from ._native import bag_topics_json as _native_bag_topics_json
 from ._native import Loader as _NativeLoader
 
@@ -613,6 +614,23 @@ def bag_topics(path: Union[str, os.PathLike], *, storage_options: Optional[Dict[
     path = os.fspath(path)
     options = None if storage_options is None else [(str(k), str(v)) for k, v in storage_options.items()]
     return json.loads(_native_bag_topics_json(path if "://" in path else os.path.expanduser(path), options,
+                                              None if remote_cache_dir is None else os.fspath(remote_cache_dir),
+                                              remote_cache_bytes))
+
+
+def bag_decode(path: Union[str, os.PathLike], *, storage_options: Optional[Dict[str, Any]] = None,
+               remote_cache_dir: Optional[str] = None, remote_cache_bytes: Optional[int] = None) -> List[Dict[str, Any]]:
+    """Decodes every message of every topic of ROS 2 bags (a ``.mcap`` or
+    ``.db3`` file or a directory of them) with the definitions the bags
+    carry, on one thread, and returns per bag file and topic ``messages`` and
+    ``bytes`` decoded and ``error``: why its messages are not all decoded (no
+    definition, not CDR, or the first message that failed, by its index), or
+    None. A bag that cannot be read (a damaged chunk or record) raises an
+    error naming the file. What ``robocache inspect BAG --decode`` runs: the
+    check that a bag decodes whole before training on it."""
+    path = os.fspath(path)
+    options = None if storage_options is None else [(str(k), str(v)) for k, v in storage_options.items()]
+    return json.loads(_native_bag_decode_json(path if "://" in path else os.path.expanduser(path), options,
                                               None if remote_cache_dir is None else os.fspath(remote_cache_dir),
                                               remote_cache_bytes))
 

@@ -218,6 +218,13 @@ def bag_topics_json(
     remote_cache_bytes: Optional[int] = None,
 ) -> str: ...
 
+def bag_decode_json(
+    path: str,
+    storage_options: Optional[List[Tuple[str, str]]] = None,
+    remote_cache_dir: Optional[str] = None,
+    remote_cache_bytes: Optional[int] = None,
+) -> str: ...
+
 def bag_point_clouds(
     path: str,
     topic: str,
