@@ -174,6 +174,20 @@ def test_bag_topics_lists_what_a_bag_holds():
         robocache.bag_topics(FIXTURES / "expected")
 
 
+def test_bag_decode_decodes_every_message_and_names_a_bad_one(tmp_path):
+    counted = {t["topic"]: t["messages"] for t in robocache.bag_topics(FIXTURES / "arm_mcap")}
+    decoded = robocache.bag_decode(FIXTURES / "arm_mcap")
+    assert {t["topic"]: t["messages"] for t in decoded} == counted
+    assert all(t["error"] is None and t["bytes"] > 0 for t in decoded)
+    # A chunk's bytes changed: the bag cannot be read, and the error names it.
+    damaged = tmp_path / "damaged.mcap"
+    data = bytearray((FIXTURES / "arm_zstd.mcap").read_bytes())
+    data[len(data) // 3] ^= 0x55
+    damaged.write_bytes(bytes(data))
+    with pytest.raises(robocache.DatasetError, match="damaged.mcap"):
+        robocache.bag_decode(damaged)
+
+
 def test_point_clouds_are_the_voxelizers_input():
     """A PointCloud2 topic read by field name equals NumPy's reading of the
     bytes rosbags gives back, and voxelizes as a batch of clouds."""
