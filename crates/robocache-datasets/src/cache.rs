@@ -4,7 +4,8 @@
 //! first; images never enter (they are read row by row).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use robocache_cpu::HostVec;
 
@@ -30,88 +31,96 @@ pub struct CacheUsage {
 struct Entry {
     data: Arc<HostVec>,
     bytes: usize,
-    last_used: u64,
+    /// The clock at its last use: set under the read lock, so a hit never
+    /// waits for another.
+    last_used: AtomicU64,
 }
 
 #[derive(Debug, Default)]
 struct State {
     entries: HashMap<StreamKey, Entry>,
     bytes: usize,
-    clock: u64,
-    hits: u64,
-    misses: u64,
 }
 
-/// The cache (shared by reader threads).
+/// The cache: a map under a read-write lock, so that the loader's threads,
+/// each reading a stream's rows for every window of its batches, look up
+/// together (a hit takes the read lock; only an insert takes the write
+/// lock). Recency and the counts are atomics.
 #[derive(Debug)]
 pub(crate) struct StreamCache {
     budget: usize,
-    state: Mutex<State>,
+    state: RwLock<State>,
+    clock: AtomicU64,
+    hits: AtomicU64,
+    misses: AtomicU64,
 }
 
 impl StreamCache {
     pub fn new(budget: usize) -> Self {
-        StreamCache { budget, state: Mutex::new(State::default()) }
+        StreamCache {
+            budget,
+            state: RwLock::new(State::default()),
+            clock: AtomicU64::new(0),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+        }
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
-        // A panic while holding the lock cannot leave the map inconsistent
-        // (every update is a single insert or remove), so poisoning is ignored.
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    fn read(&self) -> RwLockReadGuard<'_, State> {
+        self.state.read().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// True when a stream of `bytes` may be cached at all.
+    fn write(&self) -> RwLockWriteGuard<'_, State> {
+        self.state.write().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// True when a stream of `bytes` may enter (images never do; see the caller).
     pub fn admits(&self, bytes: usize) -> bool {
         bytes > 0 && bytes <= self.budget
     }
 
     pub fn get(&self, key: StreamKey) -> Option<Arc<HostVec>> {
-        let mut state = self.lock();
-        state.clock += 1;
-        let clock = state.clock;
-        match state.entries.get_mut(&key) {
-            Some(entry) => {
-                entry.last_used = clock;
-                let data = entry.data.clone();
-                state.hits += 1;
-                Some(data)
-            }
-            None => {
-                state.misses += 1;
-                None
-            }
-        }
+        let found = self.read().entries.get(&key).map(|entry| {
+            entry.last_used.store(self.clock.fetch_add(1, Ordering::Relaxed) + 1, Ordering::Relaxed);
+            entry.data.clone()
+        });
+        let counter = if found.is_some() { &self.hits } else { &self.misses };
+        counter.fetch_add(1, Ordering::Relaxed);
+        found
     }
 
-    /// Inserts a stream, evicting the least recently used ones to stay within budget.
+    /// Keeps `data` (a whole stream of `bytes`), evicting the least
+    /// recently used streams while the budget lacks room. A stream larger
+    /// than the budget is not kept.
     pub fn insert(&self, key: StreamKey, data: Arc<HostVec>, bytes: usize) {
         if !self.admits(bytes) {
             return;
         }
-        let mut state = self.lock();
+        let mut state = self.write();
         if state.entries.contains_key(&key) {
             return;
         }
         while state.bytes + bytes > self.budget {
-            let Some(oldest) = state.entries.iter().min_by_key(|(_, e)| e.last_used).map(|(k, _)| *k) else { break };
+            let oldest =
+                state.entries.iter().min_by_key(|(_, e)| e.last_used.load(Ordering::Relaxed)).map(|(k, _)| *k);
+            let Some(oldest) = oldest else { break };
             if let Some(evicted) = state.entries.remove(&oldest) {
                 state.bytes -= evicted.bytes;
             }
         }
-        state.clock += 1;
-        let last_used = state.clock;
+        let last_used = AtomicU64::new(self.clock.fetch_add(1, Ordering::Relaxed) + 1);
         state.bytes += bytes;
         state.entries.insert(key, Entry { data, bytes, last_used });
     }
 
     pub fn usage(&self) -> CacheUsage {
-        let state = self.lock();
+        let state = self.read();
         CacheUsage {
             bytes: state.bytes,
             budget: self.budget,
             streams: state.entries.len(),
-            hits: state.hits,
-            misses: state.misses,
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
         }
     }
 }

@@ -36,7 +36,7 @@ pub use writer::{FeatureToWrite, LeRobotWriter, LeRobotWritten, DATA_FILE_BYTES}
 use std::collections::{HashMap, VecDeque};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use robocache_cpu::DType;
 use robocache_storage::Storage;
@@ -85,6 +85,8 @@ pub struct LeRobotFeature {
 #[derive(Debug)]
 struct EpisodeRows {
     file: PathBuf,
+    /// The data file's number ([`LeRobotSource::episode_file`]).
+    file_index: usize,
     rows: Range<usize>,
 }
 
@@ -117,8 +119,14 @@ pub(crate) struct LeRobotSource {
     tasks: Vec<String>,
     /// Per data file: each episode's rows in it (from its `episode_index` column).
     file_rows: Mutex<HashMap<PathBuf, Arc<FileRows>>>,
-    /// Whole low-dimensional columns by (file, column).
-    values: Mutex<HashMap<ColumnKey, Arc<ColumnData>>>,
+    /// Each episode's data file, numbered in the order episodes first name them.
+    episode_file: Vec<usize>,
+    /// Each episode's rows, once found. Batches read them for every window
+    /// from every loader thread: a set cell is read without a lock.
+    located: Vec<OnceLock<EpisodeRows>>,
+    /// Whole low-dimensional columns, per data file and feature
+    /// (`file * features + feature`), once read; read without a lock.
+    values: Vec<OnceLock<Arc<ColumnData>>>,
     /// The last image columns read, by (file, column).
     encoded: Mutex<VecDeque<(ColumnKey, Arc<ColumnData>)>>,
     /// Each episode's `timestamp` column, once read.
@@ -224,6 +232,16 @@ impl LeRobotSource {
             }
         }
         let tasks = meta::tasks(storage, root, version)?;
+        let mut numbers: HashMap<&Path, usize> = HashMap::new();
+        let episode_file: Vec<usize> = episodes
+            .iter()
+            .map(|episode| {
+                let next = numbers.len();
+                *numbers.entry(&episode.data_file).or_insert(next)
+            })
+            .collect();
+        let values = std::iter::repeat_with(OnceLock::new).take(numbers.len() * features.len()).collect();
+        let located = std::iter::repeat_with(OnceLock::new).take(episodes.len()).collect();
         let source = LeRobotSource {
             root: root.to_path_buf(),
             storage: storage.clone(),
@@ -233,7 +251,9 @@ impl LeRobotSource {
             episodes,
             tasks,
             file_rows: Mutex::new(HashMap::new()),
-            values: Mutex::new(HashMap::new()),
+            episode_file,
+            located,
+            values,
             encoded: Mutex::new(VecDeque::new()),
             videos: Mutex::new(OpenVideos::default()),
             frames: FrameCache::new(0),
@@ -368,7 +388,16 @@ impl LeRobotSource {
     /// The rows of `episode` in its data file, found from the file's
     /// `episode_index` column (read once per file) and checked against the
     /// episode's length.
-    fn episode_rows(&self, episode: usize) -> Result<EpisodeRows> {
+    fn episode_rows(&self, episode: usize) -> Result<&EpisodeRows> {
+        let cell = self.located.get(episode).ok_or_else(|| Error::Invalid(format!("no episode {episode}")))?;
+        if let Some(found) = cell.get() {
+            return Ok(found);
+        }
+        let found = self.find_episode_rows(episode)?;
+        Ok(cell.get_or_init(|| found))
+    }
+
+    fn find_episode_rows(&self, episode: usize) -> Result<EpisodeRows> {
         let meta = &self.episodes[episode];
         let file = meta.data_file.clone();
         let map = {
@@ -420,7 +449,7 @@ impl LeRobotSource {
                 problem: format!("holds {} rows of episode {}, meta/ says {}", rows.len(), meta.index, meta.length),
             });
         }
-        Ok(EpisodeRows { file, rows })
+        Ok(EpisodeRows { file, file_index: self.episode_file[episode], rows })
     }
 
     /// The `video` feature behind `stream`, if it is one.
@@ -442,11 +471,16 @@ impl LeRobotSource {
     }
 
     /// A whole column of a data file, kept after its first read.
-    fn column(&self, file: &Path, feature: &LeRobotFeature) -> Result<Arc<ColumnData>> {
-        let key = (file.to_path_buf(), feature.name.clone());
+    fn column(&self, located: &EpisodeRows, feature: &LeRobotFeature) -> Result<Arc<ColumnData>> {
+        let file = &located.file;
         match feature.storage {
             FeatureStorage::Values => {
-                if let Some(column) = self.values.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+                let at = self.features.iter().position(|f| f.name == feature.name).unwrap_or(0);
+                let cell = self
+                    .values
+                    .get(located.file_index * self.features.len() + at)
+                    .ok_or_else(|| Error::Invalid(format!("no column `{}` of {}", feature.name, file.display())))?;
+                if let Some(column) = cell.get() {
                     return Ok(column.clone());
                 }
                 let channels = feature.shape.iter().product();
@@ -456,10 +490,10 @@ impl LeRobotSource {
                     &feature.name,
                     Expect::Values { dtype: feature.dtype, channels },
                 )?);
-                self.values.lock().unwrap_or_else(|p| p.into_inner()).insert(key, column.clone());
-                Ok(column)
+                Ok(cell.get_or_init(|| column).clone())
             }
             FeatureStorage::Image => {
+                let key = (file.to_path_buf(), feature.name.clone());
                 {
                     let kept = self.encoded.lock().unwrap_or_else(|p| p.into_inner());
                     if let Some((_, column)) = kept.iter().find(|(k, _)| *k == key) {
@@ -493,12 +527,12 @@ impl LeRobotSource {
             return self.read_frames_into(episode, feature, rows, out);
         }
         let located = self.episode_rows(episode)?;
-        let column = self.column(&located.file, feature)?;
+        let column = self.column(located, feature)?;
         let first = located.rows.start + rows.start;
         let last = located.rows.start + rows.end;
         if last > column.rows() {
             return Err(Error::Layout {
-                file: located.file,
+                file: located.file.clone(),
                 path: feature.name.clone(),
                 problem: format!(
                     "has {} rows, episode {} needs rows up to {last}",
@@ -547,7 +581,7 @@ impl LeRobotSource {
             path: "timestamp".into(),
             problem: format!("has {have} rows, fewer than episode {}'s", self.episodes[episode].index),
         };
-        let times: Vec<f64> = match (&*self.column(&located.file, feature)?, feature.dtype) {
+        let times: Vec<f64> = match (&*self.column(located, feature)?, feature.dtype) {
             (ColumnData::Values { bytes, .. }, DType::F32) => bytes
                 .get(rows.start * 4..rows.end * 4)
                 .ok_or_else(|| short(bytes.len() / 4))?
