@@ -101,12 +101,13 @@ impl Value {
     }
 }
 
-struct Reader<'a> {
+struct Reader<'a, 's> {
     bytes: &'a [u8],
     at: usize,
     little: bool,
-    /// The field being read, for errors.
-    path: Vec<String>,
+    /// The field being read, for errors (names borrowed from the schema:
+    /// nothing is allocated per field).
+    path: Vec<&'s str>,
 }
 
 /// Decodes one CDR message of `schema`'s root type.
@@ -123,7 +124,7 @@ pub(crate) fn decode(schema: &MessageSchema, bytes: &[u8]) -> Result<Value, Stri
     reader.message(schema, 0)
 }
 
-impl Reader<'_> {
+impl<'s> Reader<'_, 's> {
     fn fail(&self, what: &str) -> String {
         format!("field `{}` at byte {}: {what}", self.path.join("."), self.at + 4)
     }
@@ -199,18 +200,18 @@ impl Reader<'_> {
         })
     }
 
-    fn element(&mut self, schema: &MessageSchema, ty: &FieldType) -> Result<Value, String> {
+    fn element(&mut self, schema: &'s MessageSchema, ty: &FieldType) -> Result<Value, String> {
         match ty {
             FieldType::Primitive(p) => self.primitive(*p),
             FieldType::Message(inner) => self.message(schema, *inner),
         }
     }
 
-    fn message(&mut self, schema: &MessageSchema, ty: usize) -> Result<Value, String> {
+    fn message(&mut self, schema: &'s MessageSchema, ty: usize) -> Result<Value, String> {
         let kind = &schema.types[ty];
         let mut values = Vec::with_capacity(kind.fields.len());
         for field in &kind.fields {
-            self.path.push(field.name.clone());
+            self.path.push(&field.name);
             let count = match field.arity {
                 Arity::One => None,
                 Arity::Fixed(n) => Some(n),
