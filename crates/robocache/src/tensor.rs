@@ -132,6 +132,37 @@ impl Tensor {
         Ok(Tensor { device: device.clone(), shape: shape.to_vec(), dtype, storage })
     }
 
+    /// Zeros of each `(dtype, shape)` on `device`: on a GPU parts of one
+    /// allocation cleared by one queued memset (each part at a multiple of
+    /// 256 bytes), so a batch of many outputs costs two driver calls.
+    pub(crate) fn zeros_together(device: &Device, specs: &[(DType, Vec<usize>)]) -> Result<Vec<Tensor>> {
+        let Device::Cuda(cuda) = device else {
+            return specs.iter().map(|(dtype, shape)| Tensor::zeros(device, *dtype, shape)).collect();
+        };
+        let mut offsets = Vec::with_capacity(specs.len());
+        let mut end = 0usize;
+        for (dtype, shape) in specs {
+            let bytes = shape
+                .iter()
+                .try_fold(dtype.size_in_bytes(), |acc, &d| acc.checked_mul(d))
+                .ok_or_else(|| robocache_cpu::Error::Overflow("Tensor::zeros_together".into()))?;
+            let at = end.next_multiple_of(256);
+            offsets.push(at);
+            end = at.checked_add(bytes).ok_or_else(|| robocache_cpu::Error::Overflow("Tensor::zeros_together".into()))?;
+        }
+        let parts = CudaDevice::storage_parts(cuda.zeros(end.max(1))?, &offsets);
+        Ok(parts
+            .into_iter()
+            .zip(specs)
+            .map(|(storage, (dtype, shape))| Tensor {
+                device: device.clone(),
+                shape: shape.clone(),
+                dtype: *dtype,
+                storage: Storage::Device(storage),
+            })
+            .collect())
+    }
+
     /// Copies this tensor, seen as rows of `width` elements, into `dest`,
     /// seen as rows of `dest_width`, from row `row` and column `column`:
     /// element `(i, j)` to `(row + i, column + j)`. Pads rows into wider

@@ -40,7 +40,8 @@ use robocache_datasets::{EpochLength, MixturePart, MixtureSampler, MixtureWeight
 use serde::Serialize;
 
 use super::{invalid, Loader, MaskKind, Normalization, NormalizationMode, StreamStatistics};
-use crate::{Device, Result, Tensor};
+use crate::batch_buffer::BatchUpload;
+use crate::{Device, Error, Result, Tensor};
 
 /// One dataset of a mixture: its loader (built with its own streams and
 /// windows; its batch size, shuffling and sharding are the mixture's) and
@@ -151,7 +152,7 @@ pub struct MixtureEpoch {
     queues: Vec<std::sync::mpsc::Receiver<Result<MixtureBatch>>>,
     next: usize,
     left: usize,
-    failed: Option<crate::Error>,
+    failed: Option<Error>,
 }
 
 impl Iterator for MixtureEpoch {
@@ -535,12 +536,41 @@ impl MixtureLoader {
             });
         }
         let rows: usize = groups.iter().map(Vec::len).sum();
-        let streams = self
-            .config
-            .streams
-            .iter()
-            .map(|name| self.mix_stream(name, &groups, &batches, rows))
+        // Every key's output cleared in one allocation, its rows copied in,
+        // and every key's `dim_is_pad` (built here) placed in one upload.
+        let plans: Vec<MixPlan<'_>> = (self.config.streams.iter())
+            .map(|name| self.plan_stream(name, &batches, rows))
             .collect::<Result<_>>()?;
+        let specs: Vec<(DType, Vec<usize>)> = plans
+            .iter()
+            .flat_map(|plan| [(plan.dtype, plan.out_shape.clone()), (DType::Bool, vec![rows, plan.steps])])
+            .collect();
+        let mut zeros = Tensor::zeros_together(&self.device, &specs)?.into_iter();
+        let mut filled = Vec::with_capacity(plans.len());
+        for plan in &plans {
+            let (Some(data), Some(mask)) = (zeros.next(), zeros.next()) else {
+                return Err(Error::Internal("mixture: fewer zeroed outputs than keys".into()));
+            };
+            filled.push(self.fill_stream(plan, data, mask, &groups)?);
+        }
+        let pads: Vec<(DType, usize)> = plans.iter().map(|plan| (DType::Bool, rows * plan.widest)).collect();
+        let mut upload = BatchUpload::new(&self.device, &pads)?;
+        let mut pad_shapes = Vec::with_capacity(plans.len());
+        for (at, (plan, (_, _, dim_is_pad))) in plans.iter().zip(&mut filled).enumerate() {
+            upload.set_flags(at, std::mem::take(dim_is_pad))?;
+            pad_shapes.push(vec![rows, plan.widest]);
+        }
+        let names: Vec<&str> = plans.iter().map(|plan| plan.name).collect();
+        let dim_is_pads = upload.into_tensors(&self.device, &pad_shapes, &names)?;
+        let streams = (plans.iter().zip(filled).zip(dim_is_pads))
+            .map(|((plan, (data, mask, _)), dim_is_pad)| MixtureStream {
+                name: plan.name.to_owned(),
+                data,
+                mask,
+                mask_kind: plan.kind,
+                dim_is_pad,
+            })
+            .collect();
         let datasets = groups.iter().enumerate().flat_map(|(m, g)| std::iter::repeat_n(m, g.len())).collect();
         let windows = groups.iter().flatten().copied().collect();
         // Ready when its members' batches would be: one wait for them all.
@@ -579,16 +609,16 @@ impl MixtureLoader {
     /// Stream `name` of the mixture batch: each group's rows, padded to
     /// the widest on the mixture's device (2-D copies on a GPU: no round
     /// trip through the host).
-    fn mix_stream(
+    /// What key `name` of a mixture batch is made of: each member's
+    /// version of it (constants once the others say the dtype, steps and
+    /// mask kind), checked to agree, and the output's shape.
+    fn plan_stream<'n>(
         &self,
-        name: &str,
-        groups: &[Vec<usize>],
+        name: &'n str,
         batches: &[Option<crate::windows::WindowBatch>],
         rows: usize,
-    ) -> Result<MixtureStream> {
-        // The datasets' versions of the stream (constants once the others
-        // say the dtype, steps and mask kind).
-        let mut found: Vec<Option<PartStream>> = Vec::with_capacity(groups.len());
+    ) -> Result<MixPlan<'n>> {
+        let mut found: Vec<Option<PartStream>> = Vec::with_capacity(batches.len());
         let mut constants: Vec<(usize, &[f64])> = Vec::new();
         for (m, (member, batch)) in self.members.iter().zip(batches).enumerate() {
             let key = member.keys.iter().find(|(mixed, _)| mixed == name).map(|(_, key)| key);
@@ -608,7 +638,8 @@ impl MixtureLoader {
             let like = found.iter().flatten().next().map(|p| (p.data.dtype(), p.shape().to_vec(), p.kind));
             for (m, values) in constants {
                 let (member, batch) = (&self.members[m], batches[m].as_ref());
-                let part = constant_stream(&self.device, member, batch, name, values, groups[m].len(), like.as_ref())?;
+                let rows_of = batch.map_or(0, |b| b.len());
+                let part = constant_stream(&self.device, member, batch, name, values, rows_of, like.as_ref())?;
                 found[m] = Some(part);
             }
         }
@@ -645,13 +676,24 @@ impl MixtureLoader {
             let last = out_shape.len() - 1;
             out_shape[last] = widest;
         }
-        // Zeros, each group's rows copied in at its place; the steps of a
-        // dataset without the stream padding (their mask set below).
-        let mut data = Tensor::zeros(&self.device, dtype, &out_shape)?;
-        let mut mask = Tensor::zeros(&self.device, DType::Bool, &[rows, steps])?;
+        Ok(MixPlan { name, found, dtype, kind, steps, inner, widest, out_shape })
+    }
+
+    /// Key `plan` of a mixture batch: each group's rows copied into the
+    /// zeroed `data` and `mask` at its place (the steps of a dataset without
+    /// the stream are padding, their mask set), and its `dim_is_pad` rows.
+    fn fill_stream(
+        &self,
+        plan: &MixPlan<'_>,
+        mut data: Tensor,
+        mut mask: Tensor,
+        groups: &[Vec<usize>],
+    ) -> Result<(Tensor, Tensor, Vec<bool>)> {
+        let (steps, inner, widest) = (plan.steps, plan.inner, plan.widest);
+        let rows: usize = groups.iter().map(Vec::len).sum();
         let mut dim_is_pad = Vec::with_capacity(rows * widest);
         let mut row = 0;
-        for (group, entry) in groups.iter().zip(&found) {
+        for (group, entry) in groups.iter().zip(&plan.found) {
             if group.is_empty() {
                 continue;
             }
@@ -666,7 +708,7 @@ impl MixtureLoader {
                 }
                 None => {
                     // A stream this dataset lacks: zeros, every step padding.
-                    if kind == MaskKind::Pad {
+                    if plan.kind == MaskKind::Pad {
                         let padding = vec![true; group.len() * steps];
                         Tensor::from_host_vec(&self.device, HostVec::Bool(padding), &[group.len(), steps])?
                             .copy_rows_into(&mut mask, steps, steps, row, 0)?;
@@ -676,14 +718,22 @@ impl MixtureLoader {
             }
             row += group.len();
         }
-        Ok(MixtureStream {
-            name: name.to_owned(),
-            data,
-            mask,
-            mask_kind: kind,
-            dim_is_pad: Tensor::from_host_vec(&self.device, HostVec::Bool(dim_is_pad), &[rows, widest])?,
-        })
+        Ok((data, mask, dim_is_pad))
     }
+}
+
+/// One key of a mixture batch, planned: the members' parts, the output's
+/// dtype, mask kind, steps, inner size (elements between a step and its
+/// last dimension), widest last dimension and shape.
+struct MixPlan<'n> {
+    name: &'n str,
+    found: Vec<Option<PartStream>>,
+    dtype: DType,
+    kind: MaskKind,
+    steps: usize,
+    inner: usize,
+    widest: usize,
+    out_shape: Vec<usize>,
 }
 
 /// A stream's steps and every dimension but the last (`[B, T]`: the steps).
