@@ -8,7 +8,7 @@ Both converters write every camera tick's frame (PNG, as LeRobot's `image` featu
 and the state and action at that tick: robocache resampled on a 30 Hz clock (linear,
 slerp, hold), the baseline by the latest message before the frame.
 
-    python benches/ros2_convert.py [--seconds 30] [--robocache target/release/robocache]
+    python benches/ros2_convert.py [--seconds 30] [--robocache target/release/robocache] [--only-robocache]
 
 Prints the bag size, each converter's seconds and MB/s, and the ratio, last. The
 issue's target (microsoft/physical-ai-toolchain#38) is under 5 minutes per GB.
@@ -17,6 +17,7 @@ issue's target (microsoft/physical-ai-toolchain#38) is under 5 minutes per GB.
 import argparse
 import bisect
 import io
+import os
 import pathlib
 import shutil
 import subprocess
@@ -145,6 +146,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--robocache", default="target/release/robocache")
+    parser.add_argument("--only-robocache", action="store_true",
+                        help="time robocache alone (a bag too large to convert by hand in the time)")
     args = parser.parse_args()
     work = pathlib.Path(tempfile.mkdtemp(prefix="ros2_convert_"))
     try:
@@ -159,6 +162,10 @@ def main():
         subprocess.run([args.robocache, "convert", "lerobot", str(bag), str(work / "robocache_root"), "--map",
                         str(work / "map.toml"), "--task", "bench"], check=True, capture_output=True)
         ours = time.perf_counter() - started
+        if args.only_robocache:
+            print(f"robocache convert lerobot: {ours:.2f} s for {size / 1e6:.1f} MB: "
+                  f"{ours / (size / 1e9):.1f} s per GB ({os.cpu_count()} cores)")
+            return
         started = time.perf_counter()
         frames = hand_written(bag, work / "hand_root")
         theirs = time.perf_counter() - started

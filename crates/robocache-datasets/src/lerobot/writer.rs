@@ -21,6 +21,7 @@
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::fs::File;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -288,7 +289,7 @@ impl LeRobotWriter {
             }
         };
         let episode = self.episodes.len();
-        let mut arrays: Vec<ArrayRef> = Vec::new();
+        let mut arrays: Vec<Column> = Vec::new();
         let mut stats = Vec::with_capacity(self.features.len());
         let mut bytes = 0usize;
         for (feature, column) in self.features.iter().zip(columns) {
@@ -312,7 +313,6 @@ impl LeRobotWriter {
                     )));
                 };
                 let [h, w, _] = [feature.shape[0], feature.shape[1], 3];
-                let mut path = StringBuilder::new();
                 values.levels = vec![[0u64; 256]; 3];
                 // Each frame's PNG and level histogram on the rayon pool (the
                 // encoding is most of a camera's cost), kept in frame order.
@@ -337,22 +337,17 @@ impl LeRobotWriter {
                         Ok((encoded, levels))
                     })
                     .collect::<Result<_>>()?;
-                // Sized once: appending hundreds of megabytes of PNGs to a
-                // growing buffer copied them again at every doubling.
-                let total: usize = encoded.iter().map(|(png, _)| png.len()).sum();
-                let mut png = BinaryBuilder::with_capacity(encoded.len(), total);
-                for (k, (encoded, levels)) in encoded.into_iter().enumerate() {
+                let mut pngs = Vec::with_capacity(encoded.len());
+                for (encoded, levels) in encoded {
                     bytes += encoded.len();
-                    png.append_value(&encoded);
-                    path.append_value(format!("frame-{:06}.png", self.frames + k));
+                    pngs.push(encoded);
                     for (total, frame) in values.levels.iter_mut().zip(&levels) {
                         for (t, n) in total.iter_mut().zip(frame) {
                             *t += n;
                         }
                     }
                 }
-                let parts: Vec<ArrayRef> = vec![Arc::new(png.finish()), Arc::new(path.finish())];
-                arrays.push(Arc::new(StructArray::try_new(image_fields(), parts, None).map_err(arrow_error)?));
+                arrays.push(Column::Images(pngs));
             } else {
                 let as_f64 = column.as_slice().to_f64_vec();
                 values.channels = (0..width).map(|c| as_f64.iter().skip(c).step_by(width).copied().collect()).collect();
@@ -367,25 +362,35 @@ impl LeRobotWriter {
                     }
                 };
                 if feature.shape == [1] {
-                    arrays.push(flat);
+                    arrays.push(Column::Array(flat));
                 } else {
                     let item = Arc::new(Field::new("element", flat.data_type().clone(), true));
-                    arrays.push(Arc::new(
+                    arrays.push(Column::Array(Arc::new(
                         FixedSizeListArray::try_new(item, width as i32, flat, None).map_err(arrow_error)?,
-                    ));
+                    )));
                 }
             }
             stats.push(values);
         }
         let from = self.frames;
         let timestamps: Vec<f32> = (0..frames).map(|k| (k as f64 / self.fps) as f32).collect();
-        arrays.push(Arc::new(Float32Array::from(timestamps)));
-        arrays.push(Arc::new(Int64Array::from_iter_values(0..frames as i64)));
-        arrays.push(Arc::new(Int64Array::from(vec![episode as i64; frames])));
-        arrays.push(Arc::new(Int64Array::from_iter_values(from as i64..(from + frames) as i64)));
-        arrays.push(Arc::new(Int64Array::from(vec![task_index as i64; frames])));
+        arrays.push(Column::Array(Arc::new(Float32Array::from(timestamps))));
+        arrays.push(Column::Array(Arc::new(Int64Array::from_iter_values(0..frames as i64))));
+        arrays.push(Column::Array(Arc::new(Int64Array::from(vec![episode as i64; frames]))));
+        arrays.push(Column::Array(Arc::new(Int64Array::from_iter_values(from as i64..(from + frames) as i64))));
+        arrays.push(Column::Array(Arc::new(Int64Array::from(vec![task_index as i64; frames]))));
         let schema = self.schema.clone();
-        let batch = RecordBatch::try_new(schema.clone(), arrays).map_err(arrow_error)?;
+        // Rows in record batches of at most BATCH_IMAGE_BYTES of images
+        // each: an Arrow binary column holds at most 2 GiB, and a long
+        // episode of PNG frames holds more.
+        let mut batches = Vec::new();
+        for rows in row_ranges(&arrays, frames, BATCH_IMAGE_BYTES) {
+            let parts = arrays
+                .iter()
+                .map(|column| column.rows(rows.clone(), from))
+                .collect::<Result<Vec<ArrayRef>>>()?;
+            batches.push(RecordBatch::try_new(schema.clone(), parts).map_err(arrow_error)?);
+        }
         // The next data file once this one is past its size.
         if self.data.as_ref().is_some_and(|(_, written)| *written >= DATA_FILE_BYTES) {
             self.close_data_file()?;
@@ -400,8 +405,10 @@ impl LeRobotWriter {
         }
         let path = self.root.join("data");
         if let Some((writer, written)) = &mut self.data {
-            writer.write(&batch).map_err(parquet_error(&path))?;
-            writer.flush().map_err(parquet_error(&path))?;
+            for batch in &batches {
+                writer.write(batch).map_err(parquet_error(&path))?;
+                writer.flush().map_err(parquet_error(&path))?;
+            }
             *written += bytes;
         }
         for (all, values) in self.all.iter_mut().zip(&stats) {
@@ -675,6 +682,67 @@ fn write_parquet(path: &Path, schema: Arc<Schema>, columns: Vec<ArrayRef>) -> Re
     Ok(())
 }
 
+/// The most image bytes one record batch of a data file holds (an Arrow
+/// binary column's offsets are `i32`: 2 GiB at most).
+const BATCH_IMAGE_BYTES: usize = 1 << 30;
+
+/// One column of an episode being written: an Arrow array, or one image
+/// feature's PNG frames (made into arrays a record batch at a time).
+enum Column {
+    Array(ArrayRef),
+    Images(Vec<Vec<u8>>),
+}
+
+impl Column {
+    /// Rows `rows` of the column; image rows `k` are named
+    /// `frame-{first + k}.png`.
+    fn rows(&self, rows: Range<usize>, first: usize) -> Result<ArrayRef> {
+        match self {
+            Column::Array(array) => Ok(array.slice(rows.start, rows.len())),
+            Column::Images(pngs) => {
+                let frames = &pngs[rows.clone()];
+                // Sized once: appending hundreds of megabytes of PNGs to a
+                // growing buffer copied them again at every doubling.
+                let total: usize = frames.iter().map(Vec::len).sum();
+                let mut png = BinaryBuilder::with_capacity(frames.len(), total);
+                let mut path = StringBuilder::new();
+                for (k, frame) in rows.clone().zip(frames) {
+                    png.append_value(frame);
+                    path.append_value(format!("frame-{:06}.png", first + k));
+                }
+                let parts: Vec<ArrayRef> = vec![Arc::new(png.finish()), Arc::new(path.finish())];
+                Ok(Arc::new(StructArray::try_new(image_fields(), parts, None).map_err(arrow_error)?))
+            }
+        }
+    }
+}
+
+/// `frames` rows cut into ranges whose image bytes (every image column's)
+/// stay within `limit` ([`BATCH_IMAGE_BYTES`]), each range at least one row.
+fn row_ranges(columns: &[Column], frames: usize, limit: usize) -> Vec<Range<usize>> {
+    let row_bytes = |k: usize| -> usize {
+        columns
+            .iter()
+            .map(|c| match c {
+                Column::Images(pngs) => pngs.get(k).map_or(0, Vec::len),
+                Column::Array(_) => 0,
+            })
+            .sum()
+    };
+    let mut ranges = Vec::new();
+    let (mut start, mut held) = (0, 0usize);
+    for k in 0..frames {
+        let bytes = row_bytes(k);
+        if k > start && held + bytes > limit {
+            ranges.push(start..k);
+            (start, held) = (k, 0);
+        }
+        held += bytes;
+    }
+    ranges.push(start..frames);
+    ranges
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -704,5 +772,26 @@ mod tests {
             }
         }
         assert_eq!(a["q50"], b["q50"], "quantiles are order statistics: exact");
+    }
+}
+
+#[cfg(test)]
+mod batch_tests {
+    use super::*;
+
+    #[test]
+    fn image_rows_are_cut_into_batches_within_the_limit() {
+        let pngs = |sizes: &[usize]| Column::Images(sizes.iter().map(|&n| vec![0u8; n]).collect());
+        let values: ArrayRef = Arc::new(Int64Array::from_iter_values(0..6));
+        let columns = [pngs(&[4, 4, 4, 9, 1, 1]), Column::Array(values), pngs(&[1, 1, 1, 1, 1, 1])];
+        // Rows of 5, 5, 5, 10, 2, 2 bytes, at most 10 a batch; a row over the limit alone.
+        assert_eq!(row_ranges(&columns, 6, 10), [0..2, 2..3, 3..4, 4..6]);
+        assert_eq!(row_ranges(&columns, 6, 1000), [0..6]);
+        assert_eq!(row_ranges(&columns, 0, 10), [0..0]);
+        let sliced = columns[0].rows(2..4, 100).unwrap();
+        let images = sliced.as_any().downcast_ref::<StructArray>().unwrap();
+        let paths = images.column(1).as_any().downcast_ref::<arrow_array::StringArray>().unwrap();
+        assert_eq!((paths.value(0), paths.value(1)), ("frame-000102.png", "frame-000103.png"));
+        assert_eq!(columns[1].rows(2..4, 0).unwrap().len(), 2);
     }
 }
