@@ -101,8 +101,7 @@ impl StreamCache {
             return;
         }
         while state.bytes + bytes > self.budget {
-            let oldest =
-                state.entries.iter().min_by_key(|(_, e)| e.last_used.load(Ordering::Relaxed)).map(|(k, _)| *k);
+            let oldest = state.entries.iter().min_by_key(|(_, e)| e.last_used.load(Ordering::Relaxed)).map(|(k, _)| *k);
             let Some(oldest) = oldest else { break };
             if let Some(evicted) = state.entries.remove(&oldest) {
                 state.bytes -= evicted.bytes;

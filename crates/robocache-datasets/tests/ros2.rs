@@ -174,6 +174,17 @@ fn a_sqlite_bag_reads_as_rosbags_reads_it() {
 }
 
 #[test]
+/// A SQLite bag as Humble wrote them carries no message definitions:
+/// ROS 2 Humble's standard ones are used, and it reads as the Iron bag of
+/// the same messages does.
+fn a_humble_sqlite_bag_reads_with_the_standard_definitions() {
+    check_bag("arm_sqlite_humble", "arm_sqlite");
+    let topics =
+        robocache_datasets::ros2::topic_stats(&fixtures().join("arm_sqlite_humble"), &Default::default()).unwrap();
+    assert!(topics.iter().all(|t| t.not_decodable.is_none()), "{topics:?}");
+}
+
+#[test]
 fn a_transform_is_looked_up_through_the_tf_tree() {
     // world -> base on /tf (x = 0.01 i at 20 Hz), base -> camera on /tf_static (0.1, 0, 0.5).
     let mapping = "[streams.camera]\ntransform = [\"world\", \"camera\"]\ndtype = \"float64\"\n\n\

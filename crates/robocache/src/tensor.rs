@@ -148,7 +148,8 @@ impl Tensor {
                 .ok_or_else(|| robocache_cpu::Error::Overflow("Tensor::zeros_together".into()))?;
             let at = end.next_multiple_of(256);
             offsets.push(at);
-            end = at.checked_add(bytes).ok_or_else(|| robocache_cpu::Error::Overflow("Tensor::zeros_together".into()))?;
+            end =
+                at.checked_add(bytes).ok_or_else(|| robocache_cpu::Error::Overflow("Tensor::zeros_together".into()))?;
         }
         let parts = CudaDevice::storage_parts(cuda.zeros(end.max(1))?, &offsets);
         Ok(parts

@@ -345,7 +345,9 @@ impl BagFile for McapBag {
             let length = usize::try_from(chunk.chunk_length)
                 .ok()
                 .filter(|&n| at.checked_add(n as u64).is_some_and(|end| end <= self.blob.len()))
-                .ok_or_else(|| format!("the chunk at byte {at} claims {} bytes, past the file's end", chunk.chunk_length))?;
+                .ok_or_else(|| {
+                    format!("the chunk at byte {at} claims {} bytes, past the file's end", chunk.chunk_length)
+                })?;
             if record.len() < length {
                 record.resize(length, 0);
             }

@@ -49,6 +49,7 @@ pub(crate) mod mcap_bag;
 pub(crate) mod msg_schema;
 mod point_cloud;
 pub(crate) mod sqlite_bag;
+mod standard_definitions;
 pub(crate) mod tf_tree;
 mod topic_stats;
 

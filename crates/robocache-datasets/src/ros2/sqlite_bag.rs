@@ -97,9 +97,17 @@ impl SqliteBag {
                     Some((kind, _)) => {
                         Err(format!("`{type_name}` is defined as {kind}, and robocache reads ros2msg definitions"))
                     }
-                    None => Err(format!(
-                        "the bag carries no definition of `{type_name}` (rosbag2 stores them from Iron on)"
-                    )),
+                    // Before Iron, rosbag2's SQLite storage kept no
+                    // definitions: ROS 2 Humble's, for its standard types.
+                    None => match super::standard_definitions::definition(&type_name) {
+                        Some(text) => MessageSchema::parse(&type_name, &text)
+                            .map(Arc::new)
+                            .map_err(|e| format!("the standard `{type_name}` definition: {e}")),
+                        None => Err(format!(
+                            "the bag carries no definition of `{type_name}` (rosbag2 stores them from Iron on), \
+                             and it is not one of ROS 2 Humble's standard types robocache knows"
+                        )),
+                    },
                 };
                 let span_ns = first.zip(last).map(|(a, b)| (a.max(0) as u64, b.max(0) as u64));
                 topics.push(Topic { name, type_name, encoding, schema, messages: count.max(0) as u64, span_ns });

@@ -538,9 +538,8 @@ impl MixtureLoader {
         let rows: usize = groups.iter().map(Vec::len).sum();
         // Every key's output cleared in one allocation, its rows copied in,
         // and every key's `dim_is_pad` (built here) placed in one upload.
-        let plans: Vec<MixPlan<'_>> = (self.config.streams.iter())
-            .map(|name| self.plan_stream(name, &batches, rows))
-            .collect::<Result<_>>()?;
+        let plans: Vec<MixPlan<'_>> =
+            (self.config.streams.iter()).map(|name| self.plan_stream(name, &batches, rows)).collect::<Result<_>>()?;
         let specs: Vec<(DType, Vec<usize>)> = plans
             .iter()
             .flat_map(|plan| [(plan.dtype, plan.out_shape.clone()), (DType::Bool, vec![rows, plan.steps])])

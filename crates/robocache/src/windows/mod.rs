@@ -318,7 +318,14 @@ impl Device {
             parts.push((DType::Bool, cut.len() * steps));
             shapes.push(vec![cut.len(), steps]);
             names.push(name);
-            plans.push(DeltaPlan { name, offsets, video, image: rgb_image_size(info), data_at, mask_at: parts.len() - 1 });
+            plans.push(DeltaPlan {
+                name,
+                offsets,
+                video,
+                image: rgb_image_size(info),
+                data_at,
+                mask_at: parts.len() - 1,
+            });
         }
         if let Some(columns) = columns {
             parts.push((DType::I64, columns.len()));
@@ -386,7 +393,8 @@ impl Device {
             };
             upload.set_flags(plan.mask_at, pad)?;
         }
-        let mut placed: Vec<Option<Tensor>> = upload.into_tensors(self, &shapes, &names)?.into_iter().map(Some).collect();
+        let mut placed: Vec<Option<Tensor>> =
+            upload.into_tensors(self, &shapes, &names)?.into_iter().map(Some).collect();
         let mut out = Vec::with_capacity(plans.len());
         for (plan, video) in plans.iter().zip(video) {
             let steps = plan.offsets.len();
