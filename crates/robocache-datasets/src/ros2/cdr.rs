@@ -12,26 +12,44 @@
 //! is allocated for it, so a message of N bytes costs O(N) memory and time
 //! whatever its counts say.
 
+use std::borrow::Cow;
+
 use super::msg_schema::{Arity, FieldType, MessageSchema, Primitive};
 
-/// A decoded value.
+/// A decoded value. Strings (valid UTF-8) and byte sequences borrow the
+/// message's bytes: decoding a camera message copies none of its pixels,
+/// and a JointState none of its names ([`Value::into_owned`] keeps one).
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Value {
+pub(crate) enum Value<'a> {
     Bool(bool),
     Int(i64),
     UInt(u64),
     Float(f64),
-    Str(String),
+    Str(Cow<'a, str>),
     /// A `uint8`/`byte`/`char` array or sequence (image data), kept as bytes.
-    Bytes(Vec<u8>),
-    List(Vec<Value>),
+    Bytes(Cow<'a, [u8]>),
+    List(Vec<Value<'a>>),
     /// A message: its type (an index in the schema) and its fields in order.
-    Struct(usize, Vec<Value>),
+    Struct(usize, Vec<Value<'a>>),
 }
 
-impl Value {
+impl<'a> Value<'a> {
+    /// The value with nothing borrowed, to keep past the message's bytes.
+    pub(crate) fn into_owned(self) -> Value<'static> {
+        match self {
+            Value::Bool(b) => Value::Bool(b),
+            Value::Int(i) => Value::Int(i),
+            Value::UInt(u) => Value::UInt(u),
+            Value::Float(f) => Value::Float(f),
+            Value::Str(s) => Value::Str(Cow::Owned(s.into_owned())),
+            Value::Bytes(b) => Value::Bytes(Cow::Owned(b.into_owned())),
+            Value::List(items) => Value::List(items.into_iter().map(Value::into_owned).collect()),
+            Value::Struct(ty, fields) => Value::Struct(ty, fields.into_iter().map(Value::into_owned).collect()),
+        }
+    }
+
     /// The value at a dotted field path (`pose.position.x`; empty: this value).
-    pub(crate) fn get<'v>(&'v self, schema: &MessageSchema, path: &str) -> Option<&'v Value> {
+    pub(crate) fn get<'v>(&'v self, schema: &MessageSchema, path: &str) -> Option<&'v Value<'a>> {
         let mut at = self;
         for part in path.split('.').filter(|p| !p.is_empty()) {
             at = match at {
@@ -71,7 +89,7 @@ impl Value {
 
     pub(crate) fn as_str(&self) -> Option<&str> {
         match self {
-            Value::Str(s) => Some(s),
+            Value::Str(s) => Some(s.as_ref()),
             _ => None,
         }
     }
@@ -111,7 +129,7 @@ struct Reader<'a, 's> {
 }
 
 /// Decodes one CDR message of `schema`'s root type.
-pub(crate) fn decode(schema: &MessageSchema, bytes: &[u8]) -> Result<Value, String> {
+pub(crate) fn decode<'a>(schema: &MessageSchema, bytes: &'a [u8]) -> Result<Value<'a>, String> {
     let Some(header) = bytes.get(..4) else {
         return Err(format!("{} bytes: shorter than the 4-byte CDR header", bytes.len()));
     };
@@ -124,7 +142,7 @@ pub(crate) fn decode(schema: &MessageSchema, bytes: &[u8]) -> Result<Value, Stri
     reader.message(schema, 0)
 }
 
-impl<'s> Reader<'_, 's> {
+impl<'a, 's> Reader<'a, 's> {
     fn fail(&self, what: &str) -> String {
         format!("field `{}` at byte {}: {what}", self.path.join("."), self.at + 4)
     }
@@ -142,7 +160,7 @@ impl<'s> Reader<'_, 's> {
         Ok(())
     }
 
-    fn take(&mut self, n: usize) -> Result<&[u8], String> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
         if n > self.left() {
             return Err(self.fail(&format!("needs {n} bytes, {} are left", self.left())));
         }
@@ -170,7 +188,7 @@ impl<'s> Reader<'_, 's> {
         Ok(count)
     }
 
-    fn primitive(&mut self, primitive: Primitive) -> Result<Value, String> {
+    fn primitive(&mut self, primitive: Primitive) -> Result<Value<'a>, String> {
         Ok(match primitive {
             Primitive::Bool => Value::Bool(self.take(1)?[0] != 0),
             Primitive::U8 => Value::UInt(self.take(1)?[0].into()),
@@ -187,7 +205,7 @@ impl<'s> Reader<'_, 's> {
                 let len = self.count(1)?;
                 let raw = self.take(len)?;
                 let text = raw.strip_suffix(&[0]).unwrap_or(raw);
-                Value::Str(String::from_utf8_lossy(text).into_owned())
+                Value::Str(String::from_utf8_lossy(text))
             }
             Primitive::WString => {
                 let units = self.count(2)?;
@@ -195,19 +213,19 @@ impl<'s> Reader<'_, 's> {
                 for _ in 0..units {
                     text.push(u16::from_ne_bytes(self.fixed()?));
                 }
-                Value::Str(String::from_utf16_lossy(&text).trim_end_matches('\0').to_owned())
+                Value::Str(Cow::Owned(String::from_utf16_lossy(&text).trim_end_matches('\0').to_owned()))
             }
         })
     }
 
-    fn element(&mut self, schema: &'s MessageSchema, ty: &FieldType) -> Result<Value, String> {
+    fn element(&mut self, schema: &'s MessageSchema, ty: &FieldType) -> Result<Value<'a>, String> {
         match ty {
             FieldType::Primitive(p) => self.primitive(*p),
             FieldType::Message(inner) => self.message(schema, *inner),
         }
     }
 
-    fn message(&mut self, schema: &'s MessageSchema, ty: usize) -> Result<Value, String> {
+    fn message(&mut self, schema: &'s MessageSchema, ty: usize) -> Result<Value<'a>, String> {
         let kind = &schema.types[ty];
         let mut values = Vec::with_capacity(kind.fields.len());
         for field in &kind.fields {
@@ -227,7 +245,7 @@ impl<'s> Reader<'_, 's> {
             };
             let value = match (count, &field.ty) {
                 (None, ty) => self.element(schema, ty)?,
-                (Some(n), FieldType::Primitive(Primitive::U8)) => Value::Bytes(self.take(n)?.to_vec()),
+                (Some(n), FieldType::Primitive(Primitive::U8)) => Value::Bytes(Cow::Borrowed(self.take(n)?)),
                 (Some(n), ty) => {
                     if n.saturating_mul(min_size(schema, ty)) > self.left() {
                         return Err(self.fail(&format!("{n} elements do not fit the {} bytes left", self.left())));

@@ -56,7 +56,7 @@ pub(crate) fn is_image_type(type_name: &str) -> Option<Extract> {
 /// the message is `NaN` here (the reader holds its last value).
 pub(crate) fn numbers(
     schema: &MessageSchema,
-    message: &Value,
+    message: &Value<'_>,
     what: &Extract,
     out: &mut Vec<f64>,
 ) -> Result<(), String> {
@@ -96,9 +96,9 @@ pub(crate) fn numbers(
 }
 
 /// The frame of an image message.
-pub(crate) fn frame(schema: &MessageSchema, message: &Value, what: &Extract) -> Result<Frame, String> {
+pub(crate) fn frame(schema: &MessageSchema, message: &Value<'_>, what: &Extract) -> Result<Frame, String> {
     let bytes = |name: &str| match message.get(schema, name) {
-        Some(Value::Bytes(bytes)) => Ok(bytes.clone()),
+        Some(Value::Bytes(bytes)) => Ok(bytes.to_vec()),
         _ => Err(format!("no `{name}` bytes")),
     };
     let number = |name: &str| message.get(schema, name).and_then(Value::as_u64).ok_or_else(|| format!("no `{name}`"));
@@ -187,8 +187,8 @@ pub(crate) fn decode_frame(frame: &Frame, dtype: DType, shape: &[usize], out: &m
 
 /// The kind of every number `what` takes from `message`: quaternions
 /// (`geometry_msgs/Quaternion`) as `quaternion-xyzw`, bools as `discrete`.
-fn leaf_kinds(schema: &MessageSchema, message: &Value, what: &Extract) -> Vec<ChannelKind> {
-    fn walk(schema: &MessageSchema, value: &Value, out: &mut Vec<ChannelKind>) {
+fn leaf_kinds(schema: &MessageSchema, message: &Value<'_>, what: &Extract) -> Vec<ChannelKind> {
+    fn walk(schema: &MessageSchema, value: &Value<'_>, out: &mut Vec<ChannelKind>) {
         match value {
             Value::Struct(ty, fields) if schema.types[*ty].name == "geometry_msgs/Quaternion" && fields.len() == 4 => {
                 out.extend([ChannelKind::Quaternion(QuaternionOrder::Xyzw); 4]);
@@ -276,7 +276,7 @@ pub(crate) fn plan(
     mapping: &StreamMapping,
     type_name: &str,
     schema: &MessageSchema,
-    first: &Value,
+    first: &Value<'_>,
 ) -> Result<StreamPlan, String> {
     let time = mapping.time.unwrap_or(if schema.has_header() { TimeSource::Header } else { TimeSource::Log });
     if time == TimeSource::Header && !schema.has_header() {
@@ -327,7 +327,7 @@ pub(crate) fn plan(
 /// stream per top-level numeric field (not the header, covariances or
 /// strings; a sequence of numbers where its first message has some);
 /// JointState-like fields by the first message's joint names.
-pub(crate) fn default_streams(topic: &str, schema: &MessageSchema, first: &Value) -> Vec<(String, StreamMapping)> {
+pub(crate) fn default_streams(topic: &str, schema: &MessageSchema, first: &Value<'_>) -> Vec<(String, StreamMapping)> {
     let base = topic.trim_start_matches('/').to_owned();
     let mapping = |field: Option<String>, joints: Vec<String>| StreamMapping {
         topic: topic.to_owned(),

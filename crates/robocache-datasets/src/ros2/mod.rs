@@ -202,8 +202,8 @@ fn bag_error(file: &Path, topic: Option<&str>, message: Option<usize>, problem: 
 const STOP: &str = "\u{0}stop";
 
 /// The first message of each topic in `wanted`, decoded.
-fn first_messages(file: &Path, bag: &dyn BagFile, wanted: &[usize]) -> Result<Vec<(usize, cdr::Value)>> {
-    let mut found: HashMap<usize, cdr::Value> = HashMap::new();
+fn first_messages(file: &Path, bag: &dyn BagFile, wanted: &[usize]) -> Result<Vec<(usize, cdr::Value<'static>)>> {
+    let mut found: HashMap<usize, cdr::Value<'static>> = HashMap::new();
     let mut failed = None;
     let read = bag.read(wanted, &mut |message: RawMessage<'_>| {
         if found.contains_key(&message.topic) {
@@ -213,7 +213,7 @@ fn first_messages(file: &Path, bag: &dyn BagFile, wanted: &[usize]) -> Result<Ve
         let Ok(schema) = &topic.schema else { return Ok(()) };
         match cdr::decode(schema, message.data) {
             Ok(value) => {
-                found.insert(message.topic, value);
+                found.insert(message.topic, value.into_owned());
             }
             Err(problem) => {
                 failed = Some(bag_error(file, Some(&topic.name), Some(0), problem));
@@ -232,7 +232,7 @@ fn first_messages(file: &Path, bag: &dyn BagFile, wanted: &[usize]) -> Result<Ve
         Err(problem) if problem != STOP => return Err(bag_error(file, None, None, problem)),
         _ => {}
     }
-    let mut out: Vec<(usize, cdr::Value)> = found.into_iter().collect();
+    let mut out: Vec<(usize, cdr::Value<'static>)> = found.into_iter().collect();
     out.sort_by_key(|(t, _)| *t);
     Ok(out)
 }
@@ -263,7 +263,7 @@ fn plans(root: &Path, files: &[PathBuf], bags: &[Arc<dyn BagFile>], mapping: &Ba
         sources.push(Some((b, topic)));
     }
     // The first message of every mapped topic, one read of each bag.
-    let mut firsts: HashMap<(usize, usize), cdr::Value> = HashMap::new();
+    let mut firsts: HashMap<(usize, usize), cdr::Value<'static>> = HashMap::new();
     for (b, (bag, file)) in bags.iter().zip(files).enumerate() {
         let mut wanted: Vec<usize> = sources.iter().flatten().filter(|(of, _)| *of == b).map(|(_, t)| *t).collect();
         wanted.sort_unstable();
@@ -461,10 +461,10 @@ fn marker_ranges(
 }
 
 /// Whether a marker message's value is `wanted`.
-fn marker_is(value: &cdr::Value, wanted: &MarkerValue) -> bool {
+fn marker_is(value: &cdr::Value<'_>, wanted: &MarkerValue) -> bool {
     match (value, wanted) {
         (cdr::Value::Bool(a), MarkerValue::Bool(b)) => a == b,
-        (cdr::Value::Str(a), MarkerValue::Text(b)) => a == b,
+        (cdr::Value::Str(a), MarkerValue::Text(b)) => a.as_ref() == b.as_str(),
         (value, MarkerValue::Int(b)) => value.as_i64() == Some(*b),
         _ => false,
     }

@@ -127,7 +127,7 @@ pub(crate) struct TfTree {
     edges: HashMap<String, Edge>,
 }
 
-fn number(schema: &MessageSchema, value: &Value, path: &str) -> Option<f64> {
+fn number(schema: &MessageSchema, value: &Value<'_>, path: &str) -> Option<f64> {
     let mut out = Vec::new();
     value.get(schema, path)?.numbers(&mut out);
     (out.len() == 1).then(|| out[0])
@@ -139,7 +139,7 @@ impl TfTree {
     pub(crate) fn add(
         &mut self,
         schema: &MessageSchema,
-        message: &Value,
+        message: &Value<'_>,
         is_static: bool,
         time_s: impl Fn(i128) -> f64,
     ) -> Result<(), String> {
