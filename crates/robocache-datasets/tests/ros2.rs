@@ -169,6 +169,12 @@ fn an_mcap_file_of_zstd_chunks_reads_the_same() {
 }
 
 #[test]
+fn an_mcap_bag_of_ros2idl_schemas_reads_the_same() {
+    // `arm_mcap`'s messages, each type defined in IDL as rosidl writes it.
+    check_bag("arm_idl.mcap", "arm_mcap");
+}
+
+#[test]
 fn a_sqlite_bag_reads_as_rosbags_reads_it() {
     check_bag("arm_sqlite", "arm_sqlite");
 }

@@ -53,8 +53,14 @@ fn schema_of(name: &str, encoding: &str, data: &[u8]) -> std::result::Result<Arc
             let text = std::str::from_utf8(data).map_err(|_| format!("the `{name}` definition is not UTF-8"))?;
             MessageSchema::parse(name, text).map(Arc::new).map_err(|e| format!("the `{name}` definition: {e}"))
         }
+        "ros2idl" => {
+            let text = std::str::from_utf8(data).map_err(|_| format!("the `{name}` definition is not UTF-8"))?;
+            let msg = super::idl_schema::to_msg_text(name, text)
+                .map_err(|e| format!("the `{name}` definition (ros2idl): {e}"))?;
+            MessageSchema::parse(name, &msg).map(Arc::new).map_err(|e| format!("the `{name}` definition: {e}"))
+        }
         "" => Err(format!("the bag carries no definition of `{name}`")),
-        other => Err(format!("`{name}` is defined as {other}, and robocache reads ros2msg definitions")),
+        other => Err(format!("`{name}` is defined as {other}, and robocache reads ros2msg and ros2idl definitions")),
     }
 }
 

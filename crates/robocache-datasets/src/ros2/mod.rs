@@ -44,6 +44,7 @@
 pub(crate) mod bag_file;
 pub(crate) mod cdr;
 pub(crate) mod extract;
+mod idl_schema;
 pub(crate) mod mapping;
 pub(crate) mod mcap_bag;
 pub(crate) mod msg_schema;
