@@ -31,6 +31,7 @@
 //! found at run time) with the CPU beside and instead of them. H.264 and
 //! HEVC decode on every NVDEC GPU, AV1 on Ada and later.
 
+mod annex_b;
 mod av1;
 mod build_info;
 mod byte_source;
@@ -50,6 +51,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+pub use annex_b::{is_h264_key_frame, AnnexBH264};
 pub use build_info::{cpu_decoders_have_assembly, decoders, DecoderInfo};
 pub use byte_source::{ByteSource, LocalFile};
 pub use error::{CodecError, Error, Result};

@@ -79,9 +79,11 @@ impl<'a> Value<'a> {
     }
 
     /// `header.stamp` (a `builtin_interfaces/Time` under a message's
-    /// `std_msgs/Header`) in nanoseconds, where the value has one.
+    /// `std_msgs/Header`, or a root `timestamp`) in nanoseconds, where the
+    /// value has one.
     pub(crate) fn header_stamp_ns(&self, schema: &MessageSchema) -> Option<i128> {
-        let stamp = self.get(schema, "header.stamp")?;
+        // Foxglove's types (CompressedVideo) carry `timestamp` instead.
+        let stamp = self.get(schema, "header.stamp").or_else(|| self.get(schema, "timestamp"))?;
         let sec = stamp.get(schema, "sec").and_then(Value::as_i64)?;
         let nanosec = stamp.get(schema, "nanosec").and_then(Value::as_u64)?;
         Some(i128::from(sec) * 1_000_000_000 + i128::from(nanosec))

@@ -32,6 +32,9 @@ pub(crate) enum Extract {
     CompressedImage,
     /// `sensor_msgs/Image`: raw pixels in its `encoding`.
     RawImage,
+    /// `foxglove_msgs/CompressedVideo`: one H.264 access unit (Annex B) a
+    /// message, decoded from the key frame before it.
+    CompressedVideo,
     /// The child frame's pose in the parent frame through the tf tree
     /// (translation, quaternion xyzw), at each `/tf` message.
     Transform { parent: String, child: String },
@@ -41,13 +44,23 @@ pub(crate) enum Extract {
 #[derive(Clone, Debug)]
 pub(crate) enum Frame {
     Encoded(Vec<u8>),
-    Raw { encoding: String, height: usize, width: usize, step: usize, big_endian: bool, data: Vec<u8> },
+    /// An H.264 access unit: decoded with the ones before it.
+    Video(Vec<u8>),
+    Raw {
+        encoding: String,
+        height: usize,
+        width: usize,
+        step: usize,
+        big_endian: bool,
+        data: Vec<u8>,
+    },
 }
 
 pub(crate) fn is_image_type(type_name: &str) -> Option<Extract> {
     match super::msg_schema::canonical_name(type_name).as_str() {
         "sensor_msgs/CompressedImage" => Some(Extract::CompressedImage),
         "sensor_msgs/Image" => Some(Extract::RawImage),
+        "foxglove_msgs/CompressedVideo" => Some(Extract::CompressedVideo),
         _ => None,
     }
 }
@@ -88,7 +101,7 @@ pub(crate) fn numbers(
                 out.push(names.iter().position(|n| n == joint).map_or(f64::NAN, |i| values[i]));
             }
         }
-        Extract::CompressedImage | Extract::RawImage | Extract::Transform { .. } => {
+        Extract::CompressedImage | Extract::RawImage | Extract::CompressedVideo | Extract::Transform { .. } => {
             return Err("not a topic of numbers".into())
         }
     }
@@ -104,6 +117,11 @@ pub(crate) fn frame(schema: &MessageSchema, message: &Value<'_>, what: &Extract)
     let number = |name: &str| message.get(schema, name).and_then(Value::as_u64).ok_or_else(|| format!("no `{name}`"));
     match what {
         Extract::CompressedImage => Ok(Frame::Encoded(bytes("data")?)),
+        Extract::CompressedVideo => match message.get(schema, "format").and_then(Value::as_str) {
+            Some("h264") => Ok(Frame::Video(bytes("data")?)),
+            Some(other) => Err(format!("video format `{other}` (robocache reads h264 so far)")),
+            None => Err("no `format`".into()),
+        },
         Extract::RawImage => Ok(Frame::Raw {
             encoding: message.get(schema, "encoding").and_then(Value::as_str).unwrap_or_default().to_owned(),
             height: number("height")? as usize,
@@ -145,12 +163,73 @@ pub(crate) fn frame_layout(frame: &Frame) -> Result<(DType, Vec<usize>), String>
             let (dtype, channels, _) = raw_layout(encoding)?;
             Ok((dtype, vec![*height, *width, channels]))
         }
+        Frame::Video(unit) => {
+            if !robocache_video::is_h264_key_frame(unit) {
+                return Err("the first message is not a key frame (an IDR picture), so its size is unknown".into());
+            }
+            let mut decoder = robocache_video::AnnexBH264::new().map_err(|e| e.to_string())?;
+            let mut pictures = decoder.decode(0, unit).map_err(|e| format!("the first frame does not decode: {e}"))?;
+            pictures.extend(decoder.finish().map_err(|e| format!("the first frame does not decode: {e}"))?);
+            let (_, picture) = pictures.first().ok_or("the first frame gives no picture")?;
+            Ok((DType::U8, vec![picture.height, picture.width, 3]))
+        }
+    }
+}
+
+/// Decodes video frames `rows` of `frames` (access units in decode order)
+/// into `out` (RGB `[H, W, 3]` each, as `shape`): from the key frame at or
+/// before the first row, unit after unit, keeping the rows asked for.
+pub(crate) fn decode_video_rows(
+    frames: &[Frame],
+    rows: std::ops::Range<usize>,
+    shape: &[usize],
+    out: &mut [u8],
+) -> Result<(), (usize, String)> {
+    let unit = |at: usize| match frames.get(at) {
+        Some(Frame::Video(unit)) => Ok(unit.as_slice()),
+        _ => Err((at, "not a video frame".to_owned())),
+    };
+    let mut start = rows.start;
+    while !robocache_video::is_h264_key_frame(unit(start)?) {
+        if start == 0 {
+            return Err((rows.start, "no key frame (IDR picture) at or before it".into()));
+        }
+        start -= 1;
+    }
+    let frame_bytes = shape.iter().product::<usize>();
+    let mut decoder = robocache_video::AnnexBH264::new().map_err(|e| (start, e.to_string()))?;
+    let mut filled = vec![false; rows.len()];
+    let mut keep = |pictures: Vec<(usize, robocache_video::Yuv420)>| -> Result<(), (usize, String)> {
+        for (tag, picture) in pictures {
+            if !rows.contains(&tag) {
+                continue;
+            }
+            if [picture.height, picture.width, 3] != shape[..] {
+                return Err((
+                    tag,
+                    format!("a {}x{} frame in a stream of {shape:?} frames", picture.height, picture.width),
+                ));
+            }
+            let at = (tag - rows.start) * frame_bytes;
+            picture.to_rgb_into(&mut out[at..at + frame_bytes]);
+            filled[tag - rows.start] = true;
+        }
+        Ok(())
+    };
+    for at in start..rows.end {
+        keep(decoder.decode(at, unit(at)?).map_err(|e| (at, e.to_string()))?)?;
+    }
+    keep(decoder.finish().map_err(|e| (rows.end - 1, e.to_string()))?)?;
+    match filled.iter().position(|f| !f) {
+        Some(missing) => Err((rows.start + missing, "the decoder gave no picture for it".into())),
+        None => Ok(()),
     }
 }
 
 /// Decodes `frame` into `out` (`dtype` `[H, W, C]` as `shape`).
 pub(crate) fn decode_frame(frame: &Frame, dtype: DType, shape: &[usize], out: &mut [u8]) -> Result<(), String> {
     match frame {
+        Frame::Video(_) => Err("a video frame decodes with the frames before it".into()),
         Frame::Encoded(bytes) => crate::image_decode::decode_image(bytes, dtype, shape, out),
         Frame::Raw { encoding, height, width, step, big_endian, data } => {
             let (raw_dtype, channels, pixel_bytes) = raw_layout(encoding)?;
@@ -219,7 +298,7 @@ fn leaf_kinds(schema: &MessageSchema, message: &Value<'_>, what: &Extract) -> Ve
             }
         }
         Extract::Joints { joints, .. } => out.resize(joints.len(), ChannelKind::Continuous),
-        Extract::CompressedImage | Extract::RawImage | Extract::Transform { .. } => {}
+        Extract::CompressedImage | Extract::RawImage | Extract::CompressedVideo | Extract::Transform { .. } => {}
     }
     out
 }

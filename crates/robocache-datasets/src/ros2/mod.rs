@@ -690,13 +690,15 @@ fn decode_episode(source: &EpisodeSource) -> std::result::Result<Decoded, (Optio
             let row = match plan.what {
                 // Its values are looked up once the whole tree is read.
                 Extract::Transform { .. } => Row { time_ns, values: Vec::new(), frame: None },
-                Extract::CompressedImage | Extract::RawImage => match extract::frame(schema, &value, &plan.what) {
-                    Ok(frame) => Row { time_ns, values: Vec::new(), frame: Some(frame) },
-                    Err(problem) => {
-                        failure = Some(fail(format!("stream `{}`: {problem}", plan.key)));
-                        return Err(STOP.into());
+                Extract::CompressedImage | Extract::RawImage | Extract::CompressedVideo => {
+                    match extract::frame(schema, &value, &plan.what) {
+                        Ok(frame) => Row { time_ns, values: Vec::new(), frame: Some(frame) },
+                        Err(problem) => {
+                            failure = Some(fail(format!("stream `{}`: {problem}", plan.key)));
+                            return Err(STOP.into());
+                        }
                     }
-                },
+                }
                 _ => {
                     let mut values = Vec::with_capacity(plan.step_shape[0]);
                     if let Err(problem) = extract::numbers(schema, &value, &plan.what, &mut values) {
@@ -792,6 +794,24 @@ impl FormatReader for Ros2Reader {
         let plan = &source.plans[p];
         let data = &decoded.streams[p];
         let row_bytes = stream.step_bytes();
+        if plan.what == Extract::CompressedVideo {
+            if rows.end > data.frames.len() || out.len() != rows.len() * row_bytes {
+                return Err(Error::Invalid(format!(
+                    "rows {rows:?} of `{}` ({} frames) into {} bytes",
+                    stream.name,
+                    data.frames.len(),
+                    out.len()
+                )));
+            }
+            if rows.is_empty() {
+                return Ok(());
+            }
+            return extract::decode_video_rows(&data.frames, rows, &stream.step_shape, out).map_err(
+                |(row, problem)| {
+                    bag_error(&source.file, Some(&plan.topic), Some(row), format!("stream `{}`: {problem}", plan.key))
+                },
+            );
+        }
         if !data.frames.is_empty() || matches!(plan.what, Extract::CompressedImage | Extract::RawImage) {
             let frames = data.frames.get(rows.clone()).ok_or_else(|| {
                 Error::Invalid(format!("rows {rows:?} of `{}` past its {} frames", stream.name, data.frames.len()))

@@ -222,12 +222,13 @@ impl MessageSchema {
         &self.types[0]
     }
 
-    /// Whether the root has `header.stamp` (`std_msgs/Header`).
+    /// Whether the root has `header.stamp` (`std_msgs/Header`), or a
+    /// `timestamp` (`builtin_interfaces/Time`) as Foxglove's types do.
     pub(crate) fn has_header(&self) -> bool {
         self.root().fields.iter().any(|f| {
-            f.name == "header"
-                && f.arity == Arity::One
-                && matches!(f.ty, FieldType::Message(i) if self.types[i].name == "std_msgs/Header")
+            f.arity == Arity::One
+                && matches!(f.ty, FieldType::Message(i) if (f.name == "header" && self.types[i].name == "std_msgs/Header")
+                    || (f.name == "timestamp" && self.types[i].name == "builtin_interfaces/Time"))
         })
     }
 }
