@@ -209,3 +209,19 @@ def test_point_clouds_are_the_voxelizers_input():
     assert int(grid.sum()) == len(positions) - 1
     with pytest.raises(robocache.DatasetError, match="no field `rgb`"):
         robocache.bag_point_clouds(FIXTURES / "clouds_mcap", "/lidar/points", ["rgb"])
+
+
+def test_a_compressed_video_topic_is_a_camera_stream():
+    expected = np.load(FIXTURES / "expected" / "video_mcap" / "camera_video.yuv420.npy")
+    dataset = robocache.open(FIXTURES / "video_mcap", mapping={"streams": {"camera": {"topic": "/camera/video"}}})
+    loader = robocache.Loader(dataset, ["camera"], windows={"hz": 30.0, "history": 0, "horizon": 1},
+                              batch_size=4, device="cpu", shuffle=False)
+    batch = next(iter(loader))
+    frames = np.asarray(batch["camera"])
+    assert frames.shape == (4, 1, 48, 64, 3) and frames.dtype == np.uint8
+    # Gradients that move frame to frame: consecutive windows' frames differ,
+    # and the luma follows FFmpeg's planes (the conversion is tested in Rust).
+    assert not np.array_equal(frames[0, 0], frames[1, 0])
+    luma = frames[..., 0].astype(np.float64) * 0.299 + frames[..., 1] * 0.587 + frames[..., 2] * 0.114
+    y = expected[:, :48, :].astype(np.float64)
+    assert abs(luma[0, 0].mean() - (y[0].mean() - 16) * 255 / 219) < 3
