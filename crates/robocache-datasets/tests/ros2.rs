@@ -485,24 +485,27 @@ fn every_message_decodes_and_a_bad_one_is_named() {
 /// video frame is), whole and from the middle of a group of pictures, on
 /// the clock of the messages' `timestamp`.
 fn a_compressed_video_topic_reads_as_ffmpeg_decodes_it() {
-    let mapping = "[streams.camera]\ntopic = \"/camera/video\"\n";
-    let dataset = open(&fixtures().join("video_mcap"), Some(mapping)).unwrap();
-    let stream = dataset.info().episodes[0].stream("camera").unwrap();
-    assert_eq!((stream.step_shape.as_slice(), stream.len), ([48, 64, 3].as_slice(), 24));
-    let planes: Vec<u8> = npy("video_mcap", "camera_video.yuv420");
-    let frame_planes = 64 * 48 * 3 / 2;
-    let mut expected = vec![0u8; 24 * 48 * 64 * 3];
-    for (k, rgb) in expected.chunks_exact_mut(48 * 64 * 3).enumerate() {
-        robocache_video::yuv420_to_rgb_into(64, 48, &planes[k * frame_planes..(k + 1) * frame_planes], rgb);
+    let both = "[streams.camera]\ntopic = \"/camera/video\"\n[streams.camera_h265]\ntopic = \"/camera/video_h265\"\n";
+    let dataset = open(&fixtures().join("video_mcap"), Some(both)).unwrap();
+    for (key, expected) in [("camera", "camera_video"), ("camera_h265", "camera_video_h265")] {
+        let stream = dataset.info().episodes[0].stream(key).unwrap();
+        assert_eq!((stream.step_shape.as_slice(), stream.len), ([48, 64, 3].as_slice(), 24), "{key}");
+        let planes: Vec<u8> = npy("video_mcap", &format!("{expected}.yuv420"));
+        let frame_planes = 64 * 48 * 3 / 2;
+        let mut expected = vec![0u8; 24 * 48 * 64 * 3];
+        for (k, rgb) in expected.chunks_exact_mut(48 * 64 * 3).enumerate() {
+            robocache_video::yuv420_to_rgb_into(64, 48, &planes[k * frame_planes..(k + 1) * frame_planes], rgb);
+        }
+        let HostVec::U8(all) = dataset.read_stream(0, key).unwrap() else { panic!("not u8") };
+        assert!(all == expected, "{key}: the frames differ from FFmpeg's");
+        // From the middle of the second group of pictures (key frames at 0, 8, 16).
+        let HostVec::U8(some) = dataset.read_rows(0, key, 10..13).unwrap() else { panic!("not u8") };
+        assert!(some == expected[10 * 9216..13 * 9216], "{key}: rows 10..13 differ");
     }
-    let HostVec::U8(all) = dataset.read_stream(0, "camera").unwrap() else { panic!("not u8") };
-    assert_eq!(all, expected);
-    // From the middle of the second group of pictures (key frames at 0, 8, 16).
-    let HostVec::U8(some) = dataset.read_rows(0, "camera", 10..13).unwrap() else { panic!("not u8") };
-    assert_eq!(some, expected[10 * 9216..13 * 9216]);
     let times = times(&dataset, "camera");
     // `timestamp`, 2 ms before each log time (the bag's clock starts at its first log time).
     assert!((times[0] + 0.002).abs() < 1e-9 && (times[3] - times[0] - 0.1).abs() < 1e-9, "{times:?}");
+    let mapping = "[streams.camera]\ntopic = \"/camera/video\"\n";
     // A topic whose first message is not a key frame: its size is unknown, and the error says so.
     let dir = tempfile::tempdir().unwrap();
     let bytes = std::fs::read(fixtures().join("video_mcap/video_mcap.mcap")).unwrap();

@@ -1,31 +1,56 @@
-//! H.264 that arrives as Annex B access units, one picture each, with its
-//! parameter sets in the stream (a ROS 2 `foxglove_msgs/CompressedVideo`
-//! topic: each message one frame, key frames led by their SPS and PPS).
-//! The units are handed to the same OpenH264 decoder MP4 samples go to, as
-//! samples of a track whose `avcC` record holds no parameter sets (as an
-//! `avc3` track's).
+//! H.264 and HEVC that arrive as Annex B access units, one picture each,
+//! with their parameter sets in the stream (a ROS 2
+//! `foxglove_msgs/CompressedVideo` topic: each message one frame, key frames
+//! led by their parameter sets). The units are handed to the same decoders
+//! MP4 samples go to (OpenH264, libde265), as samples of a track whose
+//! configuration record holds no parameter sets (as an `avc3` or `hev1`
+//! track's).
 
 use crate::error::{corrupt, CodecError};
 use crate::h264::H264Decoder;
+use crate::hevc::HevcDecoder;
+use crate::mp4::Codec;
 use crate::yuv::Yuv420;
 
-/// An `avcC` record: version 1, Baseline 3.0 (unused by OpenH264), 4-byte
-/// NAL sizes, no SPS, no PPS.
-const RECORD_WITHOUT_SETS: [u8; 7] = [1, 66, 0, 30, 0xff, 0xe0, 0];
+/// An `avcC` record: version 1, Baseline 3.0 (unused by the decoder),
+/// 4-byte NAL sizes, no SPS, no PPS.
+const AVCC_WITHOUT_SETS: [u8; 7] = [1, 66, 0, 30, 0xff, 0xe0, 0];
 
-/// NAL unit type 5: a slice of an IDR picture (a key frame).
-const IDR_SLICE: u8 = 5;
+/// An `hvcC` record: version 1, Main profile, 4:2:0, 8 bits (the decoder
+/// reads the stream's own), 4-byte NAL sizes, no parameter set arrays.
+const HVCC_WITHOUT_SETS: [u8; 23] =
+    [1, 1, 0x60, 0, 0, 0, 0x90, 0, 0, 0, 0, 0, 93, 0xf0, 0, 0xfc, 0xfd, 0xf8, 0xf8, 0, 0, 0x0f, 0];
 
-/// Decodes H.264 access units given as Annex B.
+enum Decoder {
+    H264(H264Decoder),
+    Hevc(HevcDecoder),
+}
+
+impl std::fmt::Debug for Decoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Decoder::H264(_) => "H264",
+            Decoder::Hevc(_) => "Hevc",
+        })
+    }
+}
+
+/// Decodes H.264 or HEVC access units given as Annex B, on the CPU.
 #[derive(Debug)]
-pub struct AnnexBH264 {
-    decoder: H264Decoder,
+pub struct AnnexBDecoder {
+    decoder: Decoder,
     sample: Vec<u8>,
 }
 
-impl AnnexBH264 {
-    pub fn new() -> Result<Self, CodecError> {
-        Ok(AnnexBH264 { decoder: H264Decoder::new(&RECORD_WITHOUT_SETS)?, sample: Vec::new() })
+impl AnnexBDecoder {
+    /// A decoder of `codec` (H.264 or HEVC; AV1 has no Annex B).
+    pub fn new(codec: Codec) -> Result<Self, CodecError> {
+        let decoder = match codec {
+            Codec::H264 => Decoder::H264(H264Decoder::new(&AVCC_WITHOUT_SETS)?),
+            Codec::Hevc => Decoder::Hevc(HevcDecoder::new(&HVCC_WITHOUT_SETS)?),
+            other => return Err(corrupt(format!("{other:?} does not come as Annex B"))),
+        };
+        Ok(AnnexBDecoder { decoder, sample: Vec::new() })
     }
 
     /// Decodes access unit `tag` (its index in decode order; a decode
@@ -37,18 +62,30 @@ impl AnnexBH264 {
             self.sample.extend_from_slice(&(unit.len() as u32).to_be_bytes());
             self.sample.extend_from_slice(unit);
         }
-        self.decoder.decode(tag, &self.sample)
+        match &mut self.decoder {
+            Decoder::H264(decoder) => decoder.decode(tag, &self.sample),
+            Decoder::Hevc(decoder) => decoder.decode(tag, &self.sample),
+        }
     }
 
     /// The pictures still held back, at the end of a run of units.
     pub fn finish(&mut self) -> Result<Vec<(usize, Yuv420)>, CodecError> {
-        self.decoder.finish()
+        match &mut self.decoder {
+            Decoder::H264(decoder) => decoder.finish(),
+            Decoder::Hevc(decoder) => decoder.finish(),
+        }
     }
 }
 
-/// Whether an access unit holds an IDR slice (a decode may start there).
-pub fn is_h264_key_frame(access_unit: &[u8]) -> bool {
-    nal_units(access_unit).is_ok_and(|units| units.iter().any(|u| u.first().is_some_and(|b| b & 0x1f == IDR_SLICE)))
+/// Whether an access unit of `codec` holds a picture a decode may start at:
+/// an IDR slice (H.264 NAL type 5), an IRAP picture (HEVC types 16 to 21).
+pub fn is_key_frame(codec: Codec, access_unit: &[u8]) -> bool {
+    let Ok(units) = nal_units(access_unit) else { return false };
+    units.iter().any(|unit| match (codec, unit.first()) {
+        (Codec::H264, Some(&b)) => b & 0x1f == 5,
+        (Codec::Hevc, Some(&b)) => (16..=21).contains(&((b >> 1) & 0x3f)),
+        _ => false,
+    })
 }
 
 /// The NAL units of Annex B bytes (each after a 3- or 4-byte start code).
@@ -91,10 +128,13 @@ mod tests {
     fn annex_b_splits_into_units_and_finds_key_frames() {
         let au = [0, 0, 0, 1, 0x67, 1, 2, 0, 0, 1, 0x68, 3, 0, 0, 0, 1, 0x65, 9, 9];
         assert_eq!(nal_units(&au).unwrap(), [&[0x67, 1, 2][..], &[0x68, 3], &[0x65, 9, 9]]);
-        assert!(is_h264_key_frame(&au));
-        assert!(!is_h264_key_frame(&[0, 0, 1, 0x41, 5]));
+        assert!(is_key_frame(Codec::H264, &au));
+        assert!(!is_key_frame(Codec::H264, &[0, 0, 1, 0x41, 5]));
+        // HEVC: an IDR_W_RADL slice (type 19) is a key frame, a TRAIL_R (1) is not.
+        assert!(is_key_frame(Codec::Hevc, &[0, 0, 1, 0x26, 1, 7]));
+        assert!(!is_key_frame(Codec::Hevc, &[0, 0, 1, 0x02, 1, 7]));
         assert!(nal_units(&[9, 0, 0, 1, 0x41]).is_err());
         assert!(nal_units(&[1, 2, 3]).is_err());
-        assert!(!is_h264_key_frame(&[]));
+        assert!(!is_key_frame(Codec::H264, &[]));
     }
 }

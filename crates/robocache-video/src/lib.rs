@@ -51,7 +51,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-pub use annex_b::{is_h264_key_frame, AnnexBH264};
+pub use annex_b::{is_key_frame, AnnexBDecoder};
 pub use build_info::{cpu_decoders_have_assembly, decoders, DecoderInfo};
 pub use byte_source::{ByteSource, LocalFile};
 pub use error::{CodecError, Error, Result};

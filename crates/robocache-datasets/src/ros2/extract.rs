@@ -44,8 +44,8 @@ pub(crate) enum Extract {
 #[derive(Clone, Debug)]
 pub(crate) enum Frame {
     Encoded(Vec<u8>),
-    /// An H.264 access unit: decoded with the ones before it.
-    Video(Vec<u8>),
+    /// An H.264 or HEVC access unit: decoded with the ones before it.
+    Video(robocache_video::Codec, Vec<u8>),
     Raw {
         encoding: String,
         height: usize,
@@ -118,8 +118,9 @@ pub(crate) fn frame(schema: &MessageSchema, message: &Value<'_>, what: &Extract)
     match what {
         Extract::CompressedImage => Ok(Frame::Encoded(bytes("data")?)),
         Extract::CompressedVideo => match message.get(schema, "format").and_then(Value::as_str) {
-            Some("h264") => Ok(Frame::Video(bytes("data")?)),
-            Some(other) => Err(format!("video format `{other}` (robocache reads h264 so far)")),
+            Some("h264") => Ok(Frame::Video(robocache_video::Codec::H264, bytes("data")?)),
+            Some("h265" | "hevc") => Ok(Frame::Video(robocache_video::Codec::Hevc, bytes("data")?)),
+            Some(other) => Err(format!("video format `{other}` (robocache reads h264 and h265)")),
             None => Err("no `format`".into()),
         },
         Extract::RawImage => Ok(Frame::Raw {
@@ -163,11 +164,13 @@ pub(crate) fn frame_layout(frame: &Frame) -> Result<(DType, Vec<usize>), String>
             let (dtype, channels, _) = raw_layout(encoding)?;
             Ok((dtype, vec![*height, *width, channels]))
         }
-        Frame::Video(unit) => {
-            if !robocache_video::is_h264_key_frame(unit) {
-                return Err("the first message is not a key frame (an IDR picture), so its size is unknown".into());
+        Frame::Video(codec, unit) => {
+            if !robocache_video::is_key_frame(*codec, unit) {
+                return Err(
+                    "the first message is not a key frame (an IDR or IRAP picture), so its size is unknown".into()
+                );
             }
-            let mut decoder = robocache_video::AnnexBH264::new().map_err(|e| e.to_string())?;
+            let mut decoder = robocache_video::AnnexBDecoder::new(*codec).map_err(|e| e.to_string())?;
             let mut pictures = decoder.decode(0, unit).map_err(|e| format!("the first frame does not decode: {e}"))?;
             pictures.extend(decoder.finish().map_err(|e| format!("the first frame does not decode: {e}"))?);
             let (_, picture) = pictures.first().ok_or("the first frame gives no picture")?;
@@ -186,18 +189,19 @@ pub(crate) fn decode_video_rows(
     out: &mut [u8],
 ) -> Result<(), (usize, String)> {
     let unit = |at: usize| match frames.get(at) {
-        Some(Frame::Video(unit)) => Ok(unit.as_slice()),
+        Some(Frame::Video(codec, unit)) => Ok((*codec, unit.as_slice())),
         _ => Err((at, "not a video frame".to_owned())),
     };
+    let codec = unit(rows.start)?.0;
     let mut start = rows.start;
-    while !robocache_video::is_h264_key_frame(unit(start)?) {
+    while !robocache_video::is_key_frame(codec, unit(start)?.1) {
         if start == 0 {
             return Err((rows.start, "no key frame (IDR picture) at or before it".into()));
         }
         start -= 1;
     }
     let frame_bytes = shape.iter().product::<usize>();
-    let mut decoder = robocache_video::AnnexBH264::new().map_err(|e| (start, e.to_string()))?;
+    let mut decoder = robocache_video::AnnexBDecoder::new(codec).map_err(|e| (start, e.to_string()))?;
     let mut filled = vec![false; rows.len()];
     let mut keep = |pictures: Vec<(usize, robocache_video::Yuv420)>| -> Result<(), (usize, String)> {
         for (tag, picture) in pictures {
@@ -217,7 +221,11 @@ pub(crate) fn decode_video_rows(
         Ok(())
     };
     for at in start..rows.end {
-        keep(decoder.decode(at, unit(at)?).map_err(|e| (at, e.to_string()))?)?;
+        let (this, bytes) = unit(at)?;
+        if this != codec {
+            return Err((at, format!("a {this:?} frame in a {codec:?} stream")));
+        }
+        keep(decoder.decode(at, bytes).map_err(|e| (at, e.to_string()))?)?;
     }
     keep(decoder.finish().map_err(|e| (rows.end - 1, e.to_string()))?)?;
     match filled.iter().position(|f| !f) {
@@ -229,7 +237,7 @@ pub(crate) fn decode_video_rows(
 /// Decodes `frame` into `out` (`dtype` `[H, W, C]` as `shape`).
 pub(crate) fn decode_frame(frame: &Frame, dtype: DType, shape: &[usize], out: &mut [u8]) -> Result<(), String> {
     match frame {
-        Frame::Video(_) => Err("a video frame decodes with the frames before it".into()),
+        Frame::Video(..) => Err("a video frame decodes with the frames before it".into()),
         Frame::Encoded(bytes) => crate::image_decode::decode_image(bytes, dtype, shape, out),
         Frame::Raw { encoding, height, width, step, big_endian, data } => {
             let (raw_dtype, channels, pixel_bytes) = raw_layout(encoding)?;
