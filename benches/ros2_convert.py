@@ -4,11 +4,20 @@ converter people write by hand (rosbags + "the latest message before each camera
 
 The bag (written here by rosbags, MCAP, zstd off): a 480x640 JPEG camera at 30 Hz,
 7-joint JointState at 500 Hz, IMU at 200 Hz, commands at 10 Hz, for --seconds.
-Both converters write every camera tick's frame (PNG, as LeRobot's `image` features)
-and the state and action at that tick: robocache resampled on a 30 Hz clock (linear,
-slerp, hold), the baseline by the latest message before the frame.
+Both converters write every camera tick's frame and the state and action at that
+tick: robocache resampled on a 30 Hz clock (linear, slerp, hold), the baseline by the
+latest message before the frame.
+
+--cameras image (the default): frames as PNG, LeRobot's `image` features; the baseline
+decodes the JPEGs and encodes PNGs with PIL and writes one parquet file (pyarrow).
+--cameras video: frames as video; robocache writes H.264 (`--cameras video`, OpenH264,
+g=2), the baseline is LeRobot's own writer (`LeRobotDataset.create(use_videos=True)`,
+`add_frame` per camera tick, `save_episode`, `finalize`; lerobot 0.6.1 installed) with
+its default encoder (SVT-AV1 through PyAV, g=2, crf 30), or with `--lerobot-vcodec h264`
+(FFmpeg's libx264 through PyAV).
 
     python benches/ros2_convert.py [--seconds 30] [--robocache target/release/robocache] [--only-robocache]
+                                   [--cameras image|video] [--lerobot-vcodec libsvtav1|h264]
 
 Prints the bag size, each converter's seconds and MB/s, and the ratio, last. The
 issue's target (microsoft/physical-ai-toolchain#38) is under 5 minutes per GB.
@@ -142,12 +151,59 @@ def hand_written(bag, out):
     return len(rows["timestamp"])
 
 
+def lerobot_writer(bag, out, vcodec):
+    """What a team writes with LeRobot: every message deserialised, each stream's
+    latest message before the camera frame, the JPEG decoded with PIL, the frame
+    given to `LeRobotDataset.add_frame`, the episode saved (video encoded by LeRobot)."""
+    from PIL import Image
+    from rosbags.highlevel import AnyReader
+    from rosbags.typesys import Stores, get_typestore
+    from lerobot.configs.video import RGBEncoderConfig
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    topics = {"/joint_states": [], "/imu": [], "/cmd": [], "/camera/image/compressed": []}
+    with AnyReader([bag], default_typestore=get_typestore(Stores.ROS2_HUMBLE)) as reader:
+        for connection, t, raw in reader.messages():
+            if connection.topic in topics:
+                topics[connection.topic].append((t, reader.deserialize(raw, connection.msgtype)))
+    times = {k: [t for t, _ in v] for k, v in topics.items()}
+
+    def latest(topic, t):
+        i = bisect.bisect_right(times[topic], t) - 1
+        return topics[topic][max(i, 0)][1]
+
+    features = {
+        "observation.images.camera": {"dtype": "video", "shape": (480, 640, 3), "names": ["height", "width", "channels"]},
+        "observation.state": {"dtype": "float32", "shape": (7,), "names": None},
+        "observation.imu": {"dtype": "float32", "shape": (4,), "names": None},
+        "action": {"dtype": "float32", "shape": (7,), "names": None},
+    }
+    dataset = LeRobotDataset.create("bench/ros2", fps=30, features=features, root=out, use_videos=True,
+                                    rgb_encoder=RGBEncoderConfig(vcodec=vcodec))
+    frames = 0
+    for t, msg in topics["/camera/image/compressed"]:
+        o = latest("/imu", t).orientation
+        dataset.add_frame({
+            "observation.images.camera": np.asarray(Image.open(io.BytesIO(bytes(msg.data))).convert("RGB")),
+            "observation.state": np.asarray(latest("/joint_states", t).position, np.float32),
+            "observation.imu": np.array([o.x, o.y, o.z, o.w], np.float32),
+            "action": np.asarray(latest("/cmd", t).data, np.float32),
+            "task": "bench",
+        })
+        frames += 1
+    dataset.save_episode()
+    dataset.finalize()
+    return frames
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--robocache", default="target/release/robocache")
     parser.add_argument("--only-robocache", action="store_true",
                         help="time robocache alone (a bag too large to convert by hand in the time)")
+    parser.add_argument("--cameras", choices=["image", "video"], default="image")
+    parser.add_argument("--lerobot-vcodec", default="libsvtav1", help="--cameras video: the baseline's encoder")
     args = parser.parse_args()
     work = pathlib.Path(tempfile.mkdtemp(prefix="ros2_convert_"))
     try:
@@ -160,20 +216,28 @@ def main():
         (work / "map.toml").write_text(MAPPING)
         started = time.perf_counter()
         subprocess.run([args.robocache, "convert", "lerobot", str(bag), str(work / "robocache_root"), "--map",
-                        str(work / "map.toml"), "--task", "bench"], check=True, capture_output=True)
+                        str(work / "map.toml"), "--task", "bench", "--cameras", args.cameras], check=True,
+                       capture_output=True)
         ours = time.perf_counter() - started
         if args.only_robocache:
             print(f"robocache convert lerobot: {ours:.2f} s for {size / 1e6:.1f} MB: "
                   f"{ours / (size / 1e9):.1f} s per GB ({os.cpu_count()} cores)")
             return
         started = time.perf_counter()
-        frames = hand_written(bag, work / "hand_root")
+        if args.cameras == "image":
+            frames = hand_written(bag, work / "hand_root")
+            baseline = "rosbags + latest-before + PIL + pyarrow"
+        else:
+            frames = lerobot_writer(bag, work / "hand_root", args.lerobot_vcodec)
+            baseline = f"rosbags + latest-before + LeRobotDataset.add_frame ({args.lerobot_vcodec})"
         theirs = time.perf_counter() - started
         rate = lambda s: size / 1e6 / s  # noqa: E731
-        print(f"| converter | seconds | MB/s | min per GB |")
-        print(f"|---|---:|---:|---:|")
-        print(f"| robocache convert lerobot | {ours:.2f} | {rate(ours):.1f} | {1000 / rate(ours) / 60:.2f} |")
-        print(f"| rosbags + latest-before + PIL + pyarrow | {theirs:.2f} | {rate(theirs):.1f} | {1000 / rate(theirs) / 60:.2f} |")
+        ours_bytes = sum(f.stat().st_size for f in (work / "robocache_root").rglob("*") if f.is_file())
+        theirs_bytes = sum(f.stat().st_size for f in (work / "hand_root").rglob("*") if f.is_file())
+        print(f"| converter ({args.cameras}) | seconds | MB/s | min per GB | root MB |")
+        print(f"|---|---:|---:|---:|---:|")
+        print(f"| robocache convert lerobot | {ours:.2f} | {rate(ours):.1f} | {1000 / rate(ours) / 60:.2f} | {ours_bytes / 1e6:.1f} |")
+        print(f"| {baseline} | {theirs:.2f} | {rate(theirs):.1f} | {1000 / rate(theirs) / 60:.2f} | {theirs_bytes / 1e6:.1f} |")
         print(f"robocache / hand-written speed: {theirs / ours:.2f}x ({frames} camera frames)")
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -3,11 +3,12 @@ converted from them: batches/s of one robocache.Loader over each, same
 windows, same streams, same machine, same run.
 
     python benches/ros2_train_feed.py [--seconds 20] [--robocache target/release/robocache] [--device cpu]
+                                      [--cameras image|video]
 
 The bag is `ros2_convert.py`'s recording (a 480x640 JPEG camera at 30 Hz,
 JointState at 500 Hz, IMU at 200 Hz, commands at 10 Hz), converted once by
-`robocache convert lerobot` with the same mapping (PNG `image` frames on the
-30 Hz clock). Both loaders read time windows at 30 Hz (history 1, horizon 4)
+`robocache convert lerobot` with the same mapping (frames on the 30 Hz clock,
+PNG `image` features, or H.264 `video` features with `--cameras video`). Both loaders read time windows at 30 Hz (history 1, horizon 4)
 of the camera (resized to 224x224 on the loader's device), the state, the
 IMU orientation and the action, batches of 16, the default workers and
 frame cache; each is timed over --batches batches after 10 of warm-up,
@@ -59,6 +60,8 @@ def main():
     parser.add_argument("--robocache", default="target/release/robocache")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--batches", type=int, default=100)
+    parser.add_argument("--cameras", choices=["image", "video"], default="image",
+                        help="how the converted root stores the camera (`convert lerobot --cameras`)")
     args = parser.parse_args()
     work = pathlib.Path(tempfile.mkdtemp(prefix="ros2_feed_"))
     try:
@@ -68,7 +71,7 @@ def main():
         mapping.write_text(ros2_convert.MAPPING)
         root = work / "root"
         subprocess.run([args.robocache, "convert", "lerobot", str(bag), str(root), "--map", str(mapping),
-                        "--task", "bench"], check=True, capture_output=True)
+                        "--task", "bench", "--cameras", args.cameras], check=True, capture_output=True)
         rows = {"bags": [], "converted root": []}
         for _ in range(2):
             for name, (path, bag_mapping) in (("bags", (bag, str(mapping))), ("converted root", (root, None))):

@@ -470,6 +470,36 @@ fn inspect_lists_a_bags_topics_and_reads_it_by_a_mapping() {
 }
 
 #[test]
+fn convert_lerobot_writes_cameras_as_video_by_default() {
+    let bags = Path::new(env!("CARGO_MANIFEST_DIR")).join("../robocache-datasets/tests/fixtures/ros2");
+    let dir = tempfile::tempdir().unwrap();
+    let map = path(&dir, "map.toml");
+    std::fs::write(&map, "[streams.camera]\ntopic = \"/camera/video\"\n").unwrap();
+    let out = path(&dir, "root");
+    let video = bags.join("video_mcap");
+    let args = ["convert", "lerobot", video.to_str().unwrap(), out.to_str().unwrap(), "--map", map.to_str().unwrap()];
+    let (ok, stdout, err) = robocache(&[&args[..], &["--fps", "10", "--key-frame-every", "4"]].concat());
+    assert!(ok && stdout.contains("LeRobot v3.0, 1 episodes"), "{err}");
+    assert!(out.join("videos/camera/chunk-000/file-000.mp4").is_file());
+    let info = std::fs::read_to_string(out.join("meta/info.json")).unwrap();
+    assert!(info.contains("\"video\"") && info.contains("\"video.g\": 4"), "{info}");
+    // A 6x8 camera is smaller than the encoder takes: one line naming it.
+    std::fs::write(&map, "[streams.camera]\ntopic = \"/scene/image\"\n").unwrap();
+    let arm = bags.join("arm_sqlite");
+    let (ok, _, err) = robocache(&[
+        "convert",
+        "lerobot",
+        arm.to_str().unwrap(),
+        &path(&dir, "small").to_string_lossy(),
+        "--map",
+        map.to_str().unwrap(),
+    ]);
+    assert!(!ok && err.contains("`camera`") && err.contains("8×6") && err.lines().count() == 1, "{err}");
+    let (ok, _, err) = robocache(&[&args[..], &["--key-frame-every", "0"]].concat());
+    assert!(!ok && err.contains("key-frame-every"), "{err}");
+}
+
+#[test]
 fn convert_lerobot_writes_a_root_that_inspect_reads() {
     let bags = Path::new(env!("CARGO_MANIFEST_DIR")).join("../robocache-datasets/tests/fixtures/ros2/arm_sqlite");
     let dir = tempfile::tempdir().unwrap();
@@ -491,6 +521,8 @@ fn convert_lerobot_writes_a_root_that_inspect_reads() {
         "10",
         "--task",
         "wave",
+        "--cameras",
+        "image",
     ]);
     assert!(ok, "{err}");
     assert!(stdout.contains("LeRobot v3.0, 1 episodes") && stdout.contains("at 10 fps"), "{stdout}");

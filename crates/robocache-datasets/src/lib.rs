@@ -119,9 +119,9 @@ pub use formats::{
     calvin::RATE_HZ as CALVIN_RATE_HZ, robomimic::DEFAULT_RATE_HZ as ROBOMIMIC_DEFAULT_RATE_HZ, OpenOptions,
 };
 pub use lerobot::{
-    FeatureStorage, FeatureToWrite as LeRobotFeatureToWrite, LeRobotView, LeRobotWriter, LeRobotWritten,
+    CameraStorage, FeatureStorage, FeatureToWrite as LeRobotFeatureToWrite, LeRobotView, LeRobotWriter, LeRobotWritten,
     DATA_FILE_BYTES as LEROBOT_DATA_FILE_BYTES, DEFAULT_COLUMNS as LEROBOT_COLUMNS,
-    MAX_OPEN_VIDEOS as LEROBOT_MAX_OPEN_VIDEOS,
+    MAX_OPEN_VIDEOS as LEROBOT_MAX_OPEN_VIDEOS, VIDEO_FILE_BYTES as LEROBOT_VIDEO_FILE_BYTES,
 };
 pub use mixture::{EpochLength, MixturePart, MixtureSample, MixtureSampler, MixtureWeights};
 pub use model::{

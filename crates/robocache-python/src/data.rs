@@ -86,8 +86,11 @@ impl Dataset {
     }
 
     /// Writes the dataset as a LeRobot v3.0 root at `out` (the facade's
-    /// `export_lerobot`): (episodes, frames, data files) written.
-    #[pyo3(signature = (out, fps, streams, task, robot_type=None))]
+    /// `export_lerobot`), camera streams as `cameras` (`"video"`, a key
+    /// frame every `key_frame_every` frames, or `"image"`): (episodes,
+    /// frames, data files) written.
+    #[allow(clippy::too_many_arguments)] // the keyword arguments of `Dataset.to_lerobot`
+    #[pyo3(signature = (out, fps, streams, task, robot_type=None, cameras="video", key_frame_every=2))]
     fn export_lerobot(
         &self,
         py: Python<'_>,
@@ -96,8 +99,15 @@ impl Dataset {
         streams: Vec<String>,
         task: String,
         robot_type: Option<String>,
+        cameras: &str,
+        key_frame_every: u32,
     ) -> PyResult<(usize, usize, usize)> {
-        let export = robocache::lerobot_export::LeRobotExport { fps, streams, task, robot_type };
+        let cameras = match cameras {
+            "video" => robocache::datasets::CameraStorage::Video { key_frame_every },
+            "image" => robocache::datasets::CameraStorage::Image,
+            other => return Err(invalid(format!("cameras={other:?}: \"video\" or \"image\""))),
+        };
+        let export = robocache::lerobot_export::LeRobotExport { fps, streams, task, robot_type, cameras };
         let written =
             py.detach(|| robocache::lerobot_export::export_lerobot(&self.inner, &out, &export, |_, _| {})).py_err()?;
         Ok((written.episodes, written.frames, written.data_files))

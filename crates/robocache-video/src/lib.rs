@@ -23,6 +23,10 @@
 //! # Ok::<(), robocache_video::Error>(())
 //! ```
 //!
+//! [`H264Encoder`] and [`Mp4Writer`] write the other way: RGB frames
+//! encoded by OpenH264 into an MP4 file as LeRobot's are laid out (what
+//! `robocache convert lerobot` writes camera streams as).
+//!
 //! [`FrameCache`] keeps decoded frames within a byte budget for the
 //! epochs after the first.
 //!
@@ -38,8 +42,10 @@ mod byte_source;
 mod error;
 mod frame_cache;
 mod h264;
+mod h264_encoder;
 mod hevc;
 pub mod mp4;
+mod mp4_writer;
 mod nal;
 mod nvdec;
 pub mod resize;
@@ -56,7 +62,9 @@ pub use build_info::{cpu_decoders_have_assembly, decoders, DecoderInfo};
 pub use byte_source::{ByteSource, LocalFile};
 pub use error::{CodecError, Error, Result};
 pub use frame_cache::{Claim, FrameCache, FrameCacheUsage, FrameKey, Lookup, PendingFrame};
+pub use h264_encoder::{EncodedFrame, H264Encoder};
 pub use mp4::{Codec, Track};
+pub use mp4_writer::Mp4Writer;
 pub use resize::{CropBox, FrameResize, ResizePlan, ResizeTaps, MAX_RESIZE_TAPS};
 pub use robocache_claims::Pending;
 pub use yuv::{yuv420_len, yuv420_to_rgb_into, Yuv420};

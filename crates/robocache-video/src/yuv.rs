@@ -112,6 +112,49 @@ impl Yuv420 {
         }
     }
 
+    /// An RGB frame (`[height, width, 3]` row-major) as YUV 4:2:0, the
+    /// inverse of the decode conversion: BT.601, limited range, in the
+    /// integer form of the standard (`Y = ((66 R + 129 G + 25 B + 128) >>
+    /// 8) + 16`, `U = ((−38 R − 74 G + 112 B + 128) >> 8) + 128`, `V =
+    /// ((112 R − 94 G − 18 B + 128) >> 8) + 128`), chroma from the rounded
+    /// mean of each 2×2 block's RGB (the pixels of a block the frame has,
+    /// at an odd edge). What robocache's encoder is given; a round trip
+    /// through [`Yuv420::to_rgb`] differs by a few levels, the loss of
+    /// limited range and of chroma at half resolution.
+    ///
+    /// `None` where `rgb` is not `width × height × 3` bytes.
+    pub fn from_rgb(width: usize, height: usize, rgb: &[u8]) -> Option<Yuv420> {
+        if width.checked_mul(height).and_then(|n| n.checked_mul(3)) != Some(rgb.len()) {
+            return None;
+        }
+        let mut frame = Yuv420::new(width, height);
+        let (luma, chroma) = frame.data.split_at_mut(width * height);
+        for (y_row, rgb_row) in luma.chunks_exact_mut(width.max(1)).zip(rgb.chunks_exact(3 * width.max(1))) {
+            for (y, p) in y_row.iter_mut().zip(rgb_row.chunks_exact(3)) {
+                let (r, g, b) = (i32::from(p[0]), i32::from(p[1]), i32::from(p[2]));
+                *y = (((66 * r + 129 * g + 25 * b + 128) >> 8) + 16) as u8;
+            }
+        }
+        let (cw, ch) = (width.div_ceil(2), height.div_ceil(2));
+        let (u_plane, v_plane) = chroma.split_at_mut(cw * ch);
+        for cy in 0..ch {
+            for cx in 0..cw {
+                let (mut sum, mut n) = ([0i32; 3], 0i32);
+                for y in 2 * cy..(2 * cy + 2).min(height) {
+                    for x in 2 * cx..(2 * cx + 2).min(width) {
+                        let p = &rgb[3 * (y * width + x)..3 * (y * width + x) + 3];
+                        sum.iter_mut().zip(p).for_each(|(s, &v)| *s += i32::from(v));
+                        n += 1;
+                    }
+                }
+                let [r, g, b] = sum.map(|s| (s + n / 2) / n);
+                u_plane[cy * cw + cx] = (((-38 * r - 74 * g + 112 * b + 128) >> 8) + 128) as u8;
+                v_plane[cy * cw + cx] = (((112 * r - 94 * g - 18 * b + 128) >> 8) + 128) as u8;
+            }
+        }
+        Some(frame)
+    }
+
     /// The frame as RGB, `[height, width, 3]` row-major, into `out`
     /// (see [`yuv420_to_rgb_into`]).
     ///
@@ -192,6 +235,28 @@ mod tests {
     use proptest::prelude::*;
 
     use robocache_cpu::noise::bytes as noise;
+
+    #[test]
+    fn rgb_to_yuv_and_back_is_within_the_levels_limited_range_loses() {
+        // Flat colours over the gamut: 4:2:0 loses nothing, limited range
+        // (219 luma and 224 chroma levels for 256) at most 2 levels.
+        for rgb in [[0u8, 0, 0], [255, 255, 255], [255, 0, 0], [0, 255, 0], [0, 0, 255], [12, 200, 77], [128, 128, 128]]
+        {
+            let frame: Vec<u8> = rgb.iter().copied().cycle().take(6 * 4 * 3).collect();
+            let back = Yuv420::from_rgb(6, 4, &frame).unwrap().to_rgb();
+            for (a, b) in back.iter().zip(&frame) {
+                assert!(a.abs_diff(*b) <= 2, "{rgb:?}: {back:?}");
+            }
+        }
+        // A smooth gradient of an odd size, from black: within 6 levels
+        // (a 2×2 block's one chroma, clamped at the gamut's edge).
+        let (w, h) = (17, 9);
+        let frame: Vec<u8> = (0..w * h).flat_map(|i| [(i % w * 3) as u8, (i / w * 5) as u8, 90]).collect();
+        let back = Yuv420::from_rgb(w, h, &frame).unwrap().to_rgb();
+        let worst = back.iter().zip(&frame).map(|(a, b)| a.abs_diff(*b)).max();
+        assert!(worst <= Some(6), "{worst:?}");
+        assert!(Yuv420::from_rgb(w, h, &frame[1..]).is_none());
+    }
 
     /// The conversion pixel by pixel, as the module's docs state it.
     fn to_rgb_per_pixel(frame: &Yuv420) -> Vec<u8> {

@@ -6,7 +6,8 @@
 //! An episode's frames are the ticks `start + k / fps` where every stream
 //! has data (the span all streams cover): LeRobot has no pad masks, so no
 //! value is invented at either end. Frame `k`'s `timestamp` is `k / fps`.
-//! Camera streams (`u8 [H, W, 3]`) become `image` features (PNG), float
+//! Camera streams (`u8 [H, W, 3]`) become `video` features (H.264 MP4,
+//! [`CameraStorage::Video`]) or `image` features (PNG), as `cameras` says; float
 //! streams keep their dtype (`float32`, `float64`), `i64` and `bool` stay,
 //! other integer and half-precision streams become `float32`. The task of
 //! an episode is its language instruction, else the one given.
@@ -14,7 +15,9 @@
 use std::path::Path;
 
 use robocache_cpu::{DType, HostVec};
-use robocache_datasets::{Dataset, LeRobotFeatureToWrite, LeRobotWriter, LeRobotWritten, TimeWindowSpec, TimeWindows};
+use robocache_datasets::{
+    CameraStorage, Dataset, LeRobotFeatureToWrite, LeRobotWriter, LeRobotWritten, TimeWindowSpec, TimeWindows,
+};
 
 use crate::{Device, Error, Result};
 
@@ -29,6 +32,8 @@ pub struct LeRobotExport {
     pub task: String,
     /// `robot_type` in `info.json`.
     pub robot_type: Option<String>,
+    /// How camera streams are stored: `video` (H.264, the default) or `image` (PNG).
+    pub cameras: CameraStorage,
 }
 
 /// Windows resampled per batch, at most.
@@ -87,7 +92,8 @@ pub fn export_lerobot(
     let spec = TimeWindowSpec { hz: options.fps, history: 0, horizon: 1 };
     let windows = TimeWindows::new(dataset, &streams, &spec)?;
     let device = Device::cpu();
-    let mut writer = LeRobotWriter::create(out, options.fps, features.clone(), options.robot_type.clone())?;
+    let mut writer =
+        LeRobotWriter::create(out, options.fps, features.clone(), options.robot_type.clone(), options.cameras)?;
     for (episode, episode_info) in info.episodes.iter().enumerate() {
         let samples: Vec<usize> = windows.episode_samples(episode).collect();
         let mut columns: Vec<Vec<HostVec>> = features.iter().map(|_| Vec::new()).collect();

@@ -1,13 +1,14 @@
 //! A ROS 2 bag (written by rosbags) exported as a LeRobot v3.0 root: read
 //! back through robocache's LeRobot reader (checked against LeRobot 0.6.1's
 //! own batches in robocache-datasets' tests), every frame equals the bag's
-//! streams resampled on the same clock, and the metadata says what LeRobot
-//! reads.
+//! streams resampled on the same clock (camera frames stored as `image`
+//! features bit for bit; as `video` features within H.264's loss), and the
+//! metadata says what LeRobot reads.
 
 use std::path::PathBuf;
 
 use robocache::datasets::ros2::BagMapping;
-use robocache::datasets::{Dataset, Format, OpenOptions, TimeWindowSpec, TimeWindows};
+use robocache::datasets::{CameraStorage, Dataset, Format, OpenOptions, TimeWindowSpec, TimeWindows};
 use robocache::lerobot_export::{export_lerobot, LeRobotExport};
 use robocache::{Device, HostVec};
 
@@ -32,14 +33,25 @@ topic = "/gripper"
 field = "data"
 "#;
 
+fn psnr(a: &[u64], b: &[u64]) -> f64 {
+    let mse = a.iter().zip(b).map(|(&x, &y)| (x as f64 - y as f64).powi(2)).sum::<f64>() / a.len() as f64;
+    10.0 * (255.0f64 * 255.0 / mse.max(1e-12)).log10()
+}
+
 #[test]
 fn a_bag_exported_as_lerobot_reads_back_as_the_bag_resampled() {
+    let cameras = CameraStorage::Image;
     let mapping: BagMapping = MAPPING.parse().unwrap();
     let source = Dataset::open_with(bag(), &OpenOptions { bag_mapping: Some(mapping), ..Default::default() }).unwrap();
     let out = tempfile::tempdir().unwrap();
     let root = out.path().join("arm");
-    let export =
-        LeRobotExport { fps: 20.0, streams: Vec::new(), task: "pick the cube".into(), robot_type: Some("arm".into()) };
+    let export = LeRobotExport {
+        fps: 20.0,
+        streams: Vec::new(),
+        task: "pick the cube".into(),
+        robot_type: Some("arm".into()),
+        cameras,
+    };
     let mut done = Vec::new();
     let written = export_lerobot(&source, &root, &export, |d, n| done.push((d, n))).unwrap();
     assert_eq!(done, [(1, 1)]);
@@ -81,7 +93,8 @@ fn a_bag_exported_as_lerobot_reads_back_as_the_bag_resampled() {
         };
         assert_eq!(expected.dtype(), got.dtype(), "{}", stream.name);
         let (expected, got) = (bits(expected), bits(got));
-        assert_eq!(got, expected[from * width..to * width], "{}", stream.name);
+        let expected = &expected[from * width..to * width];
+        assert_eq!(got, expected, "{}", stream.name);
     }
     // Timestamps k / fps, LeRobot's bookkeeping columns.
     let HostVec::F32(timestamps) = lerobot.read_stream(0, "timestamp").unwrap() else { panic!() };
@@ -93,6 +106,7 @@ fn a_bag_exported_as_lerobot_reads_back_as_the_bag_resampled() {
     assert_eq!(info["fps"], 20);
     assert_eq!(info["robot_type"], "arm");
     assert_eq!(info["features"]["observation.images.wrist"]["dtype"], "image");
+    assert!(!root.join("videos").exists());
     assert_eq!(info["features"]["action"]["dtype"], "float64");
     let stats: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(root.join("meta/stats.json")).unwrap()).unwrap();
@@ -102,4 +116,71 @@ fn a_bag_exported_as_lerobot_reads_back_as_the_bag_resampled() {
     // A root that exists and is not empty is not written over.
     let error = export_lerobot(&source, &root, &export, |_, _| {}).unwrap_err();
     assert!(error.to_string().contains("not empty"), "{error}");
+}
+
+/// Both video topics of the CompressedVideo bag (H.264 and H.265 in,
+/// `make_ros2_video_fixture.py`) exported as `video` features (H.264 out):
+/// each frame within H.264's loss of the bag's frame at the same tick, in
+/// one MP4 file per camera that the metadata points to.
+#[test]
+fn a_bag_exported_with_video_features_reads_back_within_the_codec_loss() {
+    let mapping: BagMapping =
+        "[streams.camera]\ntopic = \"/camera/video\"\n[streams.camera_h265]\ntopic = \"/camera/video_h265\"\n"
+            .parse()
+            .unwrap();
+    let bag = bag().with_file_name("video_mcap");
+    let source = Dataset::open_with(bag, &OpenOptions { bag_mapping: Some(mapping), ..Default::default() }).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let root = out.path().join("video");
+    let export = LeRobotExport {
+        fps: 10.0,
+        streams: Vec::new(),
+        task: String::new(),
+        robot_type: None,
+        cameras: CameraStorage::Video { key_frame_every: 2 },
+    };
+    let written = export_lerobot(&source, &root, &export, |_, _| {}).unwrap();
+    let lerobot = Dataset::open(&root).unwrap();
+    let streams = ["camera", "camera_h265"];
+    let windows = TimeWindows::new(&source, &streams, &TimeWindowSpec { hz: 10.0, history: 0, horizon: 1 }).unwrap();
+    let samples: Vec<usize> = windows.episode_samples(0).collect();
+    let batch = Device::cpu().time_window_batch(&source, &windows, &samples, &streams).unwrap();
+    let masks: Vec<Vec<bool>> = batch.streams.iter().map(|s| s.mask.to_vec::<bool>().unwrap()).collect();
+    let from = (0..samples.len()).position(|k| masks.iter().all(|m| m[k])).unwrap();
+    assert_eq!(lerobot.info().episodes[0].len, written.frames);
+    for stream in &batch.streams {
+        let HostVec::U8(expected) = stream.data.to_host().unwrap() else { panic!("frames are u8") };
+        let HostVec::U8(got) = lerobot.read_stream(0, &stream.name).unwrap() else { panic!("frames are u8") };
+        let frame = 48 * 64 * 3;
+        assert_eq!(got.len(), written.frames * frame, "{}", stream.name);
+        let expected = &expected[from * frame..(from + written.frames) * frame];
+        let wide = |v: &[u8]| v.iter().map(|&x| u64::from(x)).collect::<Vec<_>>();
+        for (k, (a, b)) in got.chunks(frame).zip(expected.chunks(frame)).enumerate() {
+            let quality = psnr(&wide(a), &wide(b));
+            assert!(quality > 30.0, "{}, frame {k}: PSNR {quality:.1} dB", stream.name);
+        }
+        assert!(root.join(format!("videos/{}/chunk-000/file-000.mp4", stream.name)).is_file());
+    }
+}
+
+/// The arm bag's 12×16 camera is below the smallest frame the H.264
+/// encoder takes: as a video feature it is refused before anything is
+/// written, naming the camera, its size and the way out.
+#[test]
+fn a_camera_too_small_for_video_is_refused_by_name() {
+    let mapping: BagMapping = MAPPING.parse().unwrap();
+    let source = Dataset::open_with(bag(), &OpenOptions { bag_mapping: Some(mapping), ..Default::default() }).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let export = LeRobotExport {
+        fps: 20.0,
+        streams: Vec::new(),
+        task: String::new(),
+        robot_type: None,
+        cameras: CameraStorage::default(),
+    };
+    let error = export_lerobot(&source, &out.path().join("arm"), &export, |_, _| {}).unwrap_err().to_string();
+    assert!(
+        error.contains("observation.images.wrist") && error.contains("16×12") && error.contains("image"),
+        "{error}"
+    );
 }

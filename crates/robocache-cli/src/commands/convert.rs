@@ -27,8 +27,16 @@ enum Source {
     },
     /// Any dataset robocache reads (ROS 2 bags: `--map MAP.toml`) resampled
     /// onto `--fps` and written as a LeRobot v3.0 root (camera streams as
-    /// `image` features, PNG) that `LeRobotDataset(repo_id, root=OUT)` loads.
+    /// `video` features, H.264 MP4, or `--cameras image`, PNG) that
+    /// `LeRobotDataset(repo_id, root=OUT)` loads.
     Lerobot(Box<LerobotArgs>),
+}
+
+/// How camera streams are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Cameras {
+    Video,
+    Image,
 }
 
 /// `convert lerobot`'s arguments.
@@ -50,6 +58,15 @@ struct LerobotArgs {
     /// `robot_type` in `meta/info.json`.
     #[arg(long)]
     robot_type: Option<String>,
+    /// Camera streams as `video` features (H.264 by OpenH264, lossy, in MP4
+    /// files) or `image` features (PNG in the data files, lossless, several
+    /// times larger).
+    #[arg(long, value_enum, default_value_t = Cameras::Video)]
+    cameras: Cameras,
+    /// `video` cameras: a key frame every this many frames (LeRobot's
+    /// `g`; smaller is faster to read at random, larger is smaller).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
+    key_frame_every: u32,
     #[command(flatten)]
     open: super::remote::OpenArgs,
 }
@@ -57,10 +74,14 @@ struct LerobotArgs {
 pub fn run(args: Args) -> Result<()> {
     match args.source {
         Source::Lerobot(args) => {
-            let LerobotArgs { source, output, fps, streams, task, robot_type, open } = *args;
+            let LerobotArgs { source, output, fps, streams, task, robot_type, cameras, key_frame_every, open } = *args;
+            let cameras = match cameras {
+                Cameras::Video => robocache::datasets::CameraStorage::Video { key_frame_every },
+                Cameras::Image => robocache::datasets::CameraStorage::Image,
+            };
             let dataset = robocache::datasets::Dataset::open_with(&source, &open.options()?)?;
             let fps = fps.unwrap_or(dataset.info().rate_hz);
-            let export = robocache::lerobot_export::LeRobotExport { fps, streams, task, robot_type };
+            let export = robocache::lerobot_export::LeRobotExport { fps, streams, task, robot_type, cameras };
             let bar = ProgressBar::new(dataset.len() as u64);
             bar.set_style(
                 ProgressStyle::with_template("{spinner} writing episodes {pos}/{len} [{bar:40}] eta {eta}")

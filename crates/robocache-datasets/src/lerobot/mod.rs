@@ -31,7 +31,7 @@ pub use open_videos::MAX_OPEN_VIDEOS;
 mod open_videos;
 mod parquet_blob;
 mod writer;
-pub use writer::{FeatureToWrite, LeRobotWriter, LeRobotWritten, DATA_FILE_BYTES};
+pub use writer::{CameraStorage, FeatureToWrite, LeRobotWriter, LeRobotWritten, DATA_FILE_BYTES, VIDEO_FILE_BYTES};
 
 use std::collections::{HashMap, VecDeque};
 use std::ops::Range;

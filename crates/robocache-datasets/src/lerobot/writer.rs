@@ -8,12 +8,25 @@
 //! meta/episodes/chunk-000/file-000.parquet    per episode: tasks, length, its rows, stats/<feature>/<stat>
 //! data/chunk-000/file-NNN.parquet             the frames: one column per feature, then timestamp,
 //!                                             frame_index, episode_index, index, task_index
+//! videos/<key>/chunk-CCC/file-FFF.mp4         `video` features: H.264, episodes one after another
 //! ```
 //!
 //! Features are 1-D vectors (a `fixed_size_list` column), scalars (shape
-//! `[1]`, a plain column) or camera frames as `image` features (`u8 [H, W,
-//! 3]`, a `struct<bytes, path>` of PNG bytes). Data files roll over past
-//! [`DATA_FILE_BYTES`]. Statistics are exact over the frames written (images:
+//! `[1]`, a plain column) or camera frames (`u8 [H, W, 3]`), stored as
+//! [`CameraStorage`] says:
+//! - `video` features: MP4 files of H.264 (robocache-video's OpenH264
+//!   encoder, constant quantiser 26, an IDR every `key_frame_every` frames,
+//!   BT.601 limited range as LeRobot's own encodes). Each episode's frames
+//!   follow the previous episode's in its camera's file (the episode's
+//!   `videos/<key>/from_timestamp` and `to_timestamp` say where); a file
+//!   rolls over once past [`VIDEO_FILE_BYTES`], to the next `file-FFF`
+//!   (`chunk-CCC` after 1,000 files). Frame `k` of a file is shown at
+//!   `k / fps` exactly where `1000 · fps` is a whole number (time scale
+//!   `1000 · fps`), else within half a tick of 1/90,000 s.
+//! - `image` features: each frame a PNG in the data files, a
+//!   `struct<bytes, path>` column: lossless, several times larger.
+//!
+//! Data files roll over past [`DATA_FILE_BYTES`]. Statistics are exact over the frames written (images:
 //! per channel, in [0, 1], as `[3][1][1]`, from a histogram of the 256
 //! levels); quantiles interpolate linearly between order statistics, as
 //! NumPy's default does; `count` is the frames, as LeRobot counts them.
@@ -34,12 +47,36 @@ use arrow_array::{
 use arrow_schema::{DataType, Field, Fields, Schema};
 use parquet::arrow::ArrowWriter;
 use robocache_cpu::{DType, HostVec};
+use robocache_video::{EncodedFrame, H264Encoder, Mp4Writer};
 use serde_json::{json, Value};
 
 use crate::{Error, Result};
 
 /// Bytes of a data file before the next one starts (LeRobot's default, 100 MB).
 pub const DATA_FILE_BYTES: usize = 100 * 1000 * 1000;
+/// Bytes of a video file before the next one starts (LeRobot's default, 200 MB).
+pub const VIDEO_FILE_BYTES: u64 = 200 * 1000 * 1000;
+/// Files of a chunk directory (LeRobot's `chunks_size`).
+const FILES_PER_CHUNK: usize = 1000;
+
+/// How camera frames (`u8 [H, W, 3]` features) are stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CameraStorage {
+    /// `image` features: PNG frames in the data files (lossless).
+    Image,
+    /// `video` features: H.264 MP4 files, a key frame (IDR) every
+    /// `key_frame_every` frames (LeRobot encodes with 2: a random read
+    /// decodes at most one frame before the one it wants). Frames of odd
+    /// width or height, or larger than 3840×2160, are an error that says so.
+    Video { key_frame_every: u32 },
+}
+
+impl Default for CameraStorage {
+    /// `video`, a key frame every 2 frames (LeRobot's default layout).
+    fn default() -> Self {
+        CameraStorage::Video { key_frame_every: 2 }
+    }
+}
 
 /// One feature of the dataset to write.
 #[derive(Clone, Debug, PartialEq)]
@@ -195,6 +232,24 @@ struct EpisodeRecord {
     from: usize,
     file_index: usize,
     stats: Vec<Values>,
+    /// Per feature, where a `video` feature's frames are.
+    videos: Vec<Option<VideoPlace>>,
+}
+
+/// Where an episode's frames are in its camera's video files.
+#[derive(Clone, Copy, Debug)]
+struct VideoPlace {
+    file_index: usize,
+    from_timestamp: f64,
+    to_timestamp: f64,
+}
+
+/// One `video` feature's file being written.
+struct VideoTrack {
+    /// The open file, its index (over all chunks) and its parameter sets.
+    writer: Option<(Mp4Writer, Vec<u8>, Vec<u8>)>,
+    /// The index of the next file.
+    next_file: usize,
 }
 
 /// Writes a LeRobot v3.0 root episode by episode (see the module docs).
@@ -211,6 +266,11 @@ pub struct LeRobotWriter {
     frames: usize,
     /// The data files' schema (the features', then LeRobot's own columns).
     schema: Arc<Schema>,
+    cameras: CameraStorage,
+    /// Per feature: its video files, for a `video` feature.
+    videos: Vec<Option<VideoTrack>>,
+    /// Bytes of a video file before the next one starts.
+    video_file_bytes: u64,
 }
 
 impl std::fmt::Debug for LeRobotWriter {
@@ -238,8 +298,15 @@ fn arrow_error(e: arrow_schema::ArrowError) -> Error {
 }
 
 impl LeRobotWriter {
-    /// Starts a root at `root` (a directory that does not exist or is empty).
-    pub fn create(root: &Path, fps: f64, features: Vec<FeatureToWrite>, robot_type: Option<String>) -> Result<Self> {
+    /// Starts a root at `root` (a directory that does not exist or is
+    /// empty), camera frames stored as `cameras` says.
+    pub fn create(
+        root: &Path,
+        fps: f64,
+        features: Vec<FeatureToWrite>,
+        robot_type: Option<String>,
+        cameras: CameraStorage,
+    ) -> Result<Self> {
         if !(fps.is_finite() && fps > 0.0) {
             return Err(Error::Invalid(format!("fps {fps} is not a positive rate")));
         }
@@ -255,8 +322,30 @@ impl LeRobotWriter {
                 return Err(Error::Invalid(format!("feature `{}` has no values", feature.name)));
             }
         }
+        if let CameraStorage::Video { key_frame_every } = cameras {
+            if key_frame_every == 0 {
+                return Err(Error::Invalid("a key frame every 0 frames".into()));
+            }
+            for feature in features.iter().filter(|f| f.is_image()) {
+                // The encoder's own check, before any episode is read.
+                H264Encoder::new(feature.shape[1], feature.shape[0], fps, key_frame_every).map_err(|e| {
+                    Error::Invalid(format!(
+                        "camera `{}` as a video feature: {e} (store it as an image feature instead)",
+                        feature.name
+                    ))
+                })?;
+            }
+        }
         let all = features.iter().map(|_| Values::default()).collect();
-        let schema = data_schema(&features);
+        let videos = features
+            .iter()
+            .map(|f| {
+                (f.is_image() && cameras != CameraStorage::Image).then_some(VideoTrack { writer: None, next_file: 0 })
+            })
+            .collect();
+        let in_data: Vec<FeatureToWrite> =
+            features.iter().filter(|f| !(f.is_image() && cameras != CameraStorage::Image)).cloned().collect();
+        let schema = data_schema(&in_data);
         Ok(LeRobotWriter {
             root: root.to_path_buf(),
             fps,
@@ -269,7 +358,23 @@ impl LeRobotWriter {
             data_files: 0,
             frames: 0,
             schema,
+            cameras,
+            videos,
+            video_file_bytes: VIDEO_FILE_BYTES,
         })
+    }
+
+    /// Sets the bytes of a video file before the next one starts
+    /// ([`VIDEO_FILE_BYTES`] unless set; LeRobot's `video_files_size_in_mb`).
+    /// A file holds whole episodes: it is finished after the episode that
+    /// takes it past this size.
+    pub fn set_video_file_bytes(&mut self, bytes: u64) {
+        self.video_file_bytes = bytes.max(1);
+    }
+
+    /// Whether feature `f` is stored as video.
+    fn is_video(&self, f: usize) -> bool {
+        self.videos.get(f).is_some_and(Option::is_some)
     }
 
     /// Adds one episode: `columns[i]` holds feature `i`'s values of every
@@ -292,7 +397,9 @@ impl LeRobotWriter {
         let mut arrays: Vec<Column> = Vec::new();
         let mut stats = Vec::with_capacity(self.features.len());
         let mut bytes = 0usize;
-        for (feature, column) in self.features.iter().zip(columns) {
+        // Camera frames to encode as video: (feature, frames).
+        let mut to_encode: Vec<(usize, &[u8])> = Vec::new();
+        for (f, (feature, column)) in self.features.iter().zip(columns).enumerate() {
             let width = feature.width();
             if column.len() != frames * width || column.dtype() != feature.dtype {
                 return Err(Error::Invalid(format!(
@@ -313,10 +420,19 @@ impl LeRobotWriter {
                     )));
                 };
                 let [h, w, _] = [feature.shape[0], feature.shape[1], 3];
+                if self.is_video(f) {
+                    values.levels = pixels
+                        .par_chunks_exact(width)
+                        .map(frame_levels)
+                        .reduce(|| vec![[0u64; 256]; 3], |a, b| add_levels(a, &b));
+                    to_encode.push((f, pixels));
+                    stats.push(values);
+                    continue;
+                }
                 values.levels = vec![[0u64; 256]; 3];
                 // Each frame's PNG and level histogram on the rayon pool (the
                 // encoding is most of a camera's cost), kept in frame order.
-                let encoded: Vec<(Vec<u8>, [[u64; 256]; 3])> = pixels
+                let encoded: Vec<(Vec<u8>, Vec<[u64; 256]>)> = pixels
                     .par_chunks_exact(width)
                     .map(|frame| {
                         let mut encoded = Vec::new();
@@ -328,13 +444,7 @@ impl LeRobotWriter {
                             image::ExtendedColorType::Rgb8,
                         )
                         .map_err(|e| Error::Invalid(format!("feature `{}`: PNG encoding: {e}", feature.name)))?;
-                        let mut levels = [[0u64; 256]; 3];
-                        for pixel in frame.chunks_exact(3) {
-                            for (histogram, &level) in levels.iter_mut().zip(pixel) {
-                                histogram[usize::from(level)] += 1;
-                            }
-                        }
-                        Ok((encoded, levels))
+                        Ok((encoded, frame_levels(frame)))
                     })
                     .collect::<Result<_>>()?;
                 let mut pngs = Vec::with_capacity(encoded.len());
@@ -372,6 +482,7 @@ impl LeRobotWriter {
             }
             stats.push(values);
         }
+        let videos = self.write_videos(frames, &to_encode)?;
         let from = self.frames;
         let timestamps: Vec<f32> = (0..frames).map(|k| (k as f64 / self.fps) as f32).collect();
         arrays.push(Column::Array(Arc::new(Float32Array::from(timestamps))));
@@ -412,8 +523,119 @@ impl LeRobotWriter {
         for (all, values) in self.all.iter_mut().zip(&stats) {
             all.extend(values);
         }
-        self.episodes.push(EpisodeRecord { task_index, length: frames, from, file_index: self.data_files - 1, stats });
+        self.episodes.push(EpisodeRecord {
+            task_index,
+            length: frames,
+            from,
+            file_index: self.data_files - 1,
+            stats,
+            videos,
+        });
         self.frames += frames;
+        Ok(())
+    }
+
+    /// Encodes each camera's frames of one episode (`frames` frames) and
+    /// appends them to its video file; returns where they went, per
+    /// feature. Every camera's frames are cut into runs of whole groups
+    /// (a key frame and the frames after it), encoded side by side on the
+    /// rayon pool, each run by its own encoder.
+    fn write_videos(&mut self, frames: usize, to_encode: &[(usize, &[u8])]) -> Result<Vec<Option<VideoPlace>>> {
+        let mut places = vec![None; self.features.len()];
+        let CameraStorage::Video { key_frame_every } = self.cameras else { return Ok(places) };
+        let group = key_frame_every as usize;
+        // Runs of about frames / threads, whole groups each (one run
+        // where every frame is a key frame: consecutive IDRs from two
+        // encoders would share an `idr_pic_id`).
+        let threads = rayon::current_num_threads().max(1);
+        let run = match group {
+            1 => frames,
+            _ => frames.div_ceil(threads).div_ceil(group).max(1) * group,
+        };
+        let jobs: Vec<(usize, usize, Range<usize>)> = to_encode
+            .iter()
+            .enumerate()
+            .flat_map(|(j, &(f, _))| {
+                (0..frames).step_by(run).map(move |start| (j, f, start..(start + run).min(frames)))
+            })
+            .collect();
+        let fps = self.fps;
+        let encoded: Vec<Vec<EncodedFrame>> = jobs
+            .par_iter()
+            .map(|(j, f, range)| {
+                let feature = &self.features[*f];
+                let (h, w) = (feature.shape[0], feature.shape[1]);
+                let frame_bytes = feature.width();
+                let camera = |e: robocache_video::CodecError| {
+                    Error::Invalid(format!("camera `{}`: H.264 encoding: {e}", feature.name))
+                };
+                let mut encoder = H264Encoder::new(w, h, fps, key_frame_every).map_err(camera)?;
+                to_encode[*j].1[range.start * frame_bytes..range.end * frame_bytes]
+                    .chunks_exact(frame_bytes)
+                    .map(|frame| encoder.encode_rgb(frame).map_err(camera))
+                    .collect()
+            })
+            .collect::<Result<_>>()?;
+        let (timescale, exact) = video_timescale(fps);
+        let tick = |k: u64| -> u64 {
+            match exact {
+                true => k * 1000,
+                false => (k as f64 * f64::from(timescale) / fps).round() as u64,
+            }
+        };
+        for ((_, f, _), run) in jobs.iter().zip(encoded) {
+            let feature = self.features[*f].clone();
+            let (h, w) = (feature.shape[0], feature.shape[1]);
+            let root = self.root.clone();
+            let Some(track) = self.videos[*f].as_mut() else { continue };
+            for frame in run {
+                if track.writer.is_none() {
+                    let (Some(sps), Some(pps)) = (frame.sps.first(), frame.pps.first()) else {
+                        return Err(Error::Invalid(format!(
+                            "camera `{}`: the encoder's first frame holds no parameter sets",
+                            feature.name
+                        )));
+                    };
+                    let path = video_path(&root, &feature.name, track.next_file);
+                    let writer = Mp4Writer::create_h264(&path, w, h, timescale, sps, pps).map_err(video_error)?;
+                    track.writer = Some((writer, sps.clone(), pps.clone()));
+                    track.next_file += 1;
+                }
+                let Some((writer, sps, pps)) = track.writer.as_mut() else { continue };
+                if frame.sps.iter().any(|s| s != sps) || frame.pps.iter().any(|p| p != pps) {
+                    return Err(Error::Invalid(format!(
+                        "camera `{}`: the encoder changed its parameter sets within a file",
+                        feature.name
+                    )));
+                }
+                let k = writer.frames() as u64;
+                let duration = u32::try_from(tick(k + 1) - tick(k)).unwrap_or(u32::MAX);
+                writer.push(&frame.sample, duration, frame.key).map_err(video_error)?;
+                let place = places[*f].get_or_insert(VideoPlace {
+                    file_index: track.next_file - 1,
+                    from_timestamp: tick(k) as f64 / f64::from(timescale),
+                    to_timestamp: 0.0,
+                });
+                place.to_timestamp = tick(k + 1) as f64 / f64::from(timescale);
+            }
+        }
+        // A file past its size is finished; the next episode starts the next one.
+        for track in self.videos.iter_mut().flatten() {
+            if track.writer.as_ref().is_some_and(|(w, _, _)| w.bytes() >= self.video_file_bytes) {
+                if let Some((writer, _, _)) = track.writer.take() {
+                    writer.finish().map_err(video_error)?;
+                }
+            }
+        }
+        Ok(places)
+    }
+
+    fn close_video_files(&mut self) -> Result<()> {
+        for track in self.videos.iter_mut().flatten() {
+            if let Some((writer, _, _)) = track.writer.take() {
+                writer.finish().map_err(video_error)?;
+            }
+        }
         Ok(())
     }
 
@@ -445,6 +667,7 @@ impl LeRobotWriter {
             return Err(Error::Invalid(format!("{}: no episode to write", self.root.display())));
         }
         self.close_data_file()?;
+        self.close_video_files()?;
         let meta = self.root.join("meta");
         std::fs::create_dir_all(meta.join("episodes/chunk-000")).map_err(io(&meta))?;
         self.write_tasks(&meta.join("tasks.parquet"))?;
@@ -485,6 +708,7 @@ impl LeRobotWriter {
     }
 
     fn info(&self) -> Result<Value> {
+        let fps = if self.fps.fract() == 0.0 { json!(self.fps as i64) } else { json!(self.fps) };
         let mut features = serde_json::Map::new();
         for feature in &self.features {
             let names = match (&feature.names, feature.is_image()) {
@@ -492,10 +716,24 @@ impl LeRobotWriter {
                 (Some(names), false) => json!(names),
                 (None, false) => Value::Null,
             };
-            features.insert(
-                feature.name.clone(),
-                json!({"dtype": feature.dtype_name()?, "shape": feature.shape, "names": names}),
-            );
+            let mut entry = json!({"dtype": feature.dtype_name()?, "shape": feature.shape, "names": names});
+            if let (true, CameraStorage::Video { key_frame_every }) = (feature.is_image(), self.cameras) {
+                entry["dtype"] = json!("video");
+                entry["info"] = json!({
+                    "video.height": feature.shape[0],
+                    "video.width": feature.shape[1],
+                    "video.codec": "h264",
+                    "video.pix_fmt": "yuv420p",
+                    "video.fps": fps,
+                    "video.channels": 3,
+                    "has_audio": false,
+                    "video.g": key_frame_every,
+                    "video.encoder": "openh264",
+                    "video.qp": 26,
+                    "is_depth_map": false,
+                });
+            }
+            features.insert(feature.name.clone(), entry);
         }
         for (name, dtype) in [
             ("timestamp", "float32"),
@@ -506,7 +744,6 @@ impl LeRobotWriter {
         ] {
             features.insert(name.into(), json!({"dtype": dtype, "shape": [1], "names": null}));
         }
-        let fps = if self.fps.fract() == 0.0 { json!(self.fps as i64) } else { json!(self.fps) };
         Ok(json!({
             "codebase_version": "v3.0",
             "robot_type": self.robot_type,
@@ -515,11 +752,12 @@ impl LeRobotWriter {
             "total_tasks": self.tasks.len(),
             "chunks_size": 1000,
             "data_files_size_in_mb": DATA_FILE_BYTES / 1_000_000,
-            "video_files_size_in_mb": 200,
+            "video_files_size_in_mb": megabytes(self.video_file_bytes),
             "fps": fps,
             "splits": {"train": format!("0:{}", self.episodes.len())},
             "data_path": "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet",
-            "video_path": null,
+            "video_path": self.videos.iter().any(Option::is_some)
+                .then_some("videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4"),
             "features": features,
         }))
     }
@@ -596,12 +834,86 @@ impl LeRobotWriter {
             fields.push(Field::new(format!("stats/{}/count", feature.name), counts.data_type().clone(), true));
             columns.push(Arc::new(counts));
         }
+        for (f, feature) in self.features.iter().enumerate().filter(|(f, _)| self.is_video(*f)) {
+            let places: Vec<VideoPlace> = self
+                .episodes
+                .iter()
+                .map(|e| {
+                    e.videos.get(f).copied().flatten().ok_or_else(|| {
+                        Error::Invalid(format!("camera `{}`: an episode without its video frames", feature.name))
+                    })
+                })
+                .collect::<Result<_>>()?;
+            let key = &feature.name;
+            let index = |of: fn(usize) -> usize| -> ArrayRef {
+                Arc::new(Int64Array::from_iter_values(places.iter().map(|p| of(p.file_index) as i64)))
+            };
+            let time = |of: fn(&VideoPlace) -> f64| -> ArrayRef {
+                Arc::new(Float64Array::from_iter_values(places.iter().map(of)))
+            };
+            for (name, column) in [
+                ("chunk_index", index(|i| i / FILES_PER_CHUNK)),
+                ("file_index", index(|i| i % FILES_PER_CHUNK)),
+                ("from_timestamp", time(|p| p.from_timestamp)),
+                ("to_timestamp", time(|p| p.to_timestamp)),
+            ] {
+                fields.push(Field::new(format!("videos/{key}/{name}"), column.data_type().clone(), true));
+                columns.push(column);
+            }
+        }
         for name in ["meta/episodes/chunk_index", "meta/episodes/file_index"] {
             fields.push(Field::new(name, DataType::Int64, true));
             columns.push(int(&|_| 0));
         }
         write_parquet(path, Arc::new(Schema::new(fields)), columns)
     }
+}
+
+/// The time scale of a video track at `fps` (ticks a second), and whether
+/// a frame is exactly 1,000 of them: `1000 · fps` where that is a whole
+/// number, else 90,000 (each frame's time rounded to a tick).
+fn video_timescale(fps: f64) -> (u32, bool) {
+    let scale = fps * 1000.0;
+    match scale.fract() == 0.0 && scale >= 1.0 && scale <= f64::from(u32::MAX) {
+        true => (scale as u32, true),
+        false => (90_000, false),
+    }
+}
+
+/// `bytes` in (decimal) megabytes, a whole number where it is one.
+fn megabytes(bytes: u64) -> Value {
+    match bytes % 1_000_000 {
+        0 => json!(bytes / 1_000_000),
+        _ => json!(bytes as f64 / 1e6),
+    }
+}
+
+/// `videos/<key>/chunk-CCC/file-FFF.mp4` of the `index`-th file of a camera.
+fn video_path(root: &Path, key: &str, index: usize) -> PathBuf {
+    let (chunk, file) = (index / FILES_PER_CHUNK, index % FILES_PER_CHUNK);
+    root.join(format!("videos/{key}/chunk-{chunk:03}/file-{file:03}.mp4"))
+}
+
+fn video_error(e: robocache_video::Error) -> Error {
+    Error::Invalid(format!("writing a video file: {e}"))
+}
+
+/// Each colour channel's histogram of its 256 levels over one RGB frame.
+fn frame_levels(frame: &[u8]) -> Vec<[u64; 256]> {
+    let mut levels = vec![[0u64; 256]; 3];
+    for pixel in frame.chunks_exact(3) {
+        for (histogram, &level) in levels.iter_mut().zip(pixel) {
+            histogram[usize::from(level)] += 1;
+        }
+    }
+    levels
+}
+
+fn add_levels(mut total: Vec<[u64; 256]>, more: &[[u64; 256]]) -> Vec<[u64; 256]> {
+    for (t, m) in total.iter_mut().zip(more) {
+        t.iter_mut().zip(m).for_each(|(a, b)| *a += b);
+    }
+    total
 }
 
 /// The schema of the data files: each feature's column (a `struct<bytes,

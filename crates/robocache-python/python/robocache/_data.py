@@ -91,18 +91,26 @@ class Dataset:
 
     def to_lerobot(self, out: Union[str, os.PathLike], *, fps: Optional[float] = None,
                    streams: Optional[Sequence[str]] = None, task: str = "",
-                   robot_type: Optional[str] = None) -> Dict[str, int]:
+                   robot_type: Optional[str] = None, cameras: str = "video",
+                   key_frame_every: int = 2) -> Dict[str, int]:
         """Writes this dataset as a LeRobot v3.0 root at ``out`` (a new or empty
         directory) that ``LeRobotDataset(repo_id, root=out)`` loads: every
         episode resampled onto ``fps`` (default: the dataset's rate) by each
-        stream's kind, over the span every stream covers; camera streams as
-        ``image`` features (PNG); the task of an episode is its instruction,
-        else ``task``. What ``robocache convert lerobot`` runs.
+        stream's kind, over the span every stream covers; the task of an
+        episode is its instruction, else ``task``. What ``robocache convert
+        lerobot`` runs.
+
+        Camera streams are ``video`` features (``cameras="video"``: H.264 MP4
+        files encoded by OpenH264 at a constant quantiser of 26, lossy, a key
+        frame every ``key_frame_every`` frames; even widths and heights only)
+        or ``image`` features (``cameras="image"``: PNG in the data files,
+        lossless, several times larger).
 
         Returns ``{"episodes", "frames", "data_files"}``."""
         fps = float(self.info["rate_hz"] if fps is None else fps)
         names = list(self.streams if streams is None else streams)
-        episodes, frames, files = self._native.export_lerobot(os.fspath(out), fps, names, str(task), robot_type)
+        episodes, frames, files = self._native.export_lerobot(os.fspath(out), fps, names, str(task), robot_type,
+                                                              str(cameras), int(key_frame_every))
         return {"episodes": episodes, "frames": frames, "data_files": files}
 
     def verify(self, threads: Optional[int] = None) -> Dict[str, Any]:

@@ -99,7 +99,14 @@ class Dataset:
     def storage_usage(self) -> Tuple[int, int, int, int]: ...
     def info_json(self) -> str: ...
     def export_lerobot(
-        self, out: str, fps: float, streams: List[str], task: str, robot_type: Optional[str] = None
+        self,
+        out: str,
+        fps: float,
+        streams: List[str],
+        task: str,
+        robot_type: Optional[str] = None,
+        cameras: str = "video",
+        key_frame_every: int = 2,
     ) -> Tuple[int, int, int]: ...
     def verify_json(self, threads: int) -> str:
         """Every row of every stream read on ``threads`` threads: what was
