@@ -93,6 +93,7 @@ mod direct_read;
 mod error;
 mod format_reader;
 mod formats;
+mod frame_reads;
 mod hdf5_file;
 mod hdf5_writer;
 mod image_decode;

@@ -502,6 +502,7 @@ fn a_compressed_video_topic_reads_as_ffmpeg_decodes_it() {
         let HostVec::U8(some) = dataset.read_rows(0, key, 10..13).unwrap() else { panic!("not u8") };
         assert!(some == expected[10 * 9216..13 * 9216], "{key}: rows 10..13 differ");
     }
+    compressed_video_reads_as_camera_video(&dataset);
     let times = times(&dataset, "camera");
     // `timestamp`, 2 ms before each log time (the bag's clock starts at its first log time).
     assert!((times[0] + 0.002).abs() < 1e-9 && (times[3] - times[0] - 0.1).abs() < 1e-9, "{times:?}");
@@ -520,4 +521,50 @@ fn a_compressed_video_topic_reads_as_ffmpeg_decodes_it() {
     drop(writer);
     let error = open(&cut, Some(mapping)).unwrap_err().to_string();
     assert!(error.contains("key frame") && error.contains("/camera/video"), "{error}");
+}
+
+/// The video bag's streams read as camera video (what the loader reads):
+/// scattered frames as RGB equal the rows read in order, as YUV equal
+/// FFmpeg's planes; the frame cache serves them a second time with no
+/// decoding; frames read together decode each group of pictures once;
+/// NVDEC alone is refused by name.
+fn compressed_video_reads_as_camera_video(dataset: &Dataset) {
+    use robocache_video::{DecoderChoice, FrameFormat};
+    assert_eq!(dataset.video_frame_size("camera"), Some((64, 48)));
+    let frame_planes = robocache_video::yuv420_len(64, 48);
+    for (key, expected) in [("camera", "camera_video"), ("camera_h265", "camera_video_h265")] {
+        let planes: Vec<u8> = npy("video_mcap", &format!("{expected}.yuv420"));
+        let HostVec::U8(all) = dataset.read_rows(0, key, 0..24).unwrap() else { panic!("not u8") };
+        // Out of order, repeated, across groups (key frames at 0, 8, 16).
+        let rows = [19usize, 3, 3, 12, 23, 0];
+        let wanted: Vec<(usize, usize)> = rows.iter().map(|&r| (0, r)).collect();
+        dataset.reset_frame_cache_counts();
+        let mut rgb = vec![0u8; rows.len() * 9216];
+        dataset.read_video_frames_at_into(key, &wanted, FrameFormat::Rgb, &mut rgb).unwrap();
+        for (got, &row) in rgb.chunks(9216).zip(&rows) {
+            assert!(got == &all[row * 9216..(row + 1) * 9216], "{key}: row {row}");
+        }
+        // In order: 0..=3 (4 units), 8..=12 (5: from the key frame at 8),
+        // 16..=19 (4), 20..=23 (4, on from 19): each group once.
+        let counts = dataset.video_decode_counts().unwrap();
+        assert_eq!((counts.cpu_samples, counts.nvdec_samples), (17, 0), "{key}");
+        dataset.set_frame_cache_budget(64 << 20);
+        for round in 0..2 {
+            let mut yuv = vec![0u8; rows.len() * frame_planes];
+            dataset.read_video_frames_at_into(key, &wanted, FrameFormat::Yuv420, &mut yuv).unwrap();
+            for (got, &row) in yuv.chunks(frame_planes).zip(&rows) {
+                assert!(got == &planes[row * frame_planes..(row + 1) * frame_planes], "{key}: YUV of row {row}");
+            }
+            let usage = dataset.frame_cache_usage().unwrap();
+            assert_eq!(usage.frames, 5, "{key}: the five distinct frames are kept");
+            if round == 1 {
+                assert!(usage.hits >= 6, "{key}: the second read comes from the cache: {usage:?}");
+            }
+        }
+        dataset.set_frame_cache_budget(0);
+    }
+    dataset.set_video_decoders(DecoderChoice::Nvdec { device: 0 });
+    let error = dataset.read_video_frames_at_into("camera", &[(0, 1)], FrameFormat::Rgb, &mut [0u8; 9216]).unwrap_err();
+    assert!(error.to_string().contains("NVDEC") && error.to_string().contains("`camera`"), "{error}");
+    dataset.set_video_decoders(DecoderChoice::Cpu);
 }

@@ -252,3 +252,16 @@ def test_a_compressed_video_topic_is_a_camera_stream():
     luma = frames[..., 0].astype(np.float64) * 0.299 + frames[..., 1] * 0.587 + frames[..., 2] * 0.114
     y = expected[:, :48, :].astype(np.float64)
     assert abs(luma[0, 0].mean() - (y[0].mean() - 16) * 255 / 219) < 3
+
+
+def test_compressed_video_frames_come_from_the_frame_cache_in_later_epochs():
+    """The loader reads a bag's CompressedVideo frames through the host frame
+    cache, as it reads a LeRobot root's video: the second epoch's frames are
+    served from it, and they are the first epoch's."""
+    dataset = robocache.open(FIXTURES / "video_mcap", mapping={"streams": {"camera": {"topic": "/camera/video"}}})
+    loader = robocache.Loader(dataset, ["camera"], windows={"hz": 30.0, "history": 1, "horizon": 2},
+                              batch_size=4, device="cpu", shuffle=False, frame_cache_bytes=64 << 20)
+    epochs = [np.concatenate([np.asarray(b["camera"]) for b in loader]) for _ in range(2)]
+    np.testing.assert_array_equal(epochs[0], epochs[1])
+    cache = loader.telemetry()["frame_cache"]
+    assert cache["hits"] > 0 and cache["frames"] > 0, cache

@@ -1,41 +1,19 @@
 //! The frame path of a LeRobot root: `video` features decoded from their
 //! MP4 files (robocache-video), each row's frame chosen as LeRobot chooses
-//! it, frames read together decoding each group of pictures once, and the
-//! host frame cache's claims so that readers side by side decode a frame once.
+//! it, frames read together decoding each group of pictures once, through
+//! the host frame cache (`crate::frame_reads`).
 
 use std::collections::HashMap;
 use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
 
-use robocache_video::{
-    Claim, DecodeCounts, DecoderChoice, FrameCacheUsage, FrameFormat, FrameKey, Lookup, PendingFrame, VideoFile,
-};
+use robocache_video::{DecodeCounts, DecoderChoice, FrameCacheUsage, FrameFormat, FrameKey, VideoFile};
 
 use super::{video_size, LeRobotFeature, LeRobotSource, VIDEO_TOLERANCE_S};
+use crate::frame_reads::{read_through_cache, WantedFrame};
 use crate::video_blob::VideoBlob;
 use crate::{Error, Result};
-
-/// A slot of a read waiting for a frame another reader decodes for the
-/// cache: where it goes, and what to decode if that reader gives it up.
-struct WaitingSlot {
-    slot: usize,
-    episode: usize,
-    /// The video file's cache number.
-    file: usize,
-    video: Arc<VideoFile>,
-    index: usize,
-    pending: Arc<PendingFrame>,
-}
-
-/// The frames of one video file a read needs decoded.
-struct MissingFrames {
-    video: Arc<VideoFile>,
-    /// The first episode that asked for one (named in errors).
-    episode: usize,
-    /// (slot in the output, frame index) of each frame.
-    slots: Vec<(usize, usize)>,
-}
 
 impl LeRobotSource {
     /// An open video file and its number in the frame cache.
@@ -105,105 +83,27 @@ impl LeRobotSource {
             FrameFormat::Rgb => robocache_video::yuv420_to_rgb_into(width, height, planes, slot),
             FrameFormat::Yuv420 => slot.copy_from_slice(planes),
         };
-        // Per file: the video, the episode that first named it (for errors),
-        // and (slot in `out`, frame index) of every frame the cache lacks.
-        let mut missing: HashMap<usize, MissingFrames> = HashMap::new();
-        // Frames this call claimed to decode for the cache, and the slots
-        // waiting for frames another reader claimed.
-        let mut claims: HashMap<FrameKey, Claim<'_>> = HashMap::new();
-        let mut waiting: Vec<WaitingSlot> = Vec::new();
-        let caching = self.frames.is_enabled();
+        // Each video file's cache number, the file, and the episode that
+        // first named it (for errors).
+        let mut files: HashMap<usize, (Arc<VideoFile>, usize)> = HashMap::new();
+        let mut frames = Vec::with_capacity(wanted.len());
         for (slot, &(episode, row)) in wanted.iter().enumerate() {
             let (id, video, index) = self.frame_of(episode, feature, row)?;
-            let key = FrameKey { file: id, frame: index };
-            if caching && !claims.contains_key(&key) {
-                match self.frames.lookup(key) {
-                    Lookup::Held(frame) => {
-                        write(&frame, &mut out[slot * frame_bytes..(slot + 1) * frame_bytes]);
-                        continue;
-                    }
-                    Lookup::Wait(pending) => {
-                        waiting.push(WaitingSlot { slot, episode, file: id, video, index, pending });
-                        continue;
-                    }
-                    Lookup::Decode(Some(claim)) => {
-                        claims.insert(key, claim);
-                    }
-                    Lookup::Decode(None) => {}
-                }
-            }
-            missing
-                .entry(id)
-                .or_insert_with(|| MissingFrames { video, episode, slots: Vec::new() })
-                .slots
-                .push((slot, index));
+            files.entry(id).or_insert((video, episode));
+            frames.push(WantedFrame { slot, key: FrameKey { file: id, frame: index } });
         }
-        self.decode_missing(feature, missing, &mut claims, frame_bytes, out, write)?;
-        // Every claim is settled before this call waits for anyone else's.
-        drop(claims);
-        let mut given_up: HashMap<usize, MissingFrames> = HashMap::new();
-        for WaitingSlot { slot, episode, file, video, index, pending } in waiting {
-            match self.frames.wait(&pending) {
-                Some(frame) => write(&frame, &mut out[slot * frame_bytes..(slot + 1) * frame_bytes]),
-                None => given_up
-                    .entry(file)
-                    .or_insert_with(|| MissingFrames { video, episode, slots: Vec::new() })
-                    .slots
-                    .push((slot, index)),
-            }
-        }
-        self.decode_missing(feature, given_up, &mut HashMap::new(), frame_bytes, out, write)
-    }
-
-    /// Decodes the `missing` frames of each file (each group of pictures
-    /// once) into their slots of `out`, keeping each in the cache (with its
-    /// claim where this reader holds one).
-    fn decode_missing(
-        &self,
-        feature: &LeRobotFeature,
-        missing: HashMap<usize, MissingFrames>,
-        claims: &mut HashMap<FrameKey, Claim<'_>>,
-        frame_bytes: usize,
-        out: &mut [u8],
-        write: impl Fn(&[u8], &mut [u8]),
-    ) -> Result<()> {
-        let caching = self.frames.is_enabled();
         let choice = self.video_decoders();
-        for (id, MissingFrames { video, episode, slots }) in missing {
-            let mut indices: Vec<usize> = slots.iter().map(|&(_, index)| index).collect();
-            indices.sort_unstable();
-            indices.dedup();
-            let (frames, counts) = video.decode_yuv_counted(&indices, choice).map_err(|source| Error::Video {
-                episode: format!("episode_{}", self.episodes[episode].index),
+        let decode = |id: usize, indices: &[usize]| -> Result<Vec<Vec<u8>>> {
+            let (video, episode) = files.get(&id).ok_or_else(|| Error::Invalid(format!("no video file {id}")))?;
+            let (frames, counts) = video.decode_yuv_counted(indices, choice).map_err(|source| Error::Video {
+                episode: format!("episode_{}", self.episodes[*episode].index),
                 key: feature.name.clone(),
                 source: Box::new(source),
             })?;
             *self.decoded.lock().unwrap_or_else(|p| p.into_inner()) += counts;
-            for (&index, frame) in indices.iter().zip(frames) {
-                // Written into the first slot that shows it, copied from
-                // there into the others.
-                let mut shown = slots.iter().filter(|&&(_, i)| i == index).map(|&(slot, _)| slot * frame_bytes);
-                let Some(first) = shown.next() else { continue };
-                let (head, tail) = out.split_at_mut(first + frame_bytes);
-                let written = &mut head[first..];
-                write(&frame.data, written);
-                for at in shown {
-                    let at = at - first - frame_bytes;
-                    tail[at..at + frame_bytes].copy_from_slice(written);
-                }
-                let key = FrameKey { file: id, frame: index };
-                match claims.remove(&key) {
-                    Some(claim) => {
-                        claim.keep(Arc::from(frame.data));
-                    }
-                    None if caching => {
-                        self.frames.insert(key, Arc::from(frame.data));
-                    }
-                    None => {}
-                }
-            }
-        }
-        Ok(())
+            Ok(frames.into_iter().map(|frame| frame.data).collect())
+        };
+        read_through_cache(&self.frames, &frames, frame_bytes, out, write, decode)
     }
 
     /// The video file of `feature` for `episode` (its cache number and the

@@ -179,59 +179,80 @@ pub(crate) fn frame_layout(frame: &Frame) -> Result<(DType, Vec<usize>), String>
     }
 }
 
-/// Decodes video frames `rows` of `frames` (access units in decode order)
-/// into `out` (RGB `[H, W, 3]` each, as `shape`): from the key frame at or
-/// before the first row, unit after unit, keeping the rows asked for.
-pub(crate) fn decode_video_rows(
+/// Decodes video frames `wanted` (sorted, distinct indices) of `frames`
+/// (access units in decode order) as YUV 4:2:0, in that order, each of
+/// `shape` (`[H, W, 3]`); also the units decoded. Each frame decodes from
+/// the key frame at or before it; a frame after the one before it in the
+/// same group of pictures goes on from there, one with a key frame in
+/// between starts again at that key frame.
+pub(crate) fn decode_video_yuv(
     frames: &[Frame],
-    rows: std::ops::Range<usize>,
+    wanted: &[usize],
     shape: &[usize],
-    out: &mut [u8],
-) -> Result<(), (usize, String)> {
+) -> Result<(Vec<robocache_video::Yuv420>, u64), (usize, String)> {
     let unit = |at: usize| match frames.get(at) {
         Some(Frame::Video(codec, unit)) => Ok((*codec, unit.as_slice())),
         _ => Err((at, "not a video frame".to_owned())),
     };
-    let codec = unit(rows.start)?.0;
-    let mut start = rows.start;
-    while !robocache_video::is_key_frame(codec, unit(start)?.1) {
-        if start == 0 {
-            return Err((rows.start, "no key frame (IDR picture) at or before it".into()));
-        }
-        start -= 1;
-    }
-    let frame_bytes = shape.iter().product::<usize>();
-    let mut decoder = robocache_video::AnnexBDecoder::new(codec).map_err(|e| (start, e.to_string()))?;
-    let mut filled = vec![false; rows.len()];
-    let mut keep = |pictures: Vec<(usize, robocache_video::Yuv420)>| -> Result<(), (usize, String)> {
-        for (tag, picture) in pictures {
-            if !rows.contains(&tag) {
-                continue;
-            }
+    let Some(&first) = wanted.first() else { return Ok((Vec::new(), 0)) };
+    let codec = unit(first)?.0;
+    let mut pictures: Vec<Option<robocache_video::Yuv420>> = vec![None; wanted.len()];
+    let mut keep = |decoded: Vec<(usize, robocache_video::Yuv420)>| -> Result<(), (usize, String)> {
+        for (tag, picture) in decoded {
+            let Ok(slot) = wanted.binary_search(&tag) else { continue };
             if [picture.height, picture.width, 3] != shape[..] {
                 return Err((
                     tag,
                     format!("a {}x{} frame in a stream of {shape:?} frames", picture.height, picture.width),
                 ));
             }
-            let at = (tag - rows.start) * frame_bytes;
-            picture.to_rgb_into(&mut out[at..at + frame_bytes]);
-            filled[tag - rows.start] = true;
+            pictures[slot] = Some(picture);
         }
         Ok(())
     };
-    for at in start..rows.end {
-        let (this, bytes) = unit(at)?;
-        if this != codec {
-            return Err((at, format!("a {this:?} frame in a {codec:?} stream")));
+    let mut decoder: Option<robocache_video::AnnexBDecoder> = None;
+    // The next unit the decoder takes (its state holds the ones before).
+    let mut next = 0usize;
+    let mut units = 0u64;
+    for &row in wanted {
+        // The key frame at or before `row`.
+        let mut key = row;
+        while !robocache_video::is_key_frame(codec, unit(key)?.1) {
+            if key == 0 || (decoder.is_some() && key <= next) {
+                break;
+            }
+            key -= 1;
         }
-        keep(decoder.decode(at, bytes).map_err(|e| (at, e.to_string()))?)?;
+        let continues = decoder.is_some() && key <= next;
+        if !continues {
+            if !robocache_video::is_key_frame(codec, unit(key)?.1) {
+                return Err((row, "no key frame (IDR picture) at or before it".into()));
+            }
+            if let Some(mut done) = decoder.take() {
+                keep(done.finish().map_err(|e| (next.saturating_sub(1), e.to_string()))?)?;
+            }
+            decoder = Some(robocache_video::AnnexBDecoder::new(codec).map_err(|e| (key, e.to_string()))?);
+            next = key;
+        }
+        let Some(active) = decoder.as_mut() else { continue };
+        while next <= row {
+            let (this, bytes) = unit(next)?;
+            if this != codec {
+                return Err((next, format!("a {this:?} frame in a {codec:?} stream")));
+            }
+            keep(active.decode(next, bytes).map_err(|e| (next, e.to_string()))?)?;
+            next += 1;
+            units += 1;
+        }
     }
-    keep(decoder.finish().map_err(|e| (rows.end - 1, e.to_string()))?)?;
-    match filled.iter().position(|f| !f) {
-        Some(missing) => Err((rows.start + missing, "the decoder gave no picture for it".into())),
-        None => Ok(()),
+    if let Some(mut done) = decoder.take() {
+        keep(done.finish().map_err(|e| (next.saturating_sub(1), e.to_string()))?)?;
     }
+    let mut out = Vec::with_capacity(wanted.len());
+    for (picture, &row) in pictures.into_iter().zip(wanted) {
+        out.push(picture.ok_or((row, "the decoder gave no picture for it".to_owned()))?);
+    }
+    Ok((out, units))
 }
 
 /// Decodes `frame` into `out` (`dtype` `[H, W, C]` as `shape`).

@@ -53,6 +53,7 @@ pub(crate) mod sqlite_bag;
 mod standard_definitions;
 pub(crate) mod tf_tree;
 mod topic_stats;
+mod video_frames;
 
 use std::any::Any;
 use std::collections::{HashMap, VecDeque};
@@ -177,7 +178,11 @@ impl FormatKind for Ros2Kind {
             splits: Vec::new(),
             metadata,
         };
-        let reader = Ros2Reader { episodes: sources, decoded: Mutex::new(VecDeque::new()) };
+        let reader = Ros2Reader {
+            episodes: sources,
+            decoded: Mutex::new(VecDeque::new()),
+            video: video_frames::BagVideo::default(),
+        };
         Ok((Box::new(reader), info))
     }
 }
@@ -586,6 +591,8 @@ type DecodeResult = std::result::Result<Arc<Decoded>, (Option<String>, Option<us
 pub(crate) struct Ros2Reader {
     episodes: Vec<EpisodeSource>,
     decoded: Mutex<VecDeque<(usize, Arc<OnceLock<DecodeResult>>)>>,
+    /// `CompressedVideo` streams' frame cache and decode counts.
+    video: video_frames::BagVideo,
 }
 
 impl Ros2Reader {
@@ -803,13 +810,14 @@ impl FormatReader for Ros2Reader {
                     out.len()
                 )));
             }
-            if rows.is_empty() {
-                return Ok(());
-            }
-            return extract::decode_video_rows(&data.frames, rows, &stream.step_shape, out).map_err(
-                |(row, problem)| {
-                    bag_error(&source.file, Some(&plan.topic), Some(row), format!("stream `{}`: {problem}", plan.key))
-                },
+            // Through the frame cache, as the loader's frame reads go.
+            let wanted: Vec<(usize, usize)> = rows.map(|row| (episode, row)).collect();
+            return crate::format_reader::VideoFrames::read_frames_into(
+                self,
+                stream,
+                &wanted,
+                robocache_video::FrameFormat::Rgb,
+                out,
             );
         }
         if !data.frames.is_empty() || matches!(plan.what, Extract::CompressedImage | Extract::RawImage) {
@@ -858,6 +866,10 @@ impl FormatReader for Ros2Reader {
     ) -> Result<Arc<[f64]>> {
         let (_, p) = self.plan_of(episode, stream)?;
         Ok(self.decoded(episode)?.streams[p].times.clone())
+    }
+
+    fn video(&self) -> Option<&dyn crate::format_reader::VideoFrames> {
+        self.has_video().then_some(self as &dyn crate::format_reader::VideoFrames)
     }
 
     fn as_any(&self) -> &dyn Any {

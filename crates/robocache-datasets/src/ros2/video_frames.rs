@@ -1,0 +1,133 @@
+//! A bag's `foxglove_msgs/CompressedVideo` streams as camera video
+//! ([`VideoFrames`]): the loader reads their frames as it reads a LeRobot
+//! root's, through the host frame cache (each frame decoded once while the
+//! cache holds it, frames read together decoding each group of pictures
+//! once) and as RGB or as the decoder's YUV 4:2:0 planes (converted on the
+//! loader's device). A stream's frames are one video per episode: cache
+//! number `episode · 1024 + stream`. Decoding is on the CPU (OpenH264,
+//! libde265); NVDEC does not decode bag video yet: `Auto` decodes on the
+//! CPU, `Nvdec` alone is an error that says so.
+
+use robocache_video::{DecodeCounts, DecoderChoice, FrameCacheUsage, FrameFormat, FrameKey};
+
+use super::extract::{self, Extract};
+use super::{bag_error, Ros2Reader};
+use crate::format_reader::VideoFrames;
+use crate::frame_reads::{read_through_cache, WantedFrame};
+use crate::model::StreamInfo;
+use crate::{Error, Result};
+
+/// Streams of an episode the cache numbering has room for.
+const STREAMS_PER_EPISODE: usize = 1024;
+
+impl Ros2Reader {
+    /// Whether any episode maps a `CompressedVideo` topic.
+    pub(super) fn has_video(&self) -> bool {
+        self.episodes.iter().any(|e| e.plans.iter().any(|p| p.what == Extract::CompressedVideo))
+    }
+}
+
+impl VideoFrames for Ros2Reader {
+    fn frame_size(&self, stream: &StreamInfo) -> Option<(usize, usize)> {
+        let video = self
+            .episodes
+            .iter()
+            .any(|e| e.plans.iter().any(|p| p.key == stream.name && p.what == Extract::CompressedVideo));
+        match (video, stream.step_shape.as_slice()) {
+            (true, &[height, width, 3]) => Some((width, height)),
+            _ => None,
+        }
+    }
+
+    fn read_frames_into(
+        &self,
+        stream: &StreamInfo,
+        wanted: &[(usize, usize)],
+        format: FrameFormat,
+        out: &mut [u8],
+    ) -> Result<()> {
+        let (width, height) = self
+            .frame_size(stream)
+            .ok_or_else(|| Error::Invalid(format!("stream `{}` is not a CompressedVideo topic", stream.name)))?;
+        let frame_bytes = match format {
+            FrameFormat::Rgb => width * height * 3,
+            FrameFormat::Yuv420 => robocache_video::yuv420_len(width, height),
+        };
+        if out.len() != wanted.len() * frame_bytes {
+            return Err(Error::Invalid(format!(
+                "{} frames of `{}` are {} bytes ({format:?}), the buffer given has {}",
+                wanted.len(),
+                stream.name,
+                wanted.len() * frame_bytes,
+                out.len()
+            )));
+        }
+        if matches!(self.video_decoders(), DecoderChoice::Nvdec { .. }) {
+            return Err(Error::Invalid(format!(
+                "stream `{}`: NVDEC does not decode a bag's CompressedVideo yet (decoders `cpu` or `auto` do, on the CPU)",
+                stream.name
+            )));
+        }
+        let mut frames = Vec::with_capacity(wanted.len());
+        for (slot, &(episode, row)) in wanted.iter().enumerate() {
+            let (_, p) = self.plan_of(episode, stream)?;
+            if p >= STREAMS_PER_EPISODE {
+                return Err(Error::Invalid(format!("stream `{}` is stream {p} of its episode", stream.name)));
+            }
+            frames.push(WantedFrame { slot, key: FrameKey { file: episode * STREAMS_PER_EPISODE + p, frame: row } });
+        }
+        let write = |planes: &[u8], slot: &mut [u8]| match format {
+            FrameFormat::Rgb => robocache_video::yuv420_to_rgb_into(width, height, planes, slot),
+            FrameFormat::Yuv420 => slot.copy_from_slice(planes),
+        };
+        let decode = |file: usize, rows: &[usize]| -> Result<Vec<Vec<u8>>> {
+            let (episode, p) = (file / STREAMS_PER_EPISODE, file % STREAMS_PER_EPISODE);
+            let source = self.episodes.get(episode).ok_or_else(|| Error::Invalid(format!("no episode {episode}")))?;
+            let plan = &source.plans[p];
+            let decoded = self.decoded(episode)?;
+            let (pictures, units) = extract::decode_video_yuv(&decoded.streams[p].frames, rows, &stream.step_shape)
+                .map_err(|(row, problem)| {
+                    bag_error(&source.file, Some(&plan.topic), Some(row), format!("stream `{}`: {problem}", plan.key))
+                })?;
+            self.video.decoded.lock().unwrap_or_else(|p| p.into_inner()).cpu_samples += units;
+            Ok(pictures.into_iter().map(|picture| picture.data).collect())
+        };
+        read_through_cache(&self.video.frames, &frames, frame_bytes, out, write, decode)
+    }
+
+    fn set_frame_cache_budget(&self, bytes: usize) {
+        self.video.frames.set_budget(bytes);
+    }
+
+    fn set_decoders(&self, choice: DecoderChoice) {
+        *self.video.decoders.lock().unwrap_or_else(|p| p.into_inner()) = choice;
+    }
+
+    fn decode_counts(&self) -> DecodeCounts {
+        *self.video.decoded.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn frame_cache_usage(&self) -> FrameCacheUsage {
+        self.video.frames.usage()
+    }
+
+    fn reset_counts(&self) {
+        *self.video.decoded.lock().unwrap_or_else(|p| p.into_inner()) = DecodeCounts::default();
+        self.video.frames.reset_counts();
+    }
+}
+
+impl Ros2Reader {
+    fn video_decoders(&self) -> DecoderChoice {
+        *self.video.decoders.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The reader's video state: decoded frames kept, where frames are
+/// decoded, and the units decoded since the counts were reset.
+#[derive(Debug, Default)]
+pub(super) struct BagVideo {
+    frames: robocache_video::FrameCache,
+    decoders: std::sync::Mutex<DecoderChoice>,
+    decoded: std::sync::Mutex<DecodeCounts>,
+}
