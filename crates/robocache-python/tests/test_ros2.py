@@ -265,3 +265,25 @@ def test_compressed_video_frames_come_from_the_frame_cache_in_later_epochs():
     np.testing.assert_array_equal(epochs[0], epochs[1])
     cache = loader.telemetry()["frame_cache"]
     assert cache["hits"] > 0 and cache["frames"] > 0, cache
+
+
+@pytest.mark.parametrize("decoder", ["cpu", "auto", "nvdec"])
+def test_compressed_video_decodes_alike_on_every_decoder(decoder):
+    """A bag's CompressedVideo frames are the same bits decoded on the CPU or
+    on NVDEC (on a CUDA machine; where there is none, "auto" decodes on the
+    CPU and "nvdec" is an error that names NVDEC)."""
+    mapping = {"streams": {"camera": {"topic": "/camera/video"}, "hevc": {"topic": "/camera/video_h265"}}}
+    frames = {}
+    for name in ("cpu", decoder):
+        dataset = robocache.open(FIXTURES / "video_mcap", mapping=mapping)
+        device = "cuda" if name != "cpu" and robocache.cuda_available() else "cpu"
+        loader = robocache.Loader(dataset, ["camera", "hevc"], windows={"hz": 30.0, "history": 1, "horizon": 2},
+                                  batch_size=8, device=device, shuffle=False, video_decoder=name, frame_cache_bytes=0)
+        try:
+            frames[name] = [np.concatenate([np.asarray(b[k].cpu() if hasattr(b[k], "cpu") else b[k]) for b in loader])
+                            for k in ("camera", "hevc")]
+        except robocache.Error as error:
+            assert name == "nvdec" and "NVDEC" in str(error), error
+            return
+    for got, want in zip(frames[decoder], frames["cpu"]):
+        np.testing.assert_array_equal(got, want)

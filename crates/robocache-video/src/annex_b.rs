@@ -4,13 +4,16 @@
 //! led by their parameter sets). The units are handed to the same decoders
 //! MP4 samples go to (OpenH264, libde265), as samples of a track whose
 //! configuration record holds no parameter sets (as an `avc3` or `hev1`
-//! track's).
+//! track's), or to a GPU's NVDEC, whose parser reads Annex B itself
+//! ([`AnnexBDecoder::with_choice`]).
 
 use crate::error::{corrupt, CodecError};
 use crate::h264::H264Decoder;
 use crate::hevc::HevcDecoder;
 use crate::mp4::Codec;
+use crate::nvdec::{Gpu, Input, NvdecDecoder};
 use crate::yuv::Yuv420;
+use crate::DecoderChoice;
 
 /// An `avcC` record: version 1, Baseline 3.0 (unused by the decoder),
 /// 4-byte NAL sizes, no SPS, no PPS.
@@ -24,6 +27,8 @@ const HVCC_WITHOUT_SETS: [u8; 23] =
 enum Decoder {
     H264(H264Decoder),
     Hevc(HevcDecoder),
+    /// An NVDEC session of a GPU, for this decoder's run of units.
+    Nvdec(Box<NvdecDecoder>),
 }
 
 impl std::fmt::Debug for Decoder {
@@ -31,11 +36,13 @@ impl std::fmt::Debug for Decoder {
         f.write_str(match self {
             Decoder::H264(_) => "H264",
             Decoder::Hevc(_) => "Hevc",
+            Decoder::Nvdec(_) => "Nvdec",
         })
     }
 }
 
-/// Decodes H.264 or HEVC access units given as Annex B, on the CPU.
+/// Decodes H.264 or HEVC access units given as Annex B, on the CPU or on
+/// NVDEC.
 #[derive(Debug)]
 pub struct AnnexBDecoder {
     decoder: Decoder,
@@ -53,10 +60,71 @@ impl AnnexBDecoder {
         Ok(AnnexBDecoder { decoder, sample: Vec::new() })
     }
 
+    /// A decoder of `codec` pictures of `width × height` where `choice`
+    /// says: on the CPU; on GPU `device`'s NVDEC where `Auto` finds a
+    /// session free and the GPU decodes the codec at that size, else on the
+    /// CPU; on NVDEC only (`Nvdec`: where it cannot, the error says why,
+    /// [`CodecError::Unavailable`] where this machine has no NVDEC). The
+    /// pictures are the same bits on either.
+    pub fn with_choice(codec: Codec, width: usize, height: usize, choice: DecoderChoice) -> Result<Self, CodecError> {
+        let (device, limit) = match choice {
+            DecoderChoice::Cpu => return Self::new(codec),
+            DecoderChoice::Auto { device, nvdec_sessions } => (device, Some(nvdec_sessions)),
+            DecoderChoice::Nvdec { device } => (device, None),
+        };
+        let nvdec = || -> Result<Option<NvdecDecoder>, CodecError> {
+            let record: &[u8] = match codec {
+                Codec::H264 => &AVCC_WITHOUT_SETS,
+                Codec::Hevc => &HVCC_WITHOUT_SETS,
+                other => return Err(corrupt(format!("{other:?} does not come as Annex B"))),
+            };
+            let size = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+            let gpu = Gpu::get(device)?;
+            gpu.supports(codec, size(width), size(height))?;
+            // No parameter sets from a record: the units carry their own.
+            let input = Input::new(codec, record)?;
+            Ok(gpu.take_session(limit)?.map(|session| NvdecDecoder::new(session, codec, input)))
+        };
+        match nvdec() {
+            Ok(Some(decoder)) => Ok(AnnexBDecoder { decoder: Decoder::Nvdec(Box::new(decoder)), sample: Vec::new() }),
+            Ok(None) => Self::new(codec),
+            Err(problem) if limit.is_none() => Err(problem),
+            Err(problem) => {
+                tracing::debug!(%problem, "Annex B units decode on the CPU");
+                Self::new(codec)
+            }
+        }
+    }
+
+    /// Whether the units decode on NVDEC.
+    pub fn is_nvdec(&self) -> bool {
+        matches!(self.decoder, Decoder::Nvdec(_))
+    }
+
+    /// Gives an NVDEC session back to its GPU for the next decoder (after
+    /// a run that succeeded); a CPU decoder is closed.
+    pub fn close(self) {
+        if let Decoder::Nvdec(decoder) = self.decoder {
+            decoder.give_back();
+        }
+    }
+
     /// Decodes access unit `tag` (its index in decode order; a decode
     /// starts at a key frame and goes on unit after unit); returns the
     /// pictures it let out, each with the tag of the unit it shows.
     pub fn decode(&mut self, tag: usize, access_unit: &[u8]) -> Result<Vec<(usize, Yuv420)>, CodecError> {
+        self.decode_wanted(tag, true, access_unit)
+    }
+
+    /// [`AnnexBDecoder::decode`], saying whether the unit's picture is
+    /// `wanted`: NVDEC decodes one that is not as a reference only and
+    /// never copies it out (the CPU decoders give it all the same).
+    pub fn decode_wanted(
+        &mut self,
+        tag: usize,
+        wanted: bool,
+        access_unit: &[u8],
+    ) -> Result<Vec<(usize, Yuv420)>, CodecError> {
         self.sample.clear();
         for unit in nal_units(access_unit)? {
             self.sample.extend_from_slice(&(unit.len() as u32).to_be_bytes());
@@ -65,6 +133,7 @@ impl AnnexBDecoder {
         match &mut self.decoder {
             Decoder::H264(decoder) => decoder.decode(tag, &self.sample),
             Decoder::Hevc(decoder) => decoder.decode(tag, &self.sample),
+            Decoder::Nvdec(decoder) => decoder.decode(tag, wanted, &self.sample),
         }
     }
 
@@ -73,6 +142,7 @@ impl AnnexBDecoder {
         match &mut self.decoder {
             Decoder::H264(decoder) => decoder.finish(),
             Decoder::Hevc(decoder) => decoder.finish(),
+            Decoder::Nvdec(decoder) => decoder.finish(),
         }
     }
 }

@@ -14,7 +14,7 @@
 
 use std::path::PathBuf;
 
-use robocache_video::{Codec, DecoderChoice, Error, VideoFile};
+use robocache_video::{AnnexBDecoder, Codec, CodecError, DecoderChoice, Error, NalConfig, VideoFile};
 
 const NVDEC: DecoderChoice = DecoderChoice::Nvdec { device: 0 };
 
@@ -99,6 +99,74 @@ on_cpu_and_nvdec! {
     baseline_cropped_frames_equal_ffmpeg: "baseline_cropped", Codec::H264, 50 x 30, 20;
     hevc_b_frames_cropped_equal_ffmpeg: "hevc_bframes", Codec::Hevc, 176 x 150, 24;
     hevc_open_gop_leading_pictures_equal_ffmpeg: "hevc_open_gop", Codec::Hevc, 176 x 150, 36;
+}
+
+/// Each fixture's samples as a ROS 2 `CompressedVideo` topic carries them
+/// (Annex B access units, parameter sets before each key frame), decoded by
+/// [`AnnexBDecoder`] on `choice`: every picture equals FFmpeg's, B-frames
+/// and leading pictures included. The NVDEC instance skips, saying so,
+/// only where the machine has no NVDEC (CI).
+#[allow(clippy::print_stderr)] // the reason a check did not run, in the test's output
+fn annex_b_check(name: &str, choice: DecoderChoice) {
+    let (file, ffmpeg) = fixture(name);
+    let bytes = std::fs::read(file.path()).unwrap();
+    let track = robocache_video::mp4::read_track(file.path(), &bytes[..]).unwrap();
+    let config = match track.codec {
+        Codec::H264 => NalConfig::from_avcc(&track.config).unwrap(),
+        _ => NalConfig::from_hvcc(&track.config).unwrap(),
+    };
+    let mut decoder = match AnnexBDecoder::with_choice(track.codec, file.width(), file.height(), choice) {
+        Err(CodecError::Unavailable(reason)) => {
+            let required = std::env::var("ROBOCACHE_REQUIRE_CUDA").is_ok_and(|v| v == "1");
+            assert!(!required, "ROBOCACHE_REQUIRE_CUDA=1 but NVDEC is not available: {reason}");
+            eprintln!("NVDEC not available, not checked: {reason}");
+            return;
+        }
+        decoder => decoder.unwrap(),
+    };
+    assert_eq!(decoder.is_nvdec(), matches!(choice, DecoderChoice::Nvdec { .. }));
+    let mut pictures = Vec::new();
+    for (tag, sample) in track.samples.iter().enumerate() {
+        let data = &bytes[sample.offset as usize..(sample.offset + u64::from(sample.size)) as usize];
+        let mut unit = Vec::new();
+        if sample.sync {
+            unit.extend_from_slice(config.parameter_sets());
+        }
+        config.append_annex_b(data, &mut unit).unwrap();
+        pictures.extend(decoder.decode(tag, &unit).unwrap());
+    }
+    pictures.extend(decoder.finish().unwrap());
+    decoder.close();
+    let order = track.presentation_order();
+    assert_eq!(pictures.len(), ffmpeg.len(), "{name}: one picture a unit");
+    for (tag, picture) in pictures {
+        let shown = order.iter().position(|&t| t == tag).unwrap();
+        assert_eq!(picture.data, ffmpeg[shown], "{name}: the picture of unit {tag} ({choice:?})");
+    }
+}
+
+macro_rules! annex_b_on_cpu_and_nvdec {
+    ($($name:ident: $fixture:literal;)*) => {
+        mod annex_b_cpu {
+            $(#[test]
+            fn $name() {
+                super::annex_b_check($fixture, super::DecoderChoice::Cpu);
+            })*
+        }
+        mod annex_b_nvdec {
+            $(#[test]
+            fn $name() {
+                super::annex_b_check($fixture, super::NVDEC);
+            })*
+        }
+    };
+}
+
+annex_b_on_cpu_and_nvdec! {
+    high_profile_b_frames_as_annex_b_equal_ffmpeg: "high_bframes";
+    baseline_cropped_as_annex_b_equal_ffmpeg: "baseline_cropped";
+    hevc_b_frames_as_annex_b_equal_ffmpeg: "hevc_bframes";
+    hevc_open_gop_as_annex_b_equal_ffmpeg: "hevc_open_gop";
 }
 
 /// The HEVC fixture with every sample's bytes after `keep` of each NAL

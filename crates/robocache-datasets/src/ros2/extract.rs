@@ -181,20 +181,23 @@ pub(crate) fn frame_layout(frame: &Frame) -> Result<(DType, Vec<usize>), String>
 
 /// Decodes video frames `wanted` (sorted, distinct indices) of `frames`
 /// (access units in decode order) as YUV 4:2:0, in that order, each of
-/// `shape` (`[H, W, 3]`); also the units decoded. Each frame decodes from
-/// the key frame at or before it; a frame after the one before it in the
-/// same group of pictures goes on from there, one with a key frame in
-/// between starts again at that key frame.
+/// `shape` (`[H, W, 3]`), where `choice` says (the CPU, NVDEC); also the
+/// units decoded, by where. Each frame decodes from the key frame at or
+/// before it; a frame after the one before it in the same group of
+/// pictures goes on from there, one with a key frame in between starts
+/// again at that key frame (one decoder for the whole read).
 pub(crate) fn decode_video_yuv(
     frames: &[Frame],
     wanted: &[usize],
     shape: &[usize],
-) -> Result<(Vec<robocache_video::Yuv420>, u64), (usize, String)> {
+    choice: robocache_video::DecoderChoice,
+) -> Result<(Vec<robocache_video::Yuv420>, robocache_video::DecodeCounts), (usize, String)> {
     let unit = |at: usize| match frames.get(at) {
         Some(Frame::Video(codec, unit)) => Ok((*codec, unit.as_slice())),
         _ => Err((at, "not a video frame".to_owned())),
     };
-    let Some(&first) = wanted.first() else { return Ok((Vec::new(), 0)) };
+    let mut counts = robocache_video::DecodeCounts::default();
+    let Some(&first) = wanted.first() else { return Ok((Vec::new(), counts)) };
     let codec = unit(first)?.0;
     let mut pictures: Vec<Option<robocache_video::Yuv420>> = vec![None; wanted.len()];
     let mut keep = |decoded: Vec<(usize, robocache_video::Yuv420)>| -> Result<(), (usize, String)> {
@@ -210,49 +213,59 @@ pub(crate) fn decode_video_yuv(
         }
         Ok(())
     };
-    let mut decoder: Option<robocache_video::AnnexBDecoder> = None;
-    // The next unit the decoder takes (its state holds the ones before).
-    let mut next = 0usize;
-    let mut units = 0u64;
+    let (height, width) = (shape.first().copied().unwrap_or(0), shape.get(1).copied().unwrap_or(0));
+    let mut decoder =
+        robocache_video::AnnexBDecoder::with_choice(codec, width, height, choice).map_err(|e| match choice {
+            robocache_video::DecoderChoice::Nvdec { device } => {
+                (first, format!("NVDEC of GPU {device} (required): {e}"))
+            }
+            _ => (first, format!("no decoder: {e}")),
+        })?;
+    // The next unit the decoder takes (`None`: it holds no state yet).
+    let mut next: Option<usize> = None;
     for &row in wanted {
-        // The key frame at or before `row`.
+        // The key frame at or before `row`, or the decoder's place where
+        // no key frame lies between it and `row`.
         let mut key = row;
-        while !robocache_video::is_key_frame(codec, unit(key)?.1) {
-            if key == 0 || (decoder.is_some() && key <= next) {
-                break;
+        while !robocache_video::is_key_frame(codec, unit(key)?.1) && next.is_none_or(|n| key > n) {
+            if key == 0 {
+                return Err((row, "no key frame (IDR picture) at or before it".into()));
             }
             key -= 1;
         }
-        let continues = decoder.is_some() && key <= next;
-        if !continues {
-            if !robocache_video::is_key_frame(codec, unit(key)?.1) {
-                return Err((row, "no key frame (IDR picture) at or before it".into()));
+        let start = match next {
+            Some(n) if key <= n => n,
+            Some(n) => {
+                // A jump to a later group: the pictures held back first.
+                keep(decoder.finish().map_err(|e| (n.saturating_sub(1), e.to_string()))?)?;
+                key
             }
-            if let Some(mut done) = decoder.take() {
-                keep(done.finish().map_err(|e| (next.saturating_sub(1), e.to_string()))?)?;
-            }
-            decoder = Some(robocache_video::AnnexBDecoder::new(codec).map_err(|e| (key, e.to_string()))?);
-            next = key;
-        }
-        let Some(active) = decoder.as_mut() else { continue };
-        while next <= row {
-            let (this, bytes) = unit(next)?;
+            None => key,
+        };
+        let mut at = start;
+        while at <= row {
+            let (this, bytes) = unit(at)?;
             if this != codec {
-                return Err((next, format!("a {this:?} frame in a {codec:?} stream")));
+                return Err((at, format!("a {this:?} frame in a {codec:?} stream")));
             }
-            keep(active.decode(next, bytes).map_err(|e| (next, e.to_string()))?)?;
-            next += 1;
-            units += 1;
+            let shown = wanted.binary_search(&at).is_ok();
+            keep(decoder.decode_wanted(at, shown, bytes).map_err(|e| (at, e.to_string()))?)?;
+            at += 1;
         }
+        let units = (at - start) as u64;
+        match decoder.is_nvdec() {
+            true => counts.nvdec_samples += units,
+            false => counts.cpu_samples += units,
+        }
+        next = Some(at);
     }
-    if let Some(mut done) = decoder.take() {
-        keep(done.finish().map_err(|e| (next.saturating_sub(1), e.to_string()))?)?;
-    }
+    keep(decoder.finish().map_err(|e| (next.unwrap_or(first).saturating_sub(1), e.to_string()))?)?;
+    decoder.close();
     let mut out = Vec::with_capacity(wanted.len());
     for (picture, &row) in pictures.into_iter().zip(wanted) {
         out.push(picture.ok_or((row, "the decoder gave no picture for it".to_owned()))?);
     }
-    Ok((out, units))
+    Ok((out, counts))
 }
 
 /// Decodes `frame` into `out` (`dtype` `[H, W, C]` as `shape`).

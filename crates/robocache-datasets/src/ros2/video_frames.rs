@@ -4,9 +4,9 @@
 //! cache holds it, frames read together decoding each group of pictures
 //! once) and as RGB or as the decoder's YUV 4:2:0 planes (converted on the
 //! loader's device). A stream's frames are one video per episode: cache
-//! number `episode · 1024 + stream`. Decoding is on the CPU (OpenH264,
-//! libde265); NVDEC does not decode bag video yet: `Auto` decodes on the
-//! CPU, `Nvdec` alone is an error that says so.
+//! number `episode · 1024 + stream`. Frames decode where the dataset's
+//! decoders say: on the CPU (OpenH264, libde265) or on NVDEC, whose parser
+//! takes the units as they are (robocache-video's `AnnexBDecoder`).
 
 use robocache_video::{DecodeCounts, DecoderChoice, FrameCacheUsage, FrameFormat, FrameKey};
 
@@ -62,12 +62,6 @@ impl VideoFrames for Ros2Reader {
                 out.len()
             )));
         }
-        if matches!(self.video_decoders(), DecoderChoice::Nvdec { .. }) {
-            return Err(Error::Invalid(format!(
-                "stream `{}`: NVDEC does not decode a bag's CompressedVideo yet (decoders `cpu` or `auto` do, on the CPU)",
-                stream.name
-            )));
-        }
         let mut frames = Vec::with_capacity(wanted.len());
         for (slot, &(episode, row)) in wanted.iter().enumerate() {
             let (_, p) = self.plan_of(episode, stream)?;
@@ -80,16 +74,18 @@ impl VideoFrames for Ros2Reader {
             FrameFormat::Rgb => robocache_video::yuv420_to_rgb_into(width, height, planes, slot),
             FrameFormat::Yuv420 => slot.copy_from_slice(planes),
         };
+        let choice = self.video_decoders();
         let decode = |file: usize, rows: &[usize]| -> Result<Vec<Vec<u8>>> {
             let (episode, p) = (file / STREAMS_PER_EPISODE, file % STREAMS_PER_EPISODE);
             let source = self.episodes.get(episode).ok_or_else(|| Error::Invalid(format!("no episode {episode}")))?;
             let plan = &source.plans[p];
             let decoded = self.decoded(episode)?;
-            let (pictures, units) = extract::decode_video_yuv(&decoded.streams[p].frames, rows, &stream.step_shape)
-                .map_err(|(row, problem)| {
+            let frames = &decoded.streams[p].frames;
+            let (pictures, counts) =
+                extract::decode_video_yuv(frames, rows, &stream.step_shape, choice).map_err(|(row, problem)| {
                     bag_error(&source.file, Some(&plan.topic), Some(row), format!("stream `{}`: {problem}", plan.key))
                 })?;
-            self.video.decoded.lock().unwrap_or_else(|p| p.into_inner()).cpu_samples += units;
+            *self.video.decoded.lock().unwrap_or_else(|p| p.into_inner()) += counts;
             Ok(pictures.into_iter().map(|picture| picture.data).collect())
         };
         read_through_cache(&self.video.frames, &frames, frame_bytes, out, write, decode)
