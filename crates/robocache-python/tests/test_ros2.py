@@ -277,6 +277,8 @@ def test_compressed_video_decodes_alike_on_every_decoder(decoder):
     for name in ("cpu", decoder):
         dataset = robocache.open(FIXTURES / "video_mcap", mapping=mapping)
         device = "cuda" if name != "cpu" and robocache.cuda_available() else "cpu"
+        if device == "cuda":
+            pytest.importorskip("torch")  # a CUDA loader's batches are torch tensors
         loader = robocache.Loader(dataset, ["camera", "hevc"], windows={"hz": 30.0, "history": 1, "horizon": 2},
                                   batch_size=8, device=device, shuffle=False, video_decoder=name, frame_cache_bytes=0)
         try:

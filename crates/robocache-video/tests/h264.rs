@@ -18,6 +18,16 @@ use robocache_video::{AnnexBDecoder, Codec, CodecError, DecoderChoice, Error, Na
 
 const NVDEC: DecoderChoice = DecoderChoice::Nvdec { device: 0 };
 
+/// Held by every test that uses GPU 0's NVDEC sessions: the tests of the
+/// session limit and of idle sessions count the GPU's sessions, which a
+/// test beside them would change.
+static NVDEC_IN_USE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// GPU 0's NVDEC for this test alone (where `choice` may use it).
+fn nvdec_alone(choice: DecoderChoice) -> Option<std::sync::MutexGuard<'static, ()>> {
+    (choice != DecoderChoice::Cpu).then(|| NVDEC_IN_USE.lock().unwrap_or_else(|p| p.into_inner()))
+}
+
 fn fixture(name: &str) -> (VideoFile, Vec<Vec<u8>>) {
     // Where the crate was built, or the working directory (the GPU bundle
     // runs its test binaries from a copy of the checkout elsewhere).
@@ -50,6 +60,7 @@ fn runs_here(file: &VideoFile, choice: DecoderChoice) -> bool {
 }
 
 fn check(name: &str, codec: Codec, width: usize, height: usize, frames: usize, choice: DecoderChoice) {
+    let _alone = nvdec_alone(choice);
     let (file, ffmpeg) = fixture(name);
     assert_eq!((file.codec(), file.width(), file.height(), file.frames()), (codec, width, height, frames));
     assert_eq!(ffmpeg.len(), frames);
@@ -108,6 +119,7 @@ on_cpu_and_nvdec! {
 /// only where the machine has no NVDEC (CI).
 #[allow(clippy::print_stderr)] // the reason a check did not run, in the test's output
 fn annex_b_check(name: &str, choice: DecoderChoice) {
+    let _alone = nvdec_alone(choice);
     let (file, ffmpeg) = fixture(name);
     let bytes = std::fs::read(file.path()).unwrap();
     let track = robocache_video::mp4::read_track(file.path(), &bytes[..]).unwrap();
@@ -212,6 +224,7 @@ fn corrupt_hevc_is_an_error_naming_the_file_and_frame() {
 
 #[test]
 fn auto_decodes_everywhere_with_the_same_frames() {
+    let _alone = nvdec_alone(NVDEC);
     // NVDEC where it is, the CPU otherwise: the frames are the same.
     let (file, ffmpeg) = fixture("high_bframes");
     let picks = [39, 0, 13, 13, 26];
@@ -223,6 +236,7 @@ fn auto_decodes_everywhere_with_the_same_frames() {
 
 #[test]
 fn auto_keeps_to_its_limit_on_nvdec_sessions() {
+    let _alone = nvdec_alone(NVDEC);
     // No session allowed: every sample decodes on the CPU, even where NVDEC is.
     let (file, ffmpeg) = fixture("high_bframes");
     let picks = [39, 0, 13];
@@ -247,6 +261,7 @@ fn auto_keeps_to_its_limit_on_nvdec_sessions() {
 
 #[test]
 fn idle_nvdec_sessions_are_released() {
+    let _alone = nvdec_alone(NVDEC);
     let (file, ffmpeg) = fixture("high_bframes");
     if !runs_here(&file, NVDEC) {
         return;
