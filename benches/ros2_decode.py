@@ -1,6 +1,8 @@
 """Every message of a ROS 2 bag decoded: robocache against rosbags and the
 `mcap` Python reader (mcap-ros2-support), on the same bag, same machine, in
-one process, one thread each.
+one process. robocache runs twice: on one thread, and with the bag's chunks
+side by side on every core (`bag_decode`'s default); rosbags and mcap read on
+one thread, as they run.
 
 The bag (written here by rosbags, MCAP, no chunk compression): the recording
 of issue 47, two 480x640 JPEG cameras at 30 Hz, a 7-joint JointState at
@@ -11,7 +13,7 @@ of issue 47, two 480x640 JPEG cameras at 30 Hz, a 7-joint JointState at
 Decoding means: every message of every topic deserialised from its CDR bytes
 with the definitions the bag carries, into the reader's own values:
 - robocache: `robocache.bag_decode` (the reflection decoder the streams are
-  read with; `robocache inspect BAG --decode`);
+  read with; `robocache inspect BAG --decode`), `threads=1` and the default;
 - rosbags: `AnyReader(...).messages()` and `reader.deserialize(raw, msgtype)`
   for each (its typestore built from the bag's definitions);
 - mcap: `make_reader(..., decoder_factories=[mcap_ros2 DecoderFactory()])`
@@ -104,10 +106,10 @@ def bag_file(bag):
     return next(bag.glob("*.mcap")) if bag.is_dir() else bag
 
 
-def decode_robocache(bag):
+def decode_robocache(bag, threads=None):
     import robocache
 
-    topics = robocache.bag_decode(bag)
+    topics = robocache.bag_decode(bag, threads=threads)
     failed = [t for t in topics if t["error"]]
     if failed:
         raise SystemExit(f"robocache did not decode: {failed}")
@@ -155,7 +157,9 @@ def main():
         size_mb = sum(p.stat().st_size for p in pathlib.Path(bag).rglob("*") if p.is_file()) / 1e6 \
             if os.path.isdir(bag) else os.path.getsize(bag) / 1e6
         rows = []
-        for name, decode in (("robocache", decode_robocache), ("rosbags", decode_rosbags), ("mcap", decode_mcap)):
+        readers = (("robocache", decode_robocache), ("robocache-1", lambda bag: decode_robocache(bag, threads=1)),
+                   ("rosbags", decode_rosbags), ("mcap", decode_mcap))
+        for name, decode in readers:
             best = None
             for _ in range(args.rounds):
                 started = time.perf_counter()
@@ -168,11 +172,12 @@ def main():
         if len(counts) != 1:
             raise SystemExit(f"the readers decoded different numbers of messages: {rows}")
         print(f"\nbag: {size_mb:.1f} MB on disk, {rows[0][1]} messages, best of {args.rounds}")
-        print(f"{'reader':<10} {'seconds':>8} {'messages/s':>12} {'MB/s':>9} {'robocache is':>13}")
-        ours = rows[0][3]
+        print(f"robocache: every core ({os.cpu_count()}); robocache-1: one thread")
+        print(f"{'reader':<12} {'seconds':>8} {'messages/s':>12} {'MB/s':>9} {'robocache is':>13} {'robocache-1 is':>15}")
+        ours, ours_one = rows[0][3], rows[1][3]
         for name, messages, size, seconds in rows:
-            print(f"{name:<10} {seconds:>8.3f} {messages / seconds:>12.0f} {size / 1e6 / seconds:>9.1f} "
-                  f"{seconds / ours:>12.1f}x")
+            print(f"{name:<12} {seconds:>8.3f} {messages / seconds:>12.0f} {size / 1e6 / seconds:>9.1f} "
+                  f"{seconds / ours:>12.1f}x {seconds / ours_one:>14.1f}x")
 
 
 if __name__ == "__main__":

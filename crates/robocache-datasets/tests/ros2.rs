@@ -438,7 +438,9 @@ fn damaged_bags_and_bad_mappings_are_errors_naming_what_is_wrong() {
 /// `topic_stats` counts, in both storages), and a message that does not
 /// decode is reported by topic and index while the other topics decode.
 /// The damaged bag is the fixture rewritten by the `mcap` crate's writer
-/// with the fourth `/joint_states` message cut to 3 bytes.
+/// with the fourth `/joint_states` message cut to 3 bytes; then again in
+/// 4 KiB chunks with the 151st cut, decoded on 1 and on 4 threads (chunks
+/// side by side): the same counts and the same message named.
 fn every_message_decodes_and_a_bad_one_is_named() {
     use robocache_datasets::ros2::{decode_messages, topic_stats};
     use robocache_datasets::StorageOptions;
@@ -446,7 +448,7 @@ fn every_message_decodes_and_a_bad_one_is_named() {
     let storage = StorageOptions::default();
     for bag in ["arm_mcap", "arm_sqlite"] {
         let counted = topic_stats(&fixtures().join(bag), &storage).unwrap();
-        let decoded = decode_messages(&fixtures().join(bag), &storage).unwrap();
+        let decoded = decode_messages(&fixtures().join(bag), &storage, 0).unwrap();
         assert_eq!(counted.len(), decoded.len(), "{bag}");
         for (count, decode) in counted.iter().zip(&decoded) {
             assert_eq!((&count.topic, count.messages), (&decode.topic, decode.messages), "{bag}");
@@ -455,27 +457,37 @@ fn every_message_decodes_and_a_bad_one_is_named() {
     }
     let dir = tempfile::tempdir().unwrap();
     let bytes = std::fs::read(fixtures().join("arm_mcap/arm_mcap.mcap")).unwrap();
-    let damaged = dir.path().join("damaged.mcap");
-    let mut writer = mcap::Writer::new(std::io::BufWriter::new(std::fs::File::create(&damaged).unwrap())).unwrap();
-    let mut joint_states = 0;
-    for message in mcap::MessageStream::new(&bytes).unwrap() {
-        let mut message = message.unwrap();
-        if message.channel.topic == "/joint_states" {
-            if joint_states == 3 {
-                message.data = std::borrow::Cow::Owned(message.data[..3].to_vec());
+    for (chunk_bytes, cut) in [(None, 3usize), (Some(4096u64), 150)] {
+        let damaged = dir.path().join(format!("damaged_{cut}.mcap"));
+        let file = std::io::BufWriter::new(std::fs::File::create(&damaged).unwrap());
+        let mut writer = mcap::WriteOptions::new().chunk_size(chunk_bytes).create(file).unwrap();
+        let mut joint_states = 0;
+        for message in mcap::MessageStream::new(&bytes).unwrap() {
+            let mut message = message.unwrap();
+            if message.channel.topic == "/joint_states" {
+                if joint_states == cut {
+                    message.data = std::borrow::Cow::Owned(message.data[..3].to_vec());
+                }
+                joint_states += 1;
             }
-            joint_states += 1;
+            writer.write(&message).unwrap();
         }
-        writer.write(&message).unwrap();
+        writer.finish().unwrap();
+        drop(writer);
+        let one = decode_messages(&damaged, &storage, 1).unwrap();
+        for decoded in [&one, &decode_messages(&damaged, &storage, 4).unwrap()] {
+            let joints = decoded.iter().find(|t| t.topic == "/joint_states").unwrap();
+            assert_eq!(joints.messages, cut as u64);
+            let named = format!("message {cut}:");
+            assert!(joints.error.as_deref().is_some_and(|e| e.starts_with(&named)), "{:?}", joints.error);
+            let imu = decoded.iter().find(|t| t.topic == "/imu").unwrap();
+            assert_eq!((imu.messages, imu.error.as_ref()), (400, None));
+            let totals = |d: &[robocache_datasets::ros2::TopicDecode]| -> Vec<(u64, u64)> {
+                d.iter().map(|t| (t.messages, t.bytes)).collect()
+            };
+            assert_eq!(totals(decoded), totals(&one), "every thread count gives the same counts");
+        }
     }
-    writer.finish().unwrap();
-    drop(writer);
-    let decoded = decode_messages(&damaged, &storage).unwrap();
-    let joints = decoded.iter().find(|t| t.topic == "/joint_states").unwrap();
-    assert_eq!(joints.messages, 3);
-    assert!(joints.error.as_deref().is_some_and(|e| e.starts_with("message 3:")), "{:?}", joints.error);
-    let imu = decoded.iter().find(|t| t.topic == "/imu").unwrap();
-    assert_eq!((imu.messages, imu.error.as_ref()), (400, None));
 }
 
 #[test]

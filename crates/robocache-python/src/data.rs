@@ -46,11 +46,7 @@ impl Dataset {
     ) -> PyResult<Self> {
         let format =
             format.map(|f| f.parse().map_err(|e: String| invalid(format!("format {f:?}: {e}")))).transpose()?;
-        let storage = StorageOptions {
-            cache_dir: remote_cache_dir,
-            cache_bytes: remote_cache_bytes,
-            options: storage_options.unwrap_or_default(),
-        };
+        let storage = storage_of(storage_options, remote_cache_dir, remote_cache_bytes);
         let bag_mapping = match (mapping_json, mapping_file) {
             (Some(json), _) => Some(BagMapping::from_json(&json)),
             (None, Some(file)) => Some(BagMapping::from_file(file)),
@@ -393,11 +389,7 @@ pub(crate) fn bag_topics_json(
     remote_cache_dir: Option<std::path::PathBuf>,
     remote_cache_bytes: Option<u64>,
 ) -> PyResult<String> {
-    let storage = StorageOptions {
-        cache_dir: remote_cache_dir,
-        cache_bytes: remote_cache_bytes,
-        options: storage_options.unwrap_or_default(),
-    };
+    let storage = storage_of(storage_options, remote_cache_dir, remote_cache_bytes);
     let topics = py
         .detach(|| robocache::datasets::ros2::topic_stats(&path, &storage))
         .map_err(robocache::Error::from)
@@ -409,21 +401,18 @@ pub(crate) fn bag_topics_json(
 /// `robocache inspect --decode` runs), as JSON: per bag file and topic, the
 /// messages and bytes decoded and the first error, if any.
 #[pyfunction]
-#[pyo3(signature = (path, storage_options=None, remote_cache_dir=None, remote_cache_bytes=None))]
+#[pyo3(signature = (path, storage_options=None, remote_cache_dir=None, remote_cache_bytes=None, threads=0))]
 pub(crate) fn bag_decode_json(
     py: Python<'_>,
     path: std::path::PathBuf,
     storage_options: Option<Vec<(String, String)>>,
     remote_cache_dir: Option<std::path::PathBuf>,
     remote_cache_bytes: Option<u64>,
+    threads: usize,
 ) -> PyResult<String> {
-    let storage = StorageOptions {
-        cache_dir: remote_cache_dir,
-        cache_bytes: remote_cache_bytes,
-        options: storage_options.unwrap_or_default(),
-    };
+    let storage = storage_of(storage_options, remote_cache_dir, remote_cache_bytes);
     let decoded = py
-        .detach(|| robocache::datasets::ros2::decode_messages(&path, &storage))
+        .detach(|| robocache::datasets::ros2::decode_messages(&path, &storage, threads))
         .map_err(robocache::Error::from)
         .py_err()?;
     serde_json::to_string(&decoded).map_err(|e| invalid(format!("bag decode: {e}")))
@@ -448,11 +437,7 @@ pub(crate) fn bag_point_clouds<'py>(
     remote_cache_dir: Option<std::path::PathBuf>,
     remote_cache_bytes: Option<u64>,
 ) -> PyResult<Vec<CloudTuple<'py>>> {
-    let storage = StorageOptions {
-        cache_dir: remote_cache_dir,
-        cache_bytes: remote_cache_bytes,
-        options: storage_options.unwrap_or_default(),
-    };
+    let storage = storage_of(storage_options, remote_cache_dir, remote_cache_bytes);
     let names: Vec<&str> = features.iter().map(String::as_str).collect();
     let clouds = py
         .detach(|| robocache::datasets::ros2::point_clouds(&path, &topic, &names, &storage))
@@ -468,4 +453,14 @@ pub(crate) fn bag_point_clouds<'py>(
             (file, c.log_time_ns, c.stamp_ns, c.frame_id.clone(), bytes(&c.positions), bytes(&c.features))
         })
         .collect())
+}
+
+/// The storage options a Python call passes (`storage_options`,
+/// `remote_cache_dir`, `remote_cache_bytes`).
+fn storage_of(
+    options: Option<Vec<(String, String)>>,
+    cache_dir: Option<std::path::PathBuf>,
+    cache_bytes: Option<u64>,
+) -> StorageOptions {
+    StorageOptions { cache_dir, cache_bytes, options: options.unwrap_or_default() }
 }

@@ -99,7 +99,7 @@ pub fn run(args: Args) -> Result<()> {
 /// the totals (or JSON), an error when a topic did not decode.
 fn decode(args: &Args, options: &OpenOptions, topics: Vec<ros2::TopicStats>) -> Result<()> {
     let started = std::time::Instant::now();
-    let decoded = ros2::decode_messages(&args.file, &options.storage)?;
+    let decoded = ros2::decode_messages(&args.file, &options.storage, 0)?;
     let seconds = started.elapsed().as_secs_f64();
     let messages: u64 = decoded.iter().map(|t| t.messages).sum();
     let bytes: u64 = decoded.iter().map(|t| t.bytes).sum();

@@ -48,6 +48,22 @@ pub(crate) trait BagFile: Send + Sync + std::fmt::Debug {
     /// name what is wrong in the file (the caller adds its path).
     fn read(&self, wanted: &[usize], visit: &mut Visit<'_>) -> Result<(), String>;
 
+    /// Parts of the file that read on their own, for reads side by side
+    /// (an indexed MCAP's chunks, in file order); 1 where the file reads
+    /// as a whole.
+    fn parts(&self) -> usize {
+        1
+    }
+
+    /// [`BagFile::read`] of part `part` of [`BagFile::parts`] only (the
+    /// whole file where it has one part). A part past the last holds nothing.
+    fn read_part(&self, part: usize, wanted: &[usize], visit: &mut Visit<'_>) -> Result<(), String> {
+        match part {
+            0 => self.read(wanted, visit),
+            _ => Ok(()),
+        }
+    }
+
     /// Warnings from opening it (a missing summary read by a scan).
     fn warnings(&self) -> &[String] {
         &[]

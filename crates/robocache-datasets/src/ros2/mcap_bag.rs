@@ -337,45 +337,97 @@ impl BagFile for McapBag {
         // One buffer for the chunk records and one for their inflated bytes,
         // reused: a fresh allocation per chunk cost as much in zeroing and
         // page faults as the decoding (`benches/ros2_decode.py`).
-        let (mut record, mut inflated) = (Vec::new(), Vec::new());
+        let mut buffers = ChunkBuffers::default();
         for chunk in chunks {
-            let holds = chunk.message_index_offsets.is_empty()
-                || channels.iter().any(|id| chunk.message_index_offsets.contains_key(id));
-            if !holds {
-                continue;
-            }
-            let at = chunk.chunk_start_offset;
-            if chunk.uncompressed_size > MAX_CHUNK_BYTES {
-                return Err(format!("the chunk at byte {at} is {} bytes uncompressed", chunk.uncompressed_size));
-            }
-            let length = usize::try_from(chunk.chunk_length)
-                .ok()
-                .filter(|&n| at.checked_add(n as u64).is_some_and(|end| end <= self.blob.len()))
-                .ok_or_else(|| {
-                    format!("the chunk at byte {at} claims {} bytes, past the file's end", chunk.chunk_length)
-                })?;
-            if record.len() < length {
-                record.resize(length, 0);
-            }
-            let record = &mut record[..length];
-            self.blob.read_exact_at(record, at).map_err(|e| e.to_string())?;
-            let (Some(&opcode), Some(len)) = (record.first(), record.get(1..9)) else {
-                return Err(format!("the chunk at byte {at} is cut short"));
-            };
-            let len = u64::from_le_bytes(len.try_into().unwrap_or_default());
-            let body = usize::try_from(len)
-                .ok()
-                .and_then(|len| record.get(9..9usize.checked_add(len)?))
-                .ok_or_else(|| format!("the chunk at byte {at} claims {len} bytes"))?;
-            let Ok(Record::Chunk { header, data }) = mcap::read::parse_record(opcode, body) else {
-                return Err(format!("the chunk index points at byte {at}, which holds no chunk"));
-            };
-            match chunk_records(&header, &data, &mut inflated, &mut on_message) {
-                Ok(()) => {}
-                Err(ChunkFailure::Damaged(problem)) => return Err(format!("the chunk at byte {at}: {problem}")),
-                Err(ChunkFailure::Stopped(error)) => return Err(error),
-            }
+            self.read_chunk(chunk, &channels, &mut buffers, &mut on_message)?;
         }
         Ok(())
+    }
+
+    fn parts(&self) -> usize {
+        self.chunks.as_ref().map_or(1, |chunks| chunks.len().max(1))
+    }
+
+    fn read_part(&self, part: usize, wanted: &[usize], visit: &mut Visit<'_>) -> std::result::Result<(), String> {
+        let Some(chunks) = &self.chunks else {
+            return if part == 0 { self.read(wanted, visit) } else { Ok(()) };
+        };
+        let Some(chunk) = chunks.get(part) else { return Ok(()) };
+        let channels: Vec<u16> =
+            self.channel_topic.iter().filter(|(_, t)| wanted.contains(t)).map(|(&id, _)| id).collect();
+        let mut on_message = |record: Record<'_>| -> std::result::Result<(), String> {
+            if let Record::Message { header, data } = record {
+                if let Some(&topic) = self.channel_topic.get(&header.channel_id).filter(|t| wanted.contains(t)) {
+                    visit(RawMessage { topic, log_ns: header.log_time, publish_ns: header.publish_time, data: &data })?;
+                }
+            }
+            Ok(())
+        };
+        // Each thread's buffers, reused across the parts it reads.
+        thread_local! {
+            static BUFFERS: std::cell::RefCell<ChunkBuffers> = std::cell::RefCell::default();
+        }
+        BUFFERS.with(|buffers| match buffers.try_borrow_mut() {
+            Ok(mut buffers) => self.read_chunk(chunk, &channels, &mut buffers, &mut on_message),
+            // A part read from inside another's visit: buffers of its own.
+            Err(_) => self.read_chunk(chunk, &channels, &mut ChunkBuffers::default(), &mut on_message),
+        })
+    }
+}
+
+/// A chunk record's bytes and its inflated records, kept between chunks.
+#[derive(Debug, Default)]
+struct ChunkBuffers {
+    record: Vec<u8>,
+    inflated: Vec<u8>,
+}
+
+impl McapBag {
+    /// Reads one chunk (by its index) and visits its records, where it
+    /// holds any of `channels` (every chunk when its index lists none).
+    fn read_chunk(
+        &self,
+        chunk: &mcap::records::ChunkIndex,
+        channels: &[u16],
+        buffers: &mut ChunkBuffers,
+        on_message: &mut dyn FnMut(Record<'_>) -> std::result::Result<(), String>,
+    ) -> std::result::Result<(), String> {
+        let holds = chunk.message_index_offsets.is_empty()
+            || channels.iter().any(|id| chunk.message_index_offsets.contains_key(id));
+        if !holds {
+            return Ok(());
+        }
+        let at = chunk.chunk_start_offset;
+        if chunk.uncompressed_size > MAX_CHUNK_BYTES {
+            return Err(format!("the chunk at byte {at} is {} bytes uncompressed", chunk.uncompressed_size));
+        }
+        let length = usize::try_from(chunk.chunk_length)
+            .ok()
+            .filter(|&n| at.checked_add(n as u64).is_some_and(|end| end <= self.blob.len()))
+            .ok_or_else(|| {
+                format!("the chunk at byte {at} claims {} bytes, past the file's end", chunk.chunk_length)
+            })?;
+        let ChunkBuffers { record, inflated } = buffers;
+        if record.len() < length {
+            record.resize(length, 0);
+        }
+        let record = &mut record[..length];
+        self.blob.read_exact_at(record, at).map_err(|e| e.to_string())?;
+        let (Some(&opcode), Some(len)) = (record.first(), record.get(1..9)) else {
+            return Err(format!("the chunk at byte {at} is cut short"));
+        };
+        let len = u64::from_le_bytes(len.try_into().unwrap_or_default());
+        let body = usize::try_from(len)
+            .ok()
+            .and_then(|len| record.get(9..9usize.checked_add(len)?))
+            .ok_or_else(|| format!("the chunk at byte {at} claims {len} bytes"))?;
+        let Ok(Record::Chunk { header, data }) = mcap::read::parse_record(opcode, body) else {
+            return Err(format!("the chunk index points at byte {at}, which holds no chunk"));
+        };
+        match chunk_records(&header, &data, inflated, on_message) {
+            Ok(()) => Ok(()),
+            Err(ChunkFailure::Damaged(problem)) => Err(format!("the chunk at byte {at}: {problem}")),
+            Err(ChunkFailure::Stopped(error)) => Err(error),
+        }
     }
 }

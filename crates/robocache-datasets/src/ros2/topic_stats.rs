@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::bag_file::BagFile;
 use super::{bags_at, cdr, open_bag};
 use crate::{Error, Result, StorageOptions};
 
@@ -95,51 +96,107 @@ pub struct TopicDecode {
 }
 
 /// Decodes every message of every topic of every bag at `path` with the
-/// definitions the bag carries (the reflection decoder that reads streams),
-/// on one thread, and counts what decoded: the check that a bag is whole
-/// before training, and the measure of how fast robocache decodes CDR
-/// (`robocache inspect --decode`; `benches/ros2_decode.py`). A topic whose
-/// message does not decode is reported, and the others are still decoded;
-/// a bag that cannot be read (a damaged chunk, a bad CRC) is an error
-/// naming the file.
-pub fn decode_messages(path: &Path, storage: &StorageOptions) -> Result<Vec<TopicDecode>> {
+/// definitions the bag carries (the reflection decoder that reads streams)
+/// and counts what decoded: the check that a bag is whole before training,
+/// and the measure of how fast robocache decodes CDR (`robocache inspect
+/// --decode`; `benches/ros2_decode.py`). The parts of a bag that read on
+/// their own (an indexed MCAP's chunks) are read and decoded side by side
+/// on `threads` threads (0: the rayon pool, every core), and their counts
+/// added in the file's order, so the result is the one a single thread
+/// gives. A topic whose message does not decode is reported, and the
+/// others are still decoded; a bag that cannot be read (a damaged chunk, a
+/// bad CRC) is an error naming the file.
+pub fn decode_messages(path: &Path, storage: &StorageOptions, threads: usize) -> Result<Vec<TopicDecode>> {
     let (storage, files) = bags_at(path, storage)?;
+    let pool = match threads {
+        0 => None,
+        n => Some(
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(n)
+                .build()
+                .map_err(|e| Error::Invalid(format!("a pool of {n} decoding threads: {e}")))?,
+        ),
+    };
     let mut out = Vec::new();
     for file in files {
         let bag = open_bag(&file, &storage)?;
-        let topics = bag.topics();
-        let mut decoded: Vec<TopicDecode> = topics
-            .iter()
-            .map(|topic| TopicDecode {
-                file: file.clone(),
-                topic: topic.name.clone(),
-                type_name: topic.type_name.clone(),
-                messages: 0,
-                bytes: 0,
-                error: topic.schema.as_ref().err().cloned(),
-            })
-            .collect();
-        let wanted: Vec<usize> = (0..topics.len()).filter(|&t| topics[t].schema.is_ok()).collect();
-        bag.read(&wanted, &mut |message| {
-            let (Some(report), Some(topic)) = (decoded.get_mut(message.topic), topics.get(message.topic)) else {
-                return Ok(());
-            };
-            if report.error.is_some() {
-                return Ok(());
-            }
-            let Ok(schema) = &topic.schema else { return Ok(()) };
-            match cdr::decode(schema, message.data) {
-                Ok(value) => {
-                    std::hint::black_box(value);
-                    report.messages += 1;
-                    report.bytes += message.data.len() as u64;
-                }
-                Err(problem) => report.error = Some(format!("message {}: {problem}", report.messages)),
-            }
-            Ok(())
-        })
+        let decode = || decode_bag(bag.as_ref());
+        let decoded = match &pool {
+            Some(pool) => pool.install(decode),
+            None => decode(),
+        }
         .map_err(|problem| Error::Bag { file: file.clone(), topic: None, message: None, problem })?;
-        out.extend(decoded);
+        out.extend(decoded.into_iter().map(|mut topic| {
+            topic.file = file.clone();
+            topic
+        }));
+    }
+    Ok(out)
+}
+
+/// One topic's messages in one part of a bag: decoded (up to the first that
+/// failed), their bytes, and that failure (its index in the part).
+#[derive(Clone, Debug, Default)]
+struct PartDecode {
+    messages: u64,
+    bytes: u64,
+    error: Option<(u64, String)>,
+}
+
+/// Every message of every topic of `bag`, its parts side by side on the
+/// current rayon pool (see [`decode_messages`]).
+fn decode_bag(bag: &dyn BagFile) -> std::result::Result<Vec<TopicDecode>, String> {
+    use rayon::prelude::*;
+    let topics = bag.topics();
+    let wanted: Vec<usize> = (0..topics.len()).filter(|&t| topics[t].schema.is_ok()).collect();
+    let parts: Vec<Vec<PartDecode>> = (0..bag.parts())
+        .into_par_iter()
+        .map(|part| {
+            let mut decoded = vec![PartDecode::default(); topics.len()];
+            bag.read_part(part, &wanted, &mut |message| {
+                let (Some(report), Some(topic)) = (decoded.get_mut(message.topic), topics.get(message.topic)) else {
+                    return Ok(());
+                };
+                let Ok(schema) = &topic.schema else { return Ok(()) };
+                if report.error.is_some() {
+                    return Ok(());
+                }
+                match cdr::decode(schema, message.data) {
+                    Ok(value) => {
+                        std::hint::black_box(value);
+                        report.messages += 1;
+                        report.bytes += message.data.len() as u64;
+                    }
+                    Err(problem) => report.error = Some((report.messages, problem)),
+                }
+                Ok(())
+            })?;
+            Ok(decoded)
+        })
+        .collect::<std::result::Result<_, String>>()?;
+    let mut out: Vec<TopicDecode> = topics
+        .iter()
+        .map(|topic| TopicDecode {
+            file: PathBuf::new(),
+            topic: topic.name.clone(),
+            type_name: topic.type_name.clone(),
+            messages: 0,
+            bytes: 0,
+            error: topic.schema.as_ref().err().cloned(),
+        })
+        .collect();
+    // In the file's order: a topic's count stops at its first failure.
+    for part in parts {
+        for (report, here) in out.iter_mut().zip(part) {
+            if report.error.is_some() {
+                continue;
+            }
+            report.messages += here.messages;
+            report.bytes += here.bytes;
+            if let Some((_, problem)) = here.error {
+                report.error = Some(format!("message {}: {problem}", report.messages));
+            }
+        }
     }
     Ok(out)
 }

@@ -627,10 +627,13 @@ def bag_topics(path: Union[str, os.PathLike], *, storage_options: Optional[Dict[
 
 
 def bag_decode(path: Union[str, os.PathLike], *, storage_options: Optional[Dict[str, Any]] = None,
-               remote_cache_dir: Optional[str] = None, remote_cache_bytes: Optional[int] = None) -> List[Dict[str, Any]]:
+               remote_cache_dir: Optional[str] = None, remote_cache_bytes: Optional[int] = None,
+               threads: Optional[int] = None) -> List[Dict[str, Any]]:
     """Decodes every message of every topic of ROS 2 bags (a ``.mcap`` or
     ``.db3`` file or a directory of them) with the definitions the bags
-    carry, on one thread, and returns per bag file and topic ``messages`` and
+    carry, an indexed MCAP's chunks side by side on ``threads`` threads
+    (default: every core; a SQLite bag reads on one), and returns per bag
+    file and topic ``messages`` and
     ``bytes`` decoded and ``error``: why its messages are not all decoded (no
     definition, not CDR, or the first message that failed, by its index), or
     None. A bag that cannot be read (a damaged chunk or record) raises an
@@ -638,9 +641,11 @@ def bag_decode(path: Union[str, os.PathLike], *, storage_options: Optional[Dict[
     check that a bag decodes whole before training on it."""
     path = os.fspath(path)
     options = None if storage_options is None else [(str(k), str(v)) for k, v in storage_options.items()]
+    if threads is not None and int(threads) < 1:
+        raise InvalidInputError(f"threads must be 1 or more, not {threads}")
     return json.loads(_native_bag_decode_json(path if "://" in path else os.path.expanduser(path), options,
                                               None if remote_cache_dir is None else os.fspath(remote_cache_dir),
-                                              remote_cache_bytes))
+                                              remote_cache_bytes, 0 if threads is None else int(threads)))
 
 
 def bag_point_clouds(path: Union[str, os.PathLike], topic: str, features: Sequence[str] = (), *,

@@ -230,6 +230,7 @@ def bag_decode_json(
     storage_options: Optional[List[Tuple[str, str]]] = None,
     remote_cache_dir: Optional[str] = None,
     remote_cache_bytes: Optional[int] = None,
+    threads: int = 0,
 ) -> str: ...
 
 def bag_point_clouds(
