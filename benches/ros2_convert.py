@@ -112,13 +112,9 @@ field = "data"
 """
 
 
-def hand_written(bag, out):
-    """What a team writes without robocache: every message deserialised, each
-    stream's latest message before the camera frame, JPEG decoded and PNG
-    encoded with PIL, one parquet file (pyarrow)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-    from PIL import Image
+def read_latest(bag):
+    """Every message of the mapped topics deserialised by rosbags, and the
+    lookup of each stream's latest message at or before a time."""
     from rosbags.highlevel import AnyReader
     from rosbags.typesys import Stores, get_typestore
 
@@ -132,6 +128,19 @@ def hand_written(bag, out):
     def latest(topic, t):
         i = bisect.bisect_right(times[topic], t) - 1
         return topics[topic][max(i, 0)][1]
+
+    return topics, latest
+
+
+def hand_written(bag, out):
+    """What a team writes without robocache: every message deserialised, each
+    stream's latest message before the camera frame, JPEG decoded and PNG
+    encoded with PIL, one parquet file (pyarrow)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from PIL import Image
+
+    topics, latest = read_latest(bag)
 
     rows = {"observation.images.camera": [], "observation.state": [], "observation.imu": [], "action": [], "timestamp": []}
     t0 = times["/camera/image/compressed"][0]
@@ -156,21 +165,10 @@ def lerobot_writer(bag, out, vcodec):
     latest message before the camera frame, the JPEG decoded with PIL, the frame
     given to `LeRobotDataset.add_frame`, the episode saved (video encoded by LeRobot)."""
     from PIL import Image
-    from rosbags.highlevel import AnyReader
-    from rosbags.typesys import Stores, get_typestore
     from lerobot.configs.video import RGBEncoderConfig
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
-    topics = {"/joint_states": [], "/imu": [], "/cmd": [], "/camera/image/compressed": []}
-    with AnyReader([bag], default_typestore=get_typestore(Stores.ROS2_HUMBLE)) as reader:
-        for connection, t, raw in reader.messages():
-            if connection.topic in topics:
-                topics[connection.topic].append((t, reader.deserialize(raw, connection.msgtype)))
-    times = {k: [t for t, _ in v] for k, v in topics.items()}
-
-    def latest(topic, t):
-        i = bisect.bisect_right(times[topic], t) - 1
-        return topics[topic][max(i, 0)][1]
+    topics, latest = read_latest(bag)
 
     features = {
         "observation.images.camera": {"dtype": "video", "shape": (480, 640, 3), "names": ["height", "width", "channels"]},

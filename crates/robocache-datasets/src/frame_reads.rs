@@ -11,9 +11,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use robocache_video::{Claim, FrameCache, FrameKey, Lookup};
+use robocache_video::{Claim, FrameCache, FrameFormat, FrameKey, Lookup};
 
-use crate::Result;
+use crate::{Error, Result};
 
 /// One frame a read asks for: its slot in the output and its cache key
 /// (`file`: the format's number of the video, `frame`: its index there).
@@ -21,6 +21,44 @@ use crate::Result;
 pub(crate) struct WantedFrame {
     pub slot: usize,
     pub key: FrameKey,
+}
+
+/// Writes the `width × height` frames `wanted` of stream `stream` into
+/// their slots of `out`, each as `format` says (RGB `[H, W, 3]`, or the
+/// decoder's YUV 4:2:0 planes), through `cache` ([`read_through_cache`]).
+/// `out` must hold exactly the frames asked for.
+pub(crate) fn read_frames(
+    cache: &FrameCache,
+    stream: &str,
+    (width, height): (usize, usize),
+    format: FrameFormat,
+    wanted: &[WantedFrame],
+    out: &mut [u8],
+    decode: impl Fn(usize, &[usize]) -> Result<Vec<Vec<u8>>>,
+) -> Result<()> {
+    let frame_bytes = frame_bytes(width, height, format);
+    if out.len() != wanted.len() * frame_bytes {
+        return Err(Error::Invalid(format!(
+            "{} frames of `{stream}` are {} bytes ({format:?}), the buffer given has {}",
+            wanted.len(),
+            wanted.len() * frame_bytes,
+            out.len()
+        )));
+    }
+    // YUV planes into a slot, as `format` asks.
+    let write = |planes: &[u8], slot: &mut [u8]| match format {
+        FrameFormat::Rgb => robocache_video::yuv420_to_rgb_into(width, height, planes, slot),
+        FrameFormat::Yuv420 => slot.copy_from_slice(planes),
+    };
+    read_through_cache(cache, wanted, frame_bytes, out, write, decode)
+}
+
+/// Bytes of one `width × height` frame as `format`.
+pub(crate) fn frame_bytes(width: usize, height: usize, format: FrameFormat) -> usize {
+    match format {
+        FrameFormat::Rgb => width * height * 3,
+        FrameFormat::Yuv420 => robocache_video::yuv420_len(width, height),
+    }
 }
 
 /// Writes the frames `wanted` into their slots of `out` (`frame_bytes`

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use robocache_video::{DecodeCounts, DecoderChoice, FrameCacheUsage, FrameFormat, FrameKey, VideoFile};
 
 use super::{video_size, LeRobotFeature, LeRobotSource, VIDEO_TOLERANCE_S};
-use crate::frame_reads::{read_through_cache, WantedFrame};
+use crate::frame_reads::{read_frames, WantedFrame};
 use crate::video_blob::VideoBlob;
 use crate::{Error, Result};
 
@@ -65,24 +65,6 @@ impl LeRobotSource {
         out: &mut [u8],
     ) -> Result<()> {
         let (height, width) = video_size(feature)?;
-        let frame_bytes = match format {
-            FrameFormat::Rgb => width * height * 3,
-            FrameFormat::Yuv420 => robocache_video::yuv420_len(width, height),
-        };
-        if out.len() != wanted.len() * frame_bytes {
-            return Err(Error::Invalid(format!(
-                "{} frames of `{}` are {} bytes ({format:?}), the buffer given has {}",
-                wanted.len(),
-                feature.name,
-                wanted.len() * frame_bytes,
-                out.len()
-            )));
-        }
-        // YUV planes into a slot, as `format` asks.
-        let write = |planes: &[u8], slot: &mut [u8]| match format {
-            FrameFormat::Rgb => robocache_video::yuv420_to_rgb_into(width, height, planes, slot),
-            FrameFormat::Yuv420 => slot.copy_from_slice(planes),
-        };
         // Each video file's cache number, the file, and the episode that
         // first named it (for errors).
         let mut files: HashMap<usize, (Arc<VideoFile>, usize)> = HashMap::new();
@@ -103,7 +85,7 @@ impl LeRobotSource {
             *self.decoded.lock().unwrap_or_else(|p| p.into_inner()) += counts;
             Ok(frames.into_iter().map(|frame| frame.data).collect())
         };
-        read_through_cache(&self.frames, &frames, frame_bytes, out, write, decode)
+        read_frames(&self.frames, &feature.name, (width, height), format, &frames, out, decode)
     }
 
     /// The video file of `feature` for `episode` (its cache number and the

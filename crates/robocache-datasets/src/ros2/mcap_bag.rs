@@ -319,16 +319,8 @@ impl BagFile for McapBag {
     }
 
     fn read(&self, wanted: &[usize], visit: &mut Visit<'_>) -> std::result::Result<(), String> {
-        let channels: Vec<u16> =
-            self.channel_topic.iter().filter(|(_, t)| wanted.contains(t)).map(|(&id, _)| id).collect();
-        let mut on_message = |record: Record<'_>| -> std::result::Result<(), String> {
-            if let Record::Message { header, data } = record {
-                if let Some(&topic) = self.channel_topic.get(&header.channel_id).filter(|t| wanted.contains(t)) {
-                    visit(RawMessage { topic, log_ns: header.log_time, publish_ns: header.publish_time, data: &data })?;
-                }
-            }
-            Ok(())
-        };
+        let channels = self.channels_of(wanted);
+        let mut on_message = |record: Record<'_>| self.visit_message(record, wanted, visit);
         let Some(chunks) = &self.chunks else {
             let bytes = self.blob.read_at(0, self.blob.len() as usize).map_err(|e| e.to_string())?;
             walk(&bytes, &mut on_message)?;
@@ -353,16 +345,8 @@ impl BagFile for McapBag {
             return if part == 0 { self.read(wanted, visit) } else { Ok(()) };
         };
         let Some(chunk) = chunks.get(part) else { return Ok(()) };
-        let channels: Vec<u16> =
-            self.channel_topic.iter().filter(|(_, t)| wanted.contains(t)).map(|(&id, _)| id).collect();
-        let mut on_message = |record: Record<'_>| -> std::result::Result<(), String> {
-            if let Record::Message { header, data } = record {
-                if let Some(&topic) = self.channel_topic.get(&header.channel_id).filter(|t| wanted.contains(t)) {
-                    visit(RawMessage { topic, log_ns: header.log_time, publish_ns: header.publish_time, data: &data })?;
-                }
-            }
-            Ok(())
-        };
+        let channels = self.channels_of(wanted);
+        let mut on_message = |record: Record<'_>| self.visit_message(record, wanted, visit);
         // Each thread's buffers, reused across the parts it reads.
         thread_local! {
             static BUFFERS: std::cell::RefCell<ChunkBuffers> = std::cell::RefCell::default();
@@ -383,6 +367,26 @@ struct ChunkBuffers {
 }
 
 impl McapBag {
+    /// The channels of the topics `wanted` (indices).
+    fn channels_of(&self, wanted: &[usize]) -> Vec<u16> {
+        self.channel_topic.iter().filter(|(_, t)| wanted.contains(t)).map(|(&id, _)| id).collect()
+    }
+
+    /// Passes `record` to `visit` where it is a message of a topic `wanted`.
+    fn visit_message(
+        &self,
+        record: Record<'_>,
+        wanted: &[usize],
+        visit: &mut Visit<'_>,
+    ) -> std::result::Result<(), String> {
+        if let Record::Message { header, data } = record {
+            if let Some(&topic) = self.channel_topic.get(&header.channel_id).filter(|t| wanted.contains(t)) {
+                visit(RawMessage { topic, log_ns: header.log_time, publish_ns: header.publish_time, data: &data })?;
+            }
+        }
+        Ok(())
+    }
+
     /// Reads one chunk (by its index) and visits its records, where it
     /// holds any of `channels` (every chunk when its index lists none).
     fn read_chunk(

@@ -13,7 +13,7 @@ use robocache_video::{DecodeCounts, DecoderChoice, FrameCacheUsage, FrameFormat,
 use super::extract::{self, Extract};
 use super::{bag_error, Ros2Reader};
 use crate::format_reader::VideoFrames;
-use crate::frame_reads::{read_through_cache, WantedFrame};
+use crate::frame_reads::{read_frames, WantedFrame};
 use crate::model::StreamInfo;
 use crate::{Error, Result};
 
@@ -49,19 +49,6 @@ impl VideoFrames for Ros2Reader {
         let (width, height) = self
             .frame_size(stream)
             .ok_or_else(|| Error::Invalid(format!("stream `{}` is not a CompressedVideo topic", stream.name)))?;
-        let frame_bytes = match format {
-            FrameFormat::Rgb => width * height * 3,
-            FrameFormat::Yuv420 => robocache_video::yuv420_len(width, height),
-        };
-        if out.len() != wanted.len() * frame_bytes {
-            return Err(Error::Invalid(format!(
-                "{} frames of `{}` are {} bytes ({format:?}), the buffer given has {}",
-                wanted.len(),
-                stream.name,
-                wanted.len() * frame_bytes,
-                out.len()
-            )));
-        }
         let mut frames = Vec::with_capacity(wanted.len());
         for (slot, &(episode, row)) in wanted.iter().enumerate() {
             let (_, p) = self.plan_of(episode, stream)?;
@@ -70,10 +57,6 @@ impl VideoFrames for Ros2Reader {
             }
             frames.push(WantedFrame { slot, key: FrameKey { file: episode * STREAMS_PER_EPISODE + p, frame: row } });
         }
-        let write = |planes: &[u8], slot: &mut [u8]| match format {
-            FrameFormat::Rgb => robocache_video::yuv420_to_rgb_into(width, height, planes, slot),
-            FrameFormat::Yuv420 => slot.copy_from_slice(planes),
-        };
         let choice = self.video_decoders();
         let decode = |file: usize, rows: &[usize]| -> Result<Vec<Vec<u8>>> {
             let (episode, p) = (file / STREAMS_PER_EPISODE, file % STREAMS_PER_EPISODE);
@@ -88,7 +71,7 @@ impl VideoFrames for Ros2Reader {
             *self.video.decoded.lock().unwrap_or_else(|p| p.into_inner()) += counts;
             Ok(pictures.into_iter().map(|picture| picture.data).collect())
         };
-        read_through_cache(&self.video.frames, &frames, frame_bytes, out, write, decode)
+        read_frames(&self.video.frames, &stream.name, (width, height), format, &frames, out, decode)
     }
 
     fn set_frame_cache_budget(&self, bytes: usize) {
