@@ -178,11 +178,8 @@ impl FormatKind for Ros2Kind {
             splits: Vec::new(),
             metadata,
         };
-        let reader = Ros2Reader {
-            episodes: sources,
-            decoded: Mutex::new(VecDeque::new()),
-            video: video_frames::BagVideo::default(),
-        };
+        let video = video_frames::BagVideo::of(&sources);
+        let reader = Ros2Reader { episodes: sources, decoded: Mutex::new(VecDeque::new()), video };
         Ok((Box::new(reader), info))
     }
 }

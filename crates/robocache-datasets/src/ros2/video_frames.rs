@@ -11,7 +11,7 @@
 use robocache_video::{DecodeCounts, DecoderChoice, FrameCacheUsage, FrameFormat, FrameKey};
 
 use super::extract::{self, Extract};
-use super::{bag_error, Ros2Reader};
+use super::{bag_error, EpisodeSource, Ros2Reader};
 use crate::format_reader::VideoFrames;
 use crate::frame_reads::{read_frames, WantedFrame};
 use crate::model::StreamInfo;
@@ -23,17 +23,13 @@ const STREAMS_PER_EPISODE: usize = 1024;
 impl Ros2Reader {
     /// Whether any episode maps a `CompressedVideo` topic.
     pub(super) fn has_video(&self) -> bool {
-        self.episodes.iter().any(|e| e.plans.iter().any(|p| p.what == Extract::CompressedVideo))
+        !self.video.streams.is_empty()
     }
 }
 
 impl VideoFrames for Ros2Reader {
     fn frame_size(&self, stream: &StreamInfo) -> Option<(usize, usize)> {
-        let video = self
-            .episodes
-            .iter()
-            .any(|e| e.plans.iter().any(|p| p.key == stream.name && p.what == Extract::CompressedVideo));
-        match (video, stream.step_shape.as_slice()) {
+        match (self.video.streams.contains(&stream.name), stream.step_shape.as_slice()) {
             (true, &[height, width, 3]) => Some((width, height)),
             _ => None,
         }
@@ -102,11 +98,27 @@ impl Ros2Reader {
     }
 }
 
-/// The reader's video state: decoded frames kept, where frames are
-/// decoded, and the units decoded since the counts were reset.
+/// The reader's video state: its `CompressedVideo` streams, decoded frames
+/// kept, where frames are decoded, and the units decoded since the counts
+/// were reset.
 #[derive(Debug, Default)]
 pub(super) struct BagVideo {
+    streams: std::collections::HashSet<String>,
     frames: robocache_video::FrameCache,
     decoders: std::sync::Mutex<DecoderChoice>,
     decoded: std::sync::Mutex<DecodeCounts>,
+}
+
+impl BagVideo {
+    /// The video state of a reader of `episodes`: the keys of the streams
+    /// any of them maps to a `CompressedVideo` topic.
+    pub(super) fn of(episodes: &[EpisodeSource]) -> BagVideo {
+        let streams = episodes
+            .iter()
+            .flat_map(|e| &e.plans)
+            .filter(|p| p.what == Extract::CompressedVideo)
+            .map(|p| p.key.clone())
+            .collect();
+        BagVideo { streams, ..BagVideo::default() }
+    }
 }
