@@ -519,19 +519,41 @@ fn a_compressed_video_topic_reads_as_ffmpeg_decodes_it() {
     // `timestamp`, 2 ms before each log time (the bag's clock starts at its first log time).
     assert!((times[0] + 0.002).abs() < 1e-9 && (times[3] - times[0] - 0.1).abs() < 1e-9, "{times:?}");
     let mapping = "[streams.camera]\ntopic = \"/camera/video\"\n";
-    // A topic whose first message is not a key frame: its size is unknown, and the error says so.
+    // A recording that starts in the middle of a group of pictures (the
+    // first 3 frames cut): frames 3 to 7 cannot be decoded, and the stream
+    // starts at the key frame at 8, on its own clock.
     let dir = tempfile::tempdir().unwrap();
     let bytes = std::fs::read(fixtures().join("video_mcap/video_mcap.mcap")).unwrap();
-    let cut = dir.path().join("cut.mcap");
-    let mut writer = mcap::Writer::new(std::io::BufWriter::new(std::fs::File::create(&cut).unwrap())).unwrap();
-    for (k, message) in mcap::MessageStream::new(&bytes).unwrap().enumerate() {
-        if k != 0 {
-            writer.write(&message.unwrap()).unwrap();
+    let rewrite = |name: &str, left_out: &dyn Fn(usize) -> bool| {
+        let path = dir.path().join(name);
+        let mut writer = mcap::Writer::new(std::io::BufWriter::new(std::fs::File::create(&path).unwrap())).unwrap();
+        let mut k = 0;
+        for message in mcap::MessageStream::new(&bytes).unwrap() {
+            let message = message.unwrap();
+            if message.channel.topic == "/camera/video" {
+                k += 1;
+                if left_out(k - 1) {
+                    continue;
+                }
+            }
+            writer.write(&message).unwrap();
         }
-    }
-    writer.finish().unwrap();
-    drop(writer);
-    let error = open(&cut, Some(mapping)).unwrap_err().to_string();
+        writer.finish().unwrap();
+        drop(writer);
+        path
+    };
+    let cut = rewrite("cut.mcap", &|k| k < 3);
+    let late = open(&cut, Some(mapping)).unwrap();
+    assert_eq!(late.info().episodes[0].stream("camera").unwrap().len, 16);
+    let HostVec::U8(frames) = late.read_rows(0, "camera", 0..16).unwrap() else { panic!("not u8") };
+    let HostVec::U8(whole) = dataset.read_rows(0, "camera", 8..24).unwrap() else { panic!("not u8") };
+    assert!(frames == whole, "the stream is the original's frames 8 to 23");
+    let late_times = self::times(&late, "camera");
+    let shift = late_times[0] - (times[8] - times[0]);
+    assert!(late_times.iter().zip(&times[8..]).all(|(a, b)| (a - (b - times[0]) - shift).abs() < 1e-6));
+    // A topic without any key frame: an error that says so.
+    let keyless = rewrite("keyless.mcap", &|k| k % 8 == 0);
+    let error = open(&keyless, Some(mapping)).unwrap_err().to_string();
     assert!(error.contains("key frame") && error.contains("/camera/video"), "{error}");
 }
 

@@ -65,6 +65,18 @@ pub(crate) fn is_image_type(type_name: &str) -> Option<Extract> {
     }
 }
 
+/// For a message of a `CompressedVideo` topic: whether it is a key frame
+/// (`None` for other types, or a message that is not video robocache reads).
+pub(crate) fn video_key_frame(type_name: &str, schema: &MessageSchema, message: &Value<'_>) -> Option<bool> {
+    if is_image_type(type_name) != Some(Extract::CompressedVideo) {
+        return None;
+    }
+    match frame(schema, message, &Extract::CompressedVideo) {
+        Ok(Frame::Video(codec, unit)) => Some(robocache_video::is_key_frame(codec, &unit)),
+        _ => None,
+    }
+}
+
 /// The numbers of `what` in `message`; for joints, a joint missing from
 /// the message is `NaN` here (the reader holds its last value).
 pub(crate) fn numbers(

@@ -155,12 +155,15 @@ impl FormatKind for Ros2Kind {
         let mut sources = Vec::with_capacity(files.len());
         for (file, bag) in files.iter().zip(&bags) {
             let split = &mapping.episodes;
-            let segments = match split.gap_s.is_some() || split.markers.is_some() {
+            let segments: Vec<Option<Segment>> = match split.gap_s.is_some() || split.markers.is_some() {
                 true => segments_of(file, bag.as_ref(), &plans, split)?.into_iter().map(Some).collect(),
                 false => vec![None],
             };
-            for segment in segments {
-                let (episode, source) = episode_of(path, file, bag.clone(), &plans, fps, segment)?;
+            let ranges: Vec<(u64, u64)> =
+                segments.iter().map(|s| s.as_ref().map_or((0, u64::MAX), |s| s.range_ns)).collect();
+            let leading = leading_video_frames(file, bag.as_ref(), &plans, &ranges)?;
+            for (segment, skip) in segments.into_iter().zip(leading) {
+                let (episode, source) = episode_of(path, file, bag.clone(), &plans, fps, segment, skip)?;
                 episodes.push(episode);
                 sources.push(source);
             }
@@ -204,7 +207,9 @@ fn bag_error(file: &Path, topic: Option<&str>, message: Option<usize>, problem: 
 
 const STOP: &str = "\u{0}stop";
 
-/// The first message of each topic in `wanted`, decoded.
+/// The first message of each topic in `wanted`, decoded; of a
+/// `CompressedVideo` topic, its first key frame (the frames before it
+/// cannot be decoded: the reader leaves them out).
 fn first_messages(file: &Path, bag: &dyn BagFile, wanted: &[usize]) -> Result<Vec<(usize, cdr::Value<'static>)>> {
     let mut found: HashMap<usize, cdr::Value<'static>> = HashMap::new();
     let mut failed = None;
@@ -215,6 +220,7 @@ fn first_messages(file: &Path, bag: &dyn BagFile, wanted: &[usize]) -> Result<Ve
         let topic = &bag.topics()[message.topic];
         let Ok(schema) = &topic.schema else { return Ok(()) };
         match cdr::decode(schema, message.data) {
+            Ok(value) if extract::video_key_frame(&topic.type_name, schema, &value) == Some(false) => {}
             Ok(value) => {
                 found.insert(message.topic, value.into_owned());
             }
@@ -296,7 +302,11 @@ fn plans(root: &Path, files: &[PathBuf], bags: &[Arc<dyn BagFile>], mapping: &Ba
         let (file, info) = (&files[b], &bags[b].topics()[topic]);
         let schema = info.schema.as_ref().map_err(|p| bag_error(file, Some(&info.name), None, p.clone()))?;
         let Some(value) = firsts.get(&(b, topic)) else {
-            return Err(bag_error(file, Some(&info.name), None, "its messages could not be read"));
+            let problem = match extract::is_image_type(&info.type_name) {
+                Some(Extract::CompressedVideo) => "no message of it is a key frame (an IDR or IRAP picture)",
+                _ => "its messages could not be read",
+            };
+            return Err(bag_error(file, Some(&info.name), None, problem));
         };
         let plan = extract::plan(key, stream, &info.type_name, schema, value)
             .map_err(|p| bag_error(file, Some(&info.name), Some(0), format!("stream `{key}`: {p}")))?;
@@ -320,6 +330,9 @@ struct EpisodeSource {
     range_ns: Option<(u64, u64)>,
     /// Per plan: the rows the episode has (its topic's messages in it).
     lens: Vec<usize>,
+    /// Per plan: the messages left out before a video stream's first key
+    /// frame (in the file's order, in the episode's range).
+    leading: Vec<usize>,
 }
 
 /// One part of a bag cut at time gaps: its number, log-time range
@@ -473,6 +486,85 @@ fn marker_is(value: &cdr::Value<'_>, wanted: &MarkerValue) -> bool {
     }
 }
 
+/// Per log-time range (an episode of the bag, inclusive) and plan: the
+/// messages of a `CompressedVideo` stream before its first key frame in
+/// that range, in the file's order. A decode starts at a key frame, so
+/// those frames cannot be decoded (a recording started in the middle of a
+/// group of pictures): the stream starts at its first key frame, and they
+/// are left out with a warning. One read of the bag's video topics, up to
+/// each range's first key frame; none where no stream is video.
+fn leading_video_frames(
+    file: &Path,
+    bag: &dyn BagFile,
+    plans: &[StreamPlan],
+    ranges: &[(u64, u64)],
+) -> Result<Vec<Vec<usize>>> {
+    let mut leading = vec![vec![0usize; plans.len()]; ranges.len()];
+    let topic_of = |plan: &StreamPlan| bag.topics().iter().position(|t| t.name == plan.topic && t.messages > 0);
+    let video: Vec<(usize, usize)> = plans
+        .iter()
+        .enumerate()
+        .filter(|(_, plan)| plan.what == Extract::CompressedVideo)
+        .filter_map(|(p, plan)| topic_of(plan).map(|t| (p, t)))
+        .collect();
+    if video.is_empty() {
+        return Ok(leading);
+    }
+    let mut wanted: Vec<usize> = video.iter().map(|&(_, t)| t).collect();
+    wanted.sort_unstable();
+    wanted.dedup();
+    // (range, plan) pairs whose first key frame is found.
+    let mut keyed = vec![vec![false; plans.len()]; ranges.len()];
+    let mut open = ranges.len() * video.len();
+    let mut failed = None;
+    let read = bag.read(&wanted, &mut |message: RawMessage<'_>| {
+        let Some(r) = ranges.iter().position(|&(a, b)| (a..=b).contains(&message.log_ns)) else { return Ok(()) };
+        let topic = &bag.topics()[message.topic];
+        let Ok(schema) = &topic.schema else { return Ok(()) };
+        for &(p, _) in video.iter().filter(|&&(_, t)| t == message.topic) {
+            if keyed[r][p] {
+                continue;
+            }
+            let key = match cdr::decode(schema, message.data) {
+                Ok(value) => extract::video_key_frame(&topic.type_name, schema, &value).unwrap_or(true),
+                Err(problem) => {
+                    failed = Some(bag_error(file, Some(&topic.name), None, problem));
+                    return Err(STOP.into());
+                }
+            };
+            if key {
+                keyed[r][p] = true;
+                open -= 1;
+            } else {
+                leading[r][p] += 1;
+            }
+        }
+        if open == 0 {
+            return Err(STOP.into());
+        }
+        Ok(())
+    });
+    if let Some(error) = failed {
+        return Err(error);
+    }
+    match read {
+        Err(problem) if problem != STOP => return Err(bag_error(file, None, None, problem)),
+        _ => {}
+    }
+    for (r, skips) in leading.iter().enumerate() {
+        for &(p, _) in &video {
+            if skips[p] > 0 {
+                tracing::warn!(
+                    file = %file.display(), topic = %plans[p].topic, stream = %plans[p].key, episode_part = r,
+                    frames = skips[p],
+                    "video frames before the first key frame cannot be decoded: the stream starts at the key frame"
+                );
+            }
+        }
+    }
+    Ok(leading)
+}
+
 fn episode_of(
     root: &Path,
     file: &Path,
@@ -480,6 +572,7 @@ fn episode_of(
     plans: &[StreamPlan],
     fps: f64,
     segment: Option<Segment>,
+    leading: Vec<usize>,
 ) -> Result<(EpisodeInfo, EpisodeSource)> {
     let mut topics = Vec::with_capacity(plans.len());
     let mut streams = Vec::with_capacity(plans.len());
@@ -494,6 +587,8 @@ fn episode_of(
             (None, Some(topic)) => usize::try_from(bag.topics()[topic].messages)
                 .map_err(|_| bag_error(file, Some(&plan.topic), None, "more messages than this machine addresses"))?,
         };
+        // Video frames before the first key frame are left out.
+        let len = len.saturating_sub(leading.get(p).copied().unwrap_or(0));
         if len == 0 {
             tracing::warn!(
                 file = %file.display(), topic = %plan.topic, stream = %plan.key,
@@ -548,8 +643,16 @@ fn episode_of(
         metadata,
     };
     let range_ns = segment.map(|s| s.range_ns);
-    let source =
-        EpisodeSource { file: file.to_path_buf(), bag, plans: plans.to_vec(), topics, origin_ns, range_ns, lens };
+    let source = EpisodeSource {
+        file: file.to_path_buf(),
+        bag,
+        plans: plans.to_vec(),
+        topics,
+        origin_ns,
+        range_ns,
+        lens,
+        leading,
+    };
     Ok((episode, source))
 }
 
@@ -645,6 +748,7 @@ fn decode_episode(source: &EpisodeSource) -> std::result::Result<Decoded, (Optio
         frame: Option<Frame>,
     }
     let mut rows: Vec<Vec<Row>> = source.plans.iter().map(|_| Vec::new()).collect();
+    let mut left_out = vec![0usize; source.plans.len()];
     let mut counts: HashMap<usize, usize> = HashMap::new();
     let mut failure = None;
     let read = bag.read(&wanted, &mut |message: RawMessage<'_>| {
@@ -678,6 +782,11 @@ fn decode_episode(source: &EpisodeSource) -> std::result::Result<Decoded, (Optio
         let in_range = source.range_ns.is_none_or(|(a, b)| (a..=b).contains(&message.log_ns));
         for (p, plan) in source.plans.iter().enumerate() {
             if source.topics[p] != Some(message.topic) || !in_range {
+                continue;
+            }
+            // Video frames before the first key frame: left out (see `leading_video_frames`).
+            if left_out[p] < source.leading[p] {
+                left_out[p] += 1;
                 continue;
             }
             let time_ns = match plan.time {
