@@ -1178,3 +1178,24 @@ extern "C" __global__ void flip_masks(unsigned char* mask, uint64_t n) {
     const uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) mask[i] ^= 1;
 }
+
+// Blocks of rows copied between device buffers in one launch (a mixture
+// batch's members' rows into its padded outputs). `table` holds six words
+// a block: source and destination addresses, rows, bytes of a row, and the
+// source and destination pitches in bytes. Thread block k copies part
+// k % parts of block k / parts, its threads a byte each in turn.
+extern "C" __global__ void copy_row_blocks(const uint64_t* table, uint64_t blocks, uint64_t parts) {
+    const uint64_t b = blockIdx.x / parts;
+    if (b >= blocks) return;
+    const uint64_t* entry = table + 6 * b;
+    const unsigned char* from = (const unsigned char*)entry[0];
+    unsigned char* to = (unsigned char*)entry[1];
+    const uint64_t rows = entry[2], width = entry[3], from_pitch = entry[4], to_pitch = entry[5];
+    const uint64_t total = rows * width;
+    const uint64_t stride = parts * blockDim.x;
+    for (uint64_t i = (blockIdx.x % parts) * blockDim.x + threadIdx.x; i < total; i += stride) {
+        const uint64_t row = i / width;
+        const uint64_t column = i - row * width;
+        to[row * to_pitch + column] = from[row * from_pitch + column];
+    }
+}

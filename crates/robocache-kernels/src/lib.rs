@@ -338,6 +338,11 @@ kernels! {
     AssembleWindows => Resample, "assemble_windows", (AssembleArgs,);
     /// Flips bool masks in place (valid to padding): `(mask, n)`.
     FlipMasks => Resample, "flip_masks", (u64, u64);
+    /// Blocks of rows copied between device buffers in one launch:
+    /// `(table, blocks, parts)`, six `u64` a block in `table` (source,
+    /// destination, rows, row bytes, source pitch, destination pitch), each
+    /// block copied by `parts` thread blocks.
+    CopyRowBlocks => Resample, "copy_row_blocks", (u64, u64, u64);
     /// Reads a scratch buffer of twice the L2 size (benchmark harnesses):
     /// `(scratch, count, sink)`.
     EvictCaches => Timing, "evict_caches", (u64, u64, u64);

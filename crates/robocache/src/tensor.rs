@@ -164,19 +164,16 @@ impl Tensor {
             .collect())
     }
 
-    /// Copies this tensor, seen as rows of `width` elements, into `dest`,
-    /// seen as rows of `dest_width`, from row `row` and column `column`:
-    /// element `(i, j)` to `(row + i, column + j)`. Pads rows into wider
-    /// ones or places them side by side; on a GPU one queued 2-D copy
-    /// (host data is put on the device first). Dtypes must agree.
-    pub(crate) fn copy_rows_into(
+    /// The block of rows [`Tensor::copy_rows_into`] copies (in bytes),
+    /// after checking that it lies inside both tensors.
+    fn row_block(
         &self,
-        dest: &mut Tensor,
+        dest: &Tensor,
         width: usize,
         dest_width: usize,
         row: usize,
         column: usize,
-    ) -> Result<()> {
+    ) -> Result<crate::backend::RowBlock> {
         let layout = |reason: String| Error::Layout { what: "copy_rows_into".into(), reason };
         if self.dtype != dest.dtype {
             return Err(layout(format!("{} rows into a {} tensor", self.dtype, dest.dtype)));
@@ -192,6 +189,64 @@ impl Tensor {
             return Err(layout(format!("rows {row}..{} of a tensor of {} rows", row + rows, dest.len() / dest_width)));
         }
         let size = self.dtype.size_in_bytes();
+        Ok(crate::backend::RowBlock {
+            rows,
+            width: width * size,
+            from_pitch: width * size,
+            to_offset: (row * dest_width + column) * size,
+            to_pitch: dest_width * size,
+        })
+    }
+
+    /// Every copy of `copies` ([`Tensor::copy_rows_into`] each, into
+    /// `dests[copy.to]`): on a GPU all in one kernel launch (host data put
+    /// on the device first), on the CPU one after the other. No two copies
+    /// may write the same elements.
+    pub(crate) fn copy_rows_together(device: &Device, copies: &[RowsCopy<'_>], dests: &mut [Tensor]) -> Result<()> {
+        let missing = |to: usize| Error::Internal(format!("copy_rows_together: no destination {to}"));
+        let Device::Cuda(cuda) = device else {
+            for copy in copies {
+                let to = dests.get_mut(copy.to).ok_or_else(|| missing(copy.to))?;
+                copy.from.copy_rows_into(to, copy.width, copy.dest_width, copy.row, copy.column)?;
+            }
+            return Ok(());
+        };
+        // Sources on the host (a constant's rows) are put on the device first.
+        let uploaded: Vec<Option<Tensor>> = copies
+            .iter()
+            .map(|copy| match copy.from.storage {
+                Storage::Device(_) => Ok(None),
+                _ => Tensor::from_host_vec(device, copy.from.to_host()?, &copy.from.shape).map(Some),
+            })
+            .collect::<Result<_>>()?;
+        let mut blocks = Vec::with_capacity(copies.len());
+        for (copy, uploaded) in copies.iter().zip(&uploaded) {
+            let from = uploaded.as_ref().unwrap_or(copy.from);
+            let to = dests.get(copy.to).ok_or_else(|| missing(copy.to))?;
+            if !matches!(to.storage, Storage::Device(_)) {
+                return Err(Error::Layout { what: "copy_rows_together".into(), reason: "into host memory".into() });
+            }
+            blocks.push((from, to, from.row_block(to, copy.width, copy.dest_width, copy.row, copy.column)?));
+        }
+        crate::backend::operations::CudaOperations::copy_row_blocks(cuda, device, &blocks)
+    }
+
+    /// Copies this tensor, seen as rows of `width` elements, into `dest`,
+    /// seen as rows of `dest_width`, from row `row` and column `column`:
+    /// element `(i, j)` to `(row + i, column + j)`. Pads rows into wider
+    /// ones or places them side by side; on a GPU one queued 2-D copy
+    /// (host data is put on the device first). Dtypes must agree.
+    pub(crate) fn copy_rows_into(
+        &self,
+        dest: &mut Tensor,
+        width: usize,
+        dest_width: usize,
+        row: usize,
+        column: usize,
+    ) -> Result<()> {
+        let layout = |reason: String| Error::Layout { what: "copy_rows_into".into(), reason };
+        let block = self.row_block(dest, width, dest_width, row, column)?;
+        let size = self.dtype.size_in_bytes();
         match (&mut dest.storage, &dest.device) {
             (Storage::Device(to), Device::Cuda(cuda)) => {
                 let uploaded;
@@ -201,13 +256,6 @@ impl Tensor {
                         uploaded = cuda.upload(self.to_host()?.as_slice())?;
                         &uploaded
                     }
-                };
-                let block = crate::backend::RowBlock {
-                    rows,
-                    width: width * size,
-                    from_pitch: width * size,
-                    to_offset: (row * dest_width + column) * size,
-                    to_pitch: dest_width * size,
                 };
                 cuda.copy_rows(from, to, &block)
             }
@@ -393,4 +441,17 @@ fn check_elements(what: &str, shape: &[usize], actual: usize) -> Result<()> {
         Err(robocache_cpu::Error::ShapeMismatch { what: what.to_owned(), shape: shape.to_vec(), expected, actual }
             .into())
     }
+}
+
+/// One copy of [`Tensor::copy_rows_together`]: `from` as rows of `width`
+/// elements into destination `to`, rows of `dest_width`, from row `row` and
+/// column `column`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RowsCopy<'a> {
+    pub from: &'a Tensor,
+    pub to: usize,
+    pub width: usize,
+    pub dest_width: usize,
+    pub row: usize,
+    pub column: usize,
 }

@@ -4,6 +4,7 @@ use robocache_cpu::{DType, ResampleSpec, VoxelGrid, VoxelMode};
 use robocache_video::ResizePlan;
 
 use crate::assembly::{Assembled, AssemblyRequest, ResidentStream};
+use crate::backend::RowBlock;
 use crate::ops::descriptors::{
     FrameOutput, Fused, FusionStreamInput, Resampled, StreamInput, TargetTimes, VoxelInput, VoxelOutput,
 };
@@ -72,4 +73,10 @@ pub(crate) trait CudaOperations {
         -> Result<Assembled>;
     /// Flips a bool mask in place (valid to padding), queued on the device.
     fn flip_mask(&self, mask: &mut Tensor) -> Result<()>;
+    /// Copies every block of rows `(from, to, block)` (`from`'s rows, each
+    /// `block.width` bytes `block.from_pitch` apart, into `to` from byte
+    /// `block.to_offset`, `block.to_pitch` apart) in one launch, queued on
+    /// the device. The blocks are checked by the caller to lie inside both
+    /// tensors, and no two write the same bytes.
+    fn copy_row_blocks(&self, device: &Device, blocks: &[(&Tensor, &Tensor, RowBlock)]) -> Result<()>;
 }

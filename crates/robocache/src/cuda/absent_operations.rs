@@ -7,6 +7,7 @@ use robocache_video::ResizePlan;
 use super::absent::CudaDevice;
 use crate::assembly::{Assembled, AssemblyRequest, ResidentStream};
 use crate::backend::operations::CudaOperations;
+use crate::backend::RowBlock;
 use crate::ops::descriptors::{
     FrameOutput, Fused, FusionStreamInput, Resampled, StreamInput, TargetTimes, VoxelInput, VoxelOutput,
 };
@@ -42,6 +43,10 @@ impl CudaOperations for CudaDevice {
     }
 
     fn assemble(&self, _: &Device, _: &[ResidentStream], _: &AssemblyRequest<'_>) -> Result<Assembled> {
+        self.unreachable()
+    }
+
+    fn copy_row_blocks(&self, _: &Device, _: &[(&Tensor, &Tensor, RowBlock)]) -> Result<()> {
         self.unreachable()
     }
 

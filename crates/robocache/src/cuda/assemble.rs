@@ -12,6 +12,7 @@ use super::backend::{CudaDevice, DeviceStorage};
 use super::error::cuda_error;
 use super::resample::{device_pointer, group_table, warp_launch};
 use crate::assembly::{Assembled, AssemblyRequest, BatchStream, MaskKind, ResidentStream, WindowShape};
+use crate::backend::RowBlock;
 use crate::{Device, Result, Tensor};
 
 impl CudaDevice {
@@ -166,5 +167,51 @@ impl CudaDevice {
         // SAFETY: the mask is a live device allocation of `n` bytes, written
         // by the kernel in stream order; `grid * block` covers `n`.
         unsafe { self.context.launch(entry::FlipMasks, config, (device_pointer(mask), n as u64)) }.map_err(cuda_error)
+    }
+}
+
+impl CudaDevice {
+    /// [`CudaOperations::copy_row_blocks`](crate::backend::operations::CudaOperations::copy_row_blocks):
+    /// the blocks' addresses and sizes in one table, uploaded, and one
+    /// `copy_row_blocks` launch (up to 64 thread blocks of 256 threads per
+    /// block of rows, as its bytes need).
+    pub(super) fn run_copy_row_blocks(&self, device: &Device, blocks: &[(&Tensor, &Tensor, RowBlock)]) -> Result<()> {
+        let blocks: Vec<&(&Tensor, &Tensor, RowBlock)> =
+            blocks.iter().filter(|(_, _, b)| b.rows * b.width > 0).collect();
+        if blocks.is_empty() {
+            return Ok(());
+        }
+        let mut table = Vec::with_capacity(6 * blocks.len());
+        let mut largest = 0usize;
+        for (from, to, block) in &blocks {
+            let (Some(from_at), Some(to_at)) = (from.device_pointer(), to.device_pointer()) else {
+                return Err(crate::Error::Internal("copy_row_blocks: a tensor not on this device".into()));
+            };
+            table.extend([
+                from_at,
+                to_at + block.to_offset as u64,
+                block.rows as u64,
+                block.width as u64,
+                block.from_pitch as u64,
+                block.to_pitch as u64,
+            ]);
+            largest = largest.max(block.rows * block.width);
+        }
+        let threads = 256usize;
+        let parts = largest.div_ceil(threads).clamp(1, 64);
+        let grid = u32::try_from(blocks.len() * parts)
+            .map_err(|_| crate::Error::Internal(format!("{} blocks of rows in one launch", blocks.len())))?;
+        let count = blocks.len();
+        let table = Tensor::from_host_vec(device, HostVec::U64(table), &[count, 6])?;
+        let config = LaunchConfig { grid, block: threads as u32, shared_bytes: 0 };
+        // SAFETY: every block lies inside its live source and destination
+        // tensors on this device (checked by the caller), and no two
+        // destinations overlap; the table and the tensors stay alive through
+        // the launch in stream order (a dropped buffer is freed in stream
+        // order). The grid covers `blocks × parts` thread blocks.
+        unsafe {
+            self.context.launch(entry::CopyRowBlocks, config, (device_pointer(&table), count as u64, parts as u64))
+        }
+        .map_err(cuda_error)
     }
 }

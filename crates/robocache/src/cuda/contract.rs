@@ -269,6 +269,10 @@ impl CudaOperations for CudaDevice {
         self.run_assembly(device, streams, request)
     }
 
+    fn copy_row_blocks(&self, device: &Device, blocks: &[(&Tensor, &Tensor, RowBlock)]) -> Result<()> {
+        self.run_copy_row_blocks(device, blocks)
+    }
+
     fn flip_mask(&self, mask: &mut Tensor) -> Result<()> {
         CudaDevice::flip_mask(self, mask)
     }

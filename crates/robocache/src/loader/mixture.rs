@@ -41,6 +41,7 @@ use serde::Serialize;
 
 use super::{invalid, Loader, MaskKind, Normalization, NormalizationMode, StreamStatistics};
 use crate::batch_buffer::BatchUpload;
+use crate::tensor::RowsCopy;
 use crate::{Device, Error, Result, Tensor};
 
 /// One dataset of a mixture: its loader (built with its own streams and
@@ -544,14 +545,29 @@ impl MixtureLoader {
             .iter()
             .flat_map(|plan| [(plan.dtype, plan.out_shape.clone()), (DType::Bool, vec![rows, plan.steps])])
             .collect();
-        let mut zeros = Tensor::zeros_together(&self.device, &specs)?.into_iter();
-        let mut filled = Vec::with_capacity(plans.len());
-        for plan in &plans {
-            let (Some(data), Some(mask)) = (zeros.next(), zeros.next()) else {
-                return Err(Error::Internal("mixture: fewer zeroed outputs than keys".into()));
-            };
-            filled.push(self.fill_stream(plan, data, mask, &groups)?);
+        let mut outputs = Tensor::zeros_together(&self.device, &specs)?;
+        if outputs.len() != 2 * plans.len() {
+            return Err(Error::Internal("mixture: fewer zeroed outputs than keys".into()));
         }
+        // The steps of a dataset without a stream are padding: their masks set.
+        let paddings: Vec<Vec<Option<Tensor>>> =
+            plans.iter().map(|plan| self.absent_masks(plan, &groups)).collect::<Result<_>>()?;
+        // Every key's rows of every dataset copied in, all in one launch on a GPU.
+        let mut copies = Vec::new();
+        let mut filled = Vec::with_capacity(plans.len());
+        for (k, (plan, paddings)) in plans.iter().zip(&paddings).enumerate() {
+            filled.push(fill_copies(plan, 2 * k, &groups, paddings, &mut copies));
+        }
+        Tensor::copy_rows_together(&self.device, &copies, &mut outputs)?;
+        drop(copies);
+        let mut outputs = outputs.into_iter();
+        let mut filled: Vec<(Tensor, Tensor, Vec<bool>)> = filled
+            .into_iter()
+            .map(|dim_is_pad| match (outputs.next(), outputs.next()) {
+                (Some(data), Some(mask)) => Ok((data, mask, dim_is_pad)),
+                _ => Err(Error::Internal("mixture: fewer zeroed outputs than keys".into())),
+            })
+            .collect::<Result<_>>()?;
         let pads: Vec<(DType, usize)> = plans.iter().map(|plan| (DType::Bool, rows * plan.widest)).collect();
         let mut upload = BatchUpload::new(&self.device, &pads)?;
         let mut pad_shapes = Vec::with_capacity(plans.len());
@@ -678,47 +694,72 @@ impl MixtureLoader {
         Ok(MixPlan { name, found, dtype, kind, steps, inner, widest, out_shape })
     }
 
-    /// Key `plan` of a mixture batch: each group's rows copied into the
-    /// zeroed `data` and `mask` at its place (the steps of a dataset without
-    /// the stream are padding, their mask set), and its `dim_is_pad` rows.
-    fn fill_stream(
-        &self,
-        plan: &MixPlan<'_>,
-        mut data: Tensor,
-        mut mask: Tensor,
-        groups: &[Vec<usize>],
-    ) -> Result<(Tensor, Tensor, Vec<bool>)> {
-        let (steps, inner, widest) = (plan.steps, plan.inner, plan.widest);
-        let rows: usize = groups.iter().map(Vec::len).sum();
-        let mut dim_is_pad = Vec::with_capacity(rows * widest);
-        let mut row = 0;
-        for (group, entry) in groups.iter().zip(&plan.found) {
-            if group.is_empty() {
-                continue;
-            }
-            match entry {
-                Some(part) => {
-                    let width = part.width();
-                    part.data.copy_rows_into(&mut data, width, widest, row * steps * inner, 0)?;
-                    part.mask.copy_rows_into(&mut mask, steps, steps, row, 0)?;
-                    for _ in 0..group.len() {
-                        dim_is_pad.extend((0..widest).map(|d| d >= width));
-                    }
+    /// Per group of key `plan`: where the dataset lacks the stream and its
+    /// mask marks padding, a mask of `true` for its rows (on the host; the
+    /// copy puts it where it goes).
+    fn absent_masks(&self, plan: &MixPlan<'_>, groups: &[Vec<usize>]) -> Result<Vec<Option<Tensor>>> {
+        groups
+            .iter()
+            .zip(&plan.found)
+            .map(|(group, entry)| match (entry, group.is_empty(), plan.kind) {
+                (None, false, MaskKind::Pad) => {
+                    let padding = vec![true; group.len() * plan.steps];
+                    Tensor::from_host_vec(&Device::cpu(), HostVec::Bool(padding), &[group.len(), plan.steps]).map(Some)
                 }
-                None => {
-                    // A stream this dataset lacks: zeros, every step padding.
-                    if plan.kind == MaskKind::Pad {
-                        let padding = vec![true; group.len() * steps];
-                        Tensor::from_host_vec(&self.device, HostVec::Bool(padding), &[group.len(), steps])?
-                            .copy_rows_into(&mut mask, steps, steps, row, 0)?;
-                    }
-                    dim_is_pad.extend(std::iter::repeat_n(true, group.len() * widest));
-                }
-            }
-            row += group.len();
-        }
-        Ok((data, mask, dim_is_pad))
+                _ => Ok(None),
+            })
+            .collect()
     }
+}
+
+/// Key `plan` of a mixture batch: the copies of each group's rows into the
+/// zeroed outputs `data_at` (data) and `data_at + 1` (mask) at its place
+/// (the steps of a dataset without the stream: its `paddings` mask), and
+/// its `dim_is_pad` rows.
+fn fill_copies<'a>(
+    plan: &'a MixPlan<'_>,
+    data_at: usize,
+    groups: &[Vec<usize>],
+    paddings: &'a [Option<Tensor>],
+    copies: &mut Vec<RowsCopy<'a>>,
+) -> Vec<bool> {
+    let (steps, inner, widest) = (plan.steps, plan.inner, plan.widest);
+    let rows: usize = groups.iter().map(Vec::len).sum();
+    let mut dim_is_pad = Vec::with_capacity(rows * widest);
+    let mut row = 0;
+    for ((group, entry), padding) in groups.iter().zip(&plan.found).zip(paddings) {
+        if group.is_empty() {
+            continue;
+        }
+        let mask =
+            |from: &'a Tensor| RowsCopy { from, to: data_at + 1, width: steps, dest_width: steps, row, column: 0 };
+        match entry {
+            Some(part) => {
+                let width = part.width();
+                copies.push(RowsCopy {
+                    from: &part.data,
+                    to: data_at,
+                    width,
+                    dest_width: widest,
+                    row: row * steps * inner,
+                    column: 0,
+                });
+                copies.push(mask(&part.mask));
+                for _ in 0..group.len() {
+                    dim_is_pad.extend((0..widest).map(|d| d >= width));
+                }
+            }
+            None => {
+                // A stream this dataset lacks: zeros, every step padding.
+                if let Some(padding) = padding {
+                    copies.push(mask(padding));
+                }
+                dim_is_pad.extend(std::iter::repeat_n(true, group.len() * widest));
+            }
+        }
+        row += group.len();
+    }
+    dim_is_pad
 }
 
 /// One key of a mixture batch, planned: the members' parts, the output's
