@@ -24,10 +24,11 @@
 //! and shape but for the last dimension (frames: resize them to one size
 //! with the loaders' `frames`), and the same mask kind. The member batches
 //! of a mixture batch are assembled in turn, then padded where they are:
-//! each part's rows copied into a zeroed batch by one 2-D copy on the
-//! device (`cuMemcpy2DAsync`; plain copies on the CPU), masks likewise,
-//! with no round trip through the host (a concatenated key combines its
-//! masks on the host). [`MixtureLoader::epoch`]'s workers assemble batches
+//! every part's rows and masks, of every key, copied into the zeroed
+//! outputs by one `copy_row_blocks` launch on a GPU (a table of the blocks
+//! of rows; plain copies one after the other on the CPU), with no round
+//! trip through the host (a concatenated key combines its masks on the
+//! host). [`MixtureLoader::epoch`]'s workers assemble batches
 //! side by side, ahead of the consumer.
 
 use std::collections::BTreeMap;
