@@ -53,6 +53,7 @@ mod error;
 pub mod lerobot_export;
 pub mod loader;
 mod ops;
+mod row_copies;
 mod tensor;
 pub mod timing;
 mod windows;

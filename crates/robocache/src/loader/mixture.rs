@@ -42,7 +42,7 @@ use serde::Serialize;
 
 use super::{invalid, Loader, MaskKind, Normalization, NormalizationMode, StreamStatistics};
 use crate::batch_buffer::BatchUpload;
-use crate::tensor::RowsCopy;
+use crate::row_copies::{copy_rows_together, RowsCopy};
 use crate::{Device, Error, Result, Tensor};
 
 /// One dataset of a mixture: its loader (built with its own streams and
@@ -559,7 +559,7 @@ impl MixtureLoader {
         for (k, (plan, paddings)) in plans.iter().zip(&paddings).enumerate() {
             filled.push(fill_copies(plan, 2 * k, &groups, paddings, &mut copies));
         }
-        Tensor::copy_rows_together(&self.device, &copies, &mut outputs)?;
+        copy_rows_together(&self.device, &copies, &mut outputs)?;
         drop(copies);
         let mut outputs = outputs.into_iter();
         let mut filled: Vec<(Tensor, Tensor, Vec<bool>)> = filled
