@@ -86,8 +86,11 @@ def run_one(args, name):
     if name == "mixture":
         mixture = robocache.MixtureLoader([{"loader": loader, "weight": 1.0, "keys": keys, "name": member}
                                            for member, (loader, keys) in built.items()],
-                                          batch_size=args.batch_size, epoch_windows=args.batch_size * 50,
-                                          workers=args.workers, prefetch=2 * args.workers, seed=1)
+                                          batch_size=args.batch_size,
+                                          epoch_windows=args.batch_size * args.epoch_batches,
+                                          workers=args.workers, prefetch=2 * args.workers, seed=1,
+                                          **({} if args.batches_together is None else
+                                             {"batches_together": args.batches_together}))
 
         def epoch(e):
             mixture.set_epoch(e)
@@ -118,6 +121,10 @@ def main():
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--batches", type=int, default=100)
     parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--epoch-batches", type=int, default=50, help="the mixture's batches per epoch")
+    parser.add_argument("--batches-together", type=int,
+                        help="the mixture's batches_together (default: the library's; a wheel older than it "
+                             "takes none)")
     parser.add_argument("--only", help=argparse.SUPPRESS)
     parser.add_argument("--json")
     args = parser.parse_args()
@@ -137,7 +144,8 @@ def main():
     shares = rows["mixture"]["shares"]
     harmonic = 1.0 / sum(shares[m] / rows[m]["windows_per_s"] for m in MEMBERS)
     ratio = rows["mixture"]["windows_per_s"] / harmonic
-    print(f"\ndevice {args.device}, batch {args.batch_size}, {args.workers} workers")
+    print(f"\ndevice {args.device}, batch {args.batch_size}, {args.workers} workers, "
+          f"{args.epoch_batches} mixture batches an epoch, batches_together {args.batches_together or 'default'}")
     print(f"weighted harmonic mean of the parts: {harmonic:.0f} windows/s; mixture: "
           f"{rows['mixture']['windows_per_s']:.0f} ({ratio:.2f} of it; target 0.9)")
     for member in rows["mixture"]["telemetry"]["members"]:

@@ -143,7 +143,7 @@ pub struct PyMixtureEpoch {
 #[pymethods]
 impl PyMixtureLoader {
     #[new]
-    #[pyo3(signature = (loaders, names, weights, keys, streams, batch_size, convention, epoch_windows, until_exhausted, seed, rank, world_size, drop_last, workers, prefetch))]
+    #[pyo3(signature = (loaders, names, weights, keys, streams, batch_size, convention, epoch_windows, until_exhausted, seed, rank, world_size, drop_last, workers, prefetch, batches_together))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         loaders: Vec<PyRef<'_, Loader>>,
@@ -161,6 +161,7 @@ impl PyMixtureLoader {
         drop_last: bool,
         workers: usize,
         prefetch: usize,
+        batches_together: usize,
     ) -> PyResult<Self> {
         if names.len() != loaders.len() || weights.len() != loaders.len() || keys.len() != loaders.len() {
             return Err(invalid(format!(
@@ -201,6 +202,7 @@ impl PyMixtureLoader {
             drop_last,
             workers,
             prefetch,
+            batches_together,
         };
         Ok(PyMixtureLoader { inner: Arc::new(MixtureLoader::new(&device, members, config).py_err()?) })
     }

@@ -194,6 +194,54 @@ def test_keys_and_cameras_of_a_mixture_on_the_gpu_equal_the_cpu(cuda):
             assert np.array_equal(want[key], got[key]), key
 
 
+def test_batches_assembled_together_equal_batches_assembled_alone(robomimic_file):
+    """``batches_together`` (each member asked once for several batches'
+    windows) changes no batch: a LeRobot root with a camera and a constant,
+    an RLDS dataset with a concatenated key, and a robomimic file lacking
+    the state and the camera, from the start and resumed mid-epoch."""
+    fixtures = _fixtures()
+    if fixtures is None:
+        pytest.skip("no dataset fixtures (the tests copied outside a checkout)")
+    deltas = {"action": [0.0, 0.1, 0.2, 0.3], "observation.state": [0.0, 0.1, 0.2, 0.3],
+              "observation.images.front": [0.0, 0.1, 0.2, 0.3]}
+
+    def mixture(batches_together, workers):
+        rlds = robocache.open(fixtures / "rlds" / "robocache_fixture_dict" / "1.0.0", rate_hz=10.0)
+        return robocache.Loader([
+            {"dataset": fixtures / "lerobot" / "av1", "weight": 1.0, "delta_timestamps": deltas,
+             "return_uint8": True, "frame_size": (16, 16),
+             "keys": {"action": "action", "state": "observation.state", "camera": "observation.images.front",
+                      "mode": {"constant": [1.0, 0.0]}}},
+            {"dataset": rlds, "weight": 2.0, "windows": {"seq_length": 4}, "frame_size": (16, 16),
+             "frame_layout": "chw",
+             "keys": {"action": "action/world_vector", "state": ["observation/state", "observation/joint_positions"],
+                      "camera": "observation/image", "mode": {"constant": [0.0, 1.0]}}},
+            {"dataset": robomimic_file, "weight": 1.0, "windows": {"seq_length": 4},
+             "keys": {"action": "actions", "mode": {"constant": [0.0, 0.0]}}},
+        ], streams=["action", "state", "camera", "mode"], batch_size=8, epoch_windows=60, seed=4, device="cpu",
+            mixture_workers=workers, batches_together=batches_together)
+
+    def arrays(loader):
+        return [{k: np.asarray(v) for k, v in batch.items()} for batch in loader]
+
+    alone = arrays(mixture(1, 1))
+    assert len(alone) == 8
+    for together, workers in [(3, 2), (8, 1), (4, 3)]:
+        got = arrays(mixture(together, workers))
+        assert len(got) == len(alone)
+        for index, (a, b) in enumerate(zip(got, alone)):
+            assert a.keys() == b.keys()
+            for key in b:
+                assert np.array_equal(a[key], b[key]), (together, index, key)
+    resumed = mixture(3, 2)
+    resumed.load_state_dict({"epoch": 0, "next_batch": 5, "rank": 0, "world_size": 1})
+    for a, b in zip(arrays(resumed), alone[5:]):
+        for key in b:
+            assert np.array_equal(a[key], b[key]), key
+    with pytest.raises(robocache.InvalidInputError, match="batches_together"):
+        mixture(0, 1)
+
+
 def test_a_loader_of_several_datasets_is_their_mixture(robomimic_file):
     fixtures = _fixtures()
     if fixtures is None:

@@ -164,10 +164,11 @@ impl Tensor {
             .collect())
     }
 
-    /// The block of rows [`Tensor::copy_rows_into`] copies (in bytes),
+    /// The block of rows [`Tensor::copy_row_range_into`] copies (in bytes),
     /// after checking that it lies inside both tensors.
     pub(crate) fn row_block(
         &self,
+        from_rows: std::ops::Range<usize>,
         dest: &Tensor,
         width: usize,
         dest_width: usize,
@@ -184,7 +185,10 @@ impl Tensor {
                 self.len()
             )));
         }
-        let rows = self.len() / width;
+        if from_rows.start > from_rows.end || from_rows.end > self.len() / width {
+            return Err(layout(format!("rows {from_rows:?} of a tensor of {} rows", self.len() / width)));
+        }
+        let rows = from_rows.end - from_rows.start;
         if (row + rows) * dest_width > dest.len() {
             return Err(layout(format!("rows {row}..{} of a tensor of {} rows", row + rows, dest.len() / dest_width)));
         }
@@ -192,6 +196,7 @@ impl Tensor {
         Ok(crate::backend::RowBlock {
             rows,
             width: width * size,
+            from_offset: from_rows.start * width * size,
             from_pitch: width * size,
             to_offset: (row * dest_width + column) * size,
             to_pitch: dest_width * size,
@@ -211,8 +216,23 @@ impl Tensor {
         row: usize,
         column: usize,
     ) -> Result<()> {
+        let rows = self.len().checked_div(width).unwrap_or(0);
+        self.copy_row_range_into(0..rows, dest, width, dest_width, row, column)
+    }
+
+    /// [`Tensor::copy_rows_into`] of rows `from_rows` of this tensor only:
+    /// element `(from_rows.start + i, j)` to `(row + i, column + j)`.
+    pub(crate) fn copy_row_range_into(
+        &self,
+        from_rows: std::ops::Range<usize>,
+        dest: &mut Tensor,
+        width: usize,
+        dest_width: usize,
+        row: usize,
+        column: usize,
+    ) -> Result<()> {
         let layout = |reason: String| Error::Layout { what: "copy_rows_into".into(), reason };
-        let block = self.row_block(dest, width, dest_width, row, column)?;
+        let block = self.row_block(from_rows.clone(), dest, width, dest_width, row, column)?;
         let size = self.dtype.size_in_bytes();
         match (&mut dest.storage, &dest.device) {
             (Storage::Device(to), Device::Cuda(cuda)) => {
@@ -238,13 +258,15 @@ impl Tensor {
                 let place = |i: usize| (row + i) * dest_width + column;
                 match (to, from) {
                     (HostVec::Bool(to), HostSlice::Bool(from)) => {
-                        for (i, line) in from.chunks_exact(width).enumerate() {
+                        let lines = from.chunks_exact(width).skip(from_rows.start).take(block.rows);
+                        for (i, line) in lines.enumerate() {
                             to[place(i)..place(i) + width].copy_from_slice(line);
                         }
                     }
                     (to, from) => {
                         let to = to.as_bytes_mut().ok_or_else(|| layout("bool rows".into()))?;
-                        for (i, line) in from.as_bytes().chunks_exact(width * size).enumerate() {
+                        let lines = from.as_bytes().chunks_exact(width * size).skip(from_rows.start).take(block.rows);
+                        for (i, line) in lines.enumerate() {
                             to[place(i) * size..(place(i) + width) * size].copy_from_slice(line);
                         }
                     }

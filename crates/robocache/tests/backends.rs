@@ -1219,7 +1219,9 @@ fn a_stream_missing_from_an_episode_is_masked_padding(device: &Device) {
 
 /// A mixture's batches on this device equal the CPU's bit for bit: rows
 /// padded to the widest, streams side by side and constants (device copies
-/// on a GPU), masks and `dim_is_pad`.
+/// on a GPU), masks and `dim_is_pad`; batches assembled together (an
+/// epoch's runs of three, the last one short, from the start and resumed
+/// mid-epoch) equal those assembled one at a time.
 fn mixture_batches_match_cpu(device: &Device) {
     use robocache::datasets::synthetic::{write_robomimic, SyntheticSpec};
     use robocache::datasets::{Dataset, EpochLength, MixtureWeights, Shard, StepWindowSpec};
@@ -1235,7 +1237,7 @@ fn mixture_batches_match_cpu(device: &Device) {
             .unwrap();
         datasets.push(Arc::new(Dataset::open(&path).unwrap()));
     }
-    let mixture_on = |device: &Device| {
+    let mixture_on = |device: &Device, batches_together: usize| {
         let windows = WindowSpec::Steps(StepWindowSpec { seq_length: 5, ..Default::default() });
         let loader = |dataset: &Arc<Dataset>, streams: &[&str]| {
             let config = LoaderConfig { masks: MaskKind::Pad, ..LoaderConfig::new(streams, windows.clone(), 8) };
@@ -1264,26 +1266,47 @@ fn mixture_batches_match_cpu(device: &Device) {
             streams: vec!["action".into(), "state".into(), "mode".into()],
             batch_size: 16,
             weights: MixtureWeights::Sample,
-            epoch: EpochLength::Windows(48),
+            epoch: EpochLength::Windows(56),
             seed: 7,
             shard: Shard::default(),
             drop_last: false,
-            workers: 1,
+            workers: 2,
             prefetch: 1,
+            batches_together,
         };
-        MixtureLoader::new(device, vec![arm, other], config).unwrap()
+        Arc::new(MixtureLoader::new(device, vec![arm, other], config).unwrap())
     };
-    let (ours, reference) = (mixture_on(device), mixture_on(&Device::Cpu));
-    for index in 0..ours.batches_per_epoch() {
-        let (got, want) = (ours.batch_of_epoch(0, index).unwrap(), reference.batch_of_epoch(0, index).unwrap());
-        assert_eq!(got.datasets, want.datasets);
+    let (ours, reference) = (mixture_on(device, 3), mixture_on(&Device::Cpu, 1));
+    assert_eq!(ours.batches_per_epoch(), 4, "three batches of 16 and one of 8");
+    let same = |got: &robocache::loader::mixture::MixtureBatch, index: usize, how: &str| {
+        let want = reference.batch_of_epoch(0, index).unwrap();
+        assert_eq!(got.datasets, want.datasets, "{how}: batch {index}");
+        assert_eq!(got.windows, want.windows, "{how}: batch {index}");
         for (a, b) in got.streams.iter().zip(&want.streams) {
-            assert_eq!(a.data.shape(), b.data.shape(), "{}", a.name);
+            assert_eq!(a.data.shape(), b.data.shape(), "{how}: batch {index} {}", a.name);
             assert_eq!(a.data.device(), device, "{} on the mixture's device", a.name);
-            assert_eq!(a.data.to_host().unwrap(), b.data.to_host().unwrap(), "batch {index} {}", a.name);
-            assert_eq!(a.mask.to_vec::<bool>().unwrap(), b.mask.to_vec::<bool>().unwrap(), "{} mask", a.name);
-            assert_eq!(a.dim_is_pad.to_vec::<bool>().unwrap(), b.dim_is_pad.to_vec::<bool>().unwrap(), "{}", a.name);
+            assert_eq!(a.data.to_host().unwrap(), b.data.to_host().unwrap(), "{how}: batch {index} {}", a.name);
+            assert_eq!(a.mask.to_vec::<bool>().unwrap(), b.mask.to_vec::<bool>().unwrap(), "{how}: {} mask", a.name);
+            assert_eq!(
+                a.dim_is_pad.to_vec::<bool>().unwrap(),
+                b.dim_is_pad.to_vec::<bool>().unwrap(),
+                "{how}: batch {index} {} dim_is_pad",
+                a.name
+            );
         }
+    };
+    for index in 0..ours.batches_per_epoch() {
+        same(&ours.batch_of_epoch(0, index).unwrap(), index, "one at a time");
+    }
+    let together: Vec<_> = ours.epoch(0, 0).map(Result::unwrap).collect();
+    assert_eq!(together.len(), 4);
+    for (index, got) in together.iter().enumerate() {
+        same(got, index, "three together");
+    }
+    let resumed: Vec<_> = ours.epoch(0, 1).map(Result::unwrap).collect();
+    assert_eq!(resumed.len(), 3);
+    for (index, got) in resumed.iter().enumerate() {
+        same(got, index + 1, "resumed at batch 1");
     }
 }
 

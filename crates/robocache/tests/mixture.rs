@@ -74,6 +74,7 @@ fn a_mixture_batch_is_each_datasets_own_batch_padded_and_concatenated() {
         drop_last: false,
         workers: 3,
         prefetch: 4,
+        batches_together: 3,
     };
     let mixture = Arc::new(MixtureLoader::new(&Device::Cpu, members, config).unwrap());
     assert_eq!(mixture.batches_per_epoch(), 4);
@@ -190,6 +191,7 @@ fn mixtures_that_cannot_be_batched_are_clear_errors() {
         drop_last: false,
         workers: 1,
         prefetch: 1,
+        batches_together: 1,
     };
     let err = MixtureLoader::new(
         &Device::Cpu,
@@ -260,6 +262,7 @@ fn keys_concatenate_streams_and_fill_constants() {
         drop_last: false,
         workers: 1,
         prefetch: 2,
+        batches_together: 1,
     };
     let mixture = MixtureLoader::new(&Device::Cpu, vec![arm, other], config).unwrap();
     let batch = mixture.batch_of_epoch(0, 0).unwrap();
@@ -342,5 +345,6 @@ fn mixture_config() -> MixtureConfig {
         drop_last: false,
         workers: 1,
         prefetch: 1,
+        batches_together: 1,
     }
 }

@@ -137,7 +137,11 @@ class MixtureLoader(_Resumable):
 
     Weights, epochs and ranks are those of :class:`MixtureSampler`; the rank
     is the member loaders' (they must agree). ``workers`` threads assemble
-    batches ahead (``prefetch`` waiting). ``set_epoch``, ``state_dict`` and ``load_state_dict`` resume
+    batches ahead (``prefetch`` waiting, at least ``batches_together`` per
+    worker), each ``batches_together`` batches at a time: every member
+    loader is asked once for its windows of all of them, which shares each
+    call's fixed cost (on a GPU its driver calls) among them. The batches
+    are the same whatever ``workers`` and ``batches_together`` are. ``set_epoch``, ``state_dict`` and ``load_state_dict`` resume
     exactly mid-epoch.
     """
 
@@ -146,7 +150,9 @@ class MixtureLoader(_Resumable):
     def __init__(self, members, *, streams: Optional[Sequence[str]] = None, batch_size: int = 64,
                  convention: str = "sample", epoch_windows: Optional[int] = None,
                  until_exhausted: Union[int, str, None] = None, seed: int = 0, drop_last: bool = False,
-                 workers: int = 4, prefetch: int = 8):
+                 workers: int = 4, prefetch: int = 8, batches_together: int = 4):
+        if int(batches_together) < 1:
+            raise InvalidInputError(f"batches_together must be at least 1, not {batches_together}")
         loaders, weights, keys, names = [], [], [], []
         for i, member in enumerate(members):
             if isinstance(member, dict):
@@ -175,7 +181,7 @@ class MixtureLoader(_Resumable):
         self._native = _NativeMixtureLoader(
             [loader._native for loader in loaders], names, weights, keys, self.streams, int(batch_size), convention,
             epoch_windows, until_exhausted, int(seed), self.rank, self.world_size, bool(drop_last), int(workers),
-            int(prefetch))
+            int(prefetch), int(batches_together))
         self._keys = [key for name in self.streams for key in (name, f"{name}_is_pad", f"{name}_dim_is_pad")]
         self._keys += ["dataset_index", "window_index"]
         self._epoch = 0
@@ -186,7 +192,8 @@ class MixtureLoader(_Resumable):
     def of_datasets(cls, members, streams: Optional[Sequence[str]] = None, *, batch_size: int,
                     convention: str = "sample", epoch_windows: Optional[int] = None,
                     until_exhausted: Union[int, str, None] = None, seed: int = 0, drop_last: bool = False,
-                    prefetch: int = 8, mixture_workers: int = 4, **loader_options) -> "MixtureLoader":
+                    prefetch: int = 8, mixture_workers: int = 4, batches_together: int = 4,
+                    **loader_options) -> "MixtureLoader":
         """The mixture ``robocache.Loader([member, ...])`` makes: a loader per
         member dict (``dataset``, ``weight``, ``keys``, ``name`` and its own
         loader options over the shared ``loader_options``), then the mixture."""
@@ -217,7 +224,7 @@ class MixtureLoader(_Resumable):
             built.append({"loader": loader, "weight": weight, "keys": keys, "name": str(name)})
         return cls(built, streams=streams, batch_size=batch_size, convention=convention, epoch_windows=epoch_windows,
                    until_exhausted=until_exhausted, seed=seed, drop_last=drop_last, workers=mixture_workers,
-                   prefetch=prefetch)
+                   prefetch=prefetch, batches_together=batches_together)
 
     @property
     def shares(self) -> List[float]:

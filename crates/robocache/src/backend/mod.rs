@@ -21,13 +21,14 @@ use robocache_cpu::{DType, HostSlice, HostVec};
 use crate::Result;
 
 /// A block of rows copied between two buffers, in bytes: `rows` rows of
-/// `width`, each `from_pitch` after the last in the source (from its
-/// start), each `to_pitch` after the last in the destination from
+/// `width`, each `from_pitch` after the last in the source from
+/// `from_offset`, each `to_pitch` after the last in the destination from
 /// `to_offset`. Rows padded into wider ones, or placed side by side.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct RowBlock {
     pub rows: usize,
     pub width: usize,
+    pub from_offset: usize,
     pub from_pitch: usize,
     pub to_offset: usize,
     pub to_pitch: usize,

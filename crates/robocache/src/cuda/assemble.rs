@@ -188,7 +188,7 @@ impl CudaDevice {
                 return Err(crate::Error::Internal("copy_row_blocks: a tensor not on this device".into()));
             };
             table.extend([
-                from_at,
+                from_at + block.from_offset as u64,
                 to_at + block.to_offset as u64,
                 block.rows as u64,
                 block.width as u64,

@@ -102,7 +102,7 @@ impl CudaBackend for CudaDevice {
         self.context
             .copy_rows(
                 &from.bytes,
-                from.offset,
+                from.offset + block.from_offset,
                 block.from_pitch,
                 &to.bytes,
                 to.offset + block.to_offset,

@@ -113,8 +113,15 @@ pub struct MixtureConfig {
     pub drop_last: bool,
     /// Threads assembling batches ahead of the consumer ([`MixtureLoader::epoch`]).
     pub workers: usize,
-    /// Batches assembled ahead, all workers together.
+    /// Batches assembled ahead, all workers together (at least
+    /// `batches_together` per worker).
     pub prefetch: usize,
+    /// Batches a worker assembles together
+    /// ([`MixtureLoader::batches_together`]): each dataset's loader asked
+    /// once for its windows of all of them. More shares each call's fixed
+    /// cost (on a GPU, its driver calls) among more batches; the batches
+    /// are the same whatever it is. At least 1.
+    pub batches_together: usize,
 }
 
 /// One stream of a mixture batch.
@@ -152,6 +159,9 @@ impl MixtureBatch {
 #[derive(Debug)]
 pub struct MixtureEpoch {
     queues: Vec<std::sync::mpsc::Receiver<Result<MixtureBatch>>>,
+    /// Batches assembled together: the consumer reads that many from a
+    /// worker's queue before the next worker's.
+    together: usize,
     next: usize,
     left: usize,
     failed: Option<Error>,
@@ -168,7 +178,7 @@ impl Iterator for MixtureEpoch {
         if self.left == 0 || self.queues.is_empty() {
             return None;
         }
-        let queue = &self.queues[self.next % self.queues.len()];
+        let queue = &self.queues[(self.next / self.together) % self.queues.len()];
         self.next += 1;
         self.left -= 1;
         Some(queue.recv().unwrap_or_else(|_| Err(invalid("a mixture's worker thread stopped".into()))))
@@ -253,6 +263,9 @@ impl MixtureLoader {
     pub fn new(device: &Device, members: Vec<MixtureMember>, config: MixtureConfig) -> Result<Self> {
         if config.batch_size == 0 {
             return Err(invalid("batch_size must be at least 1".into()));
+        }
+        if config.batches_together == 0 {
+            return Err(invalid("batches_together must be at least 1".into()));
         }
         for member in &members {
             if member.loader.device() != device {
@@ -457,21 +470,36 @@ impl MixtureLoader {
     }
 
     /// The batches of epoch `epoch` from batch `first_batch` on, in order,
-    /// assembled by [`MixtureConfig::workers`] threads ahead of the consumer
-    /// (batch `i` by worker `i mod workers`, at most `prefetch` waiting).
+    /// assembled by [`MixtureConfig::workers`] threads ahead of the
+    /// consumer: runs of [`MixtureConfig::batches_together`] batches, run
+    /// `i` by worker `i mod workers` ([`MixtureLoader::batches_together`];
+    /// where that fails, each batch of the run alone, so that an error
+    /// names the batch it is in).
     pub fn epoch(self: &Arc<Self>, epoch: u64, first_batch: usize) -> MixtureEpoch {
         let batches = self.shared_batches(epoch);
         let total = batches.len();
-        let workers = self.config.workers.clamp(1, total.saturating_sub(first_batch).max(1));
-        let capacity = self.config.prefetch.max(1).div_ceil(workers);
+        let together = self.config.batches_together.max(1);
+        let runs = total.saturating_sub(first_batch).div_ceil(together);
+        let workers = self.config.workers.clamp(1, runs.max(1));
+        let capacity = self.config.prefetch.max(1).div_ceil(workers).max(together);
         let mut queues = Vec::with_capacity(workers);
         for worker in 0..workers {
             let (sender, receiver) = std::sync::mpsc::sync_channel(capacity);
             let (mixture, batches) = (Arc::clone(self), Arc::clone(&batches));
             let spawned = std::thread::Builder::new().name(format!("robocache-mixture-{worker}")).spawn(move || {
-                for index in (first_batch + worker..total).step_by(workers) {
-                    if sender.send(mixture.batch(&batches[index])).is_err() {
-                        return; // the consumer dropped the epoch
+                for run in (worker..runs).step_by(workers) {
+                    let start = first_batch + run * together;
+                    let lists: Vec<&[(usize, usize)]> =
+                        batches[start..(start + together).min(total)].iter().map(Vec::as_slice).collect();
+                    let assembled: Vec<Result<MixtureBatch>> = match mixture.batches_together(&lists) {
+                        Ok(assembled) => assembled.into_iter().map(Ok).collect(),
+                        Err(_) if lists.len() > 1 => lists.iter().map(|list| mixture.batch(list)).collect(),
+                        Err(e) => vec![Err(e)],
+                    };
+                    for batch in assembled {
+                        if sender.send(batch).is_err() {
+                            return; // the consumer dropped the epoch
+                        }
                     }
                 }
             });
@@ -480,6 +508,7 @@ impl MixtureLoader {
                 Err(e) => {
                     return MixtureEpoch {
                         queues: Vec::new(),
+                        together,
                         next: 0,
                         left: 0,
                         failed: Some(invalid(format!("cannot start a mixture thread: {e}"))),
@@ -487,7 +516,7 @@ impl MixtureLoader {
                 }
             }
         }
-        MixtureEpoch { queues, next: 0, left: total.saturating_sub(first_batch), failed: None }
+        MixtureEpoch { queues, together, next: 0, left: total.saturating_sub(first_batch), failed: None }
     }
 
     /// Batch `index` of epoch `epoch` (resuming mid-epoch: any batch, in any order).
@@ -502,165 +531,271 @@ impl MixtureLoader {
     /// The mixture batch of `positions` (`(dataset, window)` pairs): rows
     /// grouped by dataset (see the module docs).
     pub fn batch(&self, positions: &[(usize, usize)]) -> Result<MixtureBatch> {
-        let mut groups: Vec<Vec<usize>> = vec![Vec::new(); self.members.len()];
-        for &(member, window) in positions {
-            groups
-                .get_mut(member)
-                .ok_or_else(|| invalid(format!("dataset {member}: the mixture has {}", self.members.len())))?
-                .push(window);
+        let mut batches = self.batches_together(&[positions])?;
+        batches.pop().ok_or_else(|| Error::Internal("mixture: no batch assembled".into()))
+    }
+
+    /// The mixture batches of several lists of positions, each equal to
+    /// [`MixtureLoader::batch`] of its list, assembled together: each
+    /// dataset's loader is asked once for its windows of every batch, the
+    /// outputs of every batch are zeroed in one allocation, every part's
+    /// rows copied in by one launch on a GPU and every `dim_is_pad` put
+    /// there in one upload. What a batch costs the driver is then shared by
+    /// the batches assembled together ([`MixtureConfig::batches_together`]).
+    pub fn batches_together(&self, lists: &[&[(usize, usize)]]) -> Result<Vec<MixtureBatch>> {
+        let members = self.members.len();
+        // `groups[k][m]`: batch k's windows of dataset m, in the order drawn.
+        let mut groups: Vec<Vec<Vec<usize>>> = Vec::with_capacity(lists.len());
+        for positions in lists {
+            let mut of_batch: Vec<Vec<usize>> = vec![Vec::new(); members];
+            for &(member, window) in *positions {
+                of_batch
+                    .get_mut(member)
+                    .ok_or_else(|| invalid(format!("dataset {member}: the mixture has {members}")))?
+                    .push(window);
+            }
+            groups.push(of_batch);
+        }
+        // Each dataset's windows of every batch one after the other: batch
+        // k's rows of dataset m start at row `starts[k][m]` of its batch.
+        let mut combined: Vec<Vec<usize>> = vec![Vec::new(); members];
+        let mut starts: Vec<Vec<usize>> = Vec::with_capacity(lists.len());
+        for of_batch in &groups {
+            starts.push(combined.iter().map(Vec::len).collect());
+            for (all, group) in combined.iter_mut().zip(of_batch) {
+                all.extend_from_slice(group);
+            }
         }
         // Each dataset's own batch, timed. In turn on this thread: the
         // epoch's workers assemble batches side by side (a thread per part
         // of every batch cost more than small parts take).
         let started = Instant::now();
         type Part = Option<(Result<crate::windows::WindowBatch>, f64)>;
-        let timed: Vec<Part> = groups
+        let timed: Vec<Part> = combined
             .iter()
             .zip(&self.members)
             .map(|(windows, member)| {
                 (!windows.is_empty()).then(|| {
                     let at = Instant::now();
                     // Queued, not waited for: the padding below is queued
-                    // after it on the same stream, and the batch waits once.
+                    // after it on the same stream, and the batches wait once.
                     let batch = member.loader.batch_queued(windows);
                     (batch, at.elapsed().as_secs_f64())
                 })
             })
             .collect();
-        self.record(&groups, &timed, started.elapsed().as_secs_f64());
-        let parts: Vec<Option<Result<crate::windows::WindowBatch>>> =
-            timed.into_iter().map(|part| part.map(|(batch, _)| batch)).collect();
-        let mut batches = Vec::with_capacity(parts.len());
-        for (part, member) in parts.into_iter().zip(&self.members) {
-            batches.push(match part {
-                Some(batch) => Some(batch.map_err(|e| invalid(format!("dataset `{}`: {e}", member.name)))?),
+        self.record(&combined, lists.len(), &timed, started.elapsed().as_secs_f64());
+        let mut parts = Vec::with_capacity(timed.len());
+        for (part, member) in timed.into_iter().zip(&self.members) {
+            parts.push(match part {
+                Some((batch, _)) => Some(batch.map_err(|e| invalid(format!("dataset `{}`: {e}", member.name)))?),
                 None => None,
             });
         }
-        let rows: usize = groups.iter().map(Vec::len).sum();
-        // Every key's output cleared in one allocation, its rows copied in,
-        // and every key's `dim_is_pad` (built here) placed in one upload.
-        let plans: Vec<MixPlan<'_>> =
-            (self.config.streams.iter()).map(|name| self.plan_stream(name, &batches, rows)).collect::<Result<_>>()?;
+        // Every key's parts (constants as each batch's other datasets give
+        // the stream), then each batch's plan of every key.
+        let mut keys: Vec<KeyParts<'_>> =
+            (self.config.streams.iter()).map(|name| self.key_parts(name, &parts)).collect::<Result<_>>()?;
+        let rows: Vec<usize> = lists.iter().map(|positions| positions.len()).collect();
+        for key in &mut keys {
+            for of_batch in &groups {
+                key.make_constants(&self.device, &self.members, &parts, of_batch)?;
+                if key.absent_padding.is_none() && key.lacks_some(of_batch) {
+                    key.absent_padding = Some(absent_padding(rows.iter().copied().max().unwrap_or(0), key)?);
+                }
+            }
+        }
+        let plans: Vec<Vec<MixPlan<'_>>> = groups
+            .iter()
+            .zip(&starts)
+            .zip(&rows)
+            .map(|((of_batch, starts), &rows)| {
+                keys.iter().map(|key| key.plan(&self.members, of_batch, starts, rows)).collect::<Result<_>>()
+            })
+            .collect::<Result<_>>()?;
+        // Every output of every batch cleared in one allocation, its rows
+        // copied in by one launch on a GPU, every `dim_is_pad` in one upload.
         let specs: Vec<(DType, Vec<usize>)> = plans
             .iter()
-            .flat_map(|plan| [(plan.dtype, plan.out_shape.clone()), (DType::Bool, vec![rows, plan.steps])])
+            .flatten()
+            .flat_map(|plan| [(plan.dtype, plan.out_shape.clone()), (DType::Bool, vec![plan.rows, plan.steps])])
             .collect();
-        let mut outputs = Tensor::zeros_together(&self.device, &specs)?;
-        if outputs.len() != 2 * plans.len() {
+        let outputs = Tensor::zeros_together(&self.device, &specs)?;
+        if outputs.len() != specs.len() {
             return Err(Error::Internal("mixture: fewer zeroed outputs than keys".into()));
         }
-        // The steps of a dataset without a stream are padding: their masks set.
-        let paddings: Vec<Vec<Option<Tensor>>> =
-            plans.iter().map(|plan| self.absent_masks(plan, &groups)).collect::<Result<_>>()?;
-        // Every key's rows of every dataset copied in, all in one launch on a GPU.
+        let mut outputs = outputs;
         let mut copies = Vec::new();
-        let mut filled = Vec::with_capacity(plans.len());
-        for (k, (plan, paddings)) in plans.iter().zip(&paddings).enumerate() {
-            filled.push(fill_copies(plan, 2 * k, &groups, paddings, &mut copies));
+        let mut dim_is_pads = Vec::with_capacity(specs.len() / 2);
+        for (at, plan) in plans.iter().flatten().enumerate() {
+            dim_is_pads.push(fill_copies(plan, 2 * at, &mut copies));
         }
         copy_rows_together(&self.device, &copies, &mut outputs)?;
         drop(copies);
-        let mut outputs = outputs.into_iter();
-        let mut filled: Vec<(Tensor, Tensor, Vec<bool>)> = filled
-            .into_iter()
-            .map(|dim_is_pad| match (outputs.next(), outputs.next()) {
-                (Some(data), Some(mask)) => Ok((data, mask, dim_is_pad)),
-                _ => Err(Error::Internal("mixture: fewer zeroed outputs than keys".into())),
-            })
-            .collect::<Result<_>>()?;
-        let pads: Vec<(DType, usize)> = plans.iter().map(|plan| (DType::Bool, rows * plan.widest)).collect();
+        let pads: Vec<(DType, usize)> =
+            plans.iter().flatten().map(|plan| (DType::Bool, plan.rows * plan.widest)).collect();
         let mut upload = BatchUpload::new(&self.device, &pads)?;
-        let mut pad_shapes = Vec::with_capacity(plans.len());
-        for (at, (plan, (_, _, dim_is_pad))) in plans.iter().zip(&mut filled).enumerate() {
-            upload.set_flags(at, std::mem::take(dim_is_pad))?;
-            pad_shapes.push(vec![rows, plan.widest]);
+        let mut pad_shapes = Vec::with_capacity(pads.len());
+        for (at, (plan, dim_is_pad)) in plans.iter().flatten().zip(dim_is_pads).enumerate() {
+            upload.set_flags(at, dim_is_pad)?;
+            pad_shapes.push(vec![plan.rows, plan.widest]);
         }
-        let names: Vec<&str> = plans.iter().map(|plan| plan.name).collect();
-        let dim_is_pads = upload.into_tensors(&self.device, &pad_shapes, &names)?;
-        let streams = (plans.iter().zip(filled).zip(dim_is_pads))
-            .map(|((plan, (data, mask, _)), dim_is_pad)| MixtureStream {
-                name: plan.name.to_owned(),
-                data,
-                mask,
-                mask_kind: plan.kind,
-                dim_is_pad,
-            })
-            .collect();
-        let datasets = groups.iter().enumerate().flat_map(|(m, g)| std::iter::repeat_n(m, g.len())).collect();
-        let windows = groups.iter().flatten().copied().collect();
+        let names: Vec<&str> = plans.iter().flatten().map(|plan| plan.name).collect();
+        let mut dim_is_pads = upload.into_tensors(&self.device, &pad_shapes, &names)?.into_iter();
+        let mut outputs = outputs.into_iter();
+        let mut batches = Vec::with_capacity(plans.len());
+        for (of_batch, plans) in groups.iter().zip(&plans) {
+            let mut streams = Vec::with_capacity(plans.len());
+            for plan in plans {
+                let (Some(data), Some(mask), Some(dim_is_pad)) = (outputs.next(), outputs.next(), dim_is_pads.next())
+                else {
+                    return Err(Error::Internal("mixture: fewer outputs than keys".into()));
+                };
+                streams.push(MixtureStream {
+                    name: plan.name.to_owned(),
+                    data,
+                    mask,
+                    mask_kind: plan.kind,
+                    dim_is_pad,
+                });
+            }
+            let datasets = of_batch.iter().enumerate().flat_map(|(m, g)| std::iter::repeat_n(m, g.len())).collect();
+            let windows = of_batch.iter().flatten().copied().collect();
+            batches.push(MixtureBatch { streams, datasets, windows });
+        }
         // Ready when its members' batches would be: one wait for them all.
         if self.members.iter().any(|m| m.loader.waits_until_ready()) {
             self.device.synchronize()?;
         }
-        Ok(MixtureBatch { streams, datasets, windows })
+        Ok(batches)
     }
 
-    /// Adds a batch's parts to the telemetry: windows and seconds per
-    /// member, and which part took the longest.
+    /// Adds a call's parts to the telemetry (`batches` batches assembled
+    /// together): windows and seconds per member, and which part took the
+    /// longest.
     fn record(
         &self,
-        groups: &[Vec<usize>],
+        combined: &[Vec<usize>],
+        batches: usize,
         timed: &[Option<(Result<crate::windows::WindowBatch>, f64)>],
         seconds: f64,
     ) {
         let mut report = self.telemetry.lock().unwrap_or_else(|p| p.into_inner());
-        report.batches += 1;
+        report.batches += batches as u64;
         report.seconds += seconds;
         let mut times: Vec<(f64, usize)> = Vec::new();
-        for (m, (group, part)) in groups.iter().zip(timed).enumerate() {
+        for (m, (windows, part)) in combined.iter().zip(timed).enumerate() {
             if let (Some(member), Some((_, took))) = (report.members.get_mut(m), part) {
-                member.windows += group.len() as u64;
+                member.windows += windows.len() as u64;
                 member.seconds += took;
                 times.push((*took, m));
             }
         }
         if let Some(&(_, m)) = times.iter().max_by(|a, b| a.0.total_cmp(&b.0)) {
             if let Some(member) = report.members.get_mut(m) {
-                member.slowest_in += 1;
+                member.slowest_in += batches as u64;
             }
         }
     }
 
-    /// Stream `name` of the mixture batch: each group's rows, padded to
-    /// the widest on the mixture's device (2-D copies on a GPU: no round
-    /// trip through the host).
-    /// What key `name` of a mixture batch is made of: each member's
-    /// version of it (constants once the others say the dtype, steps and
-    /// mask kind), checked to agree, and the output's shape.
-    fn plan_stream<'n>(
-        &self,
-        name: &'n str,
-        batches: &[Option<crate::windows::WindowBatch>],
-        rows: usize,
-    ) -> Result<MixPlan<'n>> {
-        let mut found: Vec<Option<PartStream>> = Vec::with_capacity(batches.len());
-        let mut constants: Vec<(usize, &[f64])> = Vec::new();
-        for (m, (member, batch)) in self.members.iter().zip(batches).enumerate() {
+    /// Key `name`'s parts in the members' batches `batches`: each member's
+    /// stream or concatenation, and which members give it a constant.
+    fn key_parts<'s>(&'s self, name: &'s str, batches: &[Option<crate::windows::WindowBatch>]) -> Result<KeyParts<'s>> {
+        let mut own = Vec::with_capacity(batches.len());
+        let mut constants = Vec::with_capacity(batches.len());
+        for (member, batch) in self.members.iter().zip(batches) {
             let key = member.keys.iter().find(|(mixed, _)| mixed == name).map(|(_, key)| key);
-            found.push(match (key, batch) {
-                (Some(MemberKey::Stream(own)), Some(batch)) => Some(member_stream(member, batch, own)?),
-                (Some(MemberKey::Concat(parts)), Some(batch)) => {
-                    Some(concatenated(&self.device, member, batch, name, parts)?)
+            let (part, constant) = match (key, batch) {
+                (Some(MemberKey::Stream(stream)), Some(batch)) => (Some(member_stream(member, batch, stream)?), None),
+                (Some(MemberKey::Concat(streams)), Some(batch)) => {
+                    (Some(concatenated(&self.device, member, batch, name, streams)?), None)
                 }
-                (Some(MemberKey::Constant(values)), Some(_)) => {
-                    constants.push((m, values));
-                    None
-                }
-                _ => None,
-            });
+                (Some(MemberKey::Constant(values)), Some(_)) => (None, Some(values.as_slice())),
+                _ => (None, None),
+            };
+            own.push(part);
+            constants.push(constant);
         }
-        if !constants.is_empty() {
-            let like = found.iter().flatten().next().map(|p| (p.data.dtype(), p.shape().to_vec(), p.kind));
-            for (m, values) in constants {
-                let (member, batch) = (&self.members[m], batches[m].as_ref());
-                let rows_of = batch.map_or(0, |b| b.len());
-                let part = constant_stream(&self.device, member, batch, name, values, rows_of, like.as_ref())?;
-                found[m] = Some(part);
+        Ok(KeyParts { name, own, constants, made: Vec::new(), absent_padding: None })
+    }
+}
+
+/// What a constant takes from the other datasets' version of its stream:
+/// dtype, dimensions, steps and mask kind.
+type Like = (DType, usize, usize, MaskKind);
+
+/// Key `name` of batches assembled together: each member's part (its rows
+/// of every batch, one batch's after the other), the constants made for the
+/// batches (by member and what they are shaped like) and, where a dataset
+/// lacks the stream and its mask marks padding, a mask of `true` rows.
+struct KeyParts<'s> {
+    name: &'s str,
+    own: Vec<Option<PartStream>>,
+    constants: Vec<Option<&'s [f64]>>,
+    made: Vec<(usize, Option<Like>, PartStream)>,
+    absent_padding: Option<Tensor>,
+}
+
+impl<'s> KeyParts<'s> {
+    /// What a batch of `groups` (its windows per member) gives a constant:
+    /// the first of its datasets with the stream.
+    fn like(&self, groups: &[Vec<usize>]) -> Option<Like> {
+        (self.own.iter().zip(groups))
+            .find(|(part, group)| part.is_some() && !group.is_empty())
+            .and_then(|(part, _)| part.as_ref().map(|p| (p.data.dtype(), p.shape().len(), p.shape()[1], p.kind)))
+    }
+
+    /// Makes the constants a batch of `groups` needs.
+    fn make_constants(
+        &mut self,
+        device: &Device,
+        members: &[MixtureMember],
+        batches: &[Option<crate::windows::WindowBatch>],
+        groups: &[Vec<usize>],
+    ) -> Result<()> {
+        let like = self.like(groups);
+        for (m, group) in groups.iter().enumerate() {
+            let Some(values) = self.constants[m] else { continue };
+            if group.is_empty() || self.made.iter().any(|(at, made, _)| *at == m && *made == like) {
+                continue;
             }
+            let batch = batches[m].as_ref();
+            let rows = batch.map_or(0, |b| b.len());
+            let part = constant_stream(device, &members[m], batch, self.name, values, rows, like)?;
+            self.made.push((m, like, part));
         }
-        let present: Vec<&PartStream> = found.iter().flatten().collect();
-        let Some(first) = present.first() else {
+        Ok(())
+    }
+
+    /// Whether a member of a batch of `groups` lacks the stream.
+    fn lacks_some(&self, groups: &[Vec<usize>]) -> bool {
+        (self.own.iter().zip(&self.constants).zip(groups))
+            .any(|((part, constant), group)| part.is_none() && constant.is_none() && !group.is_empty())
+    }
+
+    /// The key in one batch of `rows` rows: `groups` its windows per
+    /// member, `starts` where they start in each member's part. Its parts
+    /// are checked to agree, and the output's shape found.
+    fn plan(
+        &self,
+        members: &[MixtureMember],
+        groups: &[Vec<usize>],
+        starts: &[usize],
+        rows: usize,
+    ) -> Result<MixPlan<'_>> {
+        let name = self.name;
+        let like = self.like(groups);
+        let mut found: Vec<Option<(&PartStream, usize)>> = Vec::with_capacity(groups.len());
+        for (m, group) in groups.iter().enumerate() {
+            let part = match (&self.own[m], self.constants[m]) {
+                _ if group.is_empty() => None,
+                (Some(part), _) => Some(part),
+                (None, Some(_)) => self.made.iter().find(|(at, made, _)| *at == m && *made == like).map(|(_, _, p)| p),
+                (None, None) => None,
+            };
+            found.push(part.map(|part| (part, starts[m])));
+        }
+        let Some((first, _)) = found.iter().flatten().next() else {
             return Err(invalid(format!(
                 "stream `{name}`: no dataset of this batch has it (a batch of only datasets without it)"
             )));
@@ -669,17 +804,18 @@ impl MixtureLoader {
         if shape.len() < 2 {
             return Err(invalid(format!("stream `{name}` has shape {shape:?}: [B, T, ...] expected")));
         }
-        let widest = present.iter().map(|p| p.width()).max().unwrap_or(1);
-        for (member, entry) in self.members.iter().zip(&found) {
-            let Some(part) = entry else { continue };
+        let widest = found.iter().flatten().map(|(part, _)| part.width()).max().unwrap_or(1);
+        for ((member, entry), group) in members.iter().zip(&found).zip(groups) {
+            let Some((part, _)) = entry else { continue };
             if part.data.dtype() != dtype || part.kind != kind || body(part.shape()) != body(&shape) {
                 return Err(invalid(format!(
                     "stream `{name}`: dataset `{}` gives {} {:?} ({:?} masks), another {dtype} \
-                     {shape:?} ({kind:?}): the same dtype, steps and shape but for the last dimension are needed",
+                     {:?} ({kind:?}): the same dtype, steps and shape but for the last dimension are needed",
                     member.name,
                     part.data.dtype(),
-                    part.shape(),
-                    part.kind
+                    batch_shape(part.shape(), group.len()),
+                    part.kind,
+                    batch_shape(&shape, rows),
                 )));
             }
         }
@@ -692,85 +828,95 @@ impl MixtureLoader {
             let last = out_shape.len() - 1;
             out_shape[last] = widest;
         }
-        Ok(MixPlan { name, found, dtype, kind, steps, inner, widest, out_shape })
+        let padding = self.absent_padding.as_ref().filter(|_| kind == MaskKind::Pad);
+        let groups = groups.iter().map(Vec::len).collect();
+        Ok(MixPlan { name, found, groups, padding, dtype, kind, rows, steps, inner, widest, out_shape })
     }
+}
 
-    /// Per group of key `plan`: where the dataset lacks the stream and its
-    /// mask marks padding, a mask of `true` for its rows (on the host; the
-    /// copy puts it where it goes).
-    fn absent_masks(&self, plan: &MixPlan<'_>, groups: &[Vec<usize>]) -> Result<Vec<Option<Tensor>>> {
-        groups
-            .iter()
-            .zip(&plan.found)
-            .map(|(group, entry)| match (entry, group.is_empty(), plan.kind) {
-                (None, false, MaskKind::Pad) => {
-                    let padding = vec![true; group.len() * plan.steps];
-                    Tensor::from_host_vec(&Device::cpu(), HostVec::Bool(padding), &[group.len(), plan.steps]).map(Some)
-                }
-                _ => Ok(None),
-            })
-            .collect()
+/// Key `key`'s padding mask for a dataset that lacks the stream: `rows`
+/// windows of `true` at every step (on the host; the copy puts it where it
+/// goes, a part of it per batch).
+fn absent_padding(rows: usize, key: &KeyParts<'_>) -> Result<Tensor> {
+    let steps = (key.own.iter().flatten().chain(key.made.iter().map(|(_, _, p)| p))).next().map_or(0, |p| p.shape()[1]);
+    Tensor::from_host_vec(&Device::cpu(), HostVec::Bool(vec![true; rows * steps]), &[rows, steps])
+}
+
+/// `shape` with `rows` rows.
+fn batch_shape(shape: &[usize], rows: usize) -> Vec<usize> {
+    let mut shape = shape.to_vec();
+    if let Some(first) = shape.first_mut() {
+        *first = rows;
     }
+    shape
 }
 
 /// Key `plan` of a mixture batch: the copies of each group's rows into the
 /// zeroed outputs `data_at` (data) and `data_at + 1` (mask) at its place
-/// (the steps of a dataset without the stream: its `paddings` mask), and
+/// (the steps of a dataset without the stream: its padding mask), and
 /// its `dim_is_pad` rows.
-fn fill_copies<'a>(
-    plan: &'a MixPlan<'_>,
-    data_at: usize,
-    groups: &[Vec<usize>],
-    paddings: &'a [Option<Tensor>],
-    copies: &mut Vec<RowsCopy<'a>>,
-) -> Vec<bool> {
+fn fill_copies<'a>(plan: &MixPlan<'a>, data_at: usize, copies: &mut Vec<RowsCopy<'a>>) -> Vec<bool> {
     let (steps, inner, widest) = (plan.steps, plan.inner, plan.widest);
-    let rows: usize = groups.iter().map(Vec::len).sum();
-    let mut dim_is_pad = Vec::with_capacity(rows * widest);
+    let mut dim_is_pad = Vec::with_capacity(plan.rows * widest);
     let mut row = 0;
-    for ((group, entry), padding) in groups.iter().zip(&plan.found).zip(paddings) {
-        if group.is_empty() {
+    for (&rows, entry) in plan.groups.iter().zip(&plan.found) {
+        if rows == 0 {
             continue;
         }
-        let mask =
-            |from: &'a Tensor| RowsCopy { from, to: data_at + 1, width: steps, dest_width: steps, row, column: 0 };
+        let mask = |from: &'a Tensor, from_row: usize| RowsCopy {
+            from,
+            from_row,
+            rows: Some(rows),
+            to: data_at + 1,
+            width: steps,
+            dest_width: steps,
+            row,
+            column: 0,
+        };
         match entry {
-            Some(part) => {
+            Some((part, start)) => {
                 let width = part.width();
                 copies.push(RowsCopy {
                     from: &part.data,
+                    from_row: start * steps * inner,
+                    rows: Some(rows * steps * inner),
                     to: data_at,
                     width,
                     dest_width: widest,
                     row: row * steps * inner,
                     column: 0,
                 });
-                copies.push(mask(&part.mask));
-                for _ in 0..group.len() {
+                copies.push(mask(&part.mask, *start));
+                for _ in 0..rows {
                     dim_is_pad.extend((0..widest).map(|d| d >= width));
                 }
             }
             None => {
                 // A stream this dataset lacks: zeros, every step padding.
-                if let Some(padding) = padding {
-                    copies.push(mask(padding));
+                if let Some(padding) = plan.padding {
+                    copies.push(mask(padding, 0));
                 }
-                dim_is_pad.extend(std::iter::repeat_n(true, group.len() * widest));
+                dim_is_pad.extend(std::iter::repeat_n(true, rows * widest));
             }
         }
-        row += group.len();
+        row += rows;
     }
     dim_is_pad
 }
 
-/// One key of a mixture batch, planned: the members' parts, the output's
-/// dtype, mask kind, steps, inner size (elements between a step and its
-/// last dimension), widest last dimension and shape.
-struct MixPlan<'n> {
-    name: &'n str,
-    found: Vec<Option<PartStream>>,
+/// One key of one mixture batch, planned: per member its part and the
+/// row its windows of this batch start at, and how many; the padding mask
+/// of a dataset without the stream; the output's dtype, mask kind, rows,
+/// steps, inner size (elements between a step and its last dimension),
+/// widest last dimension and shape.
+struct MixPlan<'a> {
+    name: &'a str,
+    found: Vec<Option<(&'a PartStream, usize)>>,
+    groups: Vec<usize>,
+    padding: Option<&'a Tensor>,
     dtype: DType,
     kind: MaskKind,
+    rows: usize,
     steps: usize,
     inner: usize,
     widest: usize,
@@ -865,17 +1011,18 @@ fn constant_stream(
     name: &str,
     values: &[f64],
     rows: usize,
-    like: Option<&(DType, Vec<usize>, MaskKind)>,
+    like: Option<Like>,
 ) -> Result<PartStream> {
     let (dtype, steps, kind) = match like {
-        Some((dtype, shape, kind)) => {
-            if shape.len() > 3 {
+        Some((dtype, dims, steps, kind)) => {
+            if dims > 3 {
                 return Err(invalid(format!(
-                    "dataset `{}`: stream `{name}` is {shape:?} in another dataset: a constant fills [B, T, D] only",
+                    "dataset `{}`: stream `{name}` has {dims} dimensions in another dataset: a constant fills \
+                     [B, T, D] only",
                     member.name
                 )));
             }
-            (*dtype, shape[1], *kind)
+            (dtype, steps, kind)
         }
         None => {
             let stream = batch.and_then(|b| b.streams.first()).ok_or_else(|| {
