@@ -198,7 +198,8 @@ def test_batches_assembled_together_equal_batches_assembled_alone(robomimic_file
     """``batches_together`` (each member asked once for several batches'
     windows) changes no batch: a LeRobot root with a camera and a constant,
     an RLDS dataset with a concatenated key, and a robomimic file lacking
-    the state and the camera, from the start and resumed mid-epoch."""
+    the state, the camera and the constant, from the start and resumed
+    mid-epoch; a key's shape is the same in every batch."""
     fixtures = _fixtures()
     if fixtures is None:
         pytest.skip("no dataset fixtures (the tests copied outside a checkout)")
@@ -215,9 +216,8 @@ def test_batches_assembled_together_equal_batches_assembled_alone(robomimic_file
             {"dataset": rlds, "weight": 2.0, "windows": {"seq_length": 4}, "frame_size": (16, 16),
              "frame_layout": "chw",
              "keys": {"action": "action/world_vector", "state": ["observation/state", "observation/joint_positions"],
-                      "camera": "observation/image", "mode": {"constant": [0.0, 1.0]}}},
-            {"dataset": robomimic_file, "weight": 1.0, "windows": {"seq_length": 4},
-             "keys": {"action": "actions", "mode": {"constant": [0.0, 0.0]}}},
+                      "camera": "observation/image"}},
+            {"dataset": robomimic_file, "weight": 1.0, "windows": {"seq_length": 4}, "keys": {"action": "actions"}},
         ], streams=["action", "state", "camera", "mode"], batch_size=8, epoch_windows=60, seed=4, device="cpu",
             mixture_workers=workers, batches_together=batches_together)
 
@@ -226,6 +226,10 @@ def test_batches_assembled_together_equal_batches_assembled_alone(robomimic_file
 
     alone = arrays(mixture(1, 1))
     assert len(alone) == 8
+    # Every batch has every key at the mixture's shape, whichever datasets it draws.
+    assert {tuple(b["state"].shape[1:]) for b in alone} == {(4, 15)}, "RLDS state 8 ++ joints 7"
+    assert {tuple(b["mode"].shape[1:]) for b in alone} == {(4, 2)}
+    assert any(0 not in b["dataset_index"] for b in alone), "a batch without the LeRobot rows (its mode)"
     for together, workers in [(3, 2), (8, 1), (4, 3)]:
         got = arrays(mixture(together, workers))
         assert len(got) == len(alone)

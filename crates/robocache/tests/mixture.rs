@@ -301,6 +301,24 @@ fn keys_concatenate_streams_and_fill_constants() {
         assert!(modes[r * 6..(r + 1) * 6].iter().all(|&v| v == 0.0), "the RLDS rows have no mode");
         assert!(mode_mask[r * 3..(r + 1) * 3].iter().all(|&m| m));
     }
+    // A key's shape is the mixture's whichever datasets a batch draws: a
+    // batch of the arm alone pads its state (4 wide) to the RLDS's 8; a
+    // batch of the RLDS alone has the mode it lacks, zeros and padding.
+    let arm_only = mixture.batch(&[(0, 0), (0, 5)]).unwrap();
+    let state = arm_only.stream("state").unwrap();
+    assert_eq!(state.data.shape(), [2, 3, 8]);
+    let dims = state.dim_is_pad.to_vec::<bool>().unwrap();
+    assert_eq!(dims[..8], [false, false, false, false, true, true, true, true]);
+    let own = mixture.members()[0].loader.batch(&[0, 5]).unwrap();
+    let eef = own.stream("obs/robot0_eef_pos").unwrap().data.to_vec::<f32>().unwrap();
+    assert_eq!(state.data.to_vec::<f32>().unwrap()[8..11], eef[3..6], "row 0 step 1");
+    let rlds_only = mixture.batch(&[(1, 0), (1, 2)]).unwrap();
+    assert_eq!(rlds_only.stream("state").unwrap().data.shape(), [2, 3, 8]);
+    let mode = rlds_only.stream("mode").unwrap();
+    assert_eq!(mode.data.shape(), [2, 3, 2]);
+    assert!(mode.data.to_vec::<f32>().unwrap().iter().all(|&v| v == 0.0));
+    assert!(mode.mask.to_vec::<bool>().unwrap().iter().all(|&m| m), "every step padding");
+    assert!(mode.dim_is_pad.to_vec::<bool>().unwrap().iter().all(|&m| m), "every dimension padding");
     // Statistics: the concatenation's are its parts' side by side; the
     // constant's its value without spread.
     let groups = [("arm".to_owned(), vec![0])];

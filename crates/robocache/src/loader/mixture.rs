@@ -252,6 +252,8 @@ pub struct MixtureLoader {
     /// The last epoch's batches of positions (computing them permutes
     /// every member's windows: once per epoch, not per batch).
     last_epoch: Mutex<Option<(u64, Arc<EpochPositions>)>>,
+    /// Every key's shape, found with the first batches ([`KeyShape`]).
+    key_shapes: Mutex<Option<Arc<Vec<KeyShape>>>>,
 }
 
 /// The `(member, window)` positions of each batch of an epoch.
@@ -325,6 +327,7 @@ impl MixtureLoader {
             device: device.clone(),
             telemetry: Mutex::new(telemetry),
             last_epoch: Mutex::new(None),
+            key_shapes: Mutex::new(None),
         })
     }
 
@@ -592,19 +595,17 @@ impl MixtureLoader {
                 None => None,
             });
         }
-        // Every key's parts (constants as each batch's other datasets give
-        // the stream), then each batch's plan of every key.
-        let mut keys: Vec<KeyParts<'_>> =
-            (self.config.streams.iter()).map(|name| self.key_parts(name, &parts)).collect::<Result<_>>()?;
+        // Every key's shape (the same in every batch), its parts, and each
+        // batch's plan of it.
+        let shapes = self.key_shapes(&parts)?;
         let rows: Vec<usize> = lists.iter().map(|positions| positions.len()).collect();
-        for key in &mut keys {
-            for of_batch in &groups {
-                key.make_constants(&self.device, &self.members, &parts, of_batch)?;
-                if key.absent_padding.is_none() && key.lacks_some(of_batch) {
-                    key.absent_padding = Some(absent_padding(rows.iter().copied().max().unwrap_or(0), key)?);
-                }
-            }
-        }
+        let most = rows.iter().copied().max().unwrap_or(0);
+        let keys: Vec<KeyParts<'_>> = (self.config.streams.iter().zip(shapes.iter()))
+            .map(|(name, shape)| {
+                let lacking = groups.iter().any(|of_batch| self.lacks(name, of_batch));
+                self.key_parts(name, shape, &parts, lacking.then_some(most))
+            })
+            .collect::<Result<_>>()?;
         let plans: Vec<Vec<MixPlan<'_>>> = groups
             .iter()
             .zip(&starts)
@@ -698,25 +699,164 @@ impl MixtureLoader {
         }
     }
 
-    /// Key `name`'s parts in the members' batches `batches`: each member's
-    /// stream or concatenation, and which members give it a constant.
-    fn key_parts<'s>(&'s self, name: &'s str, batches: &[Option<crate::windows::WindowBatch>]) -> Result<KeyParts<'s>> {
-        let mut own = Vec::with_capacity(batches.len());
-        let mut constants = Vec::with_capacity(batches.len());
-        for (member, batch) in self.members.iter().zip(batches) {
-            let key = member.keys.iter().find(|(mixed, _)| mixed == name).map(|(_, key)| key);
-            let (part, constant) = match (key, batch) {
-                (Some(MemberKey::Stream(stream)), Some(batch)) => (Some(member_stream(member, batch, stream)?), None),
-                (Some(MemberKey::Concat(streams)), Some(batch)) => {
-                    (Some(concatenated(&self.device, member, batch, name, streams)?), None)
-                }
-                (Some(MemberKey::Constant(values)), Some(_)) => (None, Some(values.as_slice())),
-                _ => (None, None),
-            };
-            own.push(part);
-            constants.push(constant);
+    /// Whether a member with windows in a batch of `groups` lacks key `name`.
+    fn lacks(&self, name: &str, groups: &[Vec<usize>]) -> bool {
+        (self.members.iter().zip(groups)).any(|(member, group)| !group.is_empty() && member.key(name).is_none())
+    }
+
+    /// Every key's shape, the same in every batch ([`KeyShape`]): found
+    /// once, from the members' batches `parts` of the first batches
+    /// assembled and, for a member without windows there, a batch of its
+    /// first window.
+    fn key_shapes(&self, parts: &[Option<crate::windows::WindowBatch>]) -> Result<Arc<Vec<KeyShape>>> {
+        let mut known = self.key_shapes.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(shapes) = known.as_ref() {
+            return Ok(Arc::clone(shapes));
         }
-        Ok(KeyParts { name, own, constants, made: Vec::new(), absent_padding: None })
+        let mut probes = Vec::with_capacity(self.members.len());
+        for (member, part) in self.members.iter().zip(parts) {
+            probes.push(match part {
+                None if member.loader.windows() > 0 => Some(
+                    member.loader.batch_queued(&[0]).map_err(|e| invalid(format!("dataset `{}`: {e}", member.name)))?,
+                ),
+                _ => None,
+            });
+        }
+        let batches: Vec<Option<&crate::windows::WindowBatch>> =
+            parts.iter().zip(&probes).map(|(part, probe)| part.as_ref().or(probe.as_ref())).collect();
+        let shapes = (self.config.streams.iter()).map(|name| self.key_shape(name, &batches)).collect::<Result<_>>()?;
+        let shapes = Arc::new(shapes);
+        *known = Some(Arc::clone(&shapes));
+        Ok(shapes)
+    }
+
+    /// Key `name`'s shape from every member's version of it in `batches`
+    /// (checked to agree: dtype, steps, every dimension but the last, mask
+    /// kind), its last dimension the widest.
+    fn key_shape(&self, name: &str, batches: &[Option<&crate::windows::WindowBatch>]) -> Result<KeyShape> {
+        // `(member, dtype, shape, mask kind)` of each member's stream.
+        let mut streams: Vec<(usize, DType, Vec<usize>, MaskKind)> = Vec::new();
+        let mut constants: Vec<(usize, &[f64])> = Vec::new();
+        for (m, (member, batch)) in self.members.iter().zip(batches).enumerate() {
+            let (Some(key), Some(batch)) = (member.key(name), batch) else { continue };
+            let stream = |own: &str| {
+                batch
+                    .stream(own)
+                    .ok_or_else(|| invalid(format!("dataset `{}`: its batch has no stream `{own}`", member.name)))
+            };
+            match key {
+                MemberKey::Stream(own) => {
+                    let s = stream(own)?;
+                    streams.push((m, s.data.dtype(), s.data.shape().to_vec(), s.mask_kind));
+                }
+                MemberKey::Concat(parts) => {
+                    let Some(first) = parts.first() else { continue };
+                    let s = stream(first)?;
+                    let mut total = 0;
+                    for own in parts {
+                        total += last_width(stream(own)?.data.shape());
+                    }
+                    let mut shape = s.data.shape().to_vec();
+                    if shape.len() > 2 {
+                        let last = shape.len() - 1;
+                        shape[last] = total;
+                    } else {
+                        shape.push(total);
+                    }
+                    streams.push((m, s.data.dtype(), shape, s.mask_kind));
+                }
+                MemberKey::Constant(values) => constants.push((m, values)),
+            }
+        }
+        let (dtype, shape, kind, like) = match streams.first() {
+            Some((_, dtype, shape, kind)) => {
+                (*dtype, shape.clone(), *kind, Some((*dtype, shape.len(), shape[1], *kind)))
+            }
+            None => {
+                // Only constants: f32 `[B, T, D]`, the steps and mask kind of
+                // the first such member's streams.
+                let Some(&(m, values)) = constants.first() else {
+                    return Err(invalid(format!("stream `{name}`: no dataset of the mixture with windows has it")));
+                };
+                let first = batches[m].and_then(|b| b.streams.first()).ok_or_else(|| {
+                    invalid(format!(
+                        "dataset `{}`: stream `{name}`: a constant needs another stream's steps",
+                        self.members[m].name
+                    ))
+                })?;
+                let steps = first.data.shape().get(1).copied().unwrap_or(0);
+                (DType::F32, vec![0, steps, values.len()], first.mask_kind, None)
+            }
+        };
+        if shape.len() < 2 {
+            return Err(invalid(format!("stream `{name}` has shape {shape:?}: [B, T, ...] expected")));
+        }
+        for (m, other_dtype, other, other_kind) in &streams[1.min(streams.len())..] {
+            if *other_dtype != dtype || *other_kind != kind || body(other) != body(&shape) {
+                let first = streams.first().map_or("", |(f, ..)| self.members[*f].name.as_str());
+                return Err(invalid(format!(
+                    "stream `{name}`: dataset `{}` gives {other_dtype} {:?} ({other_kind:?} masks), dataset `{first}` \
+                     {dtype} {:?} ({kind:?}): the same dtype, steps and shape but for the last dimension are needed",
+                    self.members[*m].name,
+                    &other[1..],
+                    &shape[1..],
+                )));
+            }
+        }
+        let widest = (streams.iter().map(|(_, _, shape, _)| last_width(shape)))
+            .chain(constants.iter().map(|(_, values)| values.len()))
+            .max()
+            .unwrap_or(1);
+        let steps = shape[1];
+        let vector = shape.len() > 2;
+        let inner: usize = if vector { shape[2..shape.len() - 1].iter().product() } else { 1 };
+        let mut body = shape[1..].to_vec();
+        if vector {
+            let last = body.len() - 1;
+            body[last] = widest;
+        }
+        Ok(KeyShape { dtype, kind, body, steps, inner, widest, like })
+    }
+
+    /// Key `name`'s parts in the members' batches `batches` ([`KeyParts`]):
+    /// constants made as `shape` says, and a padding mask of `padding_rows`
+    /// rows where a member lacks the key.
+    fn key_parts<'s>(
+        &'s self,
+        name: &'s str,
+        shape: &'s KeyShape,
+        batches: &[Option<crate::windows::WindowBatch>],
+        padding_rows: Option<usize>,
+    ) -> Result<KeyParts<'s>> {
+        let mut own = Vec::with_capacity(batches.len());
+        for (member, batch) in self.members.iter().zip(batches) {
+            own.push(match (member.key(name), batch) {
+                (Some(MemberKey::Stream(stream)), Some(batch)) => Some(member_stream(member, batch, stream)?),
+                (Some(MemberKey::Concat(streams)), Some(batch)) => {
+                    Some(concatenated(&self.device, member, batch, name, streams)?)
+                }
+                (Some(MemberKey::Constant(values)), Some(batch)) => {
+                    Some(constant_stream(&self.device, member, Some(batch), name, values, batch.len(), shape.like)?)
+                }
+                _ => None,
+            });
+        }
+        let absent_padding = match padding_rows {
+            Some(rows) if shape.kind == MaskKind::Pad => Some(Tensor::from_host_vec(
+                &Device::cpu(),
+                HostVec::Bool(vec![true; rows * shape.steps]),
+                &[rows, shape.steps],
+            )?),
+            _ => None,
+        };
+        Ok(KeyParts { name, shape, own, absent_padding })
+    }
+}
+
+impl MixtureMember {
+    /// Where its values of mixture key `name` come from.
+    fn key(&self, name: &str) -> Option<&MemberKey> {
+        self.keys.iter().find(|(mixed, _)| mixed == name).map(|(_, key)| key)
     }
 }
 
@@ -724,58 +864,38 @@ impl MixtureLoader {
 /// dtype, dimensions, steps and mask kind.
 type Like = (DType, usize, usize, MaskKind);
 
-/// Key `name` of batches assembled together: each member's part (its rows
-/// of every batch, one batch's after the other), the constants made for the
-/// batches (by member and what they are shaped like) and, where a dataset
-/// lacks the stream and its mask marks padding, a mask of `true` rows.
+/// A mixture key's shape, the same in every batch whichever datasets it
+/// draws: the dtype, mask kind and shape after the rows (`[T, ..., D]`,
+/// `D` the widest of every member's last dimension) of the members'
+/// versions, their steps, inner size (elements between a step and the last
+/// dimension) and widest last dimension, and what a constant is shaped
+/// like (the first member with a stream's; none where only constants give it).
+#[derive(Clone, Debug)]
+struct KeyShape {
+    dtype: DType,
+    kind: MaskKind,
+    body: Vec<usize>,
+    steps: usize,
+    inner: usize,
+    widest: usize,
+    like: Option<Like>,
+}
+
+/// Key `name` of batches assembled together: its shape, each member's
+/// part (its rows of every batch, one batch's after the other) and, where
+/// a dataset lacks the key and masks mark padding, rows of `true` (on the
+/// host; the copy puts a part of it where it goes).
 struct KeyParts<'s> {
     name: &'s str,
+    shape: &'s KeyShape,
     own: Vec<Option<PartStream>>,
-    constants: Vec<Option<&'s [f64]>>,
-    made: Vec<(usize, Option<Like>, PartStream)>,
     absent_padding: Option<Tensor>,
 }
 
-impl<'s> KeyParts<'s> {
-    /// What a batch of `groups` (its windows per member) gives a constant:
-    /// the first of its datasets with the stream.
-    fn like(&self, groups: &[Vec<usize>]) -> Option<Like> {
-        (self.own.iter().zip(groups))
-            .find(|(part, group)| part.is_some() && !group.is_empty())
-            .and_then(|(part, _)| part.as_ref().map(|p| (p.data.dtype(), p.shape().len(), p.shape()[1], p.kind)))
-    }
-
-    /// Makes the constants a batch of `groups` needs.
-    fn make_constants(
-        &mut self,
-        device: &Device,
-        members: &[MixtureMember],
-        batches: &[Option<crate::windows::WindowBatch>],
-        groups: &[Vec<usize>],
-    ) -> Result<()> {
-        let like = self.like(groups);
-        for (m, group) in groups.iter().enumerate() {
-            let Some(values) = self.constants[m] else { continue };
-            if group.is_empty() || self.made.iter().any(|(at, made, _)| *at == m && *made == like) {
-                continue;
-            }
-            let batch = batches[m].as_ref();
-            let rows = batch.map_or(0, |b| b.len());
-            let part = constant_stream(device, &members[m], batch, self.name, values, rows, like)?;
-            self.made.push((m, like, part));
-        }
-        Ok(())
-    }
-
-    /// Whether a member of a batch of `groups` lacks the stream.
-    fn lacks_some(&self, groups: &[Vec<usize>]) -> bool {
-        (self.own.iter().zip(&self.constants).zip(groups))
-            .any(|((part, constant), group)| part.is_none() && constant.is_none() && !group.is_empty())
-    }
-
+impl KeyParts<'_> {
     /// The key in one batch of `rows` rows: `groups` its windows per
-    /// member, `starts` where they start in each member's part. Its parts
-    /// are checked to agree, and the output's shape found.
+    /// member, `starts` where they start in each member's part. Each part
+    /// is checked against the key's shape.
     fn plan(
         &self,
         members: &[MixtureMember],
@@ -783,63 +903,45 @@ impl<'s> KeyParts<'s> {
         starts: &[usize],
         rows: usize,
     ) -> Result<MixPlan<'_>> {
-        let name = self.name;
-        let like = self.like(groups);
+        let (name, shape) = (self.name, self.shape);
         let mut found: Vec<Option<(&PartStream, usize)>> = Vec::with_capacity(groups.len());
-        for (m, group) in groups.iter().enumerate() {
-            let part = match (&self.own[m], self.constants[m]) {
-                _ if group.is_empty() => None,
-                (Some(part), _) => Some(part),
-                (None, Some(_)) => self.made.iter().find(|(at, made, _)| *at == m && *made == like).map(|(_, _, p)| p),
-                (None, None) => None,
-            };
-            found.push(part.map(|part| (part, starts[m])));
+        for ((part, group), &start) in self.own.iter().zip(groups).zip(starts) {
+            found.push(part.as_ref().filter(|_| !group.is_empty()).map(|part| (part, start)));
         }
-        let Some((first, _)) = found.iter().flatten().next() else {
-            return Err(invalid(format!(
-                "stream `{name}`: no dataset of this batch has it (a batch of only datasets without it)"
-            )));
-        };
-        let (dtype, kind, shape) = (first.data.dtype(), first.kind, first.shape().to_vec());
-        if shape.len() < 2 {
-            return Err(invalid(format!("stream `{name}` has shape {shape:?}: [B, T, ...] expected")));
-        }
-        let widest = found.iter().flatten().map(|(part, _)| part.width()).max().unwrap_or(1);
+        let mut expected = vec![0];
+        expected.extend(&shape.body);
         for ((member, entry), group) in members.iter().zip(&found).zip(groups) {
             let Some((part, _)) = entry else { continue };
-            if part.data.dtype() != dtype || part.kind != kind || body(part.shape()) != body(&shape) {
+            if part.data.dtype() != shape.dtype || part.kind != shape.kind || body(part.shape()) != body(&expected) {
                 return Err(invalid(format!(
-                    "stream `{name}`: dataset `{}` gives {} {:?} ({:?} masks), another {dtype} \
-                     {:?} ({kind:?}): the same dtype, steps and shape but for the last dimension are needed",
+                    "stream `{name}`: dataset `{}` gives {} {:?} ({:?} masks), another {} {:?} ({:?}): the same \
+                     dtype, steps and shape but for the last dimension are needed",
                     member.name,
                     part.data.dtype(),
                     batch_shape(part.shape(), group.len()),
                     part.kind,
-                    batch_shape(&shape, rows),
+                    shape.dtype,
+                    batch_shape(&expected, rows),
+                    shape.kind,
                 )));
             }
         }
-        let steps = shape[1];
-        let vector = shape.len() > 2;
-        let inner: usize = if vector { shape[2..shape.len() - 1].iter().product() } else { 1 };
-        let mut out_shape = vec![rows];
-        out_shape.extend(&shape[1..]);
-        if vector {
-            let last = out_shape.len() - 1;
-            out_shape[last] = widest;
-        }
-        let padding = self.absent_padding.as_ref().filter(|_| kind == MaskKind::Pad);
+        let padding = self.absent_padding.as_ref();
         let groups = groups.iter().map(Vec::len).collect();
-        Ok(MixPlan { name, found, groups, padding, dtype, kind, rows, steps, inner, widest, out_shape })
+        Ok(MixPlan {
+            name,
+            found,
+            groups,
+            padding,
+            dtype: shape.dtype,
+            kind: shape.kind,
+            rows,
+            steps: shape.steps,
+            inner: shape.inner,
+            widest: shape.widest,
+            out_shape: batch_shape(&expected, rows),
+        })
     }
-}
-
-/// Key `key`'s padding mask for a dataset that lacks the stream: `rows`
-/// windows of `true` at every step (on the host; the copy puts it where it
-/// goes, a part of it per batch).
-fn absent_padding(rows: usize, key: &KeyParts<'_>) -> Result<Tensor> {
-    let steps = (key.own.iter().flatten().chain(key.made.iter().map(|(_, _, p)| p))).next().map_or(0, |p| p.shape()[1]);
-    Tensor::from_host_vec(&Device::cpu(), HostVec::Bool(vec![true; rows * steps]), &[rows, steps])
 }
 
 /// `shape` with `rows` rows.
