@@ -338,7 +338,8 @@ class Loader(_Resumable):
     (``windows`` or ``delta_timestamps``, ``frame_size``, ...). The other
     keywords are the mixture's (``batch_size``, ``convention``,
     ``epoch_windows``, ``until_exhausted``, ``seed``, ``drop_last``,
-    ``prefetch``, ``streams``) or shared by every member's loader
+    ``prefetch``, ``mixture_workers``, ``batches_together``, ``streams``)
+    or shared by every member's loader
     (``device``, ``rank``, ``world_size``, ``shard_by``, ...)::
 
         loader = robocache.Loader([

@@ -127,7 +127,8 @@ class MixtureLoader(_Resumable):
     throughout, for a key the dataset lacks (``{"mode": {"constant": [1.0]}}``;
     in the dtype the other datasets give the key). A batch is a dict: per
     mixture stream ``name`` its data ``[B, T, ..., D]`` (``D`` the widest of
-    the datasets' last dimensions, zeros beyond a dataset's own),
+    the datasets' last dimensions, zeros beyond a dataset's own; the same
+    shape in every batch, whichever datasets it draws),
     ``name_is_pad`` ``[B, T]`` and ``name_dim_is_pad`` ``[B, D]`` (true on
     the padded dimensions; a stream a dataset lacks is zeros and padding
     everywhere), then ``dataset_index`` and ``window_index`` ``[B]``. Rows

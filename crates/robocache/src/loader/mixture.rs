@@ -10,7 +10,8 @@
 //!
 //! - every stream's last dimension padded with zeros to the widest of the
 //!   datasets that have it, and a `dim_is_pad` mask `[B, D]` (true on the
-//!   padding: LeRobot's and GR00T's `action_dim_is_pad`);
+//!   padding: LeRobot's and GR00T's `action_dim_is_pad`): a stream's shape
+//!   is the same in every batch, whichever datasets the batch draws;
 //! - a stream a dataset lacks (a missing camera) zeros, its step mask
 //!   saying padding everywhere and its `dim_is_pad` true;
 //! - a dataset's key ([`MemberKey`]) one of its streams, several of them
@@ -22,14 +23,25 @@
 //!
 //! Every dataset's version of a stream must have the same dtype, steps
 //! and shape but for the last dimension (frames: resize them to one size
-//! with the loaders' `frames`), and the same mask kind. The member batches
-//! of a mixture batch are assembled in turn, then padded where they are:
-//! every part's rows and masks, of every key, copied into the zeroed
-//! outputs by one `copy_row_blocks` launch on a GPU (a table of the blocks
-//! of rows; plain copies one after the other on the CPU), with no round
-//! trip through the host (a concatenated key combines its masks on the
-//! host). [`MixtureLoader::epoch`]'s workers assemble batches
-//! side by side, ahead of the consumer.
+//! with the loaders' `frames`), and the same mask kind; the shapes are
+//! found, and checked, with the first batches assembled.
+//!
+//! [`MixtureLoader::epoch`]'s workers assemble runs of
+//! [`MixtureConfig::batches_together`] batches side by side, ahead of the
+//! consumer ([`MixtureLoader::batches_together`]): each dataset's loader is
+//! asked once for its windows of the whole run, then every part's rows and
+//! masks, of every key and batch, are copied into the zeroed outputs by one
+//! `copy_row_blocks` launch on a GPU (a table of the blocks of rows; plain
+//! copies one after the other on the CPU), with no round trip through the
+//! host (a concatenated key combines its masks on the host). A batch is the
+//! same however many are assembled with it.
+//!
+//! ```
+//! use robocache::loader::mixture::MemberKey;
+//! // A dataset's `state` made of two of its streams side by side.
+//! let key = MemberKey::Concat(vec!["obs/joint_pos".into(), "obs/gripper".into()]);
+//! assert_eq!(key.streams().len(), 2);
+//! ```
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
