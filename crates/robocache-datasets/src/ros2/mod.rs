@@ -57,7 +57,7 @@ mod video_frames;
 
 use std::any::Any;
 use std::collections::{HashMap, VecDeque};
-use std::ops::Range;
+use std::ops::{ControlFlow, Range};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -207,40 +207,50 @@ fn bag_error(file: &Path, topic: Option<&str>, message: Option<usize>, problem: 
 
 const STOP: &str = "\u{0}stop";
 
+/// Reads the messages of `topics` in the file's order, each given to
+/// `visit` until it says stop (`ControlFlow::Break`) or fails (its error
+/// returned as it is); a failure of the bag's own reading is an error
+/// naming the file and `topic`.
+fn read_until(
+    file: &Path,
+    bag: &dyn BagFile,
+    topics: &[usize],
+    topic: Option<&str>,
+    visit: &mut dyn FnMut(RawMessage<'_>) -> Result<ControlFlow<()>>,
+) -> Result<()> {
+    let mut failed = None;
+    let read = bag.read(topics, &mut |message: RawMessage<'_>| match visit(message) {
+        Ok(ControlFlow::Continue(())) => Ok(()),
+        Ok(ControlFlow::Break(())) => Err(STOP.into()),
+        Err(error) => {
+            failed = Some(error);
+            Err(STOP.into())
+        }
+    });
+    match (failed, read) {
+        (Some(error), _) => Err(error),
+        (None, Err(problem)) if problem != STOP => Err(bag_error(file, topic, None, problem)),
+        _ => Ok(()),
+    }
+}
+
 /// The first message of each topic in `wanted`, decoded; of a
 /// `CompressedVideo` topic, its first key frame (the frames before it
 /// cannot be decoded: the reader leaves them out).
 fn first_messages(file: &Path, bag: &dyn BagFile, wanted: &[usize]) -> Result<Vec<(usize, cdr::Value<'static>)>> {
     let mut found: HashMap<usize, cdr::Value<'static>> = HashMap::new();
-    let mut failed = None;
-    let read = bag.read(wanted, &mut |message: RawMessage<'_>| {
+    read_until(file, bag, wanted, None, &mut |message: RawMessage<'_>| {
         if found.contains_key(&message.topic) {
-            return Ok(());
+            return Ok(ControlFlow::Continue(()));
         }
         let topic = &bag.topics()[message.topic];
-        let Ok(schema) = &topic.schema else { return Ok(()) };
-        match cdr::decode(schema, message.data) {
-            Ok(value) if extract::video_key_frame(&topic.type_name, schema, &value) == Some(false) => {}
-            Ok(value) => {
-                found.insert(message.topic, value.into_owned());
-            }
-            Err(problem) => {
-                failed = Some(bag_error(file, Some(&topic.name), Some(0), problem));
-                return Err(STOP.into());
-            }
+        let Ok(schema) = &topic.schema else { return Ok(ControlFlow::Continue(())) };
+        let value = cdr::decode(schema, message.data).map_err(|p| bag_error(file, Some(&topic.name), Some(0), p))?;
+        if extract::video_key_frame(&topic.type_name, schema, &value) != Some(false) {
+            found.insert(message.topic, value.into_owned());
         }
-        if found.len() == wanted.len() {
-            return Err(STOP.into());
-        }
-        Ok(())
-    });
-    if let Some(error) = failed {
-        return Err(error);
-    }
-    match read {
-        Err(problem) if problem != STOP => return Err(bag_error(file, None, None, problem)),
-        _ => {}
-    }
+        Ok(if found.len() == wanted.len() { ControlFlow::Break(()) } else { ControlFlow::Continue(()) })
+    })?;
     let mut out: Vec<(usize, cdr::Value<'static>)> = found.into_iter().collect();
     out.sort_by_key(|(t, _)| *t);
     Ok(out)
@@ -417,14 +427,13 @@ fn marker_ranges(
     let field = split.field.as_deref().unwrap_or("data");
     // Each marker's log time and whether it starts (true) or stops (false) one.
     let mut marks: Vec<(u64, bool)> = Vec::new();
-    let mut failure = None;
     let mut index = 0usize;
-    let read = bag.read(&[topic], &mut |m: RawMessage<'_>| {
+    read_until(file, bag, &[topic], Some(markers), &mut |m: RawMessage<'_>| {
         let at = index;
         index += 1;
         let Some(start) = &split.start else {
             marks.push((m.log_ns, true));
-            return Ok(());
+            return Ok(ControlFlow::Continue(()));
         };
         let value = info.schema.as_ref().map_err(Clone::clone).and_then(|schema| {
             let message = cdr::decode(schema, m.data)?;
@@ -432,23 +441,13 @@ fn marker_ranges(
                 message.get(schema, field).ok_or_else(|| format!("no field `{field}` in the marker message"))?;
             Ok(value.clone())
         });
-        match value {
-            Ok(value) if marker_is(&value, start) => marks.push((m.log_ns, true)),
-            Ok(value) if split.stop.as_ref().is_some_and(|stop| marker_is(&value, stop)) => {
-                marks.push((m.log_ns, false))
-            }
-            Ok(_) => {}
-            Err(problem) => {
-                failure = Some(bag_error(file, Some(markers), Some(at), problem));
-                return Err(STOP.into());
-            }
+        match value.map_err(|problem| bag_error(file, Some(markers), Some(at), problem))? {
+            value if marker_is(&value, start) => marks.push((m.log_ns, true)),
+            value if split.stop.as_ref().is_some_and(|stop| marker_is(&value, stop)) => marks.push((m.log_ns, false)),
+            _ => {}
         }
-        Ok(())
-    });
-    if let Some(error) = failure {
-        return Err(error);
-    }
-    read.map_err(|p| bag_error(file, Some(markers), None, p))?;
+        Ok(ControlFlow::Continue(()))
+    })?;
     marks.sort_by_key(|&(t, _)| t);
     let mut ranges = Vec::new();
     let mut open: Option<u64> = None;
@@ -516,41 +515,26 @@ fn leading_video_frames(
     // (range, plan) pairs whose first key frame is found.
     let mut keyed = vec![vec![false; plans.len()]; ranges.len()];
     let mut open = ranges.len() * video.len();
-    let mut failed = None;
-    let read = bag.read(&wanted, &mut |message: RawMessage<'_>| {
-        let Some(r) = ranges.iter().position(|&(a, b)| (a..=b).contains(&message.log_ns)) else { return Ok(()) };
+    read_until(file, bag, &wanted, None, &mut |message: RawMessage<'_>| {
+        let Some(r) = ranges.iter().position(|&(a, b)| (a..=b).contains(&message.log_ns)) else {
+            return Ok(ControlFlow::Continue(()));
+        };
         let topic = &bag.topics()[message.topic];
-        let Ok(schema) = &topic.schema else { return Ok(()) };
+        let Ok(schema) = &topic.schema else { return Ok(ControlFlow::Continue(())) };
         for &(p, _) in video.iter().filter(|&&(_, t)| t == message.topic) {
             if keyed[r][p] {
                 continue;
             }
-            let key = match cdr::decode(schema, message.data) {
-                Ok(value) => extract::video_key_frame(&topic.type_name, schema, &value).unwrap_or(true),
-                Err(problem) => {
-                    failed = Some(bag_error(file, Some(&topic.name), None, problem));
-                    return Err(STOP.into());
-                }
-            };
-            if key {
+            let value = cdr::decode(schema, message.data).map_err(|p| bag_error(file, Some(&topic.name), None, p))?;
+            if extract::video_key_frame(&topic.type_name, schema, &value).unwrap_or(true) {
                 keyed[r][p] = true;
                 open -= 1;
             } else {
                 leading[r][p] += 1;
             }
         }
-        if open == 0 {
-            return Err(STOP.into());
-        }
-        Ok(())
-    });
-    if let Some(error) = failed {
-        return Err(error);
-    }
-    match read {
-        Err(problem) if problem != STOP => return Err(bag_error(file, None, None, problem)),
-        _ => {}
-    }
+        Ok(if open == 0 { ControlFlow::Break(()) } else { ControlFlow::Continue(()) })
+    })?;
     for (r, skips) in leading.iter().enumerate() {
         for &(p, _) in &video {
             if skips[p] > 0 {
