@@ -441,7 +441,8 @@ def robocache_mixture_feed(args, device, workers, cache_bytes):
         {"dataset": rlds, "name": "rlds", "weight": weights[1], "delta_timestamps": rlds_deltas,
          "keys": {"front": "observation/image", "state": "observation/state", "action": "action"}},
     ], batch_size=args.batch, device=device, return_uint8=True, frame_size=(args.lerobot_image, args.lerobot_image),
-        until_exhausted="lerobot", drop_last=True, mixture_workers=workers, prefetch=2 * workers, workers=workers)
+        until_exhausted="lerobot", drop_last=True, mixture_workers=workers, prefetch=2 * workers, workers=workers,
+        **({} if args.mixture_batches_together is None else {"batches_together": args.mixture_batches_together}))
     batches, fill_s = epochs_after_fill(loader, cache_bytes, lambda batch: {
         "images": [batch["front"], batch["wrist"]], "low_dim": batch["state"], "actions": batch["action"]})
     return batches, loader, fill_s
@@ -605,6 +606,8 @@ def main():
                         help="the frame cache of robocache-lerobot-cache and robocache-lerobot-gpucache")
     parser.add_argument("--rlds", help="an RLDS directory (robocache bench write-rlds) for the mixture feeds")
     parser.add_argument("--mixture-weights", default="1:1", help="LeRobot:RLDS sample weights of the mixture feeds")
+    parser.add_argument("--mixture-batches-together", type=int,
+                        help="the mixture feeds' batches_together (default: the library's)")
     parser.add_argument("--robomimic-cache", default="low_dim", choices=["low_dim", "all"])
     parser.add_argument("--robocache-workers", type=int, default=4)
     parser.add_argument("--ddp", action="store_true", help="under torchrun: DDP, sharded loaders, exactly-once check")

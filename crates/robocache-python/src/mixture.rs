@@ -161,7 +161,7 @@ impl PyMixtureLoader {
         drop_last: bool,
         workers: usize,
         prefetch: usize,
-        batches_together: usize,
+        batches_together: Option<usize>,
     ) -> PyResult<Self> {
         if names.len() != loaders.len() || weights.len() != loaders.len() || keys.len() != loaders.len() {
             return Err(invalid(format!(

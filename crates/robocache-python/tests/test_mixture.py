@@ -226,6 +226,13 @@ def test_batches_assembled_together_equal_batches_assembled_alone(robomimic_file
 
     alone = arrays(mixture(1, 1))
     assert len(alone) == 8
+    chosen = mixture(None, 2)
+    assert chosen.telemetry()["batches_per_run"] == 1, "one a run before any batch is timed"
+    got = arrays(chosen)
+    assert chosen.telemetry()["batches_per_run"] in (1, 4)
+    for a, b in zip(got, alone):
+        for key in b:
+            assert np.array_equal(a[key], b[key]), key
     # Every batch has every key at the mixture's shape, whichever datasets it draws.
     assert {tuple(b["state"].shape[1:]) for b in alone} == {(4, 15)}, "RLDS state 8 ++ joints 7"
     assert {tuple(b["mode"].shape[1:]) for b in alone} == {(4, 2)}

@@ -1237,7 +1237,7 @@ fn mixture_batches_match_cpu(device: &Device) {
             .unwrap();
         datasets.push(Arc::new(Dataset::open(&path).unwrap()));
     }
-    let mixture_on = |device: &Device, batches_together: usize| {
+    let mixture_on = |device: &Device, batches_together: Option<usize>| {
         let windows = WindowSpec::Steps(StepWindowSpec { seq_length: 5, ..Default::default() });
         let loader = |dataset: &Arc<Dataset>, streams: &[&str]| {
             let config = LoaderConfig { masks: MaskKind::Pad, ..LoaderConfig::new(streams, windows.clone(), 8) };
@@ -1276,7 +1276,7 @@ fn mixture_batches_match_cpu(device: &Device) {
         };
         Arc::new(MixtureLoader::new(device, vec![arm, other], config).unwrap())
     };
-    let (ours, reference) = (mixture_on(device, 3), mixture_on(&Device::Cpu, 1));
+    let (ours, reference) = (mixture_on(device, Some(3)), mixture_on(&Device::Cpu, Some(1)));
     assert_eq!(ours.batches_per_epoch(), 4, "three batches of 16 and one of 8");
     let same = |got: &robocache::loader::mixture::MixtureBatch, index: usize, how: &str| {
         let want = reference.batch_of_epoch(0, index).unwrap();

@@ -74,10 +74,11 @@ fn a_mixture_batch_is_each_datasets_own_batch_padded_and_concatenated() {
         drop_last: false,
         workers: 3,
         prefetch: 4,
-        batches_together: 3,
+        batches_together: Some(3),
     };
     let mixture = Arc::new(MixtureLoader::new(&Device::Cpu, members, config).unwrap());
     assert_eq!(mixture.batches_per_epoch(), 4);
+    assert_eq!(mixture.run_length(), 3, "runs as set");
     let batches = mixture.epoch_batches(0);
     assert_eq!(batches.iter().map(Vec::len).sum::<usize>(), 64);
     for (index, positions) in batches.iter().enumerate() {
@@ -191,7 +192,7 @@ fn mixtures_that_cannot_be_batched_are_clear_errors() {
         drop_last: false,
         workers: 1,
         prefetch: 1,
-        batches_together: 1,
+        batches_together: Some(1),
     };
     let err = MixtureLoader::new(
         &Device::Cpu,
@@ -262,10 +263,13 @@ fn keys_concatenate_streams_and_fill_constants() {
         drop_last: false,
         workers: 1,
         prefetch: 2,
-        batches_together: 1,
+        batches_together: Some(1),
     };
-    let mixture = MixtureLoader::new(&Device::Cpu, vec![arm, other], config).unwrap();
+    let mixture =
+        MixtureLoader::new(&Device::Cpu, vec![arm, other], MixtureConfig { batches_together: None, ..config }).unwrap();
+    assert_eq!(mixture.run_length(), 1, "chosen: one batch a run before any batch is timed");
     let batch = mixture.batch_of_epoch(0, 0).unwrap();
+    assert!([1, robocache::loader::mixture::AUTO_RUN_BATCHES].contains(&mixture.run_length()));
     let rows = batch.datasets.len();
     let state = batch.stream("state").unwrap();
     let mode = batch.stream("mode").unwrap();
@@ -363,6 +367,6 @@ fn mixture_config() -> MixtureConfig {
         drop_last: false,
         workers: 1,
         prefetch: 1,
-        batches_together: 1,
+        batches_together: Some(1),
     }
 }

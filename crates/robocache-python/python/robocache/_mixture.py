@@ -138,11 +138,14 @@ class MixtureLoader(_Resumable):
 
     Weights, epochs and ranks are those of :class:`MixtureSampler`; the rank
     is the member loaders' (they must agree). ``workers`` threads assemble
-    batches ahead (``prefetch`` waiting, at least ``batches_together`` per
-    worker), each ``batches_together`` batches at a time: every member
-    loader is asked once for its windows of all of them, which shares each
-    call's fixed cost (on a GPU its driver calls) among them. The batches
-    are the same whatever ``workers`` and ``batches_together`` are. ``set_epoch``, ``state_dict`` and ``load_state_dict`` resume
+    batches ahead (``prefetch`` waiting), in runs of ``batches_together``
+    batches: every member loader is asked once for its windows of a whole
+    run, which shares each call's fixed cost (on a GPU, its driver calls)
+    among its batches. ``None`` (the default) chooses each epoch: runs of 4
+    while batches take under 5 ms each to assemble (low-dimensional
+    streams), of 1 where they take longer (video decoding, which a run
+    would only delay) or before the first. The batches are the same
+    whatever ``workers`` and ``batches_together`` are. ``set_epoch``, ``state_dict`` and ``load_state_dict`` resume
     exactly mid-epoch.
     """
 
@@ -151,8 +154,8 @@ class MixtureLoader(_Resumable):
     def __init__(self, members, *, streams: Optional[Sequence[str]] = None, batch_size: int = 64,
                  convention: str = "sample", epoch_windows: Optional[int] = None,
                  until_exhausted: Union[int, str, None] = None, seed: int = 0, drop_last: bool = False,
-                 workers: int = 4, prefetch: int = 8, batches_together: int = 4):
-        if int(batches_together) < 1:
+                 workers: int = 4, prefetch: int = 8, batches_together: Optional[int] = None):
+        if batches_together is not None and int(batches_together) < 1:
             raise InvalidInputError(f"batches_together must be at least 1, not {batches_together}")
         loaders, weights, keys, names = [], [], [], []
         for i, member in enumerate(members):
@@ -182,7 +185,7 @@ class MixtureLoader(_Resumable):
         self._native = _NativeMixtureLoader(
             [loader._native for loader in loaders], names, weights, keys, self.streams, int(batch_size), convention,
             epoch_windows, until_exhausted, int(seed), self.rank, self.world_size, bool(drop_last), int(workers),
-            int(prefetch), int(batches_together))
+            int(prefetch), None if batches_together is None else int(batches_together))
         self._keys = [key for name in self.streams for key in (name, f"{name}_is_pad", f"{name}_dim_is_pad")]
         self._keys += ["dataset_index", "window_index"]
         self._epoch = 0
@@ -193,7 +196,7 @@ class MixtureLoader(_Resumable):
     def of_datasets(cls, members, streams: Optional[Sequence[str]] = None, *, batch_size: int,
                     convention: str = "sample", epoch_windows: Optional[int] = None,
                     until_exhausted: Union[int, str, None] = None, seed: int = 0, drop_last: bool = False,
-                    prefetch: int = 8, mixture_workers: int = 4, batches_together: int = 4,
+                    prefetch: int = 8, mixture_workers: int = 4, batches_together: Optional[int] = None,
                     **loader_options) -> "MixtureLoader":
         """The mixture ``robocache.Loader([member, ...])`` makes: a loader per
         member dict (``dataset``, ``weight``, ``keys``, ``name`` and its own
@@ -286,7 +289,8 @@ class MixtureLoader(_Resumable):
         """Per dataset (``members``): windows delivered, ``share`` against
         ``weight_share``, ``seconds`` its parts took (what the batches waited
         for it) and ``slowest_in`` (batches where its part took longest):
-        which dataset starves the mixture."""
+        which dataset starves the mixture; ``batches_per_run``: the batches
+        a worker assembles together in the next epoch."""
         return json.loads(self._native.telemetry_json())
 
     def __iter__(self) -> Iterator[Dict[str, Any]]:

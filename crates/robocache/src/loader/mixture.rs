@@ -125,16 +125,30 @@ pub struct MixtureConfig {
     pub drop_last: bool,
     /// Threads assembling batches ahead of the consumer ([`MixtureLoader::epoch`]).
     pub workers: usize,
-    /// Batches assembled ahead, all workers together (at least
-    /// `batches_together` per worker).
+    /// Batches assembled ahead, all workers together (at least a run of
+    /// batches assembled together per worker).
     pub prefetch: usize,
     /// Batches a worker assembles together
     /// ([`MixtureLoader::batches_together`]): each dataset's loader asked
-    /// once for its windows of all of them. More shares each call's fixed
-    /// cost (on a GPU, its driver calls) among more batches; the batches
-    /// are the same whatever it is. At least 1.
-    pub batches_together: usize,
+    /// once for its windows of all of them, which shares each call's fixed
+    /// cost (on a GPU, its driver calls) among them. `Some(n)`: runs of
+    /// `n` (at least 1). `None`: chosen each epoch from the last batches'
+    /// cost ([`MixtureLoader::run_length`]). The batches are the same
+    /// whatever it is.
+    pub batches_together: Option<usize>,
 }
+
+/// Batches in a run where [`MixtureConfig::batches_together`] is `None`
+/// and batches are light.
+pub const AUTO_RUN_BATCHES: usize = 4;
+
+/// The assembly time per batch under which a batch counts as light: bound
+/// by the fixed cost of its calls, which a run shares (a batch of
+/// low-dimensional streams takes about 0.2 to 2 ms on a GPU host). A batch
+/// that decodes video takes tens of milliseconds or more: bound by its own
+/// work, which a run would only delay (its first batch waits for the
+/// whole run).
+pub const LIGHT_BATCH_SECONDS: f64 = 0.005;
 
 /// One stream of a mixture batch.
 #[derive(Clone, Debug)]
@@ -248,6 +262,8 @@ pub struct MemberReport {
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct MixtureReport {
     pub batches: u64,
+    /// Batches per run of the next epoch ([`MixtureLoader::run_length`]).
+    pub batches_per_run: usize,
     /// Seconds batches took to assemble, in all.
     pub seconds: f64,
     pub members: Vec<MemberReport>,
@@ -266,6 +282,9 @@ pub struct MixtureLoader {
     last_epoch: Mutex<Option<(u64, Arc<EpochPositions>)>>,
     /// Every key's shape, found with the first batches ([`KeyShape`]).
     key_shapes: Mutex<Option<Arc<Vec<KeyShape>>>>,
+    /// Seconds a batch took to assemble, a moving average over the last
+    /// runs (none yet: `None`).
+    batch_seconds: Mutex<Option<f64>>,
 }
 
 /// The `(member, window)` positions of each batch of an epoch.
@@ -278,7 +297,7 @@ impl MixtureLoader {
         if config.batch_size == 0 {
             return Err(invalid("batch_size must be at least 1".into()));
         }
-        if config.batches_together == 0 {
+        if config.batches_together == Some(0) {
             return Err(invalid("batches_together must be at least 1".into()));
         }
         for member in &members {
@@ -340,6 +359,7 @@ impl MixtureLoader {
             telemetry: Mutex::new(telemetry),
             last_epoch: Mutex::new(None),
             key_shapes: Mutex::new(None),
+            batch_seconds: Mutex::new(None),
         })
     }
 
@@ -421,6 +441,7 @@ impl MixtureLoader {
     /// the time the batches spent on (and waiting for) its parts.
     pub fn telemetry(&self) -> MixtureReport {
         let mut report = self.telemetry.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        report.batches_per_run = self.run_length();
         let total: u64 = report.members.iter().map(|m| m.windows).sum();
         for member in &mut report.members {
             member.share = if total == 0 { 0.0 } else { member.windows as f64 / total as f64 };
@@ -484,6 +505,20 @@ impl MixtureLoader {
         batches
     }
 
+    /// Batches per run in the next epoch: [`MixtureConfig::batches_together`]
+    /// where it is set; else [`AUTO_RUN_BATCHES`] where the batches so far
+    /// took under [`LIGHT_BATCH_SECONDS`] each to assemble, and 1 where they
+    /// took longer or none is assembled yet.
+    pub fn run_length(&self) -> usize {
+        if let Some(fixed) = self.config.batches_together {
+            return fixed.max(1);
+        }
+        match *self.batch_seconds.lock().unwrap_or_else(|p| p.into_inner()) {
+            Some(seconds) if seconds < LIGHT_BATCH_SECONDS => AUTO_RUN_BATCHES,
+            _ => 1,
+        }
+    }
+
     /// The batches of epoch `epoch` from batch `first_batch` on, in order,
     /// assembled by [`MixtureConfig::workers`] threads ahead of the
     /// consumer: runs of [`MixtureConfig::batches_together`] batches, run
@@ -493,7 +528,7 @@ impl MixtureLoader {
     pub fn epoch(self: &Arc<Self>, epoch: u64, first_batch: usize) -> MixtureEpoch {
         let batches = self.shared_batches(epoch);
         let total = batches.len();
-        let together = self.config.batches_together.max(1);
+        let together = self.run_length();
         let runs = total.saturating_sub(first_batch).div_ceil(together);
         let workers = self.config.workers.clamp(1, runs.max(1));
         let capacity = self.config.prefetch.max(1).div_ceil(workers).max(together);
@@ -558,6 +593,7 @@ impl MixtureLoader {
     /// there in one upload. What a batch costs the driver is then shared by
     /// the batches assembled together ([`MixtureConfig::batches_together`]).
     pub fn batches_together(&self, lists: &[&[(usize, usize)]]) -> Result<Vec<MixtureBatch>> {
+        let assembling = Instant::now();
         let members = self.members.len();
         // `groups[k][m]`: batch k's windows of dataset m, in the order drawn.
         let mut groups: Vec<Vec<Vec<usize>>> = Vec::with_capacity(lists.len());
@@ -679,6 +715,11 @@ impl MixtureLoader {
         // Ready when its members' batches would be: one wait for them all.
         if self.members.iter().any(|m| m.loader.waits_until_ready()) {
             self.device.synchronize()?;
+        }
+        if !batches.is_empty() {
+            let each = assembling.elapsed().as_secs_f64() / batches.len() as f64;
+            let mut average = self.batch_seconds.lock().unwrap_or_else(|p| p.into_inner());
+            *average = Some(average.map_or(each, |before| 0.75 * before + 0.25 * each));
         }
         Ok(batches)
     }
