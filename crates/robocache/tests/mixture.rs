@@ -173,6 +173,24 @@ fn a_mixture_batch_is_each_datasets_own_batch_padded_and_concatenated() {
     assert_eq!(piped, direct);
     let resumed: Vec<_> = mixture.epoch(1, 2).map(|b| values(&b.unwrap())).collect();
     assert_eq!(resumed, direct[2..]);
+    // An epoch handed over starts the next one ahead: the same batches.
+    let next: Vec<_> = (0..4).map(|i| values(&mixture.batch_of_epoch(2, i).unwrap())).collect();
+    let piped: Vec<_> = mixture.epoch(2, 0).map(|b| values(&b.unwrap())).collect();
+    assert_eq!(piped, next);
+    let after: Vec<_> = mixture.epoch(3, 0).map(|b| values(&b.unwrap())).collect();
+    assert_eq!(after, (0..4).map(|i| values(&mixture.batch_of_epoch(3, i).unwrap())).collect::<Vec<_>>());
+    // The epoch started ahead (4) does not keep the mixture alive.
+    // (A worker holds it while it assembles a run: give it time to finish.)
+    let weak = Arc::downgrade(&mixture);
+    drop(mixture);
+    let freed = (0..500).any(|_| {
+        let gone = weak.upgrade().is_none();
+        if !gone {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        gone
+    });
+    assert!(freed, "the mixture is freed with its epoch started ahead");
 }
 
 #[test]

@@ -191,6 +191,13 @@ pub struct MixtureEpoch {
     next: usize,
     left: usize,
     failed: Option<Error>,
+    /// Its number (the sampler's seed).
+    number: u64,
+    /// The mixture, kept alive while the epoch is handed over; none while
+    /// it waits in the mixture, started ahead (its workers hold the mixture
+    /// only while they assemble, so a mixture dropped drops it).
+    mixture: Option<Arc<MixtureLoader>>,
+    started_next: bool,
 }
 
 impl Iterator for MixtureEpoch {
@@ -207,7 +214,18 @@ impl Iterator for MixtureEpoch {
         let queue = &self.queues[(self.next / self.together) % self.queues.len()];
         self.next += 1;
         self.left -= 1;
-        Some(queue.recv().unwrap_or_else(|_| Err(invalid("a mixture's worker thread stopped".into()))))
+        let batch = queue.recv().unwrap_or_else(|_| Err(invalid("a mixture's worker thread stopped".into())));
+        if !self.started_next && self.left <= self.queues.len() * self.together {
+            // Every worker is on its last run of this epoch or done: the
+            // next epoch's first batches are assembled while the consumer
+            // finishes this one.
+            self.started_next = true;
+            if let Some(mixture) = &self.mixture {
+                let next = mixture.start_epoch(self.number + 1, 0);
+                *mixture.ahead.lock().unwrap_or_else(|p| p.into_inner()) = Some(next);
+            }
+        }
+        Some(batch)
     }
 }
 
@@ -285,6 +303,9 @@ pub struct MixtureLoader {
     /// Seconds a batch took to assemble, a moving average over the last
     /// runs (none yet: `None`).
     batch_seconds: Mutex<Option<f64>>,
+    /// The next epoch, started while the one before it handed over its
+    /// last runs.
+    ahead: Mutex<Option<MixtureEpoch>>,
 }
 
 /// The `(member, window)` positions of each batch of an epoch.
@@ -360,6 +381,7 @@ impl MixtureLoader {
             last_epoch: Mutex::new(None),
             key_shapes: Mutex::new(None),
             batch_seconds: Mutex::new(None),
+            ahead: Mutex::new(None),
         })
     }
 
@@ -521,11 +543,29 @@ impl MixtureLoader {
 
     /// The batches of epoch `epoch` from batch `first_batch` on, in order,
     /// assembled by [`MixtureConfig::workers`] threads ahead of the
-    /// consumer: runs of [`MixtureConfig::batches_together`] batches, run
-    /// `i` by worker `i mod workers` ([`MixtureLoader::batches_together`];
-    /// where that fails, each batch of the run alone, so that an error
-    /// names the batch it is in).
+    /// consumer: runs of [`MixtureLoader::run_length`] batches, run `i` by
+    /// worker `i mod workers` ([`MixtureLoader::batches_together`]; where
+    /// that fails, each batch of the run alone, so that an error names the
+    /// batch it is in).
+    ///
+    /// When an epoch has no more than a run per worker left to hand over,
+    /// it starts epoch `epoch + 1` in the background, so that the next
+    /// epoch's first batches are assembled while the training loop finishes
+    /// this one. Asking for that epoch next (from its first batch) takes
+    /// it; asking for any other drops it (its workers stop). The batches are
+    /// the same either way.
     pub fn epoch(self: &Arc<Self>, epoch: u64, first_batch: usize) -> MixtureEpoch {
+        let ahead = self.ahead.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let mut started = match ahead {
+            Some(started) if started.number == epoch && first_batch == 0 => started,
+            _ => self.start_epoch(epoch, first_batch),
+        };
+        started.mixture = Some(Arc::clone(self));
+        started
+    }
+
+    /// The epoch's workers started (see [`MixtureLoader::epoch`]).
+    fn start_epoch(self: &Arc<Self>, epoch: u64, first_batch: usize) -> MixtureEpoch {
         let batches = self.shared_batches(epoch);
         let total = batches.len();
         let together = self.run_length();
@@ -533,11 +573,14 @@ impl MixtureLoader {
         let workers = self.config.workers.clamp(1, runs.max(1));
         let capacity = self.config.prefetch.max(1).div_ceil(workers).max(together);
         let mut queues = Vec::with_capacity(workers);
+        let mut failed = None;
         for worker in 0..workers {
             let (sender, receiver) = std::sync::mpsc::sync_channel(capacity);
-            let (mixture, batches) = (Arc::clone(self), Arc::clone(&batches));
+            let (mixture, batches) = (Arc::downgrade(self), Arc::clone(&batches));
             let spawned = std::thread::Builder::new().name(format!("robocache-mixture-{worker}")).spawn(move || {
                 for run in (worker..runs).step_by(workers) {
+                    // The mixture held only while a run is assembled.
+                    let Some(mixture) = mixture.upgrade() else { return };
                     let start = first_batch + run * together;
                     let lists: Vec<&[(usize, usize)]> =
                         batches[start..(start + together).min(total)].iter().map(Vec::as_slice).collect();
@@ -546,6 +589,7 @@ impl MixtureLoader {
                         Err(_) if lists.len() > 1 => lists.iter().map(|list| mixture.batch(list)).collect(),
                         Err(e) => vec![Err(e)],
                     };
+                    drop(mixture);
                     for batch in assembled {
                         if sender.send(batch).is_err() {
                             return; // the consumer dropped the epoch
@@ -556,17 +600,14 @@ impl MixtureLoader {
             match spawned {
                 Ok(_) => queues.push(receiver),
                 Err(e) => {
-                    return MixtureEpoch {
-                        queues: Vec::new(),
-                        together,
-                        next: 0,
-                        left: 0,
-                        failed: Some(invalid(format!("cannot start a mixture thread: {e}"))),
-                    }
+                    failed = Some(invalid(format!("cannot start a mixture thread: {e}")));
+                    queues.clear();
+                    break;
                 }
             }
         }
-        MixtureEpoch { queues, together, next: 0, left: total.saturating_sub(first_batch), failed: None }
+        let left = if failed.is_some() { 0 } else { total.saturating_sub(first_batch) };
+        MixtureEpoch { queues, together, next: 0, left, failed, number: epoch, mixture: None, started_next: false }
     }
 
     /// Batch `index` of epoch `epoch` (resuming mid-epoch: any batch, in any order).
