@@ -184,7 +184,7 @@ impl MixtureBatch {
 /// The batches of one epoch of a mixture, in order ([`MixtureLoader::epoch`]).
 #[derive(Debug)]
 pub struct MixtureEpoch {
-    queues: Vec<std::sync::mpsc::Receiver<Result<MixtureBatch>>>,
+    queues: Vec<std::sync::mpsc::Receiver<Result<(MixtureBatch, BatchCost)>>>,
     /// Batches assembled together: the consumer reads that many from a
     /// worker's queue before the next worker's.
     together: usize,
@@ -214,7 +214,16 @@ impl Iterator for MixtureEpoch {
         let queue = &self.queues[(self.next / self.together) % self.queues.len()];
         self.next += 1;
         self.left -= 1;
-        let batch = queue.recv().unwrap_or_else(|_| Err(invalid("a mixture's worker thread stopped".into())));
+        let batch = match queue.recv() {
+            Ok(Ok((batch, cost))) => {
+                if let Some(mixture) = &self.mixture {
+                    mixture.record(&cost);
+                }
+                Ok(batch)
+            }
+            Ok(Err(error)) => Err(error),
+            Err(_) => Err(invalid("a mixture's worker thread stopped".into())),
+        };
         if !self.started_next && self.left <= self.queues.len() * self.together {
             // Every worker is on its last run of this epoch or done: the
             // next epoch's first batches are assembled while the consumer
@@ -269,9 +278,10 @@ pub struct MemberReport {
     /// `windows` over every member's windows: against `weight_share`.
     pub share: f64,
     /// Seconds its parts of the batches took to assemble: what the batches
-    /// waited for it (a batch's parts are read one after the other).
+    /// waited for it (a batch's parts are read one after the other; a run
+    /// of batches assembled together shares its part's time evenly).
     pub seconds: f64,
-    /// Batches in which its part took the longest.
+    /// Batches in which its part (its run's) took the longest.
     pub slowest_in: u64,
 }
 
@@ -279,12 +289,25 @@ pub struct MemberReport {
 /// batches waited for it (which dataset starves the loader).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct MixtureReport {
+    /// Batches delivered (to [`MixtureLoader::batch`] and its like, or by
+    /// an epoch: batches assembled ahead count when they are handed over).
     pub batches: u64,
     /// Batches per run of the next epoch ([`MixtureLoader::run_length`]).
     pub batches_per_run: usize,
-    /// Seconds batches took to assemble, in all.
+    /// Seconds the delivered batches' parts took to assemble, in all.
     pub seconds: f64,
     pub members: Vec<MemberReport>,
+}
+
+/// A batch's share of what its run cost ([`MixtureLoader::telemetry`]
+/// counts it when the batch is delivered): per member its windows and
+/// seconds, the seconds of the parts in all, and the run's slowest member.
+#[derive(Clone, Debug)]
+struct BatchCost {
+    windows: Vec<usize>,
+    part_seconds: Vec<Option<f64>>,
+    seconds: f64,
+    slowest: Option<usize>,
 }
 
 /// Batches of a weighted mixture of datasets (see the module docs).
@@ -584,9 +607,15 @@ impl MixtureLoader {
                     let start = first_batch + run * together;
                     let lists: Vec<&[(usize, usize)]> =
                         batches[start..(start + together).min(total)].iter().map(Vec::as_slice).collect();
-                    let assembled: Vec<Result<MixtureBatch>> = match mixture.batches_together(&lists) {
+                    let assembled: Vec<Result<(MixtureBatch, BatchCost)>> = match mixture.assemble_run(&lists) {
                         Ok(assembled) => assembled.into_iter().map(Ok).collect(),
-                        Err(_) if lists.len() > 1 => lists.iter().map(|list| mixture.batch(list)).collect(),
+                        Err(_) if lists.len() > 1 => lists
+                            .iter()
+                            .map(|list| {
+                                let alone = mixture.assemble_run(&[list])?.pop();
+                                alone.ok_or_else(|| Error::Internal("mixture: no batch assembled".into()))
+                            })
+                            .collect(),
                         Err(e) => vec![Err(e)],
                     };
                     drop(mixture);
@@ -633,7 +662,21 @@ impl MixtureLoader {
     /// rows copied in by one launch on a GPU and every `dim_is_pad` put
     /// there in one upload. What a batch costs the driver is then shared by
     /// the batches assembled together ([`MixtureConfig::batches_together`]).
+    /// The batches are counted in the telemetry as delivered.
     pub fn batches_together(&self, lists: &[&[(usize, usize)]]) -> Result<Vec<MixtureBatch>> {
+        let assembled = self.assemble_run(lists)?;
+        Ok(assembled
+            .into_iter()
+            .map(|(batch, cost)| {
+                self.record(&cost);
+                batch
+            })
+            .collect())
+    }
+
+    /// [`MixtureLoader::batches_together`], each batch with its share of
+    /// the run's cost (for the telemetry, when it is delivered).
+    fn assemble_run(&self, lists: &[&[(usize, usize)]]) -> Result<Vec<(MixtureBatch, BatchCost)>> {
         let assembling = Instant::now();
         let members = self.members.len();
         // `groups[k][m]`: batch k's windows of dataset m, in the order drawn.
@@ -676,7 +719,14 @@ impl MixtureLoader {
                 })
             })
             .collect();
-        self.record(&combined, lists.len(), &timed, started.elapsed().as_secs_f64());
+        // Each batch's share of the parts' time, and the run's slowest part.
+        let share = 1.0 / lists.len().max(1) as f64;
+        let part_seconds: Vec<Option<f64>> = timed.iter().map(|part| part.as_ref().map(|(_, t)| t * share)).collect();
+        let parts_seconds = started.elapsed().as_secs_f64() * share;
+        let slowest = (part_seconds.iter().enumerate())
+            .filter_map(|(m, t)| t.map(|t| (t, m)))
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, m)| m);
         let mut parts = Vec::with_capacity(timed.len());
         for (part, member) in timed.into_iter().zip(&self.members) {
             parts.push(match part {
@@ -751,7 +801,13 @@ impl MixtureLoader {
             }
             let datasets = of_batch.iter().enumerate().flat_map(|(m, g)| std::iter::repeat_n(m, g.len())).collect();
             let windows = of_batch.iter().flatten().copied().collect();
-            batches.push(MixtureBatch { streams, datasets, windows });
+            let cost = BatchCost {
+                windows: of_batch.iter().map(Vec::len).collect(),
+                part_seconds: part_seconds.clone(),
+                seconds: parts_seconds,
+                slowest,
+            };
+            batches.push((MixtureBatch { streams, datasets, windows }, cost));
         }
         // Ready when its members' batches would be: one wait for them all.
         if self.members.iter().any(|m| m.loader.waits_until_ready()) {
@@ -765,31 +821,21 @@ impl MixtureLoader {
         Ok(batches)
     }
 
-    /// Adds a call's parts to the telemetry (`batches` batches assembled
-    /// together): windows and seconds per member, and which part took the
-    /// longest.
-    fn record(
-        &self,
-        combined: &[Vec<usize>],
-        batches: usize,
-        timed: &[Option<(Result<crate::windows::WindowBatch>, f64)>],
-        seconds: f64,
-    ) {
+    /// Adds a delivered batch to the telemetry: its windows and its share
+    /// of its run's seconds per member, and which member's part was the
+    /// slowest.
+    fn record(&self, cost: &BatchCost) {
         let mut report = self.telemetry.lock().unwrap_or_else(|p| p.into_inner());
-        report.batches += batches as u64;
-        report.seconds += seconds;
-        let mut times: Vec<(f64, usize)> = Vec::new();
-        for (m, (windows, part)) in combined.iter().zip(timed).enumerate() {
-            if let (Some(member), Some((_, took))) = (report.members.get_mut(m), part) {
-                member.windows += windows.len() as u64;
-                member.seconds += took;
-                times.push((*took, m));
+        report.batches += 1;
+        report.seconds += cost.seconds;
+        for (m, (windows, seconds)) in cost.windows.iter().zip(&cost.part_seconds).enumerate() {
+            if let Some(member) = report.members.get_mut(m) {
+                member.windows += *windows as u64;
+                member.seconds += seconds.unwrap_or(0.0);
             }
         }
-        if let Some(&(_, m)) = times.iter().max_by(|a, b| a.0.total_cmp(&b.0)) {
-            if let Some(member) = report.members.get_mut(m) {
-                member.slowest_in += batches as u64;
-            }
+        if let Some(member) = cost.slowest.and_then(|m| report.members.get_mut(m)) {
+            member.slowest_in += 1;
         }
     }
 
