@@ -148,6 +148,9 @@ def main():
           f"{args.epoch_batches} mixture batches an epoch, batches_together {args.batches_together or 'default'}")
     print(f"weighted harmonic mean of the parts: {harmonic:.0f} windows/s; mixture: "
           f"{rows['mixture']['windows_per_s']:.0f} ({ratio:.2f} of it; target 0.9)")
+    telemetry = rows["mixture"]["telemetry"]
+    if "batches_per_run" in telemetry:
+        print(f"  batches per run at the end: {telemetry['batches_per_run']}")
     for member in rows["mixture"]["telemetry"]["members"]:
         print(f"  {member['name']:10} share {member['share']:.3f} (weights {member['weight_share']:.3f}), "
               f"{member['seconds']:.3f} s in its parts, slowest in {member['slowest_in']} batches")
