@@ -160,6 +160,24 @@ def test_a_mixture_on_the_gpu_equals_it_on_the_cpu(cuda):
             assert np.array_equal(want[key], got[key]), key
 
 
+def _lerobot_and_rlds_members(fixtures):
+    """Mixture members: the LeRobot fixture with its camera and a constant
+    ``mode``, weight 1, and the RLDS fixture with a concatenated ``state``,
+    weight 2; windows of 4 steps, cameras at 16×16 (CHW uint8)."""
+    deltas = {"action": [0.0, 0.1, 0.2, 0.3], "observation.state": [0.0, 0.1, 0.2, 0.3],
+              "observation.images.front": [0.0, 0.1, 0.2, 0.3]}
+    rlds = robocache.open(fixtures / "rlds" / "robocache_fixture_dict" / "1.0.0", rate_hz=10.0)
+    return [
+        {"dataset": fixtures / "lerobot" / "av1", "weight": 1.0, "delta_timestamps": deltas, "return_uint8": True,
+         "frame_size": (16, 16),
+         "keys": {"action": "action", "state": "observation.state", "camera": "observation.images.front",
+                  "mode": {"constant": [1.0, 0.0]}}},
+        {"dataset": rlds, "weight": 2.0, "windows": {"seq_length": 4}, "frame_size": (16, 16), "frame_layout": "chw",
+         "keys": {"action": "action/world_vector", "state": ["observation/state", "observation/joint_positions"],
+                  "camera": "observation/image"}},
+    ]
+
+
 def test_keys_and_cameras_of_a_mixture_on_the_gpu_equal_the_cpu(cuda):
     """Padding on the device, a concatenated key, a constant and an RLDS
     camera converted after its windows: every batch on the GPU equals the
@@ -167,21 +185,10 @@ def test_keys_and_cameras_of_a_mixture_on_the_gpu_equal_the_cpu(cuda):
     fixtures = _fixtures()
     if fixtures is None:
         pytest.skip("no dataset fixtures (the tests copied outside a checkout)")
-    deltas = {"action": [0.0, 0.1, 0.2, 0.3], "observation.state": [0.0, 0.1, 0.2, 0.3],
-              "observation.images.front": [0.0, 0.1, 0.2, 0.3]}
     results = {}
     for device in ["cpu", cuda]:
-        rlds = robocache.open(fixtures / "rlds" / "robocache_fixture_dict" / "1.0.0", rate_hz=10.0)
-        mixture = robocache.Loader([
-            {"dataset": fixtures / "lerobot" / "av1", "weight": 1.0, "delta_timestamps": deltas, "return_uint8": True,
-             "frame_size": (16, 16),
-             "keys": {"action": "action", "state": "observation.state", "camera": "observation.images.front",
-                      "mode": {"constant": [1.0, 0.0]}}},
-            {"dataset": rlds, "weight": 2.0, "windows": {"seq_length": 4}, "frame_size": (16, 16),
-             "frame_layout": "chw",
-             "keys": {"action": "action/world_vector", "state": ["observation/state", "observation/joint_positions"],
-                      "camera": "observation/image"}},
-        ], batch_size=16, epoch_windows=64, seed=5, device=device)
+        mixture = robocache.Loader(_lerobot_and_rlds_members(fixtures), batch_size=16, epoch_windows=64, seed=5,
+                                   device=device)
         batches = []
         for batch in mixture:
             if device != "cpu":
@@ -203,23 +210,12 @@ def test_batches_assembled_together_equal_batches_assembled_alone(robomimic_file
     fixtures = _fixtures()
     if fixtures is None:
         pytest.skip("no dataset fixtures (the tests copied outside a checkout)")
-    deltas = {"action": [0.0, 0.1, 0.2, 0.3], "observation.state": [0.0, 0.1, 0.2, 0.3],
-              "observation.images.front": [0.0, 0.1, 0.2, 0.3]}
 
     def mixture(batches_together, workers):
-        rlds = robocache.open(fixtures / "rlds" / "robocache_fixture_dict" / "1.0.0", rate_hz=10.0)
-        return robocache.Loader([
-            {"dataset": fixtures / "lerobot" / "av1", "weight": 1.0, "delta_timestamps": deltas,
-             "return_uint8": True, "frame_size": (16, 16),
-             "keys": {"action": "action", "state": "observation.state", "camera": "observation.images.front",
-                      "mode": {"constant": [1.0, 0.0]}}},
-            {"dataset": rlds, "weight": 2.0, "windows": {"seq_length": 4}, "frame_size": (16, 16),
-             "frame_layout": "chw",
-             "keys": {"action": "action/world_vector", "state": ["observation/state", "observation/joint_positions"],
-                      "camera": "observation/image"}},
-            {"dataset": robomimic_file, "weight": 1.0, "windows": {"seq_length": 4}, "keys": {"action": "actions"}},
-        ], streams=["action", "state", "camera", "mode"], batch_size=8, epoch_windows=60, seed=4, device="cpu",
-            mixture_workers=workers, batches_together=batches_together)
+        lift = {"dataset": robomimic_file, "weight": 1.0, "windows": {"seq_length": 4}, "keys": {"action": "actions"}}
+        return robocache.Loader(_lerobot_and_rlds_members(fixtures) + [lift],
+                                streams=["action", "state", "camera", "mode"], batch_size=8, epoch_windows=60, seed=4,
+                                device="cpu", mixture_workers=workers, batches_together=batches_together)
 
     def arrays(loader):
         return [{k: np.asarray(v) for k, v in batch.items()} for batch in loader]
