@@ -758,13 +758,14 @@ impl MixtureLoader {
         let specs: Vec<(DType, Vec<usize>)> = plans
             .iter()
             .flatten()
-            .flat_map(|plan| [(plan.dtype, plan.out_shape.clone()), (DType::Bool, vec![plan.rows, plan.steps])])
+            .flat_map(|plan| {
+                [(plan.shape.dtype, plan.out_shape.clone()), (DType::Bool, vec![plan.rows, plan.shape.steps])]
+            })
             .collect();
-        let outputs = Tensor::zeros_together(&self.device, &specs)?;
+        let mut outputs = Tensor::zeros_together(&self.device, &specs)?;
         if outputs.len() != specs.len() {
             return Err(Error::Internal("mixture: fewer zeroed outputs than keys".into()));
         }
-        let mut outputs = outputs;
         let mut copies = Vec::new();
         let mut dim_is_pads = Vec::with_capacity(specs.len() / 2);
         for (at, plan) in plans.iter().flatten().enumerate() {
@@ -773,12 +774,12 @@ impl MixtureLoader {
         copy_rows_together(&self.device, &copies, &mut outputs)?;
         drop(copies);
         let pads: Vec<(DType, usize)> =
-            plans.iter().flatten().map(|plan| (DType::Bool, plan.rows * plan.widest)).collect();
+            plans.iter().flatten().map(|plan| (DType::Bool, plan.rows * plan.shape.widest)).collect();
         let mut upload = BatchUpload::new(&self.device, &pads)?;
         let mut pad_shapes = Vec::with_capacity(pads.len());
         for (at, (plan, dim_is_pad)) in plans.iter().flatten().zip(dim_is_pads).enumerate() {
             upload.set_flags(at, dim_is_pad)?;
-            pad_shapes.push(vec![plan.rows, plan.widest]);
+            pad_shapes.push(vec![plan.rows, plan.shape.widest]);
         }
         let names: Vec<&str> = plans.iter().flatten().map(|plan| plan.name).collect();
         let mut dim_is_pads = upload.into_tensors(&self.device, &pad_shapes, &names)?.into_iter();
@@ -795,7 +796,7 @@ impl MixtureLoader {
                     name: plan.name.to_owned(),
                     data,
                     mask,
-                    mask_kind: plan.kind,
+                    mask_kind: plan.shape.kind,
                     dim_is_pad,
                 });
             }
@@ -1068,19 +1069,7 @@ impl KeyParts<'_> {
         }
         let padding = self.absent_padding.as_ref();
         let groups = groups.iter().map(Vec::len).collect();
-        Ok(MixPlan {
-            name,
-            found,
-            groups,
-            padding,
-            dtype: shape.dtype,
-            kind: shape.kind,
-            rows,
-            steps: shape.steps,
-            inner: shape.inner,
-            widest: shape.widest,
-            out_shape: batch_shape(&expected, rows),
-        })
+        Ok(MixPlan { name, found, groups, padding, shape, rows, out_shape: batch_shape(&expected, rows) })
     }
 }
 
@@ -1098,7 +1087,7 @@ fn batch_shape(shape: &[usize], rows: usize) -> Vec<usize> {
 /// (the steps of a dataset without the stream: its padding mask), and
 /// its `dim_is_pad` rows.
 fn fill_copies<'a>(plan: &MixPlan<'a>, data_at: usize, copies: &mut Vec<RowsCopy<'a>>) -> Vec<bool> {
-    let (steps, inner, widest) = (plan.steps, plan.inner, plan.widest);
+    let (steps, inner, widest) = (plan.shape.steps, plan.shape.inner, plan.shape.widest);
     let mut dim_is_pad = Vec::with_capacity(plan.rows * widest);
     let mut row = 0;
     for (&rows, entry) in plan.groups.iter().zip(&plan.found) {
@@ -1148,20 +1137,15 @@ fn fill_copies<'a>(plan: &MixPlan<'a>, data_at: usize, copies: &mut Vec<RowsCopy
 
 /// One key of one mixture batch, planned: per member its part and the
 /// row its windows of this batch start at, and how many; the padding mask
-/// of a dataset without the stream; the output's dtype, mask kind, rows,
-/// steps, inner size (elements between a step and its last dimension),
-/// widest last dimension and shape.
+/// of a dataset without the stream; the key's shape; the batch's rows and
+/// the output's shape.
 struct MixPlan<'a> {
     name: &'a str,
     found: Vec<Option<(&'a PartStream, usize)>>,
     groups: Vec<usize>,
     padding: Option<&'a Tensor>,
-    dtype: DType,
-    kind: MaskKind,
+    shape: &'a KeyShape,
     rows: usize,
-    steps: usize,
-    inner: usize,
-    widest: usize,
     out_shape: Vec<usize>,
 }
 
