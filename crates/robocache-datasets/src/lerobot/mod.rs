@@ -30,6 +30,7 @@ use open_videos::OpenVideos;
 pub use open_videos::MAX_OPEN_VIDEOS;
 mod open_videos;
 mod parquet_blob;
+mod parquet_thrift;
 mod writer;
 pub use writer::{CameraStorage, FeatureToWrite, LeRobotWriter, LeRobotWritten, DATA_FILE_BYTES, VIDEO_FILE_BYTES};
 
