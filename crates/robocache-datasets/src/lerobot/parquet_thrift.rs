@@ -18,16 +18,18 @@
 //!   metadata hold none);
 //! - every binary fits in the bytes given;
 //! - nesting is at most [`MAX_DEPTH`] deep;
-//! - a page header's known fields have the wire type the parquet format
-//!   declares. The crate decodes a known field by its declared type,
-//!   whatever the wire says, so a mismatch would make it read the bytes
-//!   after it with another framing than this check's.
-//!
-//! The file metadata is checked without its schema (only the rules above
-//! that need none): a known field of the wrong wire type there could still
-//! make the crate read what follows with another framing. The metadata is
-//! one bounded slice the crate reads with bounds checks; what is left is a
-//! boolean container conjured by such a misread.
+//! - every field the crate decodes by its declared type ([`schema`]) has a
+//!   wire type of the same framing (an `i32` may come as any varint, a
+//!   list as a set), and a declared list's elements too. The crate reads a
+//!   known field by its declared type whatever the wire says, so a
+//!   mismatch would make it read the bytes after it with another framing
+//!   than this check's, where any byte could claim a list of booleans.
+//!   Fields the schema does not name are walked by their own wire type, as
+//!   the crate skips them.
+
+mod schema;
+
+use schema::{Declared, Field, FILE_META_DATA, PAGE_HEADER};
 
 /// Deepest nesting of structures and containers accepted (legitimate page
 /// headers nest 3 deep, file metadata 6).
@@ -53,92 +55,58 @@ pub(crate) fn page_header_len(bytes: &[u8]) -> Result<usize, Incomplete> {
 /// magic) of `bytes`, which must hold all of it.
 pub(crate) fn check_file_metadata(bytes: &[u8]) -> Result<(), String> {
     let mut cursor = Cursor { bytes, at: 0 };
-    match cursor.structure(None, 0) {
+    match cursor.structure(Some(FILE_META_DATA), 0) {
         Ok(()) => Ok(()),
         Err(Incomplete::NeedMore) => Err(format!("the file metadata ends inside a field ({} bytes)", bytes.len())),
         Err(Incomplete::Malformed(problem)) => Err(problem),
     }
 }
 
-/// Wire types of the compact protocol (a field header's low nibble).
-mod wire {
-    pub const BOOL_TRUE: u8 = 1;
-    pub const BOOL_FALSE: u8 = 2;
-    pub const BYTE: u8 = 3;
-    pub const I16: u8 = 4;
-    pub const I32: u8 = 5;
-    pub const I64: u8 = 6;
-    pub const DOUBLE: u8 = 7;
-    pub const BINARY: u8 = 8;
-    pub const LIST: u8 = 9;
-    pub const SET: u8 = 10;
-    pub const MAP: u8 = 11;
-    pub const STRUCT: u8 = 12;
-    pub const UUID: u8 = 13;
-}
-
-/// What a known field holds.
-#[derive(Clone, Copy)]
-enum Declared {
+/// How a value's bytes are laid out: wire types of one framing are read
+/// alike (every integer is a zigzag varint, a set is a list).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Framing {
     Bool,
-    I32,
-    I64,
+    Byte,
+    Varint,
+    Double,
     Binary,
-    Struct(&'static [Field]),
+    List,
+    Map,
+    Struct,
+    Uuid,
 }
 
-#[derive(Clone, Copy)]
-struct Field {
-    id: i16,
-    declared: Declared,
+/// The framing of a compact-protocol wire type (a field header's low
+/// nibble, or a container's element type), `None` for an unknown one.
+fn framing(wire_type: u8) -> Option<Framing> {
+    Some(match wire_type {
+        1 | 2 => Framing::Bool,
+        3 => Framing::Byte,
+        4..=6 => Framing::Varint,
+        7 => Framing::Double,
+        8 => Framing::Binary,
+        9 | 10 => Framing::List,
+        11 => Framing::Map,
+        12 => Framing::Struct,
+        13 => Framing::Uuid,
+        _ => return None,
+    })
 }
 
-const fn field(id: i16, declared: Declared) -> Field {
-    Field { id, declared }
+impl Declared {
+    fn framing(self) -> Framing {
+        match self {
+            Declared::Bool => Framing::Bool,
+            Declared::Byte => Framing::Byte,
+            Declared::Varint => Framing::Varint,
+            Declared::Double => Framing::Double,
+            Declared::Binary => Framing::Binary,
+            Declared::List(_) => Framing::List,
+            Declared::Struct(_) => Framing::Struct,
+        }
+    }
 }
-
-// The page header as parquet-format declares it (`parquet.thrift`), every
-// field the crate decodes by its type.
-const PAGE_STATISTICS: &[Field] = &[
-    field(1, Declared::Binary),
-    field(2, Declared::Binary),
-    field(3, Declared::I64),
-    field(4, Declared::I64),
-    field(5, Declared::Binary),
-    field(6, Declared::Binary),
-    field(7, Declared::Bool),
-    field(8, Declared::Bool),
-    field(9, Declared::I64),
-];
-const DATA_PAGE_HEADER: &[Field] = &[
-    field(1, Declared::I32),
-    field(2, Declared::I32),
-    field(3, Declared::I32),
-    field(4, Declared::I32),
-    field(5, Declared::Struct(PAGE_STATISTICS)),
-];
-const INDEX_PAGE_HEADER: &[Field] = &[];
-const DICTIONARY_PAGE_HEADER: &[Field] = &[field(1, Declared::I32), field(2, Declared::I32), field(3, Declared::Bool)];
-const DATA_PAGE_HEADER_V2: &[Field] = &[
-    field(1, Declared::I32),
-    field(2, Declared::I32),
-    field(3, Declared::I32),
-    field(4, Declared::I32),
-    field(5, Declared::I32),
-    field(6, Declared::I32),
-    field(7, Declared::Bool),
-    field(8, Declared::Struct(PAGE_STATISTICS)),
-];
-const PAGE_HEADER: &[Field] = &[
-    field(1, Declared::I32),
-    field(2, Declared::I32),
-    field(3, Declared::I32),
-    field(4, Declared::I32),
-    field(5, Declared::Struct(DATA_PAGE_HEADER)),
-    field(6, Declared::Struct(INDEX_PAGE_HEADER)),
-    field(7, Declared::Struct(DICTIONARY_PAGE_HEADER)),
-    field(8, Declared::Struct(DATA_PAGE_HEADER_V2)),
-];
 
 struct Cursor<'a> {
     bytes: &'a [u8],
@@ -203,17 +171,17 @@ impl Cursor<'_> {
     /// An element type of a container; booleans are refused (the crate
     /// skips them without reading their bytes).
     fn element_type(&self, nibble: u8, what: &str) -> Result<u8, Incomplete> {
-        match nibble {
-            wire::BOOL_TRUE | wire::BOOL_FALSE => {
+        match framing(nibble) {
+            Some(Framing::Bool) => {
                 Err(malformed(format!("a {what} of booleans before byte {} (none is expected here)", self.at)))
             }
-            wire::BYTE..=wire::UUID => Ok(nibble),
-            _ => Err(malformed(format!("a {what} of unknown element type {nibble} before byte {}", self.at))),
+            Some(_) => Ok(nibble),
+            None => Err(malformed(format!("a {what} of unknown element type {nibble} before byte {}", self.at))),
         }
     }
 
-    /// One structure: fields up to a stop. `schema` names the wire types
-    /// of known fields; `None` checks any field by its own wire type.
+    /// One structure: fields up to a stop. `schema` declares known fields;
+    /// `None` walks every field by its own wire type.
     fn structure(&mut self, schema: Option<&[Field]>, depth: usize) -> Result<(), Incomplete> {
         if depth > MAX_DEPTH {
             return Err(malformed(format!("structures nested more than {MAX_DEPTH} deep at byte {}", self.at)));
@@ -226,9 +194,9 @@ impl Cursor<'_> {
             if wire_type == 0 {
                 return Ok(());
             }
-            if wire_type > wire::UUID {
+            let Some(wire_framing) = framing(wire_type) else {
                 return Err(malformed(format!("a field of unknown wire type {wire_type} at byte {start}")));
-            }
+            };
             let delta = header >> 4;
             let id = if delta != 0 {
                 last_id
@@ -238,77 +206,78 @@ impl Cursor<'_> {
                 // As the crate reads a full field id: a zigzag varint cast to i16.
                 self.zigzag()? as i16
             };
-            let known = schema.and_then(|fields| fields.iter().find(|f| f.id == id));
-            match known {
-                Some(field) => self.declared(field.declared, wire_type, id, start, depth)?,
+            match schema.and_then(|fields| fields.iter().find(|f| f.id == id)) {
+                Some(field) if field.declared.framing() != wire_framing => {
+                    return Err(malformed(format!(
+                        "field {id} at byte {start} has wire type {wire_type}, not one of its declared {:?}",
+                        field.declared.framing()
+                    )));
+                }
+                Some(field) => self.declared(field.declared, wire_type, depth)?,
                 None => self.value(wire_type, depth)?,
             }
             last_id = id;
         }
     }
 
-    fn declared(
-        &mut self,
-        declared: Declared,
-        wire_type: u8,
-        id: i16,
-        start: usize,
-        depth: usize,
-    ) -> Result<(), Incomplete> {
-        let expected = match declared {
-            Declared::Bool => matches!(wire_type, wire::BOOL_TRUE | wire::BOOL_FALSE),
-            Declared::I32 => wire_type == wire::I32,
-            Declared::I64 => wire_type == wire::I64,
-            Declared::Binary => wire_type == wire::BINARY,
-            Declared::Struct(_) => wire_type == wire::STRUCT,
-        };
-        if !expected {
-            return Err(malformed(format!(
-                "field {id} at byte {start} has wire type {wire_type}, not its declared one"
-            )));
-        }
+    /// A value of a declared type whose framing `wire_type` matches.
+    fn declared(&mut self, declared: Declared, wire_type: u8, depth: usize) -> Result<(), Incomplete> {
         match declared {
             Declared::Struct(fields) => self.structure(Some(fields), depth + 1),
+            Declared::List(element) => self.list(Some(*element), depth),
             _ => self.value(wire_type, depth),
         }
     }
 
     /// One value of `wire_type` (a field's or a container element's).
     fn value(&mut self, wire_type: u8, depth: usize) -> Result<(), Incomplete> {
-        match wire_type {
+        match framing(wire_type) {
             // A field's boolean is its header's type; no byte follows.
-            wire::BOOL_TRUE | wire::BOOL_FALSE => Ok(()),
-            wire::BYTE => self.skip(1),
-            wire::I16 | wire::I32 | wire::I64 => self.varint().map(|_| ()),
-            wire::DOUBLE => self.skip(8),
-            wire::BINARY => {
+            Some(Framing::Bool) => Ok(()),
+            Some(Framing::Byte) => self.skip(1),
+            Some(Framing::Varint) => self.varint().map(|_| ()),
+            Some(Framing::Double) => self.skip(8),
+            Some(Framing::Binary) => {
                 let len = self.varint()?;
                 self.skip(len)
             }
-            wire::LIST | wire::SET => self.list(depth),
-            wire::MAP => self.map(depth),
-            wire::STRUCT => self.structure(None, depth + 1),
-            wire::UUID => self.skip(16),
-            _ => Err(malformed(format!("a value of unknown wire type {wire_type} before byte {}", self.at))),
+            Some(Framing::List) => self.list(None, depth),
+            Some(Framing::Map) => self.map(depth),
+            Some(Framing::Struct) => self.structure(None, depth + 1),
+            Some(Framing::Uuid) => self.skip(16),
+            None => Err(malformed(format!("a value of unknown wire type {wire_type} before byte {}", self.at))),
         }
     }
 
-    fn list(&mut self, depth: usize) -> Result<(), Incomplete> {
+    /// A list or set; `element` is its declared element type, if known.
+    fn list(&mut self, element: Option<Declared>, depth: usize) -> Result<(), Incomplete> {
         if depth >= MAX_DEPTH {
             return Err(malformed(format!("containers nested more than {MAX_DEPTH} deep at byte {}", self.at)));
         }
+        let start = self.at;
         let header = self.byte()?;
         if header == 0 {
             // How some writers write an empty list.
             return Ok(());
         }
-        let element = self.element_type(header & 0x0f, "list")?;
+        let element_type = self.element_type(header & 0x0f, "list")?;
+        if let Some(declared) = element {
+            if framing(element_type) != Some(declared.framing()) {
+                return Err(malformed(format!(
+                    "the list at byte {start} has elements of wire type {element_type}, not of its declared {:?}",
+                    declared.framing()
+                )));
+            }
+        }
         let claimed = match header >> 4 {
             15 => self.varint()?,
             short => u64::from(short),
         };
         for _ in 0..self.container_len(claimed, "list")? {
-            self.value(element, depth + 1)?;
+            match element {
+                Some(declared) => self.declared(declared, element_type, depth + 1)?,
+                None => self.value(element_type, depth + 1)?,
+            }
         }
         Ok(())
     }
@@ -382,20 +351,22 @@ mod tests {
         bools.extend_from_slice(&[0u8; 64]);
         let Err(Incomplete::Malformed(problem)) = page_header_len(&bools) else { panic!("accepted") };
         assert!(problem.contains("list of booleans"), "{problem}");
-        let lists = [0x19, 0x19, 0xf1, 0xff, 0xff, 0xff, 0xff, 0x07];
+        // File metadata field 15 (unknown): a list of one list of booleans.
+        let lists = [0xf9, 0x19, 0xf1, 0xff, 0xff, 0xff, 0xff, 0x07];
         let problem = check_file_metadata(&lists).unwrap_err();
         assert!(problem.contains("list of booleans"), "{problem}");
-        let map = [0x1b, 0x01, 0x15];
+        let map = [0xfb, 0x01, 0x15];
         let problem = check_file_metadata(&map).unwrap_err();
         assert!(problem.contains("map of booleans"), "{problem}");
     }
 
     #[test]
     fn container_lengths_past_the_bytes_or_i32_are_not_accepted() {
-        // Field 9 (unknown): a list of 1,000 i32 in 1 byte: more bytes might hold it.
-        let short = [0x99, 0xf5, 0xe8, 0x07, 0x00];
-        assert_eq!(page_header_len(&short), Err(Incomplete::NeedMore));
-        assert!(check_file_metadata(&short).unwrap_err().contains("ends inside"));
+        // Field 9 of a page header, 10 of file metadata (unknown to both):
+        // a list of 1,000 i32 in 1 byte: more bytes might hold it.
+        assert_eq!(page_header_len(&[0x99, 0xf5, 0xe8, 0x07, 0x00]), Err(Incomplete::NeedMore));
+        let problem = check_file_metadata(&[0xa9, 0xf5, 0xe8, 0x07, 0x00]).unwrap_err();
+        assert!(problem.contains("ends inside"), "{problem}");
         // 2^31 elements: more than the crate reads.
         let huge = [0x99, 0xf5, 0x80, 0x80, 0x80, 0x80, 0x08];
         let Err(Incomplete::Malformed(problem)) = page_header_len(&huge) else { panic!("accepted") };
@@ -406,19 +377,34 @@ mod tests {
     }
 
     #[test]
-    fn a_known_field_of_another_wire_type_is_refused() {
+    fn a_known_field_of_another_framing_is_refused() {
         // compressed_page_size (3) written as a binary.
         let bytes = [0x15, 0x00, 0x15, 0x02, 0x18, 0x01, 0x05, 0x00];
         let Err(Incomplete::Malformed(problem)) = page_header_len(&bytes) else { panic!("accepted") };
         assert!(problem.contains("field 3 at byte 4 has wire type 8"), "{problem}");
-        // The same in file metadata, checked without a schema, passes.
-        assert_eq!(check_file_metadata(&bytes), Ok(()));
+        // num_rows (3) of file metadata, the same.
+        let problem = check_file_metadata(&[0x15, 0x00, 0x28, 0x01, 0x05, 0x00]).unwrap_err();
+        assert!(problem.contains("field 3 at byte 2 has wire type 8"), "{problem}");
+        // The schema (2) as a list of i32, not of structures.
+        let problem = check_file_metadata(&[0x15, 0x02, 0x19, 0x15, 0x02, 0x00]).unwrap_err();
+        assert!(problem.contains("list at byte 3 has elements of wire type 5"), "{problem}");
+    }
+
+    #[test]
+    fn integers_of_any_width_and_sets_for_lists_pass() {
+        // uncompressed_page_size as an i64, compressed_page_size as an i16.
+        let header = [0x15, 0x00, 0x16, 0x02, 0x14, 0x02, 0x00];
+        assert_eq!(page_header_len(&header), Ok(header.len()));
+        // File metadata: version, then an empty schema written as a set.
+        assert_eq!(check_file_metadata(&[0x15, 0x02, 0x1a, 0x0c, 0x00]), Ok(()));
     }
 
     #[test]
     fn deep_nesting_and_long_varints_are_refused() {
-        let mut deep = vec![0x1c; MAX_DEPTH + 2];
-        deep.extend(vec![0x00; MAX_DEPTH + 3]);
+        // File metadata field 10 (unknown): structures in structures.
+        let mut deep = vec![0xac];
+        deep.extend(vec![0x1c; MAX_DEPTH + 2]);
+        deep.extend(vec![0x00; MAX_DEPTH + 4]);
         let problem = check_file_metadata(&deep).unwrap_err();
         assert!(problem.contains("nested"), "{problem}");
         let varint = [0x15, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0x00];
