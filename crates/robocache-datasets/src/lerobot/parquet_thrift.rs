@@ -304,7 +304,25 @@ impl Cursor<'_> {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
+
+    proptest! {
+        /// Any bytes: an answer, never a panic; a header that passes is
+        /// self-delimiting (the same length alone, or with bytes after it).
+        #[test]
+        fn any_bytes_are_measured_or_refused(bytes in prop::collection::vec(any::<u8>(), 0..512), tail in any::<u8>()) {
+            let _ = check_file_metadata(&bytes);
+            if let Ok(len) = page_header_len(&bytes) {
+                prop_assert!(len <= bytes.len());
+                prop_assert_eq!(page_header_len(&bytes[..len]), Ok(len));
+                let mut longer = bytes[..len].to_vec();
+                longer.push(tail);
+                prop_assert_eq!(page_header_len(&longer), Ok(len));
+            }
+        }
+    }
 
     /// A data page header: type 0, sizes 100 and 80, a data page header
     /// of 10 values, plain encodings, with statistics `min = max = [7]`.
