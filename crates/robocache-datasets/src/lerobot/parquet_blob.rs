@@ -44,9 +44,12 @@ impl ParquetBlob {
         let left = self.0.len() - start;
         let mut window = PAGE_HEADER_WINDOW.min(left);
         loop {
-            let bytes = self.0.read_at(start, window as usize).map_err(external)?;
+            let mut bytes = self.0.read_at(start, window as usize).map_err(external)?;
             match page_header_len(&bytes) {
-                Ok(len) => return Ok(bytes[..len].to_vec()),
+                Ok(len) => {
+                    bytes.truncate(len);
+                    return Ok(bytes);
+                }
                 Err(Incomplete::NeedMore) if window < left.min(MAX_PAGE_HEADER) => {
                     window = (window * 4).min(left).min(MAX_PAGE_HEADER);
                 }
