@@ -136,3 +136,4 @@ pub use verify::{VerifyProblem, VerifyReport};
 pub use windows::delta::{DeltaTimestamps, DeltaWindow, DeltaWindows, DEFAULT_TOLERANCE_S};
 pub use windows::step::{StepWindow, StepWindowSpec, StepWindows};
 pub use windows::time::{TimeWindow, TimeWindowSpec, TimeWindows};
+pub use windows::MAX_EPISODE_WINDOWS;

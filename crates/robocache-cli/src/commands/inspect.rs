@@ -218,6 +218,18 @@ fn summary(info: &DatasetInfo, episodes_listed: usize) -> String {
     if !info.splits.is_empty() {
         let _ = writeln!(out, "splits: {}", info.splits.join(", "));
     }
+    if let Some(ignored) = info.metadata.get("ignored").and_then(|v| v.as_object()) {
+        let _ = writeln!(out, "\nignored (not streams):");
+        for (key, why) in ignored {
+            let _ = writeln!(out, "  {key}: {}", why.as_str().unwrap_or_default());
+        }
+    }
+    if let Some(warnings) = info.metadata.get("warnings").and_then(|v| v.as_array()) {
+        let _ = writeln!(out, "\nwarnings:");
+        for warning in warnings {
+            let _ = writeln!(out, "  {}", warning.as_str().unwrap_or_default());
+        }
+    }
     // Streams by name, in first-seen order, with how many episodes have them.
     let mut order: Vec<&str> = Vec::new();
     let mut seen: BTreeMap<&str, usize> = BTreeMap::new();

@@ -8,7 +8,15 @@
 //! mask/<filter_key> [M] bytes: demo names of a split (train, valid, ...)
 //! ```
 //!
-//! Demos are ordered by the number after `demo_`, as robomimic sorts them.
+//! Demos are ordered by the number after `demo_`, as robomimic sorts them
+//! (numbers may skip: Isaac Lab's `demo_0, demo_1, demo_12`).
+//!
+//! Isaac Lab's recorder (`record_demos`, Isaac Lab Mimic) writes this layout
+//! with `initial_state/*` in each demo: the simulator state the demo starts
+//! from, one row, not a stream of the demo's steps. robomimic's reader does
+//! not read it, and neither does robocache: those keys are left out of the
+//! streams and listed under the dataset's `ignored` metadata (which
+//! `robocache inspect` prints), with the reason.
 
 use serde_json::Value;
 
@@ -72,13 +80,29 @@ pub(crate) fn read_info(file: &Hdf5File, options: &OpenOptions) -> Result<Datase
     numbered.sort();
 
     let mut episodes = Vec::with_capacity(numbered.len());
+    let mut ignored = serde_json::Map::new();
     for (_, name) in numbered {
-        episodes.push(read_demo(file, &name, rate_hz)?);
+        episodes.push(read_demo(file, &name, rate_hz, &mut ignored)?);
+    }
+    let mut metadata = metadata;
+    if !ignored.is_empty() {
+        metadata.insert("ignored".into(), Value::Object(ignored));
     }
     Ok(DatasetInfo { path: file.path().to_path_buf(), format: Format::Robomimic, rate_hz, episodes, splits, metadata })
 }
 
-fn read_demo(file: &Hdf5File, name: &str, rate_hz: f64) -> Result<EpisodeInfo> {
+/// Groups of a demo that are not streams of its steps, and why.
+const NOT_STREAMS: [(&str, &str); 1] = [(
+    "initial_state/",
+    "the simulator state the demo starts from (Isaac Lab): one row, not a stream; robomimic does not read it either",
+)];
+
+fn read_demo(
+    file: &Hdf5File,
+    name: &str,
+    rate_hz: f64,
+    ignored: &mut serde_json::Map<String, Value>,
+) -> Result<EpisodeInfo> {
     let path = format!("data/{name}");
     let group = file.group(&path)?;
     let len = file
@@ -95,7 +119,14 @@ fn read_demo(file: &Hdf5File, name: &str, rate_hz: f64) -> Result<EpisodeInfo> {
     // robomimic's SequenceDataset always reads the actions.
     let actions_path = format!("{path}/actions");
     file.dtype(&file.dataset(&actions_path)?, &actions_path)?;
-    let keys = numeric_datasets(file, &path, &[])?;
+    let mut keys = numeric_datasets(file, &path, &[])?;
+    keys.retain(|key| match NOT_STREAMS.iter().find(|(prefix, _)| key.starts_with(prefix)) {
+        Some((_, why)) => {
+            ignored.entry(key.clone()).or_insert_with(|| Value::from(*why));
+            false
+        }
+        None => true,
+    });
     let times = referenced_timestamps(file, &path, &keys)?;
     let mut streams = Vec::new();
     for key in keys.iter().filter(|k| !times.contains(k)) {

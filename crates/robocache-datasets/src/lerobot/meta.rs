@@ -356,6 +356,9 @@ pub(crate) fn episodes_v21(
     Ok(episodes)
 }
 
+/// The column pandas gives an unnamed index.
+const PANDAS_INDEX: &str = "__index_level_0__";
+
 /// Task texts by task index.
 pub(crate) fn tasks(storage: &Storage, root: &Path, version: Version) -> Result<Vec<String>> {
     let mut by_index: BTreeMap<usize, String> = BTreeMap::new();
@@ -370,8 +373,15 @@ pub(crate) fn tasks(storage: &Storage, root: &Path, version: Version) -> Result<
                 });
             }
             let indices = read_i64(storage, &file, "task_index")?;
-            // pandas writes the texts as its index column, named `task`.
-            let texts = read_strings(storage, &file, "task")?;
+            // pandas writes the texts as its index column: named `task`
+            // (LeRobot 0.6), or unnamed, `__index_level_0__` (LeRobot ≤ 0.5's
+            // recorder and v2.1→v3.0 converter; LeRobot renames it on reading).
+            let names = column_names(storage, &file)?;
+            let column = match (names.iter().any(|n| n == "task"), names.iter().any(|n| n == PANDAS_INDEX)) {
+                (false, true) => PANDAS_INDEX,
+                _ => "task",
+            };
+            let texts = read_strings(storage, &file, column)?;
             if indices.len() != texts.len() {
                 return Err(Error::Layout {
                     file: file.clone(),

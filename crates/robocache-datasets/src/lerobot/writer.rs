@@ -169,11 +169,14 @@ impl Values {
         let mut out: BTreeMap<&'static str, Vec<f64>> = BTreeMap::new();
         let mut push = |name: &'static str, value: f64| out.entry(name).or_default().push(value);
         for values in &self.channels {
-            let mut sorted = values.clone();
+            // NaN is not a value (a joint before its first reading): the
+            // statistics are over the rest; a channel of none has zeros
+            // here, and a feature NaN throughout is refused at `finish`.
+            let mut sorted: Vec<f64> = values.iter().copied().filter(|v| !v.is_nan()).collect();
             sorted.sort_by(f64::total_cmp);
             let n = sorted.len().max(1) as f64;
-            let mean = values.iter().sum::<f64>() / n;
-            let variance = values.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
+            let mean = sorted.iter().sum::<f64>() / n;
+            let variance = sorted.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
             push("min", sorted.first().copied().unwrap_or(0.0));
             push("max", sorted.last().copied().unwrap_or(0.0));
             push("mean", mean);
@@ -217,6 +220,11 @@ impl Values {
 
     fn count(&self) -> usize {
         self.frames
+    }
+
+    /// The first channel that has frames but is NaN in every one.
+    fn channel_of_nan(&self) -> Option<usize> {
+        self.channels.iter().position(|c| !c.is_empty() && c.iter().all(|v| v.is_nan()))
     }
 
     /// One channel of `values` (one value a frame).
@@ -317,6 +325,7 @@ impl LeRobotWriter {
             )));
         }
         for feature in &features {
+            check_feature_name(&feature.name)?;
             feature.dtype_name()?;
             if feature.width() == 0 {
                 return Err(Error::Invalid(format!("feature `{}` has no values", feature.name)));
@@ -668,6 +677,15 @@ impl LeRobotWriter {
         }
         self.close_data_file()?;
         self.close_video_files()?;
+        for (feature, values) in self.features.iter().zip(&self.all) {
+            if let Some(channel) = values.channel_of_nan() {
+                return Err(Error::Invalid(format!(
+                    "feature `{}`: channel {channel} is NaN in every frame of every episode (a joint never \
+                     reported?): it has no statistics; leave it out or map another field",
+                    feature.name
+                )));
+            }
+        }
         let meta = self.root.join("meta");
         std::fs::create_dir_all(meta.join("episodes/chunk-000")).map_err(io(&meta))?;
         self.write_tasks(&meta.join("tasks.parquet"))?;
@@ -885,6 +903,33 @@ fn megabytes(bytes: u64) -> Value {
     match bytes % 1_000_000 {
         0 => json!(bytes / 1_000_000),
         _ => json!(bytes as f64 / 1e6),
+    }
+}
+
+/// A feature name is a path part of the root (`videos/<key>/...`): one
+/// that could leave the root, or name another place on some system, is
+/// refused before anything is written. Refused: an empty name, a NUL, a
+/// backslash, and any `/`-separated part that is empty (a leading or
+/// doubled `/`), `.` or `..`.
+pub(crate) fn check_feature_name(name: &str) -> Result<()> {
+    let problem = if name.is_empty() {
+        Some("is empty")
+    } else if name.contains('\0') {
+        Some("holds a NUL")
+    } else if name.contains('\\') {
+        Some("holds a backslash")
+    } else if name.split('/').any(|part| part.is_empty() || part == "." || part == "..") {
+        Some("has an empty, `.` or `..` part between its `/`s, so as a path it could leave the root")
+    } else {
+        None
+    };
+    match problem {
+        Some(problem) => Err(Error::Invalid(format!(
+            "feature `{}` {problem}: a feature's name is a directory of the root (`videos/<name>/`); \
+             give the stream another key (a bag mapping names keys)",
+            name.escape_debug()
+        ))),
+        None => Ok(()),
     }
 }
 

@@ -64,6 +64,16 @@ pub(crate) trait BagFile: Send + Sync + std::fmt::Debug {
         }
     }
 
+    /// The first and last log time (ns) of all its messages, as the
+    /// storage records them (SQLite: each topic's; MCAP: the summary's
+    /// statistics); `None` without messages. Reads no message.
+    fn span_ns(&self) -> Option<(u64, u64)> {
+        self.topics()
+            .iter()
+            .filter_map(|t| t.span_ns)
+            .fold(None, |acc, (a, b)| Some(acc.map_or((a, b), |(x, y): (u64, u64)| (x.min(a), y.max(b)))))
+    }
+
     /// Warnings from opening it (a missing summary read by a scan).
     fn warnings(&self) -> &[String] {
         &[]

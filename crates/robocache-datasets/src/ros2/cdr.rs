@@ -9,8 +9,13 @@
 //! elements; a fixed array is its elements.
 //!
 //! Bounds: every count is checked against the bytes left before anything
-//! is allocated for it, so a message of N bytes costs O(N) memory and time
-//! whatever its counts say.
+//! is allocated for it (each element takes at least its type's fewest
+//! bytes: an empty type's one), and a message builds at most
+//! [`MAX_VALUES_BASE`] + [`MAX_VALUES_PER_BYTE`] values per byte (types of
+//! zero bytes, `T[0]` fields, in fixed arrays would otherwise build 2^48
+//! values from 4 bytes), so a message of N bytes costs O(N) memory and time
+//! whatever its counts and its definition say. The reader's recursion is
+//! the definition's nesting, at most [`super::msg_schema::MAX_NESTING`].
 
 use std::borrow::Cow;
 
@@ -121,10 +126,19 @@ impl<'a> Value<'a> {
     }
 }
 
+/// The values any message may build, plus [`MAX_VALUES_PER_BYTE`] per byte.
+pub(crate) const MAX_VALUES_BASE: usize = 1 << 16;
+/// The values a message may build per byte beyond [`MAX_VALUES_BASE`]
+/// (real messages build under 1: a `bool[]` builds 1, a struct of one
+/// `uint8` 2).
+pub(crate) const MAX_VALUES_PER_BYTE: usize = 16;
+
 struct Reader<'a, 's> {
     bytes: &'a [u8],
     at: usize,
     little: bool,
+    /// Values this message may still build.
+    values_left: usize,
     /// The field being read, for errors (names borrowed from the schema:
     /// nothing is allocated per field).
     path: Vec<&'s str>,
@@ -140,7 +154,8 @@ pub(crate) fn decode<'a>(schema: &MessageSchema, bytes: &'a [u8]) -> Result<Valu
         1 | 3 => true,
         other => return Err(format!("encapsulation kind {other:#04x} is not CDR (0x00 or 0x01)")),
     };
-    let mut reader = Reader { bytes: &bytes[4..], at: 0, little, path: Vec::new() };
+    let values_left = MAX_VALUES_BASE.saturating_add(bytes.len().saturating_mul(MAX_VALUES_PER_BYTE));
+    let mut reader = Reader { bytes: &bytes[4..], at: 0, little, values_left, path: Vec::new() };
     reader.message(schema, 0)
 }
 
@@ -220,7 +235,23 @@ impl<'a, 's> Reader<'a, 's> {
         })
     }
 
+    /// Counts one value built against the message's budget.
+    fn spend(&mut self) -> Result<(), String> {
+        match self.values_left.checked_sub(1) {
+            Some(left) => {
+                self.values_left = left;
+                Ok(())
+            }
+            None => Err(self.fail(&format!(
+                "the message builds more than {MAX_VALUES_BASE} + {MAX_VALUES_PER_BYTE} values per byte of its {} \
+                 (its definition nests types of no bytes in fixed arrays)",
+                self.bytes.len() + 4
+            ))),
+        }
+    }
+
     fn element(&mut self, schema: &'s MessageSchema, ty: &FieldType) -> Result<Value<'a>, String> {
+        self.spend()?;
         match ty {
             FieldType::Primitive(p) => self.primitive(*p),
             FieldType::Message(inner) => self.message(schema, *inner),
@@ -236,7 +267,7 @@ impl<'a, 's> Reader<'a, 's> {
                 Arity::One => None,
                 Arity::Fixed(n) => Some(n),
                 Arity::Sequence(bound) => {
-                    let count = self.count(min_size(schema, &field.ty))?;
+                    let count = self.count(schema.min_size(&field.ty))?;
                     if bound.is_some_and(|b| count > b) {
                         return Err(
                             self.fail(&format!("{count} elements in a sequence bounded to {}", bound.unwrap_or(0)))
@@ -249,7 +280,7 @@ impl<'a, 's> Reader<'a, 's> {
                 (None, ty) => self.element(schema, ty)?,
                 (Some(n), FieldType::Primitive(Primitive::U8)) => Value::Bytes(Cow::Borrowed(self.take(n)?)),
                 (Some(n), ty) => {
-                    if n.saturating_mul(min_size(schema, ty)) > self.left() {
+                    if n.saturating_mul(schema.min_size(ty)) > self.left() {
                         return Err(self.fail(&format!("{n} elements do not fit the {} bytes left", self.left())));
                     }
                     let mut items = Vec::with_capacity(n.min(self.left()));
@@ -263,22 +294,6 @@ impl<'a, 's> Reader<'a, 's> {
             self.path.pop();
         }
         Ok(Value::Struct(ty, values))
-    }
-}
-
-/// The fewest bytes one value of `ty` takes on the wire (without padding).
-fn min_size(schema: &MessageSchema, ty: &FieldType) -> usize {
-    match ty {
-        FieldType::Primitive(p) => p.size(),
-        FieldType::Message(inner) => schema.types[*inner]
-            .fields
-            .iter()
-            .map(|f| match f.arity {
-                Arity::One => min_size(schema, &f.ty),
-                Arity::Fixed(n) => n.saturating_mul(min_size(schema, &f.ty)),
-                Arity::Sequence(_) => 4,
-            })
-            .fold(0usize, usize::saturating_add),
     }
 }
 
@@ -322,5 +337,33 @@ mod tests {
         let error = decode(&schema, &lying).unwrap_err();
         assert!(error.contains("field `name`") && error.contains("does not fit"), "{error}");
         assert!(decode(&schema, &[0, 9, 0, 0]).unwrap_err().contains("not CDR"));
+    }
+
+    #[test]
+    fn an_empty_type_is_one_byte_and_the_field_after_it_reads_right() {
+        // `test_msgs/Arrays`-like: three `std_msgs/Empty`, then a float64
+        // aligned to 8 after them (bytes 4..7 are padding).
+        let schema = MessageSchema::parse("a/B", "std_msgs/Empty[3] e\nfloat64 x\n=====\nMSG: std_msgs/Empty\n").unwrap();
+        let mut bytes = vec![0, 1, 0, 0, 0, 0, 0, 0xAA, 0, 0, 0, 0];
+        bytes.extend_from_slice(&2.5f64.to_le_bytes());
+        let message = decode(&schema, &bytes).unwrap();
+        let mut x = Vec::new();
+        message.get(&schema, "x").unwrap().numbers(&mut x);
+        assert_eq!(x, [2.5]);
+        let Some(Value::List(empties)) = message.get(&schema, "e") else { panic!("{message:?}") };
+        assert_eq!(empties.len(), 3);
+        // One byte short of the float: an error, not a zero.
+        assert!(decode(&schema, &bytes[..bytes.len() - 1]).is_err());
+    }
+
+    #[test]
+    fn types_of_no_bytes_in_fixed_arrays_are_refused_by_the_value_budget() {
+        // 2^24 × 2^24 values of a type of no bytes, from a 4-byte message.
+        let text = "Z[16777216] a\n=====\nMSG: a/Z\nY[16777216] b\n=====\nMSG: a/Y\nfloat64[0] x\n";
+        let schema = MessageSchema::parse("a/B", text).unwrap();
+        let started = std::time::Instant::now();
+        let error = decode(&schema, &[0, 1, 0, 0]).unwrap_err();
+        assert!(started.elapsed() < std::time::Duration::from_secs(1), "{:?}", started.elapsed());
+        assert!(error.contains("values per byte"), "{error}");
     }
 }

@@ -172,9 +172,21 @@ pub(crate) fn frame_layout(frame: &Frame) -> Result<(DType, Vec<usize>), String>
                 image::load_from_memory(bytes).map_err(|e| format!("the first frame does not decode: {e}"))?;
             Ok((DType::U8, vec![decoded.height() as usize, decoded.width() as usize, 3]))
         }
-        Frame::Raw { encoding, height, width, .. } => {
-            let (dtype, channels, _) = raw_layout(encoding)?;
-            Ok((dtype, vec![*height, *width, channels]))
+        Frame::Raw { encoding, height, width, step, data, .. } => {
+            // The size every frame of the stream is held to comes from this
+            // one: checked against its own step and data, and the row limit.
+            let (dtype, channels, pixel_bytes) = raw_layout(encoding)?;
+            let shape = vec![*height, *width, channels];
+            crate::model::row_values(&shape).map_err(|e| format!("the first frame's shape {e}"))?;
+            let row_bytes = width.checked_mul(pixel_bytes).ok_or("the first frame's width overflows")?;
+            if *step < row_bytes || step.checked_mul(*height).is_none_or(|n| n > data.len()) {
+                return Err(format!(
+                    "the first frame says {height}x{width} {encoding} (rows of {row_bytes} bytes) in rows of step \
+                     {step}, and holds {} bytes of data",
+                    data.len()
+                ));
+            }
+            Ok((dtype, shape))
         }
         Frame::Video(codec, unit) => {
             if !robocache_video::is_key_frame(*codec, unit) {
@@ -488,7 +500,7 @@ pub(crate) fn default_streams(topic: &str, schema: &MessageSchema, first: &Value
             FieldType::Primitive(Primitive::String | Primitive::WString) => false,
             FieldType::Primitive(_) => true,
             // A message: numbers only where it holds no sequences.
-            FieldType::Message(inner) => field.arity != Arity::Sequence(None) && fixed_numeric(schema, *inner),
+            FieldType::Message(inner) => field.arity != Arity::Sequence(None) && schema.is_fixed_numeric(*inner),
         };
         if !numeric || matches!(field.arity, Arity::Sequence(_)) && matches!(field.ty, FieldType::Message(_)) {
             continue;
@@ -509,15 +521,3 @@ pub(crate) fn default_streams(topic: &str, schema: &MessageSchema, first: &Value
     out
 }
 
-/// Whether a message type holds only numbers of fixed count (no sequences
-/// or strings below it).
-fn fixed_numeric(schema: &MessageSchema, ty: usize) -> bool {
-    schema.types[ty].fields.iter().all(|f| {
-        !matches!(f.arity, Arity::Sequence(_))
-            && match &f.ty {
-                FieldType::Primitive(Primitive::String | Primitive::WString) => false,
-                FieldType::Primitive(_) => true,
-                FieldType::Message(inner) => fixed_numeric(schema, *inner),
-            }
-    })
-}

@@ -15,6 +15,10 @@
 
 use std::collections::HashMap;
 
+/// The deepest nesting of `module`s (rosidl writes two: `pkg::msg`); the
+/// parser's recursion is this deep at most, so no schema overflows its stack.
+const MAX_MODULE_NESTING: usize = 16;
+
 /// `text` (a `ros2idl` schema whose root is `root`) as `ros2msg` text:
 /// the root's fields, then a `MSG: pkg/Type` section per other struct.
 pub(crate) fn to_msg_text(root: &str, text: &str) -> Result<String, String> {
@@ -202,6 +206,9 @@ impl Parser {
                         self.at += 1;
                         let name = self.word()?;
                         self.expect('{')?;
+                        if self.modules.len() >= MAX_MODULE_NESTING {
+                            return Err(format!("modules nested more than {MAX_MODULE_NESTING} deep"));
+                        }
                         self.modules.push(name);
                         self.definitions(true)?;
                         self.modules.pop();
@@ -245,6 +252,10 @@ impl Parser {
             }
             "sequence" => {
                 self.expect('<')?;
+                // Refused before the inner type is read: nesting never recurses.
+                if self.peek() == Some(&Token::Word("sequence".into())) {
+                    return Err("a sequence of sequences has no ros2msg form".into());
+                }
                 let (inner, nested) = self.type_spec()?;
                 if nested.is_some() {
                     return Err("a sequence of sequences has no ros2msg form".into());
@@ -496,5 +507,14 @@ module geometry_msgs {
         assert!(error("module p { module msg { struct T { double x[2][3]; }; }; };").contains("multi-dimensional"));
         assert!(error("module p { module msg { struct T { double x; ").contains("ends early"));
         assert!(error("/* never closed").contains("comment"));
+    }
+
+    #[test]
+    fn nesting_that_would_overflow_the_stack_is_an_error() {
+        let error = |idl: &str| to_msg_text("p/msg/T", idl).unwrap_err();
+        let modules = "module m { ".repeat(100_000);
+        assert!(error(&modules).contains("modules nested more than 16 deep"));
+        let sequences = format!("module p {{ module msg {{ struct T {{ {} double", "sequence<".repeat(100_000));
+        assert!(error(&sequences).contains("sequence of sequences"));
     }
 }

@@ -44,6 +44,8 @@ pub(crate) struct McapBag {
     channel_topic: HashMap<u16, usize>,
     /// The chunk indexes, by file offset; `None`: read by a scan.
     chunks: Option<Vec<mcap::records::ChunkIndex>>,
+    /// The first and last log time of its messages (the statistics', or the scan's).
+    span: Option<(u64, u64)>,
     warnings: Vec<String>,
 }
 
@@ -115,21 +117,63 @@ impl McapBag {
     pub(crate) fn open(path: &Path, storage: &Storage) -> Result<McapBag> {
         let blob = storage.open(path)?;
         let bad = |problem: String| crate::Error::Bag { file: path.to_path_buf(), topic: None, message: None, problem };
+        let why_scanned = |reason: &str| format!("{}: {reason}: read by a scan of the whole file", path.display());
         let summary = match read_summary(&blob) {
-            Ok(Some(summary)) if !summary.chunk_indexes.is_empty() && summary.stats.is_some() => Some(summary),
-            Ok(_) => None,
-            Err(problem) if problem.contains("summary") => None,
+            Ok(Some(summary)) if !summary.chunk_indexes.is_empty() && summary.stats.is_some() => summary,
+            // Unchunked messages (MCAP allows them): a scan is how they read, no warning.
+            Ok(Some(summary)) if summary.chunk_indexes.is_empty() => {
+                return McapBag::scanned(blob, path, None).map_err(bad);
+            }
+            Ok(Some(_)) => {
+                let warning = why_scanned("its MCAP summary has chunk indexes but no statistics");
+                return McapBag::scanned(blob, path, Some(warning)).map_err(bad);
+            }
+            Ok(None) => {
+                let warning = why_scanned("no MCAP summary (a recording cut short?)");
+                return McapBag::scanned(blob, path, Some(warning)).map_err(bad);
+            }
+            Err(problem) if problem.contains("summary") => {
+                let warning = why_scanned(&format!("no MCAP summary could be read, a recording cut short? ({problem})"));
+                return McapBag::scanned(blob, path, Some(warning)).map_err(bad);
+            }
             Err(problem) => return Err(bad(problem)),
         };
-        let Some(summary) = summary else {
-            return McapBag::scanned(blob, path).map_err(bad);
+        let stats = summary.stats.as_ref();
+        let counts = stats.map(|s| s.channel_message_counts.clone()).unwrap_or_default();
+        let span = stats.filter(|s| s.message_count > 0).map(|s| (s.message_start_time, s.message_end_time));
+        let mut warnings = Vec::new();
+        // The summary may leave out the channel records (MCAP makes them
+        // optional there): where a channel with messages is not in it, the
+        // channels and schemas are read from the data section, once.
+        let referenced = counts
+            .iter()
+            .filter(|(_, &n)| n > 0)
+            .map(|(id, _)| *id)
+            .chain(summary.chunk_indexes.iter().flat_map(|c| c.message_index_offsets.keys().copied()));
+        let missing = referenced.filter(|id| !summary.channels.contains_key(id)).count();
+        let channels: Vec<(u16, String, String, Option<(String, String, Vec<u8>)>)> = if missing > 0 {
+            let warning = format!(
+                "{}: the MCAP summary lists no channel record for channels with messages: channels read from the data section",
+                path.display()
+            );
+            tracing::warn!("{warning}");
+            warnings.push(warning);
+            data_section_channels(&blob).map_err(bad)?
+        } else {
+            summary
+                .channels
+                .iter()
+                .map(|(id, c)| {
+                    let schema = c.schema.as_ref().map(|s| (s.name.clone(), s.encoding.clone(), s.data.to_vec()));
+                    (*id, c.topic.clone(), c.message_encoding.clone(), schema)
+                })
+                .collect()
         };
-        let counts = summary.stats.as_ref().map(|s| s.channel_message_counts.clone()).unwrap_or_default();
         let mut by_name: BTreeMap<String, (Topic, Vec<u16>)> = BTreeMap::new();
-        for (id, channel) in &summary.channels {
-            let entry = by_name.entry(channel.topic.clone()).or_insert_with(|| {
-                let schema = channel.schema.as_ref().map(|s| (s.name.as_str(), s.encoding.as_str(), &s.data[..]));
-                (new_topic(&channel.topic, &channel.message_encoding, schema), Vec::new())
+        for (id, topic, encoding, schema) in &channels {
+            let entry = by_name.entry(topic.clone()).or_insert_with(|| {
+                let schema = schema.as_ref().map(|(name, encoding, data)| (name.as_str(), encoding.as_str(), &data[..]));
+                (new_topic(topic, encoding, schema), Vec::new())
             });
             entry.0.messages += counts.get(id).copied().unwrap_or(0);
             entry.1.push(*id);
@@ -154,16 +198,24 @@ impl McapBag {
         }
         chunks.sort_by_key(|c| c.chunk_start_offset);
         super::bag_file::require_cdr(&mut topics);
-        Ok(McapBag { blob, topics, channel_topic, chunks: Some(chunks), warnings: Vec::new() })
+        Ok(McapBag { blob, topics, channel_topic, chunks: Some(chunks), span, warnings })
     }
 
-    /// Opens a file without a usable summary by walking its records.
-    fn scanned(blob: Blob, path: &Path) -> std::result::Result<McapBag, String> {
-        let warning =
-            format!("{}: no MCAP summary (a recording cut short?): read by a scan of the whole file", path.display());
-        tracing::warn!("{warning}");
-        let mut bag =
-            McapBag { blob, topics: Vec::new(), channel_topic: HashMap::new(), chunks: None, warnings: vec![warning] };
+    /// Opens a file without a usable summary by walking its records
+    /// (`warning`: why, where a writer should have left one).
+    fn scanned(blob: Blob, path: &Path, warning: Option<String>) -> std::result::Result<McapBag, String> {
+        if let Some(warning) = &warning {
+            tracing::warn!("{warning}");
+        }
+        let mut bag = McapBag {
+            blob,
+            topics: Vec::new(),
+            channel_topic: HashMap::new(),
+            chunks: None,
+            span: None,
+            warnings: warning.into_iter().collect(),
+        };
+        let mut span: Option<(u64, u64)> = None;
         let mut schemas: HashMap<u16, (String, String, Vec<u8>)> = HashMap::new();
         let mut counts: HashMap<usize, u64> = HashMap::new();
         let bytes = bag.blob.read_at(0, bag.blob.len() as usize).map_err(|e| e.to_string())?;
@@ -188,12 +240,15 @@ impl McapBag {
                 Record::Message { header, .. } => {
                     if let Some(&topic) = bag.channel_topic.get(&header.channel_id) {
                         *counts.entry(topic).or_default() += 1;
+                        let t = header.log_time;
+                        span = Some(span.map_or((t, t), |(a, b)| (a.min(t), b.max(t))));
                     }
                 }
                 _ => {}
             }
             Ok(())
         })?;
+        bag.span = span;
         if let Some(problem) = stopped {
             let warning = format!("{}: {problem}: the messages before it are read", path.display());
             tracing::warn!("{warning}");
@@ -205,6 +260,36 @@ impl McapBag {
         super::bag_file::require_cdr(&mut bag.topics);
         Ok(bag)
     }
+}
+
+/// Every channel record of the data section (chunks opened) with its
+/// schema: `(id, topic, message encoding, (schema name, encoding, data))`.
+#[allow(clippy::type_complexity)]
+fn data_section_channels(
+    blob: &Blob,
+) -> std::result::Result<Vec<(u16, String, String, Option<(String, String, Vec<u8>)>)>, String> {
+    let bytes = blob.read_at(0, blob.len() as usize).map_err(|e| e.to_string())?;
+    let mut schemas: HashMap<u16, (String, String, Vec<u8>)> = HashMap::new();
+    let mut channels: BTreeMap<u16, (String, String, u16)> = BTreeMap::new();
+    let stopped = walk(&bytes, &mut |record| {
+        match record {
+            Record::Schema { header, data } => {
+                schemas.insert(header.id, (header.name, header.encoding, data.into_owned()));
+            }
+            Record::Channel(channel) => {
+                channels.entry(channel.id).or_insert((channel.topic, channel.message_encoding, channel.schema_id));
+            }
+            _ => {}
+        }
+        Ok(())
+    })?;
+    if let Some(problem) = stopped {
+        return Err(format!("reading its channel records from the data section: {problem}"));
+    }
+    Ok(channels
+        .into_iter()
+        .map(|(id, (topic, encoding, schema_id))| (id, topic, encoding, schemas.get(&schema_id).cloned()))
+        .collect())
 }
 
 /// Decompresses a chunk (none, zstd or lz4) into at most its declared
@@ -316,6 +401,10 @@ impl BagFile for McapBag {
 
     fn warnings(&self) -> &[String] {
         &self.warnings
+    }
+
+    fn span_ns(&self) -> Option<(u64, u64)> {
+        self.span
     }
 
     fn read(&self, wanted: &[usize], visit: &mut Visit<'_>) -> std::result::Result<(), String> {
@@ -435,3 +524,7 @@ impl McapBag {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "mcap_conformance_tests.rs"]
+mod conformance_tests;

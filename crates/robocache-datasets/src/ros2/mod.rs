@@ -15,6 +15,13 @@
 //!   publish time, in seconds from the bag's first log time. Time windows
 //!   resample every stream onto the policy clock by its kind (linear,
 //!   slerp for quaternions, hold for discrete values and frames).
+//! - **Time you can trust**: a header stamp that is unset (0) or more than
+//!   [`MAX_HEADER_SKEW_NS`] (60 s) from the message's log time (a driver
+//!   that never sets it, a wrapped or foreign clock) does not place its
+//!   message: that message is placed at its log time instead, and a warning
+//!   names the bag, topic and how many messages. No span of times sizes an
+//!   allocation: an episode of more than
+//!   [`crate::MAX_EPISODE_WINDOWS`] windows is an error naming it.
 //! - **Order**: a stream's messages are sorted by the chosen time (stable;
 //!   out-of-order messages are counted in a warning). Two messages of one
 //!   stream at the same time keep both, the later one a femtosecond
@@ -592,16 +599,23 @@ fn episode_of(
             source: plan.topic.clone(),
         });
     }
-    let span = bag
-        .topics()
-        .iter()
-        .filter_map(|t| t.span_ns)
-        .fold(None, |acc: Option<(u64, u64)>, (a, b)| Some(acc.map_or((a, b), |(x, y)| (x.min(a), y.max(b)))));
-    let (origin_ns, duration_s) = match (&segment, span) {
+    let (origin_ns, duration_s) = match (&segment, bag.span_ns()) {
         (Some(segment), _) => (segment.range_ns.0, (segment.range_ns.1 - segment.range_ns.0) as f64 * 1e-9),
-        (None, Some((first, last))) => (first, (last - first) as f64 * 1e-9),
-        (None, None) => (mcap_origin(&bag, file)?, 0.0),
+        (None, Some((first, last))) => (first, last.saturating_sub(first) as f64 * 1e-9),
+        (None, None) => (0, 0.0),
     };
+    if !(duration_s * fps < crate::MAX_EPISODE_WINDOWS as f64) {
+        return Err(bag_error(
+            file,
+            None,
+            None,
+            format!(
+                "its log times span {duration_s} s, more than {} steps at {fps} Hz (at most {} an episode)",
+                duration_s * fps,
+                crate::MAX_EPISODE_WINDOWS
+            ),
+        ));
+    }
     let name = file.strip_prefix(root).unwrap_or(file).with_extension("").to_string_lossy().into_owned();
     let name = if name.is_empty() {
         file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
@@ -638,19 +652,6 @@ fn episode_of(
         leading,
     };
     Ok((episode, source))
-}
-
-/// The first log time of a bag whose storage does not say it (MCAP keeps
-/// it in the statistics, read here from the first message of every topic).
-fn mcap_origin(bag: &Arc<dyn BagFile>, file: &Path) -> Result<u64> {
-    let mut first = u64::MAX;
-    let all: Vec<usize> = (0..bag.topics().len()).collect();
-    bag.read(&all, &mut |m: RawMessage<'_>| {
-        first = first.min(m.log_ns);
-        Ok(())
-    })
-    .map_err(|p| bag_error(file, None, None, p))?;
-    Ok(if first == u64::MAX { 0 } else { first })
 }
 
 /// One decoded stream of an episode, sorted by time.
@@ -711,6 +712,18 @@ impl Ros2Reader {
     }
 }
 
+/// The farthest a message's `header.stamp` may be from its log time and
+/// still place it (60 s: far above a network's latency or two machines'
+/// clock skew, far below an unset stamp, a wrapped one or another clock).
+pub const MAX_HEADER_SKEW_NS: i128 = 60_000_000_000;
+
+/// A message's time from its header stamp (ns): the stamp, unless it is
+/// unset (0) or more than [`MAX_HEADER_SKEW_NS`] from the log time, where
+/// `None` says to use the log time (module docs: "Time you can trust").
+fn header_time_ns(stamp_ns: i128, log_ns: u64) -> Option<i128> {
+    (stamp_ns != 0 && (stamp_ns - i128::from(log_ns)).abs() <= MAX_HEADER_SKEW_NS).then_some(stamp_ns)
+}
+
 /// Decodes every mapped topic of an episode (see the module docs).
 fn decode_episode(source: &EpisodeSource) -> std::result::Result<Decoded, (Option<String>, Option<usize>, String)> {
     let bag = &source.bag;
@@ -733,6 +746,8 @@ fn decode_episode(source: &EpisodeSource) -> std::result::Result<Decoded, (Optio
     }
     let mut rows: Vec<Vec<Row>> = source.plans.iter().map(|_| Vec::new()).collect();
     let mut left_out = vec![0usize; source.plans.len()];
+    // Per plan: messages whose header stamp was not trusted (`header_time_ns`).
+    let mut log_timed = vec![0usize; source.plans.len()];
     let mut counts: HashMap<usize, usize> = HashMap::new();
     let mut failure = None;
     let read = bag.read(&wanted, &mut |message: RawMessage<'_>| {
@@ -777,7 +792,13 @@ fn decode_episode(source: &EpisodeSource) -> std::result::Result<Decoded, (Optio
                 TimeSource::Log => i128::from(message.log_ns),
                 TimeSource::Publish => i128::from(message.publish_ns),
                 TimeSource::Header => match value.header_stamp_ns(schema) {
-                    Some(ns) => ns,
+                    Some(ns) => match header_time_ns(ns, message.log_ns) {
+                        Some(ns) => ns,
+                        None => {
+                            log_timed[p] += 1;
+                            i128::from(message.log_ns)
+                        }
+                    },
                     None => {
                         failure = Some(fail("no header.stamp".into()));
                         return Err(STOP.into());
@@ -825,6 +846,13 @@ fn decode_episode(source: &EpisodeSource) -> std::result::Result<Decoded, (Optio
         return Err((None, None, problem));
     }
     tree.finish();
+    for (plan, &count) in source.plans.iter().zip(&log_timed).filter(|(_, &count)| count > 0) {
+        tracing::warn!(
+            file = %source.file.display(), topic = %plan.topic, stream = %plan.key, messages = count,
+            "header.stamp unset (0) or more than {} s from the log time: those messages are placed at their log time",
+            MAX_HEADER_SKEW_NS / 1_000_000_000
+        );
+    }
     let mut streams = Vec::with_capacity(rows.len());
     for (p, mut plan_rows) in rows.into_iter().enumerate() {
         let plan = &source.plans[p];

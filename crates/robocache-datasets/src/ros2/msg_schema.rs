@@ -19,6 +19,15 @@
 //! `Header` for `std_msgs/Header`), followed by `[N]` (fixed array), `[]`
 //! (sequence) or `[<=N]` (bounded sequence). `TYPE NAME=VALUE` lines are
 //! constants (not in the wire format) and are skipped; `#` starts a comment.
+//!
+//! - **Empty types** (`std_msgs/Empty`) get the one field rosidl gives
+//!   them, `uint8 structure_needs_at_least_one_member`: one byte on the
+//!   wire, as rosidl serialises them and `rosbags` reads them.
+//! - **Bounds, in time linear in the definition**: at most [`MAX_TYPES`]
+//!   types, fixed arrays of at most 2^24 elements, and types nested at most
+//!   [`MAX_NESTING`] deep. One memoised walk checks that no type contains
+//!   itself and finds each type's fewest bytes on the wire, which the CDR
+//!   reader checks every count against.
 
 use std::collections::HashMap;
 
@@ -108,7 +117,16 @@ pub(crate) struct MessageType {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct MessageSchema {
     pub(crate) types: Vec<MessageType>,
+    /// Per type: the fewest bytes one value takes on the wire (without
+    /// padding); 0 for a type the root does not use.
+    min_sizes: Vec<usize>,
+    /// Per type: whether it holds only numbers of a fixed count (no
+    /// sequence or string anywhere below it).
+    fixed_numeric: Vec<bool>,
 }
+
+/// The field rosidl gives a type without fields (one byte on the wire).
+pub(crate) const EMPTY_TYPE_FIELD: &str = "structure_needs_at_least_one_member";
 
 /// `pkg/msg/Type` and `pkg/Type` as `pkg/Type`.
 pub(crate) fn canonical_name(name: &str) -> String {
@@ -123,7 +141,11 @@ pub(crate) fn canonical_name(name: &str) -> String {
 /// declare: a definition is text from a file, and a fixed array of 10^12
 /// must be an error, not an allocation.
 const MAX_FIXED_ARRAY: usize = 1 << 24;
-const MAX_TYPES: usize = 4096;
+pub(crate) const MAX_TYPES: usize = 4096;
+/// The deepest nesting of message types (a type's field of a type of a
+/// field ...); ROS's own types nest under 10 deep. It bounds every walk of a
+/// definition and of a decoded message, so none can run out of stack.
+pub(crate) const MAX_NESTING: usize = 64;
 
 impl MessageSchema {
     /// Parses the definition text of `root` (`sensor_msgs/msg/JointState`).
@@ -192,29 +214,28 @@ impl MessageSchema {
                 };
                 fields.push(Field { name: field_name.to_owned(), ty, arity });
             }
+            if fields.is_empty() {
+                let ty = FieldType::Primitive(Primitive::U8);
+                fields.push(Field { name: EMPTY_TYPE_FIELD.to_owned(), ty, arity: Arity::One });
+            }
             types.push(MessageType { name: name.clone(), fields });
         }
-        let schema = MessageSchema { types };
-        schema.check_acyclic()?;
-        Ok(schema)
+        let (min_sizes, fixed_numeric) = walk_types(&types)?;
+        Ok(MessageSchema { types, min_sizes, fixed_numeric })
     }
 
-    /// A type that contains itself (without a sequence) has no finite wire form.
-    fn check_acyclic(&self) -> Result<(), String> {
-        fn visit(schema: &MessageSchema, at: usize, path: &mut Vec<usize>) -> Result<(), String> {
-            if path.contains(&at) {
-                return Err(format!("type `{}` contains itself", schema.types[at].name));
-            }
-            path.push(at);
-            for field in &schema.types[at].fields {
-                if let FieldType::Message(inner) = field.ty {
-                    visit(schema, inner, path)?;
-                }
-            }
-            path.pop();
-            Ok(())
+    /// Whether type `ty` holds only numbers of a fixed count (no sequence
+    /// or string anywhere below it).
+    pub(crate) fn is_fixed_numeric(&self, ty: usize) -> bool {
+        self.fixed_numeric.get(ty).copied().unwrap_or(false)
+    }
+
+    /// The fewest bytes one value of `ty` takes on the wire (without padding).
+    pub(crate) fn min_size(&self, ty: &FieldType) -> usize {
+        match ty {
+            FieldType::Primitive(p) => p.size(),
+            FieldType::Message(inner) => self.min_sizes[*inner],
         }
-        visit(self, 0, &mut Vec::new())
     }
 
     /// The root type.
@@ -231,6 +252,69 @@ impl MessageSchema {
                     || (f.name == "timestamp" && self.types[i].name == "builtin_interfaces/Time"))
         })
     }
+}
+
+/// Each type's fewest bytes on the wire and whether it is fixed numbers,
+/// by one memoised walk from the root (every type visited once: linear in the definition), which also
+/// refuses a type that contains itself (no finite wire form) and nesting
+/// past [`MAX_NESTING`]. The walk's own depth is the nesting, so bounded.
+fn walk_types(types: &[MessageType]) -> Result<(Vec<usize>, Vec<bool>), String> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum State {
+        New,
+        Open,
+        Done,
+    }
+    fn visit(
+        types: &[MessageType],
+        at: usize,
+        depth: usize,
+        state: &mut [State],
+        sizes: &mut [usize],
+        numeric: &mut [bool],
+    ) -> Result<(), String> {
+        match state[at] {
+            State::Done => return Ok(()),
+            State::Open => return Err(format!("type `{}` contains itself", types[at].name)),
+            State::New => {}
+        }
+        if depth > MAX_NESTING {
+            return Err(format!("types nested more than {MAX_NESTING} deep (at `{}`)", types[at].name));
+        }
+        state[at] = State::Open;
+        let mut size = 0usize;
+        let mut fixed_numbers = true;
+        for field in &types[at].fields {
+            let one = match field.ty {
+                FieldType::Primitive(p) => {
+                    fixed_numbers &= !matches!(p, Primitive::String | Primitive::WString);
+                    p.size()
+                }
+                FieldType::Message(inner) => {
+                    visit(types, inner, depth + 1, state, sizes, numeric)?;
+                    fixed_numbers &= numeric[inner];
+                    sizes[inner]
+                }
+            };
+            fixed_numbers &= !matches!(field.arity, Arity::Sequence(_));
+            size = size.saturating_add(match field.arity {
+                Arity::One => one,
+                Arity::Fixed(n) => n.saturating_mul(one),
+                Arity::Sequence(_) => 4,
+            });
+        }
+        sizes[at] = size;
+        numeric[at] = fixed_numbers;
+        state[at] = State::Done;
+        Ok(())
+    }
+    let mut state = vec![State::New; types.len()];
+    let mut sizes = vec![0usize; types.len()];
+    let mut numeric = vec![false; types.len()];
+    if !types.is_empty() {
+        visit(types, 0, 1, &mut state, &mut sizes, &mut numeric)?;
+    }
+    Ok((sizes, numeric))
 }
 
 fn parse_arity(token: &str) -> Result<(&str, Arity), String> {
@@ -290,5 +374,55 @@ mod tests {
         let cyclic = MessageSchema::parse("a/B", "B again\n").unwrap_err();
         assert!(cyclic.contains("contains itself"), "{cyclic}");
         assert!(MessageSchema::parse("a/B", "float64\n").unwrap_err().contains("not `TYPE NAME`"));
+    }
+
+    /// `a/T0` holds two `T1`, each two `T2`, ...: 2^n paths through n types.
+    fn fan_out(n: usize, last: &str) -> String {
+        let mut text = String::new();
+        for i in 0..n {
+            if i > 0 {
+                text.push_str(&format!("================\nMSG: a/T{i}\n"));
+            }
+            text.push_str(&format!("T{0} x\nT{0} y\n", i + 1));
+        }
+        text.push_str(&format!("================\nMSG: a/T{n}\n{last}\n"));
+        text
+    }
+
+    #[test]
+    fn a_definition_of_many_paths_is_walked_once() {
+        // 60 types of two fields each: 2^60 paths, 60 visits.
+        let started = std::time::Instant::now();
+        let schema = MessageSchema::parse("a/T0", &fan_out(60, "float64 v")).unwrap();
+        assert!(started.elapsed() < std::time::Duration::from_secs(1), "{:?}", started.elapsed());
+        assert_eq!(schema.min_size(&FieldType::Message(0)), 1 << 63, "2^60 × 8 bytes");
+        assert_eq!(schema.min_size(&FieldType::Message(59)), 16);
+        assert!(schema.is_fixed_numeric(0));
+        let with_text = MessageSchema::parse("a/T0", &fan_out(60, "string v")).unwrap();
+        assert!(!with_text.is_fixed_numeric(0));
+    }
+
+    #[test]
+    fn empty_types_take_one_byte_and_deep_nesting_is_refused() {
+        let schema = MessageSchema::parse("a/B", "Empty[3] e\nfloat64 x\n================\nMSG: a/Empty\n").unwrap();
+        let empty = &schema.types[1];
+        assert_eq!(empty.fields.len(), 1);
+        assert_eq!(empty.fields[0].name, EMPTY_TYPE_FIELD);
+        assert_eq!(schema.min_size(&FieldType::Message(1)), 1);
+        assert_eq!(schema.min_size(&FieldType::Message(0)), 3 + 8);
+        // A chain of 100 types: refused by its depth, not by the stack.
+        let mut chain = String::new();
+        for i in 0..100 {
+            if i > 0 {
+                chain.push_str(&format!("================\nMSG: a/T{i}\n"));
+            }
+            chain.push_str(&format!("T{} next\n", i + 1));
+        }
+        chain.push_str("================\nMSG: a/T100\nuint8 v\n");
+        let deep = MessageSchema::parse("a/T0", &chain).unwrap_err();
+        assert!(deep.contains("nested more than 64 deep"), "{deep}");
+        // A cycle through many types is still found.
+        let cycle = MessageSchema::parse("a/T0", &fan_out(20, "T0 back")).unwrap_err();
+        assert!(cycle.contains("contains itself"), "{cycle}");
     }
 }

@@ -7,6 +7,14 @@
 //!
 //! SQLite reads a local file: a remote `.db3` is fetched whole into the
 //! node-local cache first (robocache-storage).
+//!
+//! A bag is a file from anywhere, so it is opened defensively: read-only,
+//! SQLite's defensive mode on and its schema untrusted, `topics` and
+//! `messages` must be plain tables (a view, which may recurse forever, or a
+//! virtual table is an error that says so), and every query at open runs
+//! under a progress handler that ends it past [`open_step_budget`] virtual
+//! machine steps. The per-topic counts and time ranges are one
+//! `GROUP BY topic_id` scan of `messages`.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -36,7 +44,39 @@ impl SqliteBag {
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI,
         )
         .map_err(|e| bad(format!("not a SQLite database: {e}")))?;
-        let sql = |e: rusqlite::Error| bad(format!("not a rosbag2 SQLite bag: {e}"));
+        let mut connection = connection;
+        let budget = open_step_budget(std::fs::metadata(&local).map_or(0, |m| m.len()));
+        defend(&mut connection, budget).map_err(|e| bad(format!("SQLite's defensive settings: {e}")))?;
+        let sql = |e: rusqlite::Error| match e.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::OperationInterrupted) => {
+                bad(format!("a query of its tables ran past {budget} SQLite steps (a table that never ends?)"))
+            }
+            _ => bad(format!("not a rosbag2 SQLite bag: {e}")),
+        };
+        for table in ["topics", "messages"] {
+            let kind: Option<(String, String)> = connection
+                .query_row(
+                    "SELECT type, COALESCE(sql, '') FROM sqlite_master WHERE name = ?1 COLLATE NOCASE",
+                    [table],
+                    |row| Ok((row.get(0)?, row.get(1)?)),
+                )
+                .map(Some)
+                .or_else(|e| match e {
+                    rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                    e => Err(e),
+                })
+                .map_err(sql)?;
+            match kind {
+                None => return Err(bad(format!("not a rosbag2 SQLite bag: no table `{table}`"))),
+                Some((kind, _)) if kind != "table" => {
+                    return Err(bad(format!("`{table}` is a {kind}, not a table (rosbag2 writes tables)")))
+                }
+                Some((_, text)) if text.trim_start().to_ascii_uppercase().starts_with("CREATE VIRTUAL") => {
+                    return Err(bad(format!("`{table}` is a virtual table, not a table (rosbag2 writes tables)")))
+                }
+                Some(_) => {}
+            }
+        }
         let definitions: HashMap<String, (String, String)> = {
             let has_table: bool = connection
                 .query_row(
@@ -63,18 +103,25 @@ impl SqliteBag {
             }
             out
         };
+        // Each topic's message count and log-time range: one scan.
+        let mut per_topic: HashMap<i64, (i64, Option<i64>, Option<i64>)> = HashMap::new();
+        {
+            let mut query = connection
+                .prepare("SELECT topic_id, COUNT(*), MIN(timestamp), MAX(timestamp) FROM messages GROUP BY topic_id")
+                .map_err(sql)?;
+            let rows = query
+                .query_map([], |row| Ok((row.get::<_, i64>(0)?, (row.get(1)?, row.get(2)?, row.get(3)?))))
+                .map_err(sql)?;
+            for row in rows {
+                let (id, stats) = row.map_err(sql)?;
+                per_topic.insert(id, stats);
+            }
+        }
         let mut topics = Vec::new();
         let mut ids = Vec::new();
         {
-            let mut query = connection
-                .prepare(
-                    "SELECT t.id, t.name, t.type, t.serialization_format, \
-                     (SELECT COUNT(*) FROM messages m WHERE m.topic_id = t.id), \
-                     (SELECT MIN(timestamp) FROM messages m WHERE m.topic_id = t.id), \
-                     (SELECT MAX(timestamp) FROM messages m WHERE m.topic_id = t.id) \
-                     FROM topics t ORDER BY t.name",
-                )
-                .map_err(sql)?;
+            let mut query =
+                connection.prepare("SELECT id, name, type, serialization_format FROM topics ORDER BY name").map_err(sql)?;
             let rows = query
                 .query_map([], |row| {
                     Ok((
@@ -82,14 +129,12 @@ impl SqliteBag {
                         row.get::<_, String>(1)?,
                         row.get::<_, String>(2)?,
                         row.get::<_, String>(3)?,
-                        row.get::<_, i64>(4)?,
-                        row.get::<_, Option<i64>>(5)?,
-                        row.get::<_, Option<i64>>(6)?,
                     ))
                 })
                 .map_err(sql)?;
             for row in rows {
-                let (id, name, type_name, encoding, count, first, last) = row.map_err(sql)?;
+                let (id, name, type_name, encoding) = row.map_err(sql)?;
+                let (count, first, last) = per_topic.get(&id).copied().unwrap_or((0, None, None));
                 let schema = match definitions.get(&type_name) {
                     Some((kind, text)) if kind == "ros2msg" => MessageSchema::parse(&type_name, text)
                         .map(Arc::new)
@@ -115,8 +160,32 @@ impl SqliteBag {
             }
         }
         super::bag_file::require_cdr(&mut topics);
+        // Reads scan `messages` once, in time linear in it: no step budget.
+        connection.progress_handler(0, None::<fn() -> bool>).map_err(sql)?;
         Ok(SqliteBag { connection: Mutex::new(connection), topics, ids })
     }
+}
+
+/// The SQLite steps the queries at open may take for a file of `bytes`:
+/// 10^9, plus 256 a byte (a real bag's counting scan takes under 20 a
+/// byte; SQLite runs about 10^9 steps a few seconds).
+pub(crate) fn open_step_budget(bytes: u64) -> u64 {
+    1_000_000_000u64.saturating_add(bytes.saturating_mul(256))
+}
+
+/// Defensive mode on, the schema untrusted (no function or view of the
+/// file's own runs with side effects), and a progress handler that ends any
+/// query past `budget` steps.
+fn defend(connection: &mut Connection, budget: u64) -> rusqlite::Result<()> {
+    use rusqlite::config::DbConfig;
+    connection.set_db_config(DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true)?;
+    connection.set_db_config(DbConfig::SQLITE_DBCONFIG_TRUSTED_SCHEMA, false)?;
+    const EVERY: u64 = 10_000;
+    let mut steps = 0u64;
+    connection.progress_handler(EVERY as i32, Some(move || {
+        steps += EVERY;
+        steps > budget
+    }))
 }
 
 impl BagFile for SqliteBag {

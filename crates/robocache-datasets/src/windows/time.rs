@@ -8,6 +8,8 @@
 //! last sample of the chosen streams, every `1 / hz` seconds. A stream with
 //! no samples in an episode (a ROS 2 topic missing from one bag) places no
 //! anchor, and its every target in that episode is padding (masked).
+//! An episode of more than [`super::MAX_EPISODE_WINDOWS`] anchors is an
+//! error naming it, never an allocation of that size.
 
 use crate::dataset::Dataset;
 use crate::{Error, Result};
@@ -98,7 +100,20 @@ impl TimeWindows {
             // Anchors start + j / hz ≤ end; the epsilon keeps an anchor that
             // lands on `end` up to rounding. No stream with steps: no anchor.
             let count = match start <= end {
-                true => ((end - start) * spec.hz + 1e-9).floor() as usize + 1,
+                true => {
+                    let steps = ((end - start) * spec.hz + 1e-9).floor();
+                    if !(steps < super::MAX_EPISODE_WINDOWS as f64) {
+                        let episode = &dataset.info().episodes[index];
+                        return Err(Error::Invalid(format!(
+                            "episode {index} (`{}`): its streams span {start} s to {end} s, {steps} windows at {} Hz \
+                             (at most {} an episode): a timestamp far from the others?",
+                            episode.name,
+                            spec.hz,
+                            super::MAX_EPISODE_WINDOWS
+                        )));
+                    }
+                    steps as usize + 1
+                }
                 false => 0,
             };
             episodes.push(EpisodeAnchors { episode: index, first_sample: total, count, start });

@@ -3,6 +3,12 @@
 //! a dataset, saved as JSON, and applied on request to the continuous
 //! channels (quaternions, angles, discrete and image channels are left as
 //! they are: scaling them would break their resampling).
+//!
+//! NaN is not a value: a joint before its first reading, a non-dense point
+//! cloud's empty points. Statistics are over each channel's values that are
+//! not NaN, counted per channel (`counts`); a channel with none is an
+//! error naming the stream and channel, never a NaN mean (which would make
+//! every normalised value NaN) or a `null` in the saved JSON.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -29,8 +35,12 @@ pub enum NormalizationMode {
 /// The statistics of one stream, per channel.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StreamStatistics {
-    /// Values per channel that went in.
+    /// Rows (values per channel) that went in, NaN included.
     pub count: u64,
+    /// Per channel: the values that were not NaN, which its statistics are
+    /// over (empty in files saved before it was kept: `count` each).
+    #[serde(default)]
+    pub counts: Vec<u64>,
     pub mean: Vec<f64>,
     pub std: Vec<f64>,
     pub min: Vec<f64>,
@@ -42,10 +52,18 @@ pub struct StreamStatistics {
 impl StreamStatistics {
     /// The statistics of `columns` (one `Vec` of values per channel, all of
     /// one length): population mean and standard deviation, exact extremes
-    /// and percentiles (linear between order statistics, NumPy's default).
-    pub fn of_columns(columns: Vec<Vec<f64>>) -> Self {
+    /// and percentiles (linear between order statistics, NumPy's default),
+    /// each channel over its values that are not NaN. A channel with rows
+    /// but no such value is an error naming the channel.
+    pub fn of_columns(columns: Vec<Vec<f64>>) -> Result<Self> {
+        Self::of_values(columns).map_err(invalid)
+    }
+
+    /// [`StreamStatistics::of_columns`], its error as text.
+    fn of_values(columns: Vec<Vec<f64>>) -> std::result::Result<Self, String> {
         let mut stats = StreamStatistics {
             count: columns.first().map_or(0, |c| c.len() as u64),
+            counts: Vec::new(),
             mean: Vec::new(),
             std: Vec::new(),
             min: Vec::new(),
@@ -53,10 +71,15 @@ impl StreamStatistics {
             p01: Vec::new(),
             p99: Vec::new(),
         };
-        for mut column in columns {
+        for (channel, mut column) in columns.into_iter().enumerate() {
             if column.is_empty() {
                 continue;
             }
+            column.retain(|v| !v.is_nan());
+            if column.is_empty() {
+                return Err(format!("channel {channel} is NaN in every row: it has no statistics"));
+            }
+            stats.counts.push(column.len() as u64);
             let n = column.len() as f64;
             let mean = column.iter().sum::<f64>() / n;
             let variance = column.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
@@ -68,7 +91,12 @@ impl StreamStatistics {
             stats.p01.push(percentile(&column, 0.01));
             stats.p99.push(percentile(&column, 0.99));
         }
-        stats
+        Ok(stats)
+    }
+
+    /// The values channel `c`'s statistics are over.
+    pub fn channel_count(&self, c: usize) -> u64 {
+        self.counts.get(c).copied().unwrap_or(self.count)
     }
 
     /// The statistics of streams side by side along their channels (a
@@ -77,8 +105,13 @@ impl StreamStatistics {
     /// different rates: a group merge weighs every channel by it).
     pub fn side_by_side(parts: &[&StreamStatistics]) -> StreamStatistics {
         let join = |field: fn(&StreamStatistics) -> &Vec<f64>| parts.iter().flat_map(|p| field(p).clone()).collect();
+        let counts = parts
+            .iter()
+            .flat_map(|p| (0..p.mean.len()).map(|c| p.channel_count(c)).collect::<Vec<_>>())
+            .collect();
         StreamStatistics {
             count: parts.first().map_or(0, |p| p.count),
+            counts,
             mean: join(|p| &p.mean),
             std: join(|p| &p.std),
             min: join(|p| &p.min),
@@ -93,6 +126,7 @@ impl StreamStatistics {
     pub fn constant(values: &[f64], count: u64) -> StreamStatistics {
         StreamStatistics {
             count,
+            counts: vec![count; values.len()],
             mean: values.to_vec(),
             std: vec![0.0; values.len()],
             min: values.to_vec(),
@@ -128,9 +162,9 @@ impl StreamStatistics {
             }
         }
         let count: u64 = parts.iter().map(|p| p.count).sum();
-        let total = count as f64;
         let mut merged = StreamStatistics {
             count,
+            counts: Vec::with_capacity(channels),
             mean: Vec::with_capacity(channels),
             std: Vec::with_capacity(channels),
             min: Vec::with_capacity(channels),
@@ -139,12 +173,17 @@ impl StreamStatistics {
             p99: Vec::with_capacity(channels),
         };
         for c in 0..channels {
-            let mean = parts.iter().map(|p| p.count as f64 * p.mean[c]).sum::<f64>() / total;
+            // Each part weighs by its values of this channel (NaN left out).
+            let weight = |p: &StreamStatistics| p.channel_count(c) as f64;
+            let channel_count: u64 = parts.iter().map(|p| p.channel_count(c)).sum();
+            let total = channel_count as f64;
+            let mean = parts.iter().map(|p| weight(p) * p.mean[c]).sum::<f64>() / total;
             let variance = parts
                 .iter()
-                .map(|p| p.count as f64 * (p.std[c] * p.std[c] + (p.mean[c] - mean) * (p.mean[c] - mean)))
+                .map(|p| weight(p) * (p.std[c] * p.std[c] + (p.mean[c] - mean) * (p.mean[c] - mean)))
                 .sum::<f64>()
                 / total;
+            merged.counts.push(channel_count);
             merged.mean.push(mean);
             merged.std.push(variance.max(0.0).sqrt());
             merged.min.push(parts.iter().map(|p| p.min[c]).fold(f64::INFINITY, f64::min));
@@ -175,8 +214,8 @@ fn mixture_quantile(parts: &[&StreamStatistics], c: usize, q: f64) -> f64 {
         }
         1.0
     };
-    let total = parts.iter().map(|p| p.count as f64).sum::<f64>();
-    let mixture = |x: f64| parts.iter().map(|p| p.count as f64 * cdf(p, x)).sum::<f64>() / total;
+    let total = parts.iter().map(|p| p.channel_count(c) as f64).sum::<f64>();
+    let mixture = |x: f64| parts.iter().map(|p| p.channel_count(c) as f64 * cdf(p, x)).sum::<f64>() / total;
     let (mut low, mut high) = (
         parts.iter().map(|p| p.min[c]).fold(f64::INFINITY, f64::min),
         parts.iter().map(|p| p.max[c]).fold(f64::NEG_INFINITY, f64::max),
@@ -231,7 +270,7 @@ impl Normalization {
                     columns[i % channels].push(v);
                 }
             }
-            let stats = StreamStatistics::of_columns(columns);
+            let stats = StreamStatistics::of_values(columns).map_err(|e| invalid(format!("stream `{name}`: {e}")))?;
             out.insert(name.to_owned(), stats);
         }
         Ok(Normalization { mode, streams: out })
@@ -350,11 +389,11 @@ mod tests {
     #[test]
     fn merged_statistics_equal_those_of_the_concatenated_values() {
         let parts = [columns(1, 3, 500, 0.0, 1.0), columns(2, 3, 2_000, 5.0, 0.5), columns(3, 3, 37, -2.0, 4.0)];
-        let each: Vec<StreamStatistics> = parts.iter().map(|c| StreamStatistics::of_columns(c.clone())).collect();
+        let each: Vec<StreamStatistics> = parts.iter().map(|c| StreamStatistics::of_columns(c.clone()).unwrap()).collect();
         let merged = StreamStatistics::merge(&each.iter().collect::<Vec<_>>()).unwrap();
         let concatenated: Vec<Vec<f64>> =
             (0..3).map(|c| parts.iter().flat_map(|p| p[c].iter().copied()).collect()).collect();
-        let whole = StreamStatistics::of_columns(concatenated);
+        let whole = StreamStatistics::of_columns(concatenated).unwrap();
         assert_eq!(merged.count, whole.count);
         let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * b.abs().max(1.0);
         for c in 0..3 {
@@ -372,7 +411,7 @@ mod tests {
 
     #[test]
     fn normalizations_merge_stream_by_stream() {
-        let stats = |seed| StreamStatistics::of_columns(columns(seed, 2, 100, 0.0, 1.0));
+        let stats = |seed| StreamStatistics::of_columns(columns(seed, 2, 100, 0.0, 1.0)).unwrap();
         let a = Normalization {
             mode: NormalizationMode::ZScore,
             streams: [("action".to_owned(), stats(1)), ("state".to_owned(), stats(2))].into(),
@@ -385,9 +424,27 @@ mod tests {
         assert!(Normalization::merge(&[&a, &c]).unwrap_err().to_string().contains("modes"));
         let wide = Normalization {
             mode: NormalizationMode::ZScore,
-            streams: [("action".to_owned(), StreamStatistics::of_columns(columns(4, 3, 10, 0.0, 1.0)))].into(),
+            streams: [("action".to_owned(), StreamStatistics::of_columns(columns(4, 3, 10, 0.0, 1.0)).unwrap())].into(),
         };
         assert!(Normalization::merge(&[&a, &wide]).unwrap_err().to_string().contains("action"));
         assert!(Normalization::merge(&[]).is_err());
+    }
+
+    #[test]
+    fn nan_is_not_a_value_and_a_channel_of_nan_is_named() {
+        // A joint NaN before its first reading: its statistics are over the rest.
+        let stats = StreamStatistics::of_columns(vec![vec![1.0, 2.0, 3.0, 4.0], vec![f64::NAN, f64::NAN, 2.0, 4.0]])
+            .unwrap();
+        assert_eq!((stats.count, stats.counts.clone()), (4, vec![4, 2]));
+        assert_eq!((stats.mean[1], stats.std[1], stats.min[1], stats.max[1]), (3.0, 1.0, 2.0, 4.0));
+        let json = serde_json::to_string(&stats).unwrap();
+        assert!(!json.contains("null"), "{json}");
+        // Merged, each part weighs by its values of the channel.
+        let other = StreamStatistics::of_columns(vec![vec![5.0, 5.0], vec![6.0, 6.0]]).unwrap();
+        let merged = StreamStatistics::merge(&[&stats, &other]).unwrap();
+        assert_eq!(merged.counts, [6, 4]);
+        assert_eq!(merged.mean[1], (2.0 + 4.0 + 6.0 + 6.0) / 4.0);
+        let error = StreamStatistics::of_columns(vec![vec![1.0], vec![f64::NAN]]).unwrap_err().to_string();
+        assert!(error.contains("channel 1 is NaN in every row"), "{error}");
     }
 }
