@@ -9,7 +9,9 @@
 //!   writers of the dataset tests' files; robomimic 0.3.0 (without its
 //!   PyTorch dependency: the tests run its `SequenceDataset` with a
 //!   stand-in module), tqdm and termcolor it imports; Pillow, whose
-//!   `Image.resize` the frame resize equals bit for bit; pytest and
+//!   `Image.resize` the frame resize equals bit for bit; rosbags, pyarrow
+//!   and PyAV, the other tools' readers the third-party data is checked
+//!   against; pytest and
 //!   PyTorch (its CUDA build, the one PyPI has, without Triton, which only
 //!   `torch.compile` uses); moto's S3 server and boto3 and nginx (`server_tools`) for the
 //!   remote-dataset tests.
@@ -24,7 +26,7 @@ use crate::{root, run};
 /// What building robocache needs.
 const BUILD_PACKAGES: [&str; 2] = ["cmake>=3.26,<5", "maturin>=1.7,<2"];
 /// What its tests need beyond that.
-const TEST_PACKAGES: [&str; 8] = [
+const TEST_PACKAGES: [&str; 11] = [
     "numpy>=1.26",
     "h5py>=3.10",
     "tqdm",
@@ -39,6 +41,12 @@ const TEST_PACKAGES: [&str; 8] = [
     // Pillow, the reference frame resizes are checked against (13 changed
     // the order of its passes in some downscales: docs/semantics.md).
     "pillow>=10,<13",
+    // The readers of other tools' data that the third-party tests take as
+    // oracles: rosbags for ROS 2 bags (pure Python), pyarrow for LeRobot's
+    // parquet, PyAV (FFmpeg) for its video.
+    "rosbags==0.11.9",
+    "pyarrow>=15",
+    "av>=12",
 ];
 const ROBOMIMIC: &str = "robomimic==0.3.0";
 

@@ -418,6 +418,68 @@ pub(crate) fn bag_decode_json(
     serde_json::to_string(&decoded).map_err(|e| invalid(format!("bag decode: {e}")))
 }
 
+/// Every message of `topic` in the bags at `path`, decoded
+/// (`robocache_datasets::ros2::bag_messages`): per message a dict of
+/// `file`, `index`, `log_time_ns`, `publish_time_ns` and `value`.
+#[pyfunction]
+#[pyo3(signature = (path, topic, storage_options=None, remote_cache_dir=None, remote_cache_bytes=None))]
+pub(crate) fn bag_messages<'py>(
+    py: Python<'py>,
+    path: std::path::PathBuf,
+    topic: String,
+    storage_options: Option<Vec<(String, String)>>,
+    remote_cache_dir: Option<std::path::PathBuf>,
+    remote_cache_bytes: Option<u64>,
+) -> PyResult<Vec<Bound<'py, pyo3::types::PyDict>>> {
+    let storage = storage_of(storage_options, remote_cache_dir, remote_cache_bytes);
+    let messages = py
+        .detach(|| robocache::datasets::ros2::bag_messages(&path, &topic, &storage))
+        .map_err(robocache::Error::from)
+        .py_err()?;
+    messages
+        .into_iter()
+        .map(|message| {
+            let dict = pyo3::types::PyDict::new(py);
+            dict.set_item("file", message.file.display().to_string())?;
+            dict.set_item("index", message.index)?;
+            dict.set_item("log_time_ns", message.log_time_ns)?;
+            dict.set_item("publish_time_ns", message.publish_time_ns)?;
+            dict.set_item("value", message_value(py, &message.value)?)?;
+            Ok(dict)
+        })
+        .collect()
+}
+
+/// A decoded message value as Python objects: dicts, lists, bytes, numbers.
+fn message_value<'py>(
+    py: Python<'py>,
+    value: &robocache::datasets::ros2::MessageValue,
+) -> PyResult<Bound<'py, PyAny>> {
+    use robocache::datasets::ros2::MessageValue;
+    Ok(match value {
+        MessageValue::Bool(b) => pyo3::types::PyBool::new(py, *b).to_owned().into_any(),
+        MessageValue::Int(i) => i.into_pyobject(py)?.into_any(),
+        MessageValue::UInt(u) => u.into_pyobject(py)?.into_any(),
+        MessageValue::Float(f) => f.into_pyobject(py)?.into_any(),
+        MessageValue::Str(s) => s.into_pyobject(py)?.into_any(),
+        MessageValue::Bytes(b) => pyo3::types::PyBytes::new(py, b).into_any(),
+        MessageValue::List(items) => {
+            let list = pyo3::types::PyList::empty(py);
+            for item in items {
+                list.append(message_value(py, item)?)?;
+            }
+            list.into_any()
+        }
+        MessageValue::Struct(fields) => {
+            let dict = pyo3::types::PyDict::new(py);
+            for (name, field) in fields {
+                dict.set_item(name, message_value(py, field)?)?;
+            }
+            dict.into_any()
+        }
+    })
+}
+
 /// One point cloud as `bag_point_clouds` passes it to Python: bag file,
 /// log time, header stamp (ns), frame, positions and features (f32 bytes,
 /// native order).

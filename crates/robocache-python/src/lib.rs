@@ -80,6 +80,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(build_info, m)?)?;
     m.add_function(wrap_pyfunction!(data::bag_topics_json, m)?)?;
     m.add_function(wrap_pyfunction!(data::bag_decode_json, m)?)?;
+    m.add_function(wrap_pyfunction!(data::bag_messages, m)?)?;
     m.add_function(wrap_pyfunction!(data::bag_point_clouds, m)?)?;
     m.add_class::<arrays::Array>()?;
     ops::register(m)?;

@@ -54,6 +54,7 @@ pub(crate) mod extract;
 mod idl_schema;
 pub(crate) mod mapping;
 pub(crate) mod mcap_bag;
+mod message_values;
 pub(crate) mod msg_schema;
 mod point_cloud;
 pub(crate) mod sqlite_bag;
@@ -74,6 +75,7 @@ use robocache_storage::Storage;
 
 use self::bag_file::{BagFile, RawMessage};
 use self::extract::{Extract, Frame, StreamPlan};
+pub use self::message_values::{bag_messages, DecodedMessage, MessageValue};
 pub use self::mapping::{BagMapping, EpisodeSplit, MarkerValue, StreamMapping, TimeSource};
 pub use self::point_cloud::{point_clouds, PointCloud};
 pub use self::topic_stats::{decode_messages, topic_stats, TopicDecode, TopicStats};
@@ -199,11 +201,35 @@ fn default_mapping(file: &Path, bag: &dyn BagFile) -> Result<BagMapping> {
     let wanted: Vec<usize> = (0..bag.topics().len()).filter(|&t| bag.topics()[t].schema.is_ok()).collect();
     let firsts = first_messages(file, bag, &wanted)?;
     let mut mapping = BagMapping::default();
-    for (topic, value) in firsts {
-        let schema = bag.topics()[topic].schema.as_ref().map_err(|p| Error::Invalid(p.clone()))?;
-        for (key, stream) in extract::default_streams(&bag.topics()[topic].name, schema, &value) {
+    for (topic, value) in &firsts {
+        let schema = bag.topics()[*topic].schema.as_ref().map_err(|p| Error::Invalid(p.clone()))?;
+        for (key, stream) in extract::default_streams(&bag.topics()[*topic].name, schema, value) {
             mapping.streams.insert(key, stream);
         }
+    }
+    if mapping.streams.is_empty() {
+        // Never a dataset without streams and without a word: say what each topic is.
+        let why: Vec<String> = bag
+            .topics()
+            .iter()
+            .enumerate()
+            .map(|(t, topic)| {
+                let reason = match (&topic.schema, topic.messages) {
+                    (Err(problem), _) => problem.clone(),
+                    (Ok(_), 0) => "no message".to_owned(),
+                    (Ok(_), _) if !firsts.iter().any(|(f, _)| *f == t) => "no message could be read".to_owned(),
+                    (Ok(_), _) => "no numeric field or camera image".to_owned(),
+                };
+                format!("`{}` ({}): {reason}", topic.name, topic.type_name)
+            })
+            .collect();
+        let topics = if why.is_empty() { "it has no topic".to_owned() } else { why.join("; ") };
+        return Err(bag_error(
+            file,
+            None,
+            None,
+            format!("no topic gives a stream without a mapping: {topics}; a mapping names the fields to read"),
+        ));
     }
     Ok(mapping)
 }

@@ -31,7 +31,7 @@ from ._errors import (
     InvalidInputError,
     OutOfMemoryError,
 )
-from ._data import Dataset, Loader, bag_decode, bag_point_clouds, bag_topics, open  # noqa: A004
+from ._data import Dataset, Loader, bag_decode, bag_messages, bag_point_clouds, bag_topics, open  # noqa: A004
 from ._mixture import MixtureLoader, MixtureSampler
 from ._data import _int_tuple
 from ._native import __version__
@@ -49,7 +49,7 @@ __all__ = [
     "cuda_available", "is_cuda_available", "info", "build_info", "resample", "fuse", "voxelize",
     "convert_frames",
     "resample_trajectories", "fuse_multimodal", "fuse_multimodal_alignment", "voxelize_pointcloud", "self_test",
-    "Dataset", "open", "bag_topics", "bag_decode", "bag_point_clouds", "Loader", "MixtureLoader", "MixtureSampler", "__version__",
+    "Dataset", "open", "bag_topics", "bag_decode", "bag_messages", "bag_point_clouds", "Loader", "MixtureLoader", "MixtureSampler", "__version__",
 ]
 
 

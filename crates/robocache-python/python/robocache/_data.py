@@ -13,6 +13,7 @@ from ._errors import InvalidInputError
 from ._native import Dataset as _NativeDataset
 from ._native import bag_point_clouds as _native_bag_point_clouds
 from ._native import bag_decode_json as _native_bag_decode_json
+from ._native import bag_messages as _native_bag_messages
 from ._native import bag_topics_json as _native_bag_topics_json
 from ._native import Loader as _NativeLoader
 
@@ -647,6 +648,26 @@ def bag_decode(path: Union[str, os.PathLike], *, storage_options: Optional[Dict[
     return json.loads(_native_bag_decode_json(path if "://" in path else os.path.expanduser(path), options,
                                               None if remote_cache_dir is None else os.fspath(remote_cache_dir),
                                               remote_cache_bytes, 0 if threads is None else int(threads)))
+
+
+def bag_messages(path: Union[str, os.PathLike], topic: str, *, storage_options: Optional[Dict[str, Any]] = None,
+                 remote_cache_dir: Optional[str] = None, remote_cache_bytes: Optional[int] = None
+                 ) -> List[Dict[str, Any]]:
+    """Every message of ``topic`` in ROS 2 bags (a ``.mcap`` or ``.db3`` file
+    or a directory of them), decoded by the reader the loader uses, in each
+    file's order: per message a dict of ``file``, ``index`` (among the
+    topic's messages in that file), ``log_time_ns``, ``publish_time_ns`` and
+    ``value``, its fields by name (nested dicts; sequences and arrays as
+    lists, ``uint8`` ones as ``bytes``; integers exact; floats as read, a
+    ``float32`` widened exactly, NaN and infinities included). An empty type
+    holds its one field, ``structure_needs_at_least_one_member``. A topic no
+    bag has, or whose messages cannot be decoded, raises an error that says
+    why, as does a message that does not decode, by its index: the check of
+    a bag against another reader's values."""
+    path = os.fspath(path)
+    options = None if storage_options is None else [(str(k), str(v)) for k, v in storage_options.items()]
+    return _native_bag_messages(path if "://" in path else os.path.expanduser(path), str(topic), options,
+                                None if remote_cache_dir is None else os.fspath(remote_cache_dir), remote_cache_bytes)
 
 
 def bag_point_clouds(path: Union[str, os.PathLike], topic: str, features: Sequence[str] = (), *,

@@ -1,7 +1,7 @@
 """Type stubs of the extension module ``robocache._native`` (the Rust
 binding crate). Users call the ``robocache`` package, which wraps these."""
 
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 __version__: str
 
@@ -226,6 +226,13 @@ def bag_topics_json(
     remote_cache_bytes: Optional[int] = None,
 ) -> str: ...
 
+def bag_messages(
+    path: str,
+    topic: str,
+    storage_options: Optional[List[Tuple[str, str]]] = None,
+    remote_cache_dir: Optional[str] = None,
+    remote_cache_bytes: Optional[int] = None,
+) -> List[Dict[str, Any]]: ...
 def bag_decode_json(
     path: str,
     storage_options: Optional[List[Tuple[str, str]]] = None,
