@@ -12,7 +12,8 @@
 //!   `timestamp` column (explicit times), named as LeRobot names it
 //!   (`observation.state`, `action`, `observation.images.top`), including
 //!   LeRobot's own columns (`timestamp`, `frame_index`, `index`,
-//!   `task_index`, `episode_index`);
+//!   `task_index`, `episode_index`; only `timestamp` and `episode_index`
+//!   are required: GR00T's v2.0 roots have no `frame_index`);
 //! - `video` features are streams of RGB frames (`u8 [H, W, 3]`), decoded
 //!   from the MP4 files under `videos/` (robocache-video): the frame of a
 //!   row is the one LeRobot's decode picks for the row's time; frames read
@@ -24,6 +25,7 @@ pub(crate) mod columns;
 mod format;
 mod frames;
 pub(crate) mod meta;
+mod modality;
 pub(crate) use format::LeRobotKind;
 pub use format::LeRobotView;
 use open_videos::OpenVideos;
@@ -51,8 +53,10 @@ use crate::model::{ChannelKind, DatasetInfo, EpisodeInfo, Format, StreamInfo, St
 use crate::streams::StreamShape;
 use crate::{Error, Result};
 
-/// LeRobot's own per-frame columns (features of every dataset).
+/// LeRobot's own per-frame columns (features of the datasets it writes).
 pub const DEFAULT_COLUMNS: [&str; 5] = ["timestamp", "frame_index", "episode_index", "index", "task_index"];
+/// Those a root must have: the rows' times, and their episode.
+const REQUIRED_COLUMNS: [&str; 2] = ["timestamp", "episode_index"];
 
 /// Image columns kept (as encoded bytes) for this many files at a time.
 const ENCODED_FILES_KEPT: usize = 4;
@@ -202,7 +206,20 @@ impl LeRobotSource {
             })?;
             features.push(LeRobotFeature { name: name.clone(), dtype, shape: feature.shape.clone(), storage });
         }
-        for column in DEFAULT_COLUMNS {
+        // GR00T's flavour: video features its modality file does not name are left out.
+        let mut ignored = Map::new();
+        if let Some(named) = modality::named_videos(storage, root)? {
+            features.retain(|f: &LeRobotFeature| {
+                let keep = f.storage != FeatureStorage::Video || named.contains(&f.name);
+                if !keep {
+                    ignored.insert(f.name.clone(), json!(modality::NOT_NAMED));
+                }
+                keep
+            });
+        }
+        // What the reader needs of LeRobot's own columns; the others are
+        // streams where there (GR00T's v2.0 roots have no `frame_index`).
+        for column in REQUIRED_COLUMNS {
             if !features.iter().any(|f| f.name == column) {
                 return Err(Error::Missing {
                     file: info_path.clone(),
@@ -262,7 +279,10 @@ impl LeRobotSource {
             decoded: Mutex::new(DecodeCounts::default()),
             times: Mutex::new(HashMap::new()),
         };
-        let dataset_info = source.dataset_info(&info, &raw);
+        let mut dataset_info = source.dataset_info(&info, &raw);
+        if !ignored.is_empty() {
+            dataset_info.metadata.insert("ignored".into(), Value::Object(ignored));
+        }
         Ok((source, dataset_info))
     }
 
