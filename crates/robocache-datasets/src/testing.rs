@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 /// `../shared/data/<part>` beside the checkout (data other tools wrote: the
 /// MCAP conformance suite, rosbag2's test bags, real datasets), where it is
 /// there; `None`, with a message on stderr saying the test skips, where not.
+#[allow(clippy::print_stderr, reason = "a test that skips says so where cargo test shows it")]
 pub fn shared_data(part: &str) -> Option<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data").join(part);
     match root.exists() {

@@ -98,7 +98,7 @@ fn an_unset_or_decades_off_header_stamp_places_its_message_at_its_log_time() {
     assert!(first > -0.01 && last < 2.01, "times run {first} to {last} s");
     for k in [5usize, 9, 12] {
         let at_log = (logged[k] - origin) as f64 * 1e-9;
-        assert!(times.iter().any(|&t| t == at_log), "message {k} is not at its log time {at_log} s: {times:?}");
+        assert!(times.contains(&at_log), "message {k} is not at its log time {at_log} s: {times:?}");
     }
     // A stamp within the bound still places its message: the others are the original's.
     let kept: Vec<f64> = (0..original_times.len()).map(|i| original_times.time(i)).collect();

@@ -451,10 +451,7 @@ pub(crate) fn bag_messages<'py>(
 }
 
 /// A decoded message value as Python objects: dicts, lists, bytes, numbers.
-fn message_value<'py>(
-    py: Python<'py>,
-    value: &robocache::datasets::ros2::MessageValue,
-) -> PyResult<Bound<'py, PyAny>> {
+fn message_value<'py>(py: Python<'py>, value: &robocache::datasets::ros2::MessageValue) -> PyResult<Bound<'py, PyAny>> {
     use robocache::datasets::ros2::MessageValue;
     Ok(match value {
         MessageValue::Bool(b) => pyo3::types::PyBool::new(py, *b).to_owned().into_any(),

@@ -343,7 +343,8 @@ mod tests {
     fn an_empty_type_is_one_byte_and_the_field_after_it_reads_right() {
         // `test_msgs/Arrays`-like: three `std_msgs/Empty`, then a float64
         // aligned to 8 after them (bytes 4..7 are padding).
-        let schema = MessageSchema::parse("a/B", "std_msgs/Empty[3] e\nfloat64 x\n=====\nMSG: std_msgs/Empty\n").unwrap();
+        let schema =
+            MessageSchema::parse("a/B", "std_msgs/Empty[3] e\nfloat64 x\n=====\nMSG: std_msgs/Empty\n").unwrap();
         let mut bytes = vec![0, 1, 0, 0, 0, 0, 0, 0xAA, 0, 0, 0, 0];
         bytes.extend_from_slice(&2.5f64.to_le_bytes());
         let message = decode(&schema, &bytes).unwrap();

@@ -520,4 +520,3 @@ pub(crate) fn default_streams(topic: &str, schema: &MessageSchema, first: &Value
     }
     out
 }
-

@@ -133,7 +133,8 @@ impl McapBag {
                 return McapBag::scanned(blob, path, Some(warning)).map_err(bad);
             }
             Err(problem) if problem.contains("summary") => {
-                let warning = why_scanned(&format!("no MCAP summary could be read, a recording cut short? ({problem})"));
+                let warning =
+                    why_scanned(&format!("no MCAP summary could be read, a recording cut short? ({problem})"));
                 return McapBag::scanned(blob, path, Some(warning)).map_err(bad);
             }
             Err(problem) => return Err(bad(problem)),
@@ -151,7 +152,7 @@ impl McapBag {
             .map(|(id, _)| *id)
             .chain(summary.chunk_indexes.iter().flat_map(|c| c.message_index_offsets.keys().copied()));
         let missing = referenced.filter(|id| !summary.channels.contains_key(id)).count();
-        let channels: Vec<(u16, String, String, Option<(String, String, Vec<u8>)>)> = if missing > 0 {
+        let channels: Vec<ChannelRecord> = if missing > 0 {
             let warning = format!(
                 "{}: the MCAP summary lists no channel record for channels with messages: channels read from the data section",
                 path.display()
@@ -172,7 +173,8 @@ impl McapBag {
         let mut by_name: BTreeMap<String, (Topic, Vec<u16>)> = BTreeMap::new();
         for (id, topic, encoding, schema) in &channels {
             let entry = by_name.entry(topic.clone()).or_insert_with(|| {
-                let schema = schema.as_ref().map(|(name, encoding, data)| (name.as_str(), encoding.as_str(), &data[..]));
+                let schema =
+                    schema.as_ref().map(|(name, encoding, data)| (name.as_str(), encoding.as_str(), &data[..]));
                 (new_topic(topic, encoding, schema), Vec::new())
             });
             entry.0.messages += counts.get(id).copied().unwrap_or(0);
@@ -262,12 +264,12 @@ impl McapBag {
     }
 }
 
-/// Every channel record of the data section (chunks opened) with its
-/// schema: `(id, topic, message encoding, (schema name, encoding, data))`.
-#[allow(clippy::type_complexity)]
-fn data_section_channels(
-    blob: &Blob,
-) -> std::result::Result<Vec<(u16, String, String, Option<(String, String, Vec<u8>)>)>, String> {
+/// A channel record: id, topic, message encoding and its schema (name,
+/// encoding, data) where it has one.
+type ChannelRecord = (u16, String, String, Option<(String, String, Vec<u8>)>);
+
+/// Every channel record of the data section (chunks opened) with its schema.
+fn data_section_channels(blob: &Blob) -> std::result::Result<Vec<ChannelRecord>, String> {
     let bytes = blob.read_at(0, blob.len() as usize).map_err(|e| e.to_string())?;
     let mut schemas: HashMap<u16, (String, String, Vec<u8>)> = HashMap::new();
     let mut channels: BTreeMap<u16, (String, String, u16)> = BTreeMap::new();

@@ -75,8 +75,8 @@ use robocache_storage::Storage;
 
 use self::bag_file::{BagFile, RawMessage};
 use self::extract::{Extract, Frame, StreamPlan};
-pub use self::message_values::{bag_messages, DecodedMessage, MessageValue};
 pub use self::mapping::{BagMapping, EpisodeSplit, MarkerValue, StreamMapping, TimeSource};
+pub use self::message_values::{bag_messages, DecodedMessage, MessageValue};
 pub use self::point_cloud::{point_clouds, PointCloud};
 pub use self::topic_stats::{decode_messages, topic_stats, TopicDecode, TopicStats};
 use crate::format_reader::{FormatKind, FormatReader, Opened};
@@ -630,7 +630,8 @@ fn episode_of(
         (None, Some((first, last))) => (first, last.saturating_sub(first) as f64 * 1e-9),
         (None, None) => (0, 0.0),
     };
-    if !(duration_s * fps < crate::MAX_EPISODE_WINDOWS as f64) {
+    let steps = duration_s * fps;
+    if !steps.is_finite() || steps >= crate::MAX_EPISODE_WINDOWS as f64 {
         return Err(bag_error(
             file,
             None,

@@ -120,8 +120,9 @@ impl SqliteBag {
         let mut topics = Vec::new();
         let mut ids = Vec::new();
         {
-            let mut query =
-                connection.prepare("SELECT id, name, type, serialization_format FROM topics ORDER BY name").map_err(sql)?;
+            let mut query = connection
+                .prepare("SELECT id, name, type, serialization_format FROM topics ORDER BY name")
+                .map_err(sql)?;
             let rows = query
                 .query_map([], |row| {
                     Ok((
@@ -182,10 +183,13 @@ fn defend(connection: &mut Connection, budget: u64) -> rusqlite::Result<()> {
     connection.set_db_config(DbConfig::SQLITE_DBCONFIG_TRUSTED_SCHEMA, false)?;
     const EVERY: u64 = 10_000;
     let mut steps = 0u64;
-    connection.progress_handler(EVERY as i32, Some(move || {
-        steps += EVERY;
-        steps > budget
-    }))
+    connection.progress_handler(
+        EVERY as i32,
+        Some(move || {
+            steps += EVERY;
+            steps > budget
+        }),
+    )
 }
 
 impl BagFile for SqliteBag {

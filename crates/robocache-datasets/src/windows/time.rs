@@ -102,7 +102,7 @@ impl TimeWindows {
             let count = match start <= end {
                 true => {
                     let steps = ((end - start) * spec.hz + 1e-9).floor();
-                    if !(steps < super::MAX_EPISODE_WINDOWS as f64) {
+                    if !steps.is_finite() || steps >= super::MAX_EPISODE_WINDOWS as f64 {
                         let episode = &dataset.info().episodes[index];
                         return Err(Error::Invalid(format!(
                             "episode {index} (`{}`): its streams span {start} s to {end} s, {steps} windows at {} Hz \

@@ -105,10 +105,8 @@ impl StreamStatistics {
     /// different rates: a group merge weighs every channel by it).
     pub fn side_by_side(parts: &[&StreamStatistics]) -> StreamStatistics {
         let join = |field: fn(&StreamStatistics) -> &Vec<f64>| parts.iter().flat_map(|p| field(p).clone()).collect();
-        let counts = parts
-            .iter()
-            .flat_map(|p| (0..p.mean.len()).map(|c| p.channel_count(c)).collect::<Vec<_>>())
-            .collect();
+        let counts =
+            parts.iter().flat_map(|p| (0..p.mean.len()).map(|c| p.channel_count(c)).collect::<Vec<_>>()).collect();
         StreamStatistics {
             count: parts.first().map_or(0, |p| p.count),
             counts,
@@ -389,7 +387,8 @@ mod tests {
     #[test]
     fn merged_statistics_equal_those_of_the_concatenated_values() {
         let parts = [columns(1, 3, 500, 0.0, 1.0), columns(2, 3, 2_000, 5.0, 0.5), columns(3, 3, 37, -2.0, 4.0)];
-        let each: Vec<StreamStatistics> = parts.iter().map(|c| StreamStatistics::of_columns(c.clone()).unwrap()).collect();
+        let each: Vec<StreamStatistics> =
+            parts.iter().map(|c| StreamStatistics::of_columns(c.clone()).unwrap()).collect();
         let merged = StreamStatistics::merge(&each.iter().collect::<Vec<_>>()).unwrap();
         let concatenated: Vec<Vec<f64>> =
             (0..3).map(|c| parts.iter().flat_map(|p| p[c].iter().copied()).collect()).collect();
@@ -433,8 +432,8 @@ mod tests {
     #[test]
     fn nan_is_not_a_value_and_a_channel_of_nan_is_named() {
         // A joint NaN before its first reading: its statistics are over the rest.
-        let stats = StreamStatistics::of_columns(vec![vec![1.0, 2.0, 3.0, 4.0], vec![f64::NAN, f64::NAN, 2.0, 4.0]])
-            .unwrap();
+        let stats =
+            StreamStatistics::of_columns(vec![vec![1.0, 2.0, 3.0, 4.0], vec![f64::NAN, f64::NAN, 2.0, 4.0]]).unwrap();
         assert_eq!((stats.count, stats.counts.clone()), (4, vec![4, 2]));
         assert_eq!((stats.mean[1], stats.std[1], stats.min[1], stats.max[1]), (3.0, 1.0, 2.0, 4.0));
         let json = serde_json::to_string(&stats).unwrap();
