@@ -166,8 +166,13 @@ impl MixtureSampler {
                         part.name
                     )));
                 }
-                // The smallest length whose rounded share reaches the part's size.
-                let mut n = (part.windows as f64 / shares[index]).floor() as usize;
+                // The smallest length whose rounded share reaches the part's
+                // size. A count is at most its exact share rounded up, so no
+                // length at or below (windows - 1) / share reaches it: the
+                // search starts there (largest remainders are not monotone in
+                // the length, so it walks up rather than guessing).
+                let below = (part.windows.saturating_sub(1) as f64 / shares[index]).floor() as usize;
+                let mut n = below.max(part.windows);
                 while counts_of(&shares, n)[index] < part.windows {
                     n += 1;
                 }
@@ -216,6 +221,26 @@ impl MixtureSampler {
     /// Each part's positions per epoch, all ranks together.
     pub fn counts(&self) -> &[usize] {
         &self.counts
+    }
+
+    /// What a saved position in this mixture's epochs is valid for: each
+    /// part's weight and window count, the epoch's length, the seed and how
+    /// it is sharded (not the names, which follow paths). A position saved
+    /// by one mixture means other windows in another: a resume compares
+    /// fingerprints and refuses one that differs, naming both.
+    pub fn fingerprint(&self) -> String {
+        let parts: Vec<String> =
+            self.parts.iter().map(|p| format!("weight {} × {} windows", p.weight, p.windows)).collect();
+        let shard_by = match self.shard_by {
+            ShardBy::Windows => "windows",
+            ShardBy::Episodes => "episodes",
+        };
+        format!(
+            "parts [{}]; {} positions an epoch; seed {}; sharded by {shard_by}",
+            parts.join(", "),
+            self.length,
+            self.seed
+        )
     }
 
     /// The shard.
@@ -331,6 +356,30 @@ mod tests {
 
     fn sampler(parts: Vec<MixturePart>, weights: MixtureWeights, length: EpochLength, shard: Shard) -> MixtureSampler {
         MixtureSampler::new(parts, weights, length, 9, shard, ShardBy::Windows).unwrap()
+    }
+
+    #[test]
+    fn until_exhausted_is_the_shortest_epoch_that_reads_every_window() {
+        for windows in [1usize, 2, 7, 100, 201, 403] {
+            for weights in [[1.0, 1.0, 1.0], [3.0, 1.0, 1.0], [1.0, 2.0, 7.0], [0.5, 0.25, 0.25]] {
+                for index in 0..3 {
+                    let parts =
+                        (0..3).map(|i| MixturePart::new(format!("p{i}"), windows + i, weights[i])).collect();
+                    let mixture = MixtureSampler::new(
+                        parts,
+                        MixtureWeights::Sample,
+                        EpochLength::UntilExhausted(index),
+                        1,
+                        Shard { rank: 0, world_size: 1 },
+                        ShardBy::Windows,
+                    )
+                    .unwrap();
+                    let need = windows + index;
+                    let shortest = (1..).find(|&n| counts_of(mixture.shares(), n)[index] >= need).unwrap();
+                    assert_eq!(mixture.epoch_len(), shortest, "{windows} windows, weights {weights:?}, part {index}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -223,6 +223,12 @@ impl PyMixtureLoader {
         self.inner.sampler().shares().to_vec()
     }
 
+    /// What a saved position is valid for (`MixtureSampler::fingerprint`).
+    #[getter]
+    fn fingerprint(&self) -> String {
+        self.inner.sampler().fingerprint()
+    }
+
     /// The normalisation statistics of each group `(name, member indices)`
     /// under the mixture's stream names, as JSON (the facade's
     /// `MixtureLoader::statistics`).

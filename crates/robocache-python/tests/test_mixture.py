@@ -124,6 +124,19 @@ def test_a_mixture_loader_batches_a_lerobot_root_and_a_robomimic_file(robomimic_
     again.load_state_dict(state)
     resumed = next(iter(again))
     assert np.array_equal(np.asarray(resumed["action"]), np.asarray(batches[2]["action"]))
+    # A state carries the mixture's fingerprint: it resumes on the same
+    # mixture, and is refused by one of other weights, seed or length.
+    saved = again.state_dict()
+    assert "weight 3 × " in saved["mixture"] and "seed 2" in saved["mixture"], saved["mixture"]
+    again.load_state_dict(saved)
+    for changed in [dict(weights=(1.0, 1.0)), dict(seed=3), dict(epoch_windows=80)]:
+        weights = changed.get("weights", (1.0, 3.0))
+        other = robocache.MixtureLoader(
+            [(lerobot, weights[0], {"action": "action", "state": "observation.state"}),
+             (robomimic, weights[1], {"action": "actions"})],
+            batch_size=16, epoch_windows=changed.get("epoch_windows", 64), seed=changed.get("seed", 2))
+        with pytest.raises(robocache.InvalidInputError, match="saved by another mixture"):
+            other.load_state_dict(saved)
     with pytest.raises(robocache.InvalidInputError, match="at least one"):
         robocache.MixtureLoader([])
 

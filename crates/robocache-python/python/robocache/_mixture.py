@@ -268,14 +268,26 @@ class MixtureLoader(_Resumable):
         return self._statistics
 
     def state_dict(self) -> Dict[str, Any]:
-        """Where the mixture is (:class:`Loader`'s), and its statistics once
-        :meth:`statistics` computed them."""
+        """Where the mixture is (:class:`Loader`'s), the mixture's
+        ``fingerprint`` (its parts' weights and window counts, epoch length,
+        seed and sharding) and its statistics once :meth:`statistics`
+        computed them."""
         state: Dict[str, Any] = dict(super().state_dict())
+        state["mixture"] = self._native.fingerprint
         if self._statistics is not None:
             state["statistics"] = self._statistics
         return state
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
+        """Resumes where ``state`` was saved; a state saved by a mixture of
+        other weights, sizes, seed or sharding is an error naming both (its
+        position would mean other windows here)."""
+        saved = state.get("mixture")
+        if saved is not None and saved != self._native.fingerprint:
+            raise InvalidInputError(
+                f"the state was saved by another mixture: saved for {saved}; this mixture has "
+                f"{self._native.fingerprint}"
+            )
         super().load_state_dict(state)
         if "statistics" in state:
             self._statistics = state["statistics"]
