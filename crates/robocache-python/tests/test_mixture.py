@@ -420,3 +420,29 @@ def test_image_streams_of_step_windows_come_at_the_lerobot_members_size():
     assert seen > 0
     with pytest.raises(robocache.InvalidInputError, match="frame_layout"):
         robocache.Loader(rlds, ["observation/image"], windows={"seq_length": 2}, batch_size=4, frame_layout="nhwc")
+
+
+def test_a_mixture_sharded_by_episode_reads_each_ranks_own_episodes(robomimic_file):
+    """``shard_by="episodes"``: each rank's members hold only their episodes,
+    and the mixture draws every rank's windows from those (no "not resident"
+    error); the two ranks' episodes do not overlap, and together they cover
+    every episode of each member."""
+    plain = robocache.Loader(robomimic_file, ["actions"], windows={"seq_length": 4}, batch_size=64, shuffle=False,
+                             device="cpu", rank=0, world_size=1)
+    episode_of = {}
+    for batch in plain:
+        episode_of.update(zip(np.asarray(batch["sample_index"]).tolist(), np.asarray(batch["episode_index"]).tolist()))
+    episodes = {}
+    for rank in range(2):
+        mixture = robocache.Loader([
+            {"dataset": robomimic_file, "weight": 1.0, "windows": {"seq_length": 4}, "keys": {"action": "actions"}},
+            {"dataset": robomimic_file, "weight": 2.0, "windows": {"seq_length": 4}, "keys": {"action": "obs/joint_pos"}},
+        ], batch_size=8, epoch_windows=96, seed=5, device="cpu", rank=rank, world_size=2, shard_by="episodes")
+        seen = set()
+        for batch in mixture:
+            for member, window in zip(np.asarray(batch["dataset_index"]), np.asarray(batch["window_index"])):
+                seen.add((int(member), episode_of[int(window)]))
+        assert seen, f"rank {rank} read nothing"
+        episodes[rank] = seen
+    assert not episodes[0] & episodes[1], "the ranks' episodes overlap"
+    assert {e for m, e in episodes[0] | episodes[1] if m == 0} == set(range(12))

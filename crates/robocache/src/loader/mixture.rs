@@ -384,9 +384,34 @@ impl MixtureLoader {
                 return Err(invalid(format!("stream `{name}` of the mixture comes from none of its datasets")));
             }
         }
-        let parts = members.iter().map(|m| MixturePart::new(m.name.clone(), m.loader.windows(), m.weight)).collect();
-        let sampler =
-            MixtureSampler::new(parts, config.weights, config.epoch, config.seed, config.shard, ShardBy::Windows)?;
+        // Members sharded by episode hold only their rank's episodes: the
+        // mixture then draws each member's windows from those episodes only.
+        let shard_by = members.first().map_or(ShardBy::Windows, |m| m.loader.config.shard_by);
+        for member in &members {
+            if member.loader.config.shard_by != shard_by {
+                return Err(invalid(format!(
+                    "dataset `{}` is sharded by {:?} and `{}` by {shard_by:?}: a mixture's datasets shard alike",
+                    member.name, member.loader.config.shard_by, members[0].name
+                )));
+            }
+            if shard_by == ShardBy::Episodes && member.loader.config.shard != config.shard {
+                return Err(invalid(format!(
+                    "dataset `{}` is shard {:?} and the mixture {:?}: sharded by episode, they must agree",
+                    member.name, member.loader.config.shard, config.shard
+                )));
+            }
+        }
+        let parts = members
+            .iter()
+            .map(|m| {
+                let mut part = MixturePart::new(m.name.clone(), m.loader.windows(), m.weight);
+                if shard_by == ShardBy::Episodes {
+                    part.episode_of = Some(m.loader.window_episodes()?);
+                }
+                Ok(part)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let sampler = MixtureSampler::new(parts, config.weights, config.epoch, config.seed, config.shard, shard_by)?;
         let telemetry = MixtureReport {
             members: members
                 .iter()

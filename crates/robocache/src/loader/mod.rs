@@ -368,6 +368,12 @@ impl Loader {
         self.cut.len()
     }
 
+    /// Each window's episode, in window order (all shards): what sharding
+    /// by episode assigns ranks by.
+    pub fn window_episodes(&self) -> Result<Vec<usize>> {
+        (0..self.cut.len()).map(|s| self.cut.anchor(s).map(|(e, _)| e)).collect()
+    }
+
     /// Windows this shard yields per epoch.
     pub fn samples_per_epoch(&self) -> usize {
         self.epochs.sampler.shard_len()
