@@ -363,8 +363,7 @@ mod tests {
         for windows in [1usize, 2, 7, 100, 201, 403] {
             for weights in [[1.0, 1.0, 1.0], [3.0, 1.0, 1.0], [1.0, 2.0, 7.0], [0.5, 0.25, 0.25]] {
                 for index in 0..3 {
-                    let parts =
-                        (0..3).map(|i| MixturePart::new(format!("p{i}"), windows + i, weights[i])).collect();
+                    let parts = (0..3).map(|i| MixturePart::new(format!("p{i}"), windows + i, weights[i])).collect();
                     let mixture = MixtureSampler::new(
                         parts,
                         MixtureWeights::Sample,

@@ -209,6 +209,11 @@ class MixtureLoader:
     def epoch(self, epoch: int, first_batch: int) -> MixtureEpoch: ...
     @property
     def shares(self) -> List[float]: ...
+    @property
+    def fingerprint(self) -> str:
+        """What a saved position is valid for: each member's weight and
+        window count, the epoch's length, the seed and the sharding."""
+        ...
     def batch(self, epoch: int, index: int, stream: Optional[int], capsules: bool) -> Tuple[Any, ...]:
         """Per stream its data, step padding mask and dim_is_pad, then each
         row's dataset and window: DLPack capsules with ``capsules``, else ``Array``s."""
