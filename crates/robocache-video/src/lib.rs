@@ -43,6 +43,7 @@ mod error;
 mod frame_cache;
 mod h264;
 mod h264_encoder;
+pub mod h264_idr_pic_id;
 mod hevc;
 pub mod mp4;
 mod mp4_writer;

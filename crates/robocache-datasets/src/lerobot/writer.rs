@@ -47,6 +47,7 @@ use arrow_array::{
 use arrow_schema::{DataType, Field, Fields, Schema};
 use parquet::arrow::ArrowWriter;
 use robocache_cpu::{DType, HostVec};
+use robocache_video::h264_idr_pic_id::{idr_pic_id, other_idr_pic_id, SliceLayout};
 use robocache_video::{EncodedFrame, H264Encoder, Mp4Writer};
 use serde_json::{json, Value};
 
@@ -258,6 +259,11 @@ struct VideoTrack {
     writer: Option<(Mp4Writer, Vec<u8>, Vec<u8>)>,
     /// The index of the next file.
     next_file: usize,
+    /// The open file's slice layout (from its SPS), and the `idr_pic_id`
+    /// of its last picture where that was an IDR (H.264 7.4.3: two
+    /// consecutive IDRs differ in it; each encoder run numbers from 1).
+    slices: Option<SliceLayout>,
+    last_idr: Option<u32>,
 }
 
 /// Writes a LeRobot v3.0 root episode by episode (see the module docs).
@@ -349,7 +355,12 @@ impl LeRobotWriter {
         let videos = features
             .iter()
             .map(|f| {
-                (f.is_image() && cameras != CameraStorage::Image).then_some(VideoTrack { writer: None, next_file: 0 })
+                (f.is_image() && cameras != CameraStorage::Image).then_some(VideoTrack {
+                    writer: None,
+                    next_file: 0,
+                    slices: None,
+                    last_idr: None,
+                })
             })
             .collect();
         let in_data: Vec<FeatureToWrite> =
@@ -607,6 +618,8 @@ impl LeRobotWriter {
                     };
                     let path = video_path(&root, &feature.name, track.next_file);
                     let writer = Mp4Writer::create_h264(&path, w, h, timescale, sps, pps).map_err(video_error)?;
+                    track.slices = Some(SliceLayout::of_sps(sps).map_err(|e| slice_error(&feature.name, e))?);
+                    track.last_idr = None;
                     track.writer = Some((writer, sps.clone(), pps.clone()));
                     track.next_file += 1;
                 }
@@ -617,9 +630,26 @@ impl LeRobotWriter {
                         feature.name
                     )));
                 }
+                // An IDR after an IDR of the same id (the previous encoder
+                // run's last picture): given the other id of its code's length.
+                let mut sample = std::borrow::Cow::Borrowed(&frame.sample);
+                track.last_idr = match (frame.key, &track.slices) {
+                    (true, Some(slices)) => {
+                        let id = idr_pic_id(&frame.sample, slices).map_err(|e| slice_error(&feature.name, e))?;
+                        if id.is_some() && id == track.last_idr {
+                            let (changed, other) =
+                                other_idr_pic_id(&frame.sample, slices).map_err(|e| slice_error(&feature.name, e))?;
+                            sample = std::borrow::Cow::Owned(changed);
+                            Some(other)
+                        } else {
+                            id
+                        }
+                    }
+                    _ => None,
+                };
                 let k = writer.frames() as u64;
                 let duration = u32::try_from(tick(k + 1) - tick(k)).unwrap_or(u32::MAX);
-                writer.push(&frame.sample, duration, frame.key).map_err(video_error)?;
+                writer.push(&sample, duration, frame.key).map_err(video_error)?;
                 let place = places[*f].get_or_insert(VideoPlace {
                     file_index: track.next_file - 1,
                     from_timestamp: tick(k) as f64 / f64::from(timescale),
@@ -937,6 +967,11 @@ pub(crate) fn check_feature_name(name: &str) -> Result<()> {
 fn video_path(root: &Path, key: &str, index: usize) -> PathBuf {
     let (chunk, file) = (index / FILES_PER_CHUNK, index % FILES_PER_CHUNK);
     root.join(format!("videos/{key}/chunk-{chunk:03}/file-{file:03}.mp4"))
+}
+
+/// An error reading or setting an encoded picture's slice header.
+fn slice_error(camera: &str, e: robocache_video::CodecError) -> Error {
+    Error::Invalid(format!("camera `{camera}`: the encoder's H.264 slice header: {e}"))
 }
 
 fn video_error(e: robocache_video::Error) -> Error {
