@@ -598,21 +598,34 @@ fn compressed_video_reads_as_camera_video(dataset: &Dataset) {
         dataset.set_frame_cache_budget(0);
     }
     // NVDEC beside the CPU: the same frames (on the CPU where there is no
-    // NVDEC); NVDEC alone: the same frames, or an error naming the bag's
-    // topic and NVDEC where this machine has none (CI).
+    // NVDEC); NVDEC alone: the same frames, decoded on NVDEC (counted), or,
+    // only where this machine has no GPU (CI) and the run does not require
+    // one (`ROBOCACHE_REQUIRE_CUDA=1` on the GPU host), an error naming the
+    // bag's topic and NVDEC.
+    let required = std::env::var("ROBOCACHE_REQUIRE_CUDA").is_ok_and(|v| v == "1");
     let HostVec::U8(all) = dataset.read_rows(0, "camera", 0..24).unwrap() else { panic!("not u8") };
     let wanted: Vec<(usize, usize)> = [5usize, 20, 21].iter().map(|&r| (0, r)).collect();
     for choice in [DecoderChoice::auto(0), DecoderChoice::Nvdec { device: 0 }] {
         dataset.set_video_decoders(choice);
         let mut rgb = vec![0u8; 3 * 9216];
+        let before = dataset.video_decode_counts().unwrap();
         match dataset.read_video_frames_at_into("camera", &wanted, FrameFormat::Rgb, &mut rgb) {
             Ok(()) => {
                 for (got, &(_, row)) in rgb.chunks(9216).zip(&wanted) {
                     assert!(got == &all[row * 9216..(row + 1) * 9216], "{choice:?}: row {row}");
                 }
+                let after = dataset.video_decode_counts().unwrap();
+                let counts = (after.cpu_samples - before.cpu_samples, after.nvdec_samples - before.nvdec_samples);
+                let (cpu, nvdec) = counts;
+                if matches!(choice, DecoderChoice::Nvdec { .. }) {
+                    assert!(nvdec > 0 && cpu == 0, "{choice:?}: (cpu, nvdec) samples {counts:?}");
+                } else if required {
+                    assert!(nvdec > 0, "{choice:?} with a GPU required: (cpu, nvdec) samples {counts:?}");
+                }
             }
             Err(error) => {
                 let text = error.to_string();
+                assert!(!required, "ROBOCACHE_REQUIRE_CUDA=1, and {choice:?} failed: {text}");
                 assert!(matches!(choice, DecoderChoice::Nvdec { .. }), "{choice:?}: {text}");
                 assert!(text.contains("NVDEC") && text.contains("/camera/video"), "{text}");
             }
