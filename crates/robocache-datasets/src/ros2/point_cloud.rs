@@ -92,15 +92,17 @@ impl FieldLayout {
 
 /// The clouds of `topic` in every bag at `path` (a bag file or a directory
 /// of them, in path order), in each bag's order: `x`, `y`, `z` and the
-/// fields named in `features`, as `f32`.
+/// fields named in `features`, as `f32`. A bag of a directory without the
+/// topic gives none (a recording of other sensors); no bag with it is an
+/// error naming the topic and path.
 pub fn point_clouds(path: &Path, topic: &str, features: &[&str], storage: &StorageOptions) -> Result<Vec<PointCloud>> {
     let (storage, files) = bags_at(path, storage)?;
     let mut out = Vec::new();
+    let mut found = false;
     for file in files {
         let bag = open_bag(&file, &storage)?;
-        let Some(index) = bag.topics().iter().position(|t| t.name == topic) else {
-            return Err(bag_error(&file, Some(topic), None, "no such topic in this bag"));
-        };
+        let Some(index) = bag.topics().iter().position(|t| t.name == topic) else { continue };
+        found = true;
         let info = &bag.topics()[index];
         let schema = info.schema.as_ref().map_err(|p| bag_error(&file, Some(topic), None, p.clone()))?;
         let mut failure = None;
@@ -130,6 +132,9 @@ pub fn point_clouds(path: &Path, topic: &str, features: &[&str], storage: &Stora
             return Err(error);
         }
         read.map_err(|p| bag_error(&file, Some(topic), None, p))?;
+    }
+    if !found {
+        return Err(crate::Error::Invalid(format!("{}: no bag has a topic `{topic}`", path.display())));
     }
     Ok(out)
 }
