@@ -29,6 +29,7 @@ mod errors;
 mod mixture;
 mod ops;
 mod streams;
+mod warnings;
 
 use pyo3::prelude::*;
 
@@ -75,6 +76,8 @@ fn build_info() -> String {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    warnings::install();
+    m.add_function(wrap_pyfunction!(warnings::take_warnings, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_available, m)?)?;
     m.add_function(wrap_pyfunction!(info, m)?)?;
     m.add_function(wrap_pyfunction!(build_info, m)?)?;

@@ -174,3 +174,14 @@ def test_one_shot_topics_do_not_make_an_mcap_episode_one_step():
     bag = REAL / "ros2" / "crazyflie-vicon-mcap" / "single-file" / "First_good_test.mcap"
     episode = robocache.open(bag).episodes[0]
     assert episode["duration_s"] > 30 and episode["len"] > 30 * 30
+
+
+def test_warnings_of_the_rust_side_reach_python():
+    """inorbit's unset header stamps are placed at their log times: said as a
+    RobocacheWarning naming the bag, topic and how many messages."""
+    dataset = robocache.open(REAL / "ros2" / "inorbit-hardcoded-sqlite3")
+    with pytest.warns(robocache.RobocacheWarning, match=r"header\.stamp unset.*messages=17") as caught:
+        robocache.Loader(dataset, dataset.streams, windows={"hz": 10, "history": 0, "horizon": 1}, batch_size=64,
+                         device="cpu", rank=0, world_size=1)
+    text = " ".join(str(w.message) for w in caught)
+    assert "my_temperature" in text or "my_magnetic_field" in text, text

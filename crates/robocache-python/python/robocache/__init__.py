@@ -30,6 +30,7 @@ from ._errors import (
     InternalError,
     InvalidInputError,
     OutOfMemoryError,
+    RobocacheWarning,
 )
 from ._data import Dataset, Loader, bag_decode, bag_messages, bag_point_clouds, bag_topics, open  # noqa: A004
 from ._mixture import MixtureLoader, MixtureSampler
@@ -45,7 +46,7 @@ from ._native import voxelize as _native_voxelize
 
 __all__ = [
     "Error", "InvalidInputError", "DTypeError", "DeviceMismatchError", "CudaUnavailableError", "CudaError",
-    "OutOfMemoryError", "DatasetError", "InternalError",
+    "OutOfMemoryError", "DatasetError", "InternalError", "RobocacheWarning",
     "cuda_available", "is_cuda_available", "info", "build_info", "resample", "fuse", "voxelize",
     "convert_frames",
     "resample_trajectories", "fuse_multimodal", "fuse_multimodal_alignment", "voxelize_pointcloud", "self_test",

@@ -9,17 +9,34 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _arrays
-from ._errors import InvalidInputError
+from ._errors import InvalidInputError, RobocacheWarning
 from ._native import Dataset as _NativeDataset
 from ._native import bag_point_clouds as _native_bag_point_clouds
 from ._native import bag_decode_json as _native_bag_decode_json
 from ._native import bag_messages as _native_bag_messages
 from ._native import bag_topics_json as _native_bag_topics_json
 from ._native import Loader as _NativeLoader
+from ._native import take_warnings as _take_warnings
 
 
 # LeRobot's own per-frame columns, in every LeRobot batch.
 _LEROBOT_COLUMNS = ("timestamp", "frame_index", "episode_index", "index", "task_index")
+
+
+def _warned(call):
+    """``call()``, then the warnings it left (also where it raised)."""
+    try:
+        return call()
+    finally:
+        _warn(stacklevel=4)
+
+
+def _warn(stacklevel: int = 3) -> None:
+    """The Rust side's warnings since the last call, as RobocacheWarnings."""
+    import warnings
+
+    for message in _take_warnings():
+        warnings.warn(message, RobocacheWarning, stacklevel=stacklevel)
 
 
 class Dataset:
@@ -71,6 +88,7 @@ class Dataset:
                                       None if remote_cache_dir is None else os.fspath(remote_cache_dir),
                                       None if remote_cache_bytes is None else int(remote_cache_bytes),
                                       mapping_json, mapping_file)
+        _warn()
         self.info: Dict[str, Any] = json.loads(self._native.info_json())
 
     @property
@@ -110,8 +128,11 @@ class Dataset:
         Returns ``{"episodes", "frames", "data_files"}``."""
         fps = float(self.info["rate_hz"] if fps is None else fps)
         names = list(self.streams if streams is None else streams)
-        episodes, frames, files = self._native.export_lerobot(os.fspath(out), fps, names, str(task), robot_type,
-                                                              str(cameras), int(key_frame_every))
+        try:
+            episodes, frames, files = self._native.export_lerobot(os.fspath(out), fps, names, str(task), robot_type,
+                                                                  str(cameras), int(key_frame_every))
+        finally:
+            _warn()
         return {"episodes": episodes, "frames": frames, "data_files": files}
 
     def verify(self, threads: Optional[int] = None) -> Dict[str, Any]:
@@ -447,6 +468,7 @@ class Loader(_Resumable):
                                      int(device_frame_cache_bytes),
                                      None if nvdec_sessions is None else int(nvdec_sessions),
                                      max(_env_int("LOCAL_WORLD_SIZE", 1), 1))
+        _warn()
         self._epoch = 0
         self._next_batch = 0
         # What each batch holds, in the order the native loader hands it over.
@@ -474,7 +496,10 @@ class Loader(_Resumable):
         stream_of = _arrays.stream_reader(self.device)
         keys = self._keys
         while True:
-            parts = epoch.next_batch(stream_of(), from_dlpack is not None)
+            try:
+                parts = epoch.next_batch(stream_of(), from_dlpack is not None)
+            finally:
+                _warn()
             if parts is None:
                 break
             if from_dlpack is not None:  # one DLPack capsule per tensor, in the order of the keys
@@ -623,9 +648,9 @@ def bag_topics(path: Union[str, os.PathLike], *, storage_options: Optional[Dict[
     use it to write a mapping."""
     path = os.fspath(path)
     options = None if storage_options is None else [(str(k), str(v)) for k, v in storage_options.items()]
-    return json.loads(_native_bag_topics_json(path if "://" in path else os.path.expanduser(path), options,
-                                              None if remote_cache_dir is None else os.fspath(remote_cache_dir),
-                                              remote_cache_bytes))
+    return _warned(lambda: json.loads(_native_bag_topics_json(
+        path if "://" in path else os.path.expanduser(path), options,
+        None if remote_cache_dir is None else os.fspath(remote_cache_dir), remote_cache_bytes)))
 
 
 def bag_decode(path: Union[str, os.PathLike], *, storage_options: Optional[Dict[str, Any]] = None,
@@ -645,9 +670,10 @@ def bag_decode(path: Union[str, os.PathLike], *, storage_options: Optional[Dict[
     options = None if storage_options is None else [(str(k), str(v)) for k, v in storage_options.items()]
     if threads is not None and int(threads) < 1:
         raise InvalidInputError(f"threads must be 1 or more, not {threads}")
-    return json.loads(_native_bag_decode_json(path if "://" in path else os.path.expanduser(path), options,
-                                              None if remote_cache_dir is None else os.fspath(remote_cache_dir),
-                                              remote_cache_bytes, 0 if threads is None else int(threads)))
+    return _warned(lambda: json.loads(_native_bag_decode_json(
+        path if "://" in path else os.path.expanduser(path), options,
+        None if remote_cache_dir is None else os.fspath(remote_cache_dir), remote_cache_bytes,
+        0 if threads is None else int(threads))))
 
 
 def bag_messages(path: Union[str, os.PathLike], topic: str, *, storage_options: Optional[Dict[str, Any]] = None,
@@ -666,8 +692,10 @@ def bag_messages(path: Union[str, os.PathLike], topic: str, *, storage_options: 
     a bag against another reader's values."""
     path = os.fspath(path)
     options = None if storage_options is None else [(str(k), str(v)) for k, v in storage_options.items()]
-    return _native_bag_messages(path if "://" in path else os.path.expanduser(path), str(topic), options,
-                                None if remote_cache_dir is None else os.fspath(remote_cache_dir), remote_cache_bytes)
+    return _warned(lambda: _native_bag_messages(path if "://" in path else os.path.expanduser(path), str(topic),
+                                                options,
+                                                None if remote_cache_dir is None else os.fspath(remote_cache_dir),
+                                                remote_cache_bytes))
 
 
 def bag_point_clouds(path: Union[str, os.PathLike], topic: str, features: Sequence[str] = (), *,
@@ -684,9 +712,10 @@ def bag_point_clouds(path: Union[str, os.PathLike], topic: str, features: Sequen
     path = os.fspath(path)
     options = None if storage_options is None else [(str(k), str(v)) for k, v in storage_options.items()]
     names = [str(f) for f in features]
-    clouds = _native_bag_point_clouds(path if "://" in path else os.path.expanduser(path), str(topic), names, options,
-                                      None if remote_cache_dir is None else os.fspath(remote_cache_dir),
-                                      remote_cache_bytes)
+    clouds = _warned(lambda: _native_bag_point_clouds(path if "://" in path else os.path.expanduser(path), str(topic),
+                                                      names, options,
+                                                      None if remote_cache_dir is None else os.fspath(remote_cache_dir),
+                                                      remote_cache_bytes))
     return [{"file": file, "log_time_ns": log, "stamp_ns": stamp, "frame_id": frame,
              "positions": np.frombuffer(positions, np.float32).reshape(-1, 3),
              "features": np.frombuffer(values, np.float32).reshape(-1, len(names))}

@@ -38,3 +38,10 @@ class DatasetError(Error, ValueError):
 
 class InternalError(Error, RuntimeError):
     """A robocache bug: please report it with the message."""
+
+
+class RobocacheWarning(UserWarning):
+    """Something robocache read and went on from, said: a ROS 2 header stamp
+    not trusted (its messages placed at their log time), a mapped topic
+    missing from a bag, video frames before the first key frame, an MCAP
+    summary read by a scan. Names the file, topic or stream and how many."""

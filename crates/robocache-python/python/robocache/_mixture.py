@@ -10,7 +10,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _arrays
-from ._data import _Resumable, _shard
+from ._data import _Resumable, _shard, _warn
 from ._errors import InvalidInputError
 from ._native import MixtureLoader as _NativeMixtureLoader
 from ._native import MixtureSampler as _NativeMixtureSampler
@@ -311,7 +311,10 @@ class MixtureLoader(_Resumable):
         convert = from_dlpack if from_dlpack is not None else np.asarray
         epoch = self._native.epoch(self._epoch, self._next_batch)
         while True:
-            parts = epoch.next_batch(stream_of(), from_dlpack is not None)
+            try:
+                parts = epoch.next_batch(stream_of(), from_dlpack is not None)
+            finally:
+                _warn()
             if parts is None:
                 break
             self._next_batch += 1

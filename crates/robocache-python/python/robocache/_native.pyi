@@ -231,6 +231,9 @@ def bag_topics_json(
     remote_cache_bytes: Optional[int] = None,
 ) -> str: ...
 
+def take_warnings() -> List[str]:
+    """The Rust side's warnings since the last take, oldest first."""
+    ...
 def bag_messages(
     path: str,
     topic: str,
