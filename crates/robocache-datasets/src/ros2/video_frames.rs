@@ -10,8 +10,10 @@
 
 use robocache_video::{DecodeCounts, DecoderChoice, FrameCacheUsage, FrameFormat, FrameKey};
 
+use super::bag_error;
+use super::episodes::EpisodeSource;
 use super::extract::{self, Extract};
-use super::{bag_error, EpisodeSource, Ros2Reader};
+use super::reader::Ros2Reader;
 use crate::format_reader::VideoFrames;
 use crate::frame_reads::{read_frames, WantedFrame};
 use crate::model::StreamInfo;
