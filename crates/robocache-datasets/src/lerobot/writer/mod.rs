@@ -47,11 +47,16 @@ use arrow_array::{
 use arrow_schema::{DataType, Field, Fields, Schema};
 use parquet::arrow::ArrowWriter;
 use robocache_cpu::{DType, HostVec};
-use robocache_video::h264_idr_pic_id::{idr_pic_id, other_idr_pic_id, SliceLayout};
-use robocache_video::{EncodedFrame, H264Encoder, Mp4Writer};
+use robocache_video::H264Encoder;
 use serde_json::{json, Value};
 
 use crate::{Error, Result};
+
+mod statistics;
+mod video;
+
+use self::statistics::{add_levels, frame_levels, nested_image_stats, Values};
+use self::video::{VideoPlace, VideoTrack};
 
 /// Bytes of a data file before the next one starts (LeRobot's default, 100 MB).
 pub const DATA_FILE_BYTES: usize = 100 * 1000 * 1000;
@@ -124,117 +129,6 @@ pub struct LeRobotWritten {
     pub data_files: usize,
 }
 
-/// Per-feature values of every frame, for exact statistics: each channel's
-/// values (vectors), or each colour channel's histogram of its 256 levels
-/// (camera frames: exact too, at 2 KiB a channel however many pixels).
-#[derive(Clone, Default)]
-struct Values {
-    channels: Vec<Vec<f64>>,
-    levels: Vec<[u64; 256]>,
-    /// Frames counted (LeRobot's `count`).
-    frames: usize,
-}
-
-/// The `q` quantile of `n` sorted values, `at(i)` the `i`-th: linear between
-/// order statistics, as NumPy's default.
-fn quantile(n: usize, q: f64, at: impl Fn(usize) -> f64) -> f64 {
-    if n == 0 {
-        return 0.0;
-    }
-    let position = q * (n - 1) as f64;
-    let (low, high) = (position.floor() as usize, position.ceil() as usize);
-    at(low) + (position - low as f64) * (at(high) - at(low))
-}
-
-const QUANTILES: [(&str, f64); 5] = [("q01", 0.01), ("q10", 0.10), ("q50", 0.50), ("q90", 0.90), ("q99", 0.99)];
-
-impl Values {
-    /// Adds another part's values (channel by channel).
-    fn extend(&mut self, other: &Values) {
-        if self.channels.is_empty() && self.levels.is_empty() {
-            *self = other.clone();
-            return;
-        }
-        self.frames += other.frames;
-        for (a, b) in self.channels.iter_mut().zip(&other.channels) {
-            a.extend_from_slice(b);
-        }
-        for (a, b) in self.levels.iter_mut().zip(&other.levels) {
-            for (x, y) in a.iter_mut().zip(b) {
-                *x += y;
-            }
-        }
-    }
-
-    fn stats(&self) -> BTreeMap<&'static str, Vec<f64>> {
-        let mut out: BTreeMap<&'static str, Vec<f64>> = BTreeMap::new();
-        let mut push = |name: &'static str, value: f64| out.entry(name).or_default().push(value);
-        for values in &self.channels {
-            // NaN is not a value (a joint before its first reading): the
-            // statistics are over the rest; a channel of none has zeros
-            // here, and a feature NaN throughout is refused at `finish`.
-            let mut sorted: Vec<f64> = values.iter().copied().filter(|v| !v.is_nan()).collect();
-            sorted.sort_by(f64::total_cmp);
-            let n = sorted.len().max(1) as f64;
-            let mean = sorted.iter().sum::<f64>() / n;
-            let variance = sorted.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
-            push("min", sorted.first().copied().unwrap_or(0.0));
-            push("max", sorted.last().copied().unwrap_or(0.0));
-            push("mean", mean);
-            push("std", variance.sqrt());
-            for (name, q) in QUANTILES {
-                push(name, quantile(sorted.len(), q, |i| sorted[i]));
-            }
-        }
-        for histogram in &self.levels {
-            let n: u64 = histogram.iter().sum();
-            let level = |k: usize| k as f64 / 255.0;
-            let total = n.max(1) as f64;
-            let mean = histogram.iter().enumerate().map(|(k, &c)| c as f64 * level(k)).sum::<f64>() / total;
-            let variance = histogram
-                .iter()
-                .enumerate()
-                .map(|(k, &c)| c as f64 * (level(k) - mean) * (level(k) - mean))
-                .sum::<f64>()
-                / total;
-            // The i-th smallest value: the level whose cumulative count passes i.
-            let at = |i: usize| {
-                let mut seen = 0u64;
-                for (k, &c) in histogram.iter().enumerate() {
-                    seen += c;
-                    if seen > i as u64 {
-                        return level(k);
-                    }
-                }
-                1.0
-            };
-            push("min", histogram.iter().position(|&c| c > 0).map_or(0.0, level));
-            push("max", histogram.iter().rposition(|&c| c > 0).map_or(0.0, level));
-            push("mean", mean);
-            push("std", variance.sqrt());
-            for (name, q) in QUANTILES {
-                push(name, quantile(n as usize, q, at));
-            }
-        }
-        out
-    }
-
-    fn count(&self) -> usize {
-        self.frames
-    }
-
-    /// The first channel that has frames but is NaN in every one.
-    fn channel_of_nan(&self) -> Option<usize> {
-        self.channels.iter().position(|c| !c.is_empty() && c.iter().all(|v| v.is_nan()))
-    }
-
-    /// One channel of `values` (one value a frame).
-    fn of_column(values: impl Iterator<Item = f64>) -> Values {
-        let channel: Vec<f64> = values.collect();
-        Values { frames: channel.len(), channels: vec![channel], levels: Vec::new() }
-    }
-}
-
 struct EpisodeRecord {
     task_index: usize,
     length: usize,
@@ -243,27 +137,6 @@ struct EpisodeRecord {
     stats: Vec<Values>,
     /// Per feature, where a `video` feature's frames are.
     videos: Vec<Option<VideoPlace>>,
-}
-
-/// Where an episode's frames are in its camera's video files.
-#[derive(Clone, Copy, Debug)]
-struct VideoPlace {
-    file_index: usize,
-    from_timestamp: f64,
-    to_timestamp: f64,
-}
-
-/// One `video` feature's file being written.
-struct VideoTrack {
-    /// The open file, its index (over all chunks) and its parameter sets.
-    writer: Option<(Mp4Writer, Vec<u8>, Vec<u8>)>,
-    /// The index of the next file.
-    next_file: usize,
-    /// The open file's slice layout (from its SPS), and the `idr_pic_id`
-    /// of its last picture where that was an IDR (H.264 7.4.3: two
-    /// consecutive IDRs differ in it; each encoder run numbers from 1).
-    slices: Option<SliceLayout>,
-    last_idr: Option<u32>,
 }
 
 /// Writes a LeRobot v3.0 root episode by episode (see the module docs).
@@ -555,129 +428,6 @@ impl LeRobotWriter {
         Ok(())
     }
 
-    /// Encodes each camera's frames of one episode (`frames` frames) and
-    /// appends them to its video file; returns where they went, per
-    /// feature. Every camera's frames are cut into runs of whole groups
-    /// (a key frame and the frames after it), encoded side by side on the
-    /// rayon pool, each run by its own encoder.
-    fn write_videos(&mut self, frames: usize, to_encode: &[(usize, &[u8])]) -> Result<Vec<Option<VideoPlace>>> {
-        let mut places = vec![None; self.features.len()];
-        let CameraStorage::Video { key_frame_every } = self.cameras else { return Ok(places) };
-        let group = key_frame_every as usize;
-        // Runs of about frames / threads, whole groups each (one run
-        // where every frame is a key frame: consecutive IDRs from two
-        // encoders would share an `idr_pic_id`).
-        let threads = rayon::current_num_threads().max(1);
-        let run = match group {
-            1 => frames,
-            _ => frames.div_ceil(threads).div_ceil(group).max(1) * group,
-        };
-        let jobs: Vec<(usize, usize, Range<usize>)> = to_encode
-            .iter()
-            .enumerate()
-            .flat_map(|(j, &(f, _))| {
-                (0..frames).step_by(run).map(move |start| (j, f, start..(start + run).min(frames)))
-            })
-            .collect();
-        let fps = self.fps;
-        let encoded: Vec<Vec<EncodedFrame>> = jobs
-            .par_iter()
-            .map(|(j, f, range)| {
-                let feature = &self.features[*f];
-                let (h, w) = (feature.shape[0], feature.shape[1]);
-                let frame_bytes = feature.width();
-                let camera = |e: robocache_video::CodecError| {
-                    Error::Invalid(format!("camera `{}`: H.264 encoding: {e}", feature.name))
-                };
-                let mut encoder = H264Encoder::new(w, h, fps, key_frame_every).map_err(camera)?;
-                to_encode[*j].1[range.start * frame_bytes..range.end * frame_bytes]
-                    .chunks_exact(frame_bytes)
-                    .map(|frame| encoder.encode_rgb(frame).map_err(camera))
-                    .collect()
-            })
-            .collect::<Result<_>>()?;
-        let (timescale, exact) = video_timescale(fps);
-        let tick = |k: u64| -> u64 {
-            match exact {
-                true => k * 1000,
-                false => (k as f64 * f64::from(timescale) / fps).round() as u64,
-            }
-        };
-        for ((_, f, _), run) in jobs.iter().zip(encoded) {
-            let feature = self.features[*f].clone();
-            let (h, w) = (feature.shape[0], feature.shape[1]);
-            let root = self.root.clone();
-            let Some(track) = self.videos[*f].as_mut() else { continue };
-            for frame in run {
-                if track.writer.is_none() {
-                    let (Some(sps), Some(pps)) = (frame.sps.first(), frame.pps.first()) else {
-                        return Err(Error::Invalid(format!(
-                            "camera `{}`: the encoder's first frame holds no parameter sets",
-                            feature.name
-                        )));
-                    };
-                    let path = video_path(&root, &feature.name, track.next_file);
-                    let writer = Mp4Writer::create_h264(&path, w, h, timescale, sps, pps).map_err(video_error)?;
-                    track.slices = Some(SliceLayout::of_sps(sps).map_err(|e| slice_error(&feature.name, e))?);
-                    track.last_idr = None;
-                    track.writer = Some((writer, sps.clone(), pps.clone()));
-                    track.next_file += 1;
-                }
-                let Some((writer, sps, pps)) = track.writer.as_mut() else { continue };
-                if frame.sps.iter().any(|s| s != sps) || frame.pps.iter().any(|p| p != pps) {
-                    return Err(Error::Invalid(format!(
-                        "camera `{}`: the encoder changed its parameter sets within a file",
-                        feature.name
-                    )));
-                }
-                // An IDR after an IDR of the same id (the previous encoder
-                // run's last picture): given the other id of its code's length.
-                let mut sample = std::borrow::Cow::Borrowed(&frame.sample);
-                track.last_idr = match (frame.key, &track.slices) {
-                    (true, Some(slices)) => {
-                        let id = idr_pic_id(&frame.sample, slices).map_err(|e| slice_error(&feature.name, e))?;
-                        if id.is_some() && id == track.last_idr {
-                            let (changed, other) =
-                                other_idr_pic_id(&frame.sample, slices).map_err(|e| slice_error(&feature.name, e))?;
-                            sample = std::borrow::Cow::Owned(changed);
-                            Some(other)
-                        } else {
-                            id
-                        }
-                    }
-                    _ => None,
-                };
-                let k = writer.frames() as u64;
-                let duration = u32::try_from(tick(k + 1) - tick(k)).unwrap_or(u32::MAX);
-                writer.push(&sample, duration, frame.key).map_err(video_error)?;
-                let place = places[*f].get_or_insert(VideoPlace {
-                    file_index: track.next_file - 1,
-                    from_timestamp: tick(k) as f64 / f64::from(timescale),
-                    to_timestamp: 0.0,
-                });
-                place.to_timestamp = tick(k + 1) as f64 / f64::from(timescale);
-            }
-        }
-        // A file past its size is finished; the next episode starts the next one.
-        for track in self.videos.iter_mut().flatten() {
-            if track.writer.as_ref().is_some_and(|(w, _, _)| w.bytes() >= self.video_file_bytes) {
-                if let Some((writer, _, _)) = track.writer.take() {
-                    writer.finish().map_err(video_error)?;
-                }
-            }
-        }
-        Ok(places)
-    }
-
-    fn close_video_files(&mut self) -> Result<()> {
-        for track in self.videos.iter_mut().flatten() {
-            if let Some((writer, _, _)) = track.writer.take() {
-                writer.finish().map_err(video_error)?;
-            }
-        }
-        Ok(())
-    }
-
     fn close_data_file(&mut self) -> Result<()> {
         if let Some((writer, _)) = self.data.take() {
             let path = self.root.join("data");
@@ -917,17 +667,6 @@ impl LeRobotWriter {
     }
 }
 
-/// The time scale of a video track at `fps` (ticks a second), and whether
-/// a frame is exactly 1,000 of them: `1000 · fps` where that is a whole
-/// number, else 90,000 (each frame's time rounded to a tick).
-fn video_timescale(fps: f64) -> (u32, bool) {
-    let scale = fps * 1000.0;
-    match scale.fract() == 0.0 && scale >= 1.0 && scale <= f64::from(u32::MAX) {
-        true => (scale as u32, true),
-        false => (90_000, false),
-    }
-}
-
 /// `bytes` in (decimal) megabytes, a whole number where it is one.
 fn megabytes(bytes: u64) -> Value {
     match bytes % 1_000_000 {
@@ -961,39 +700,6 @@ pub(crate) fn check_feature_name(name: &str) -> Result<()> {
         ))),
         None => Ok(()),
     }
-}
-
-/// `videos/<key>/chunk-CCC/file-FFF.mp4` of the `index`-th file of a camera.
-fn video_path(root: &Path, key: &str, index: usize) -> PathBuf {
-    let (chunk, file) = (index / FILES_PER_CHUNK, index % FILES_PER_CHUNK);
-    root.join(format!("videos/{key}/chunk-{chunk:03}/file-{file:03}.mp4"))
-}
-
-/// An error reading or setting an encoded picture's slice header.
-fn slice_error(camera: &str, e: robocache_video::CodecError) -> Error {
-    Error::Invalid(format!("camera `{camera}`: the encoder's H.264 slice header: {e}"))
-}
-
-fn video_error(e: robocache_video::Error) -> Error {
-    Error::Invalid(format!("writing a video file: {e}"))
-}
-
-/// Each colour channel's histogram of its 256 levels over one RGB frame.
-fn frame_levels(frame: &[u8]) -> Vec<[u64; 256]> {
-    let mut levels = vec![[0u64; 256]; 3];
-    for pixel in frame.chunks_exact(3) {
-        for (histogram, &level) in levels.iter_mut().zip(pixel) {
-            histogram[usize::from(level)] += 1;
-        }
-    }
-    levels
-}
-
-fn add_levels(mut total: Vec<[u64; 256]>, more: &[[u64; 256]]) -> Vec<[u64; 256]> {
-    for (t, m) in total.iter_mut().zip(more) {
-        t.iter_mut().zip(m).for_each(|(a, b)| *a += b);
-    }
-    total
 }
 
 /// The schema of the data files: each feature's column (a `struct<bytes,
@@ -1044,23 +750,6 @@ fn data_schema(features: &[FeatureToWrite]) -> Arc<Schema> {
 /// A camera frame's column: its PNG bytes and a file name, as `datasets.Image` stores it.
 fn image_fields() -> Fields {
     Fields::from(vec![Field::new("bytes", DataType::Binary, true), Field::new("path", DataType::Utf8, true)])
-}
-
-/// Per episode, per channel `c`: `[[v]]` (LeRobot's image statistics shape).
-fn nested_image_stats(rows: Vec<Vec<f64>>) -> Result<ListArray> {
-    let wrap = |inner: ArrayRef, lengths: Vec<usize>| -> Result<ListArray> {
-        let item = Arc::new(Field::new("element", inner.data_type().clone(), true));
-        let mut offsets = arrow_array::builder::OffsetBufferBuilder::new(lengths.len());
-        for length in lengths {
-            offsets.push_length(length);
-        }
-        ListArray::try_new(item, offsets.finish(), inner, None).map_err(arrow_error)
-    };
-    let values: Vec<f64> = rows.iter().flatten().copied().collect();
-    let count = values.len();
-    let innermost = wrap(Arc::new(Float64Array::from(values)), vec![1; count])?;
-    let middle = wrap(Arc::new(innermost), vec![1; count])?;
-    wrap(Arc::new(middle), rows.iter().map(Vec::len).collect())
 }
 
 fn write_parquet(path: &Path, schema: Arc<Schema>, columns: Vec<ArrayRef>) -> Result<()> {
@@ -1131,38 +820,6 @@ fn row_ranges(columns: &[Column], frames: usize, limit: usize) -> Vec<Range<usiz
     }
     ranges.push(start..frames);
     ranges
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn image_statistics_from_a_histogram_equal_those_of_the_values() {
-        let mut state = 7u64;
-        let pixels: Vec<u8> = (0..3 * 1001)
-            .map(|_| {
-                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                (state >> 56) as u8 / 3 + 20
-            })
-            .collect();
-        let mut histogram = Values { levels: vec![[0u64; 256]; 3], frames: 1, ..Values::default() };
-        let mut listed = Values { channels: vec![Vec::new(); 3], frames: 1, ..Values::default() };
-        for pixel in pixels.chunks_exact(3) {
-            for c in 0..3 {
-                histogram.levels[c][usize::from(pixel[c])] += 1;
-                listed.channels[c].push(f64::from(pixel[c]) / 255.0);
-            }
-        }
-        let (a, b) = (histogram.stats(), listed.stats());
-        assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());
-        for (name, values) in &a {
-            for (x, y) in values.iter().zip(&b[name]) {
-                assert!((x - y).abs() < 1e-12, "{name}: {x} != {y}");
-            }
-        }
-        assert_eq!(a["q50"], b["q50"], "quantiles are order statistics: exact");
-    }
 }
 
 #[cfg(test)]
