@@ -67,6 +67,9 @@ pub(crate) mod tf_tree;
 mod topic_stats;
 mod video_frames;
 
+#[cfg(test)]
+mod definition_fuzz_tests;
+
 use std::collections::{HashMap, VecDeque};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
