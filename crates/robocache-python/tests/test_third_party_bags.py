@@ -138,3 +138,27 @@ def test_the_shared_data_is_here_or_the_tests_say_so():
     if not SHARED.exists():
         pytest.skip(f"{SHARED} is not here: the third-party bag tests have nothing to read")
     assert len(bag_files()) > 30
+
+
+def test_service_events_read_as_their_service_says():
+    """rosbag2's service-event bags (Jazzy): the `.srv` text read as the event
+    message rosidl generates. No other reader decodes them (rosbags cannot parse
+    the `---`), so the service is the oracle: every AddTwoInts response is
+    the sum of its request, matched by sequence number, and every event's
+    stamp is within a minute of its log time."""
+    bag = SHARED / "mcap-conformance" / "real" / "rosbag2_cpp" / "test" / "rosbag2_cpp" / "bags" / "only_services.mcap"
+    if not bag.exists():
+        pytest.skip(f"{bag} is not here")
+    events = robocache.bag_messages(bag, "/add_two_ints/_service_event")
+    assert len(events) == 12
+    requests, sums = {}, {}
+    for event in events:
+        info = event["value"]["info"]
+        stamp = info["stamp"]["sec"] * 10**9 + info["stamp"]["nanosec"]
+        assert abs(stamp - event["log_time_ns"]) < 60 * 10**9, event
+        assert len(info["client_gid"]) == 16
+        for request in event["value"]["request"]:
+            requests[info["sequence_number"]] = request["a"] + request["b"]
+        for response in event["value"]["response"]:
+            sums[info["sequence_number"]] = response["sum"]
+    assert requests and requests == sums, (requests, sums)

@@ -61,6 +61,7 @@ pub(crate) mod msg_schema;
 mod plans;
 mod point_cloud;
 mod reader;
+mod service_event;
 pub(crate) mod sqlite_bag;
 mod standard_definitions;
 pub(crate) mod tf_tree;

@@ -150,6 +150,9 @@ pub(crate) const MAX_NESTING: usize = 64;
 impl MessageSchema {
     /// Parses the definition text of `root` (`sensor_msgs/msg/JointState`).
     pub(crate) fn parse(root: &str, text: &str) -> Result<MessageSchema, String> {
+        // A service event (`pkg/srv/Name_Event`) is defined by its `.srv` text.
+        let event = super::service_event::event_definition(root, text);
+        let text = event.as_deref().unwrap_or(text);
         // Sections: the root's fields, then `MSG: name` sections.
         let mut sections: Vec<(String, Vec<&str>)> = vec![(canonical_name(root), Vec::new())];
         for line in text.lines() {
