@@ -275,17 +275,21 @@ def test_compressed_video_decodes_alike_on_every_decoder(decoder):
     CPU and "nvdec" is an error that names NVDEC)."""
     mapping = {"streams": {"camera": {"topic": "/camera/video"}, "hevc": {"topic": "/camera/video_h265"}}}
     required = os.environ.get("ROBOCACHE_REQUIRE_CUDA") == "1"
+    gpu = robocache.cuda_available()
+    # NVDEC decodes HEVC from 144x144: the fixture's 64x48 HEVC stream is
+    # NVDEC's to refuse, naming its limits (`auto` decodes it on the CPU).
+    keys = ["camera"] if decoder == "nvdec" and gpu else ["camera", "hevc"]
     frames, counts = {}, {}
     for name in ("cpu", decoder):
         dataset = robocache.open(FIXTURES / "video_mcap", mapping=mapping)
-        device = "cuda" if name != "cpu" and robocache.cuda_available() else "cpu"
+        device = "cuda" if name != "cpu" and gpu else "cpu"
         if device == "cuda":
             pytest.importorskip("torch")  # a CUDA loader's batches are torch tensors
-        loader = robocache.Loader(dataset, ["camera", "hevc"], windows={"hz": 30.0, "history": 1, "horizon": 2},
+        loader = robocache.Loader(dataset, keys, windows={"hz": 30.0, "history": 1, "horizon": 2},
                                   batch_size=8, device=device, shuffle=False, video_decoder=name, frame_cache_bytes=0)
         try:
             frames[name] = [np.concatenate([np.asarray(b[k].cpu() if hasattr(b[k], "cpu") else b[k]) for b in loader])
-                            for k in ("camera", "hevc")]
+                            for k in keys]
         except robocache.Error as error:
             # Only NVDEC alone may fail, only where there is no GPU, and saying so.
             assert name == "nvdec" and not required and "NVDEC" in str(error), error
@@ -299,5 +303,11 @@ def test_compressed_video_decodes_alike_on_every_decoder(decoder):
     assert counts["cpu"]["cpu_samples"] > 0 and counts["cpu"]["nvdec_samples"] == 0, counts
     if decoder == "nvdec":
         assert counts["nvdec"]["nvdec_samples"] > 0 and counts["nvdec"]["cpu_samples"] == 0, counts
+        if gpu:
+            dataset = robocache.open(FIXTURES / "video_mcap", mapping=mapping)
+            loader = robocache.Loader(dataset, ["hevc"], windows={"hz": 30.0, "history": 1, "horizon": 2},
+                                      batch_size=8, device="cuda", video_decoder="nvdec", frame_cache_bytes=0)
+            with pytest.raises(robocache.Error, match=r"NVDEC decodes hevc from 144x144.*the video is 64x48"):
+                next(iter(loader))
     if decoder == "auto" and (required or robocache.cuda_available()):
         assert counts["auto"]["nvdec_samples"] > 0, counts

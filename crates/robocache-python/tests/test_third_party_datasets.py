@@ -81,7 +81,9 @@ def test_a_lerobot_root_without_its_video_files_says_which_file():
 # FFmpeg disagree: this video is High profile with B-frames, and on these
 # four frames OpenH264's pictures differ by up to 106 levels on 0.2-3.6% of
 # samples (found by this test, 2026-11-28). Every other frame is equal bit
-# for bit. A decoder fix makes this test fail until the list is emptied.
+# for bit, and NVDEC equals FFmpeg on all of them, these 4 included (run on
+# an H200 the same day). A decoder fix makes this test fail until the list
+# is emptied.
 OPENH264_DIFFERS = {12, 91, 307, 346}
 
 
