@@ -187,3 +187,24 @@ def test_warnings_of_the_rust_side_reach_python():
                          device="cpu", rank=0, world_size=1)
     text = " ".join(str(w.message) for w in caught)
     assert "my_temperature" in text or "my_magnetic_field" in text, text
+
+
+def test_groot_v20_video_on_nvdec_equals_ffmpeg_on_every_frame(cuda):
+    """NVDEC decodes GR00T's High-profile, B-frame H.264 as FFmpeg does: every
+    frame of the first 384, OPENH264_DIFFERS included (H200, 2026-11-28)."""
+    av = pytest.importorskip("av")
+    root = REAL / "lerobot" / "gr00t-picknplace-v20"
+    key = "observation.images.ego_view"
+    loader = robocache.Loader(robocache.open(root), [key], delta_timestamps={}, batch_size=64, shuffle=False, rank=0,
+                              world_size=1, device=cuda, return_uint8=True, frame_cache_bytes=0,
+                              video_decoder="nvdec")
+    with av.open(str(root / "videos" / "chunk-000" / key / "episode_000000.mp4")) as container:
+        frames = [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
+    batches = iter(loader)
+    for _ in range(6):
+        batch = next(batches)
+        got = batch[key].cpu().numpy()
+        for row, t in enumerate(batch["timestamp"].cpu().numpy()):
+            frame = int(round(float(t) * 20))
+            assert np.array_equal(got[row], frames[frame].transpose(2, 0, 1)), f"frame {frame}"
+    assert loader.telemetry()["video_decode"]["cpu_samples"] == 0
