@@ -136,3 +136,30 @@ fn frames_the_encoder_cannot_take_are_refused_before_any_episode() {
             .to_string();
     assert!(error.contains("key frame"), "{error}");
 }
+
+#[test]
+fn nan_is_left_out_of_the_statistics_and_a_feature_of_nan_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let feature =
+        |name: &str| LeRobotFeatureToWrite { name: name.into(), dtype: DType::F32, shape: vec![2], names: None };
+    // A joint NaN before its first reading: statistics over the rest, no `null`.
+    let root = dir.path().join("partial");
+    let mut writer =
+        LeRobotWriter::create(&root, FPS, vec![feature("observation.state")], None, CameraStorage::Image).unwrap();
+    let states = vec![1.0, f32::NAN, 2.0, f32::NAN, 3.0, 4.0, 5.0, 6.0];
+    writer.add_episode("reach", 4, &[HostVec::F32(states)]).unwrap();
+    writer.finish().unwrap();
+    let text = std::fs::read_to_string(root.join("meta/stats.json")).unwrap();
+    assert!(!text.contains("null"), "{text}");
+    let stats = json(&root.join("meta/stats.json"));
+    assert_eq!(stats["observation.state"]["mean"], serde_json::json!([2.75, 5.0]), "{stats}");
+    assert_eq!(stats["observation.state"]["min"][1], 4.0);
+    // A channel NaN in every frame: an error naming the feature, before `meta/`.
+    let root = dir.path().join("never");
+    let mut writer =
+        LeRobotWriter::create(&root, FPS, vec![feature("observation.state")], None, CameraStorage::Image).unwrap();
+    writer.add_episode("reach", 2, &[HostVec::F32(vec![1.0, f32::NAN, 2.0, f32::NAN])]).unwrap();
+    let error = writer.finish().unwrap_err().to_string();
+    assert!(error.contains("observation.state") && error.contains("channel 1 is NaN in every frame"), "{error}");
+    assert!(!root.join("meta/info.json").exists());
+}

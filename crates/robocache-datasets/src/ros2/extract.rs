@@ -520,3 +520,30 @@ pub(crate) fn default_streams(topic: &str, schema: &MessageSchema, first: &Value
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_raw_image_whose_size_its_data_does_not_hold_is_refused_before_it_sizes_anything() {
+        let raw = |height, width, step, data: usize| Frame::Raw {
+            encoding: "rgb8".into(),
+            height,
+            width,
+            step,
+            big_endian: false,
+            data: vec![7u8; data],
+        };
+        assert_eq!(frame_layout(&raw(2, 3, 9, 18)).unwrap(), (DType::U8, vec![2, 3, 3]));
+        for (frame, why) in [
+            (raw(1000, 1000, 3000, 64), "holds 64 bytes"),
+            (raw(2, 3, 8, 18), "step 8"),
+            (raw(1 << 20, 1 << 20, 3 << 20, 1 << 10), "not 1 to"),
+            (raw(usize::MAX, 2, 6, 12), "not 1 to"),
+        ] {
+            let error = frame_layout(&frame).unwrap_err();
+            assert!(error.contains(why), "{why}: {error}");
+        }
+    }
+}

@@ -131,9 +131,19 @@ pub fn s3_options(server: &Server) -> Vec<(String, String)> {
 /// benchmarks' uploader (`benches/s3_upload.py`: boto3, which moto brings).
 pub fn upload(server: &Server, bucket: &str, dir: &Path, prefix: &str) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../benches/s3_upload.py");
-    let output =
-        Command::new(python()).arg(script).args([&server.url(), bucket]).arg(dir).arg(prefix).output().unwrap();
-    assert!(output.status.success(), "upload to moto failed: {}", String::from_utf8_lossy(&output.stderr));
+    // A loaded machine (CI's parallel tests) has refused moto's first
+    // connection once: the upload is tried three times before it fails.
+    let mut failures = Vec::new();
+    for attempt in 0..3 {
+        let output =
+            Command::new(python()).arg(&script).args([&server.url(), bucket]).arg(dir).arg(prefix).output().unwrap();
+        if output.status.success() {
+            return;
+        }
+        failures.push(String::from_utf8_lossy(&output.stderr).into_owned());
+        std::thread::sleep(Duration::from_millis(500 * (attempt + 1)));
+    }
+    panic!("upload to moto failed three times; the last: {}", failures.last().cloned().unwrap_or_default());
 }
 
 fn copy_tree(from: &Path, to: &Path) {
