@@ -174,3 +174,91 @@ fn what_the_fuzzer_found_is_an_error() {
         damage_and_read(&fixtures().join(root), Path::new(file), &edits);
     }
 }
+
+/// A bag mapping built from a grammar: keys, topics, fields, joints, kinds,
+/// time sources and dtypes from pools of valid and invalid values, and the
+/// episode splits (gaps and markers). Byte edits of a TOML file rarely build
+/// one that parses; this builds them.
+fn mapping_toml(choices: &[usize]) -> String {
+    const KEYS: [&str; 7] = ["state", "observation.images.wrist", "a/b", "../../x", "", "k\u{0}", "cam"];
+    const TOPICS: [&str; 9] = [
+        "/joint_states",
+        "/imu",
+        "/cmd",
+        "/ee_pose",
+        "/gripper",
+        "/wrist/image/compressed",
+        "/scene/image",
+        "/camera/video",
+        "/lidar/points",
+    ];
+    const FIELDS: [&str; 9] =
+        ["position", "orientation", "data", "pose.position", "header.stamp", "name", "nope", "", "layout.dim"];
+    const KINDS: [&str; 6] =
+        ["continuous", "discrete", "quaternion-xyzw", "0..3:continuous,3..7:quaternion-xyzw", "9..2:x", "angle"];
+    const TIMES: [&str; 4] = ["header", "log", "publish", "sundial"];
+    const DTYPES: [&str; 3] = ["float32", "float64", "int8"];
+    const GAPS: [&str; 5] = ["0.0", "-1.0", "1e308", "0.001", "nan"];
+    let pick = |i: usize, n: usize| choices.get(i).copied().unwrap_or(0) % n;
+    let mut text = format!("fps = {}\n", ["30", "0", "-5", "1e9", "inf"][pick(0, 5)]);
+    if pick(1, 3) == 0 {
+        text.push_str(&format!("[episodes]\ngap_s = {}\n", GAPS[pick(2, GAPS.len())]));
+    } else if pick(1, 3) == 1 {
+        text.push_str(&format!("[episodes]\nmarkers = \"{}\"\n", TOPICS[pick(2, TOPICS.len())]));
+    }
+    for s in 0..=pick(3, 4) {
+        let at = 4 + s * 8;
+        text.push_str(&format!("[streams.{:?}]\n", KEYS[pick(at, KEYS.len())]));
+        if pick(at + 1, 5) == 0 {
+            text.push_str("transform = [\"world\", \"tool\"]\n");
+        } else {
+            text.push_str(&format!("topic = {:?}\n", TOPICS[pick(at + 2, TOPICS.len())]));
+        }
+        if pick(at + 3, 2) == 0 {
+            text.push_str(&format!("field = {:?}\n", FIELDS[pick(at + 4, FIELDS.len())]));
+        }
+        if pick(at + 5, 4) == 0 {
+            text.push_str("joints = [\"j1\", \"j3\", \"j9\"]\n");
+        }
+        if pick(at + 6, 3) == 0 {
+            text.push_str(&format!(
+                "kind = {:?}\ntime = {:?}\n",
+                KINDS[pick(at + 7, KINDS.len())],
+                TIMES[pick(at, TIMES.len())]
+            ));
+        }
+        if pick(at + 7, 3) == 0 {
+            text.push_str(&format!("dtype = {:?}\n", DTYPES[pick(at + 1, DTYPES.len())]));
+        }
+    }
+    text
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// Any mapping the grammar builds, on the arm, video and cloud bags:
+    /// opened and read whole, or an error that says why, within the deadline.
+    #[test]
+    fn grammar_built_mappings_read_or_fail_clearly(bag in 0usize..3, choices in prop::collection::vec(any::<usize>(), 40)) {
+        let root = fixtures().join("ros2").join(["arm_mcap", "video_mcap", "clouds_mcap"][bag]);
+        let text = mapping_toml(&choices);
+        let what = format!("{} with the mapping\n{text}", root.display());
+        let error = within_deadline(&what, move || {
+            let mapping = match text.parse() {
+                Ok(mapping) => mapping,
+                Err(error) => return Some(format!("{error}")),
+            };
+            let options = OpenOptions { bag_mapping: Some(mapping), ..Default::default() };
+            let dataset = match Dataset::open_with(&root, &options) {
+                Ok(dataset) => dataset,
+                Err(error) => return Some(error.to_string()),
+            };
+            let report = dataset.verify(2);
+            report.problems.first().map(|p| format!("{} {}: {}", p.episode, p.stream, p.error))
+        });
+        if let Some(error) = error {
+            prop_assert!(!error.trim().is_empty(), "{}: an empty error", what);
+        }
+    }
+}
