@@ -52,6 +52,16 @@ pub enum Mutation {
         at: usize,
         value: u64,
     },
+    /// [`Mutation::SetU32`] little-endian (MCAP records, CDR, parquet, SQLite's header sizes are not).
+    SetU32Le {
+        at: usize,
+        value: u32,
+    },
+    /// [`Mutation::SetU64`] little-endian (MCAP lengths and offsets, CDR doubles).
+    SetU64Le {
+        at: usize,
+        value: u64,
+    },
     Truncate {
         keep_per_mille: u16,
     },
@@ -82,6 +92,10 @@ pub fn mutation() -> impl Strategy<Value = Mutation> {
         (any::<usize>(), any::<u8>()).prop_map(|(at, value)| Mutation::SetByte { at, value }),
         (any::<usize>(), prop::sample::select(&EXTREMES_32[..])).prop_map(|(at, value)| Mutation::SetU32 { at, value }),
         (any::<usize>(), prop::sample::select(&EXTREMES_64[..])).prop_map(|(at, value)| Mutation::SetU64 { at, value }),
+        (any::<usize>(), prop::sample::select(&EXTREMES_32[..]))
+            .prop_map(|(at, value)| Mutation::SetU32Le { at, value }),
+        (any::<usize>(), prop::sample::select(&EXTREMES_64[..]))
+            .prop_map(|(at, value)| Mutation::SetU64Le { at, value }),
         (0u16..1000).prop_map(|keep_per_mille| Mutation::Truncate { keep_per_mille }),
         (any::<usize>(), prop::collection::vec(any::<u8>(), 1..16))
             .prop_map(|(at, bytes)| Mutation::Insert { at, bytes }),
@@ -116,6 +130,14 @@ fn apply_one(bytes: &mut Vec<u8>, mutation: &Mutation) {
         Mutation::SetU64 { at: i, value } if len >= 8 => {
             let i = at(*i).min(len - 8);
             bytes[i..i + 8].copy_from_slice(&value.to_be_bytes());
+        }
+        Mutation::SetU32Le { at: i, value } if len >= 4 => {
+            let i = at(*i).min(len - 4);
+            bytes[i..i + 4].copy_from_slice(&value.to_le_bytes());
+        }
+        Mutation::SetU64Le { at: i, value } if len >= 8 => {
+            let i = at(*i).min(len - 8);
+            bytes[i..i + 8].copy_from_slice(&value.to_le_bytes());
         }
         Mutation::Truncate { keep_per_mille } => bytes.truncate(len * *keep_per_mille as usize / 1000),
         Mutation::Insert { at: i, bytes: inserted } => {
