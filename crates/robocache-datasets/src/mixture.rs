@@ -62,6 +62,12 @@ pub enum EpochLength {
     UntilExhausted(usize),
 }
 
+/// The most positions an epoch may have, all ranks together: 2^28 (its
+/// order, 16 bytes a position, is held in memory: 4 GiB). A longer epoch
+/// (`epoch_windows`, or `until_exhausted` of a dataset with a tiny share)
+/// is an error that says so, never an allocation of that size.
+pub const MAX_EPOCH_POSITIONS: usize = 1 << 28;
+
 /// One dataset of a mixture: its windows and its weight.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MixturePart {
@@ -171,14 +177,28 @@ impl MixtureSampler {
                 // length at or below (windows - 1) / share reaches it: the
                 // search starts there (largest remainders are not monotone in
                 // the length, so it walks up rather than guessing).
-                let below = (part.windows.saturating_sub(1) as f64 / shares[index]).floor() as usize;
-                let mut n = below.max(part.windows);
+                let below = (part.windows.saturating_sub(1) as f64 / shares[index]).floor();
+                // The walk up ends by windows / share (plus a position a part).
+                let enough = part.windows as f64 / shares[index] + parts.len() as f64;
+                if !enough.is_finite() || enough >= MAX_EPOCH_POSITIONS as f64 {
+                    return Err(Error::Invalid(format!(
+                        "the epoch ends when dataset `{}` ({} windows, a share of {:e}) is exhausted: that takes \
+                         more than {MAX_EPOCH_POSITIONS} positions; give it more weight, or epoch_windows",
+                        part.name, part.windows, shares[index]
+                    )));
+                }
+                let mut n = (below as usize).max(part.windows);
                 while counts_of(&shares, n)[index] < part.windows {
                     n += 1;
                 }
                 n
             }
         };
+        if length > MAX_EPOCH_POSITIONS {
+            return Err(Error::Invalid(format!(
+                "an epoch of {length} positions: at most {MAX_EPOCH_POSITIONS} (an epoch's order is held in memory)"
+            )));
+        }
         let counts = counts_of(&shares, length);
         let own = match shard_by {
             ShardBy::Windows => vec![None; parts.len()],
@@ -356,6 +376,37 @@ mod tests {
 
     fn sampler(parts: Vec<MixturePart>, weights: MixtureWeights, length: EpochLength, shard: Shard) -> MixtureSampler {
         MixtureSampler::new(parts, weights, length, 9, shard, ShardBy::Windows).unwrap()
+    }
+
+    #[test]
+    fn an_epoch_too_long_to_hold_is_refused_not_allocated() {
+        let shard = Shard { rank: 0, world_size: 1 };
+        // Until a one-window dataset of a tiny share is exhausted: 10^300 positions.
+        let parts = vec![MixturePart::new("rare", 1, 1e-300), MixturePart::new("common", 10, 1.0)];
+        let started = std::time::Instant::now();
+        let error = MixtureSampler::new(
+            parts,
+            MixtureWeights::Sample,
+            EpochLength::UntilExhausted(0),
+            1,
+            shard,
+            ShardBy::Windows,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(started.elapsed().as_secs() < 1 && error.contains("`rare`") && error.contains("positions"), "{error}");
+        let parts = vec![MixturePart::new("a", 10, 1.0)];
+        let error = MixtureSampler::new(
+            parts,
+            MixtureWeights::Sample,
+            EpochLength::Windows(1 << 40),
+            1,
+            shard,
+            ShardBy::Windows,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(error.contains("at most 268435456"), "{error}");
     }
 
     #[test]
@@ -541,5 +592,52 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.to_string().contains("each window's episode"), "{err}");
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 512, ..Default::default() })]
+
+        /// Any configuration: sizes (none, one, many), weights (zero,
+        /// tiny, huge, not finite, negative), lengths (none, huge, until a
+        /// dataset is exhausted), shards (bad ones too), by window or by
+        /// episode. Built or refused, never a panic; built, every epoch's
+        /// positions name a window of their dataset.
+        #[test]
+        fn any_mixture_configuration_is_built_or_refused(
+            sizes in proptest::collection::vec(proptest::sample::select(vec![0usize, 1, 2, 7, 100, 5000]), 0..5),
+            weights in proptest::collection::vec(
+                proptest::sample::select(vec![0.0, 1e-300, 0.25, 1.0, 3.0, 1e300, f64::INFINITY, f64::NAN, -1.0]), 5),
+            length in proptest::sample::select(vec![0usize, 1, 13, 1000, 1 << 40, usize::MAX]),
+            exhausted in proptest::option::of(0usize..6),
+            (rank, world_size) in (0usize..5, 0usize..4),
+            by_episode in proptest::bool::ANY,
+            episode_size in 1usize..9,
+        ) {
+            let parts: Vec<MixturePart> = sizes
+                .iter()
+                .enumerate()
+                .map(|(i, &n)| {
+                    let mut part = MixturePart::new(format!("p{i}"), n, weights[i]);
+                    if by_episode {
+                        part.episode_of = Some((0..n).map(|w| w / episode_size).collect());
+                    }
+                    part
+                })
+                .collect();
+            let length = exhausted.map_or(EpochLength::Windows(length), EpochLength::UntilExhausted);
+            let shard_by = if by_episode { ShardBy::Episodes } else { ShardBy::Windows };
+            let shard = Shard { rank, world_size };
+            let started = std::time::Instant::now();
+            let built = MixtureSampler::new(parts, MixtureWeights::Sample, length, 3, shard, shard_by);
+            proptest::prop_assert!(started.elapsed().as_secs() < 2, "new took {:?}: {sizes:?} {weights:?} {length:?}", started.elapsed());
+            if let Ok(mixture) = built {
+                proptest::prop_assert!(mixture.epoch_len() <= MAX_EPOCH_POSITIONS);
+                for epoch in 0..2 {
+                    for sample in mixture.epoch_from(epoch, 1) {
+                        proptest::prop_assert!(sample.window < sizes[sample.part], "{sample:?} of {sizes:?}");
+                    }
+                }
+            }
+        }
     }
 }
