@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -33,8 +34,6 @@ def _warned(call):
 
 def _warn(stacklevel: int = 3) -> None:
     """The Rust side's warnings since the last call, as RobocacheWarnings."""
-    import warnings
-
     for message in _take_warnings():
         warnings.warn(message, RobocacheWarning, stacklevel=stacklevel)
 
