@@ -152,6 +152,7 @@ struct AssembleArgs {
     long long history;
     int step_windows;
     int pad_masks;
+    int causal;
     uint64_t stream_count;
     const ResidentStream* streams;
 };

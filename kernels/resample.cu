@@ -1134,7 +1134,10 @@ extern "C" __global__ void resample_check(ResampleArgs a, unsigned long long* st
 // exactly as `resample` does (same search, weights and rounding, clamp
 // boundary), step windows gather rows anchor + k - history with the edges
 // repeated. The mask is false outside the episode, or true there when
-// pad_masks is set (LeRobot's `_is_pad`).
+// pad_masks is set (LeRobot's `_is_pad`). Causal time windows (`causal`, the
+// host passing one METHOD_PREVIOUS group a stream) hold the last sample at
+// or before each target, valid; before the episode's first sample, zeros
+// and padding.
 
 extern "C" __global__ void assemble_windows(AssembleArgs a) {
     const uint64_t warps_per_block = blockDim.x / 32;
@@ -1165,8 +1168,16 @@ extern "C" __global__ void assemble_windows(AssembleArgs a) {
             t.len = ep.rows;
             const double q = __dadd_rn(a.sample_anchor[b], __ddiv_rn((double)((long long)k - a.history), a.hz));
             const DirectRow<float> row = {o};
-            inside = resample_row<float, true, true>(x, s.channels, t, 0, ep.rows, q, s.groups, s.group_count,
-                                                BOUNDARY_CLAMP, 0.0f, row);
+            if (a.causal && !(q >= (ep.uniform ? ep.start : t.times[0]))) {
+                // Causal windows: nothing at or before q, so padding and zeros.
+                for (uint64_t c = lane; c < s.channels; c += 32) o[c] = 0.0f;
+                inside = false;
+            } else {
+                inside = resample_row<float, true, true>(x, s.channels, t, 0, ep.rows, q, s.groups, s.group_count,
+                                                    BOUNDARY_CLAMP, 0.0f, row);
+                // Causal windows hold the last sample at or before q: valid.
+                if (a.causal) inside = true;
+            }
         }
         if (lane == 0) s.valid[flat] = (inside ? 1 : 0) ^ (a.pad_masks ? 1 : 0);
     }

@@ -82,7 +82,7 @@
 //!     joints = ["shoulder", "elbow", "wrist"]
 //! "#.parse()?;
 //! let runs = Dataset::open_with("runs/", &OpenOptions { bag_mapping: Some(mapping), ..Default::default() })?;
-//! let windows = TimeWindows::new(&runs, &[], &TimeWindowSpec { hz: 30.0, history: 2, horizon: 16 })?;
+//! let windows = TimeWindows::new(&runs, &[], &TimeWindowSpec { hz: 30.0, history: 2, horizon: 16, causal: false })?;
 //! # Ok::<(), robocache_datasets::Error>(())
 //! ```
 
@@ -119,6 +119,7 @@ pub use error::{Error, Result};
 pub use formats::{
     calvin::RATE_HZ as CALVIN_RATE_HZ, robomimic::DEFAULT_RATE_HZ as ROBOMIMIC_DEFAULT_RATE_HZ, OpenOptions,
 };
+pub use image_decode::decode_image;
 pub use lerobot::{
     CameraStorage, FeatureStorage, FeatureToWrite as LeRobotFeatureToWrite, LeRobotView, LeRobotWriter, LeRobotWritten,
     DATA_FILE_BYTES as LEROBOT_DATA_FILE_BYTES, DEFAULT_COLUMNS as LEROBOT_COLUMNS,

@@ -50,7 +50,7 @@ fn windows_of_a_large_file_stay_within_the_memory_budget() {
     let time = TimeWindows::new(
         &dataset,
         &["actions", "obs/agentview_image"],
-        &TimeWindowSpec { hz: 10.0, history: 2, horizon: 8 },
+        &TimeWindowSpec { hz: 10.0, history: 2, horizon: 8, causal: false },
     )
     .unwrap();
     let mut peak = after_open;

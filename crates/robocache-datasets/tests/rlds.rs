@@ -127,7 +127,7 @@ fn step_and_time_windows_read_from_records() {
     let time = TimeWindows::new(
         &dataset,
         &["observation/image", "observation/state"],
-        &TimeWindowSpec { hz: 20.0, history: 2, horizon: 4 },
+        &TimeWindowSpec { hz: 20.0, history: 2, horizon: 4, causal: false },
     )
     .unwrap();
     assert!(!time.is_empty());

@@ -66,7 +66,7 @@ fn set_stamp(message: &mut mcap::Message<'_>, sec: i32, nanosec: u32) {
 fn an_unset_or_decades_off_header_stamp_places_its_message_at_its_log_time() {
     let dir = tempfile::tempdir().unwrap();
     let original = open(&fixtures().join("arm_mcap")).unwrap();
-    let spec = TimeWindowSpec { hz: 20.0, history: 2, horizon: 4 };
+    let spec = TimeWindowSpec { hz: 20.0, history: 2, horizon: 4, causal: false };
     let windows = TimeWindows::new(&original, &[], &spec).unwrap().len();
     let (logged, origin) = log_times();
     let path = dir.path().join("stamps.mcap");
@@ -121,7 +121,7 @@ fn an_episode_too_long_for_the_clock_is_an_error_naming_it() {
     assert!(error.contains("decades.mcap") && error.contains("at most 33554432 an episode"), "{error}");
     // Windows over a span too long for their clock: an error naming the episode.
     let dataset = open(&fixtures().join("arm_mcap")).unwrap();
-    let spec = TimeWindowSpec { hz: 1e9, history: 0, horizon: 1 };
+    let spec = TimeWindowSpec { hz: 1e9, history: 0, horizon: 1, causal: false };
     let error = TimeWindows::new(&dataset, &[], &spec).unwrap_err().to_string();
     assert!(error.contains("episode 0") && error.contains("at most 33554432 an episode"), "{error}");
 }

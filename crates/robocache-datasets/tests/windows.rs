@@ -125,7 +125,7 @@ fn step_windows_reject_streams_on_their_own_clock() {
 fn time_window_anchors_cover_each_episode_on_the_policy_clock() {
     let (_dir, path) = fixture("robomimic", "lift.hdf5", &[]);
     let dataset = Dataset::open(&path).unwrap();
-    let spec = TimeWindowSpec { hz: 50.0, history: 2, horizon: 8 };
+    let spec = TimeWindowSpec { hz: 50.0, history: 2, horizon: 8, causal: false };
     // actions at 20 Hz (demo_10: 12 steps, 0..0.55 s), joint_pos_fast at 100 Hz (60 rows, 0..0.59 s).
     let windows = TimeWindows::new(&dataset, &["actions", "obs/joint_pos_fast"], &spec).unwrap();
     let lens = [7usize, 1, 3, 5, 12];
@@ -148,7 +148,9 @@ fn time_window_anchors_cover_each_episode_on_the_policy_clock() {
     assert_eq!(explicit.rows_covering(0.05, 0.05), 0..2);
 
     assert!(TimeWindows::new(&dataset, &["nope"], &spec).is_err());
-    assert!(TimeWindows::new(&dataset, &[], &TimeWindowSpec { hz: 0.0, history: 0, horizon: 1 }).is_err());
+    assert!(
+        TimeWindows::new(&dataset, &[], &TimeWindowSpec { hz: 0.0, history: 0, horizon: 1, causal: false }).is_err()
+    );
 }
 
 #[test]

@@ -316,6 +316,10 @@ structs! {
         /// 1: masks are true where a step is padding (LeRobot's `_is_pad`);
         /// 0: where it is real.
         pad_masks: i32 => "int pad_masks",
+        /// Time windows, 1: causal (the host gives every stream one
+        /// `Previous` group): a target before the episode's first sample is
+        /// padding and zeros, any other is held and valid.
+        causal: i32 => "int causal",
         stream_count: u64 => "uint64_t stream_count",
         /// `[stream_count]`.
         streams: u64 => "const ResidentStream* streams",

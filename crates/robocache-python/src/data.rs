@@ -130,21 +130,23 @@ pub struct Loader {
     pub(crate) inner: Arc<RustLoader>,
 }
 
-/// Windows: `("times", hz, history, horizon)`,
+/// Windows: `("times", hz, history, horizon, causal)`,
 /// `("steps", seq_length, frame_stack, pad_seq_length, pad_frame_stack)` or
 /// `("deltas", [(stream, [offset_s, ...]), ...], tolerance_s)` (LeRobot's
 /// `delta_timestamps`).
 #[derive(Debug, FromPyObject)]
 enum WindowsArg {
-    Times(String, f64, usize, usize),
+    // Before `Times`, whose shape a steps tuple also fits (pyo3 tries the
+    // variants in order; the hz is always a float).
     Steps(String, usize, usize, bool, bool),
+    Times(String, f64, usize, usize, bool),
     Deltas(String, Vec<(String, Vec<f64>)>, f64),
 }
 
 fn window_spec(windows: WindowsArg) -> PyResult<WindowSpec> {
     match windows {
-        WindowsArg::Times(tag, hz, history, horizon) if tag == "times" => {
-            Ok(WindowSpec::Times(TimeWindowSpec { hz, history, horizon }))
+        WindowsArg::Times(tag, hz, history, horizon, causal) if tag == "times" => {
+            Ok(WindowSpec::Times(TimeWindowSpec { hz, history, horizon, causal }))
         }
         WindowsArg::Steps(tag, seq_length, frame_stack, pad_seq_length, pad_frame_stack) if tag == "steps" => {
             Ok(WindowSpec::Steps(StepWindowSpec { seq_length, frame_stack, pad_seq_length, pad_frame_stack }))
@@ -153,7 +155,7 @@ fn window_spec(windows: WindowsArg) -> PyResult<WindowSpec> {
             Ok(WindowSpec::Deltas(DeltaTimestamps { deltas, tolerance_s }))
         }
         other => Err(invalid(format!(
-            "windows {other:?}: expected ('times', hz, history, horizon), ('steps', ...) or ('deltas', ...)"
+            "windows {other:?}: expected ('times', hz, history, horizon, causal), ('steps', ...) or ('deltas', ...)"
         ))),
     }
 }
@@ -224,7 +226,7 @@ impl Loader {
             None => None,
             Some(name) => {
                 let mode = normalization_mode(name)?;
-                Some(py.detach(|| Normalization::compute(&dataset.inner, &names, mode)).py_err()?)
+                Some(py.detach(|| Normalization::compute_low_dimensional(&dataset.inner, &names, mode)).py_err()?)
             }
         };
         let config = LoaderConfig {
@@ -278,6 +280,12 @@ impl Loader {
     /// What the loader delivered (waits, stall, throughput, GPU use) as JSON.
     fn telemetry_json(&self) -> PyResult<String> {
         serde_json::to_string(&self.inner.telemetry()).map_err(|e| invalid(format!("telemetry: {e}")))
+    }
+
+    /// What defines the loader's windows, as the JSON of a loader spec
+    /// (`robocache::LoaderSpec`).
+    fn spec_json(&self) -> PyResult<String> {
+        self.inner.spec().and_then(|spec| spec.to_json()).py_err()
     }
 
     /// Forgets the telemetry so far (after warm-up).

@@ -14,7 +14,9 @@ fn class_name(error: &Error) -> &'static str {
         | Error::Limit { .. }
         | Error::Layout { .. }
         | Error::Resize { .. }
-        | Error::FrameIndex { .. } => "InvalidInputError",
+        | Error::FrameIndex { .. }
+        | Error::Spec { .. }
+        | Error::Live { .. } => "InvalidInputError",
         Error::DeviceMismatch { .. } => "DeviceMismatchError",
         Error::CudaNotCompiled | Error::NoCudaDevice { .. } => "CudaUnavailableError",
         Error::OutOfMemory { .. } => "OutOfMemoryError",

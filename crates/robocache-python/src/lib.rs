@@ -26,6 +26,7 @@ pub mod arrays;
 mod data;
 mod dlpack;
 mod errors;
+mod live;
 mod mixture;
 mod ops;
 mod streams;
@@ -89,5 +90,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     ops::register(m)?;
     data::register(m)?;
     mixture::register(m)?;
+    live::register(m)?;
     Ok(())
 }

@@ -15,8 +15,10 @@ use crate::{Device, Result, Tensor};
 pub enum WindowShape {
     /// robomimic step windows: rows `anchor - history … anchor - history + len - 1`, edges repeated.
     Steps { history: usize, len: usize },
-    /// Targets `anchor + (k - history) / hz`, `k < len`.
-    Times { hz: f64, history: usize, len: usize },
+    /// Targets `anchor + (k - history) / hz`, `k < len`; `causal`: values
+    /// held from samples at or before each target
+    /// ([`robocache_datasets::TimeWindowSpec::causal`]).
+    Times { hz: f64, history: usize, len: usize, causal: bool },
 }
 
 impl WindowShape {
@@ -30,6 +32,20 @@ impl WindowShape {
     /// True for windows of no steps (never built by the loader).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Causal time windows.
+    pub fn is_causal(&self) -> bool {
+        matches!(self, WindowShape::Times { causal: true, .. })
+    }
+
+    /// The channels' methods a window of this shape resamples a stream by:
+    /// the stream's own (`kinds`), or, causal, `Previous` for every channel.
+    pub(crate) fn channel_spec(&self, kinds: &ChannelSpec) -> ChannelSpec {
+        match self.is_causal() {
+            true => ChannelSpec::All(robocache_cpu::Method::Previous),
+            false => kinds.clone(),
+        }
     }
 
     pub(crate) fn history(&self) -> usize {

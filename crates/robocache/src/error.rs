@@ -63,6 +63,18 @@ pub enum Error {
     #[error(transparent)]
     Dataset(#[from] robocache_datasets::Error),
 
+    /// A loader spec that cannot be read or used (not JSON, a newer format
+    /// version, statistics missing for a stream it normalizes): says which
+    /// part and why.
+    #[error("loader spec {what}: {problem}")]
+    Spec { what: String, problem: String },
+
+    /// A live sample or window that does not fit the spec (a stream it
+    /// lacks, a wrong shape or dtype, a NaN or backward time, a window
+    /// before a stream's samples can give it): names the stream.
+    #[error("live stream `{stream}`: {problem}")]
+    Live { stream: String, problem: String },
+
     /// A tensor lives on another device than the one running the operation.
     #[error("{what} is on {tensor_device}, but the operation runs on {device}")]
     DeviceMismatch { what: String, tensor_device: String, device: String },

@@ -89,7 +89,7 @@ pub fn export_lerobot(
     }
     let widest = streams.iter().filter_map(|name| first.stream(name)).map(|s| s.step_bytes()).max().unwrap_or(1);
     let batch = (BATCH_ROW_BYTES / (2 * widest.max(1))).clamp(8, BATCH);
-    let spec = TimeWindowSpec { hz: options.fps, history: 0, horizon: 1 };
+    let spec = TimeWindowSpec { hz: options.fps, history: 0, horizon: 1, causal: false };
     let windows = TimeWindows::new(dataset, &streams, &spec)?;
     let device = Device::cpu();
     let mut writer =

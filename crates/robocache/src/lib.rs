@@ -51,9 +51,11 @@ mod device;
 mod device_frame_cache;
 mod error;
 pub mod lerobot_export;
+pub mod live;
 pub mod loader;
 mod ops;
 mod row_copies;
+pub mod spec;
 mod tensor;
 pub mod timing;
 mod windows;
@@ -77,6 +79,7 @@ pub use robocache_cpu::{
     Boundary, ChannelGroup, ChannelSpec, DType, Element, HostSlice, HostVec, Method, QuaternionOrder, ResampleSpec,
     VoxelGrid, VoxelMode, DEFAULT_GRID_BUDGET_BYTES,
 };
+pub use spec::{LoaderSpec, SpecClock, SpecStream};
 pub use tensor::Tensor;
 pub use windows::{BatchStream, WindowBatch};
 

@@ -294,7 +294,9 @@ fn window_batches_match_reference(device: &Device) {
     write_robomimic(&path, &spec).unwrap();
     let dataset = Dataset::open_with(&path, &OpenOptions { cache_bytes: 1 << 20, ..Default::default() }).unwrap();
     let streams = ["actions", "obs/joint_pos", "obs/robot0_eef_quat", "obs/gripper_closed", "obs/agentview_image"];
-    let windows = TimeWindows::new(&dataset, &streams, &TimeWindowSpec { hz: 50.0, history: 3, horizon: 12 }).unwrap();
+    let windows =
+        TimeWindows::new(&dataset, &streams, &TimeWindowSpec { hz: 50.0, history: 3, horizon: 12, causal: false })
+            .unwrap();
     let samples: Vec<usize> = (0..windows.len()).step_by(7).chain([windows.len() - 1]).collect();
     let ours = device.time_window_batch(&dataset, &windows, &samples, &streams).unwrap();
     let reference = Device::Cpu.time_window_batch(&dataset, &windows, &samples, &streams).unwrap();
@@ -390,7 +392,7 @@ fn loader_batches_match_reference(device: &Device) {
         ("rewards".to_owned(), vec![-0.5, 0.0, 0.5]),
     ];
     let cases = [
-        (WindowSpec::Times(TimeWindowSpec { hz: 40.0, history: 2, horizon: 14 }), &time_streams[..]),
+        (WindowSpec::Times(TimeWindowSpec { hz: 40.0, history: 2, horizon: 14, causal: false }), &time_streams[..]),
         (WindowSpec::Steps(StepWindowSpec { seq_length: 10, frame_stack: 3, ..Default::default() }), &step_streams[..]),
         (WindowSpec::Deltas(DeltaTimestamps::new(delta_offsets)), &step_streams[..]),
     ];
@@ -525,7 +527,7 @@ fn loader_batches_match_reference(device: &Device) {
     }
 
     // The resident reference against the per-window path (f32 streams without angles: identical).
-    let spec = TimeWindowSpec { hz: 40.0, history: 2, horizon: 14 };
+    let spec = TimeWindowSpec { hz: 40.0, history: 2, horizon: 14, causal: false };
     let f32_streams = ["actions", "obs/joint_pos", "obs/robot0_eef_quat", "obs/gripper_closed"];
     let loader = Loader::new(
         &Device::Cpu,
@@ -1164,7 +1166,9 @@ fn a_stream_missing_from_an_episode_is_masked_padding(device: &Device) {
     assert_eq!((lens(1, "gripper"), lens(1, "orientation")), (0, 0));
     assert_eq!(lens(1, "action"), lens(0, "action"));
     let streams = ["action", "orientation", "gripper"];
-    let windows = TimeWindows::new(&dataset, &streams, &TimeWindowSpec { hz: 20.0, history: 2, horizon: 4 }).unwrap();
+    let windows =
+        TimeWindows::new(&dataset, &streams, &TimeWindowSpec { hz: 20.0, history: 2, horizon: 4, causal: false })
+            .unwrap();
     let samples: Vec<usize> = (0..windows.len()).step_by(5).collect();
     let batch = device.time_window_batch(&dataset, &windows, &samples, &streams).unwrap();
     let reference = Device::Cpu.time_window_batch(&dataset, &windows, &samples, &streams).unwrap();
@@ -1195,7 +1199,7 @@ fn a_stream_missing_from_an_episode_is_masked_padding(device: &Device) {
     // A loader (its low-dimensional streams resident on the device) gives the same batch.
     let config = robocache::LoaderConfig::new(
         &streams,
-        robocache::WindowSpec::Times(TimeWindowSpec { hz: 20.0, history: 2, horizon: 4 }),
+        robocache::WindowSpec::Times(TimeWindowSpec { hz: 20.0, history: 2, horizon: 4, causal: false }),
         samples.len(),
     );
     let loader = robocache::Loader::new(device, std::sync::Arc::new(dataset), config).unwrap();
@@ -1343,7 +1347,7 @@ fn image_streams_convert_in_step_and_time_windows(device: &Device) {
     let streams = ["actions", "obs/agentview_image"];
     for windows in [
         WindowSpec::Steps(StepWindowSpec { seq_length: 3, ..Default::default() }),
-        WindowSpec::Times(TimeWindowSpec { hz: 20.0, history: 1, horizon: 2 }),
+        WindowSpec::Times(TimeWindowSpec { hz: 20.0, history: 1, horizon: 2, causal: false }),
     ] {
         let loader = |frames: FrameOutput| {
             let config = LoaderConfig { frames, ..LoaderConfig::new(&streams, windows.clone(), 4) };

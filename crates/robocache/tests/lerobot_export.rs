@@ -66,7 +66,9 @@ fn a_bag_exported_as_lerobot_reads_back_as_the_bag_resampled() {
 
     // The same ticks resampled from the bag: the span every stream covers.
     let streams = ["action", "gripper", "observation.images.wrist", "observation.state"];
-    let windows = TimeWindows::new(&source, &streams, &TimeWindowSpec { hz: 20.0, history: 0, horizon: 1 }).unwrap();
+    let windows =
+        TimeWindows::new(&source, &streams, &TimeWindowSpec { hz: 20.0, history: 0, horizon: 1, causal: false })
+            .unwrap();
     let samples: Vec<usize> = windows.episode_samples(0).collect();
     let batch = Device::cpu().time_window_batch(&source, &windows, &samples, &streams).unwrap();
     let mut valid = vec![true; samples.len()];
@@ -142,7 +144,9 @@ fn a_bag_exported_with_video_features_reads_back_within_the_codec_loss() {
     let written = export_lerobot(&source, &root, &export, |_, _| {}).unwrap();
     let lerobot = Dataset::open(&root).unwrap();
     let streams = ["camera", "camera_h265"];
-    let windows = TimeWindows::new(&source, &streams, &TimeWindowSpec { hz: 10.0, history: 0, horizon: 1 }).unwrap();
+    let windows =
+        TimeWindows::new(&source, &streams, &TimeWindowSpec { hz: 10.0, history: 0, horizon: 1, causal: false })
+            .unwrap();
     let samples: Vec<usize> = windows.episode_samples(0).collect();
     let batch = Device::cpu().time_window_batch(&source, &windows, &samples, &streams).unwrap();
     let masks: Vec<Vec<bool>> = batch.streams.iter().map(|s| s.mask.to_vec::<bool>().unwrap()).collect();

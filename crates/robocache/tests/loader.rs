@@ -25,7 +25,7 @@ fn dataset(dir: &tempfile::TempDir) -> Arc<Dataset> {
 fn every_window_once_per_epoch_across_ranks_and_devices() {
     let dir = tempfile::tempdir().unwrap();
     let dataset = dataset(&dir);
-    let windows = WindowSpec::Times(TimeWindowSpec { hz: 30.0, history: 1, horizon: 8 });
+    let windows = WindowSpec::Times(TimeWindowSpec { hz: 30.0, history: 1, horizon: 8, causal: false });
     let streams = ["actions", "obs/agentview_image"];
     let world = 3;
     let mut seen = Vec::new();
@@ -54,7 +54,7 @@ fn every_window_once_per_epoch_across_ranks_and_devices() {
 fn without_shuffle_an_epoch_is_in_order_and_the_same_every_epoch() {
     let dir = tempfile::tempdir().unwrap();
     let dataset = dataset(&dir);
-    let windows = WindowSpec::Times(TimeWindowSpec { hz: 30.0, history: 1, horizon: 8 });
+    let windows = WindowSpec::Times(TimeWindowSpec { hz: 30.0, history: 1, horizon: 8, causal: false });
     let in_order = |rank, world| {
         let config = LoaderConfig {
             shuffle: false,
@@ -80,7 +80,7 @@ fn without_shuffle_an_epoch_is_in_order_and_the_same_every_epoch() {
 fn sharded_by_episode_each_rank_reads_its_own_episodes_and_all_step_together() {
     let dir = tempfile::tempdir().unwrap();
     let dataset = dataset(&dir);
-    let windows = WindowSpec::Times(TimeWindowSpec { hz: 30.0, history: 1, horizon: 8 });
+    let windows = WindowSpec::Times(TimeWindowSpec { hz: 30.0, history: 1, horizon: 8, causal: false });
     let world = 3;
     let (mut owners, mut seen, mut lengths) = (std::collections::HashMap::new(), HashSet::new(), HashSet::new());
     let mut total = 0;
@@ -126,7 +126,7 @@ fn sharded_by_episode_each_rank_reads_its_own_episodes_and_all_step_together() {
 fn the_next_epoch_starts_ahead_and_equals_a_fresh_one() {
     let dir = tempfile::tempdir().unwrap();
     let dataset = dataset(&dir);
-    let windows = WindowSpec::Times(TimeWindowSpec { hz: 30.0, history: 1, horizon: 8 });
+    let windows = WindowSpec::Times(TimeWindowSpec { hz: 30.0, history: 1, horizon: 8, causal: false });
     let config =
         LoaderConfig { workers: 2, seed: 4, ..LoaderConfig::new(&["actions", "obs/agentview_image"], windows, 6) };
     // Each batch's samples and its camera stream's values.

@@ -99,7 +99,8 @@ pub fn run(args: Args) -> Result<()> {
         args.streams.clone()
     };
     let names: Vec<&str> = streams.iter().map(String::as_str).collect();
-    let windows = WindowSpec::Times(TimeWindowSpec { hz: args.hz, history: args.history, horizon: args.horizon });
+    let windows =
+        WindowSpec::Times(TimeWindowSpec { hz: args.hz, history: args.history, horizon: args.horizon, causal: false });
     let config = LoaderConfig {
         seed: args.seed,
         workers: args.workers.max(1),

@@ -1,7 +1,8 @@
 //! Time windows on a policy clock (docs/datasets.md): a sample is an anchor time
 //! `t` in an episode; its targets are `t + k / hz` for
 //! `k = -history … horizon - 1`. Every stream is resampled onto the targets
-//! by its channel kind (the `robocache` facade does it, on the CPU or the
+//! by its channel kind (or, for causal windows, held from its samples at or
+//! before each target) (the `robocache` facade does it, on the CPU or the
 //! GPU); targets outside a stream's time range are masked.
 //!
 //! Anchors of an episode run from the earliest first sample to the latest
@@ -23,6 +24,15 @@ pub struct TimeWindowSpec {
     pub history: usize,
     /// Targets from the anchor on (the anchor is the first of them).
     pub horizon: usize,
+    /// Causal windows: each stream's value at a target is computed only from
+    /// its samples at or before the target (zero-order hold for every
+    /// channel kind), so that a running policy can compute the same window
+    /// live. Before a stream's first sample a target is padding and holds
+    /// zeros; after its last the last sample is held and is valid. Off (the
+    /// default): each channel by its kind (linear, slerp, hold) with the
+    /// edges clamped, valid inside the stream's time range only
+    /// (docs/loader.md, "Causal windows").
+    pub causal: bool,
 }
 
 impl TimeWindowSpec {

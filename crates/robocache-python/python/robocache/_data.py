@@ -287,8 +287,12 @@ class Loader(_Resumable):
     NumPy arrays otherwise (CPU device only).
 
     ``windows``: ``{"hz": 50, "history": 2, "horizon": 16}`` (policy-clock
-    time windows) or ``{"seq_length": 16, "frame_stack": 2}`` (robomimic
-    step windows; ``pad_seq_length``/``pad_frame_stack`` default True).
+    time windows; ``"causal": True`` computes each step only from samples
+    at or before it, held, so that :class:`robocache.Live` gives the same
+    windows on the robot) or ``{"seq_length": 16, "frame_stack": 2}``
+    (robomimic step windows; ``pad_seq_length``/``pad_frame_stack`` default
+    True). ``spec()`` returns the :class:`robocache.LoaderSpec` to save
+    with a checkpoint.
 
     ``delta_timestamps={key: [offsets in s]}`` instead of ``windows`` gives
     LeRobot's batches, as ``LeRobotDataset(root, delta_timestamps=...)``
@@ -436,7 +440,8 @@ class Loader(_Resumable):
         if delta_timestamps is not None:
             spec = ("deltas", deltas, float(tolerance_s))
         elif "hz" in windows:
-            spec = ("times", float(windows["hz"]), int(windows.get("history", 0)), int(windows["horizon"]))
+            spec = ("times", float(windows["hz"]), int(windows.get("history", 0)), int(windows["horizon"]),
+                    bool(windows.get("causal", False)))
         elif "seq_length" in windows:
             spec = ("steps", int(windows["seq_length"]), int(windows.get("frame_stack", 1)),
                     bool(windows.get("pad_seq_length", True)), bool(windows.get("pad_frame_stack", True)))
@@ -521,6 +526,15 @@ class Loader(_Resumable):
         batch[self._columns[1]] = columns[1]
         batch[self._columns[2]] = columns[2].view(np.float64)
         return batch
+
+    def spec(self):
+        """What defines this loader's windows (streams, clock, masks,
+        frames, normalization statistics), to save with a checkpoint and
+        give :class:`robocache.Live` at deployment. Step windows are
+        refused: live samples have no row numbers."""
+        from ._live import LoaderSpec
+
+        return LoaderSpec(self._native.spec_json())
 
     def telemetry(self) -> Dict[str, Any]:
         """Batches, waits, stall fraction, throughput, GPU utilization, host

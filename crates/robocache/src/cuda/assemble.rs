@@ -79,7 +79,8 @@ impl CudaDevice {
         let base_out = outputs.device_pointer();
         let mut table = Vec::with_capacity(streams.len());
         for (stream, &(out_at, valid_at)) in streams.iter().zip(&offsets) {
-            let (group_count, groups) = group_table(&stream.name, &stream.channel_spec, stream.channels)?;
+            let (group_count, groups) =
+                group_table(&stream.name, &shape.channel_spec(&stream.channel_spec), stream.channels)?;
             table.push(StreamEntry {
                 data: device_pointer(&stream.data),
                 times: stream.times.as_ref().map_or(0, device_pointer),
@@ -116,6 +117,7 @@ impl CudaDevice {
             history: shape.history() as i64,
             step_windows,
             pad_masks: i32::from(masks == MaskKind::Pad),
+            causal: i32::from(shape.is_causal()),
             stream_count: streams.len() as u64,
             streams: base_out + table_at as u64,
         };

@@ -28,7 +28,7 @@
 //! let path = dir.path().join("demo.hdf5");
 //! synthetic::write_robomimic(&path, &synthetic::SyntheticSpec { episodes: 8, image: Some([16, 16]), ..Default::default() })?;
 //! let dataset = Arc::new(Dataset::open(&path)?);
-//! let windows = WindowSpec::Times(TimeWindowSpec { hz: 50.0, history: 2, horizon: 16 });
+//! let windows = WindowSpec::Times(TimeWindowSpec { hz: 50.0, history: 2, horizon: 16, causal: false });
 //! let streams = ["actions", "obs/joint_pos", "obs/robot0_eef_quat", "obs/agentview_image"];
 //! let loader = Loader::new(&Device::auto(), dataset, LoaderConfig::new(&streams, windows, 32))?;
 //! for batch in loader.epoch(0).take(3) {
@@ -45,6 +45,7 @@ mod frame_cache_budget;
 pub mod mixture;
 pub mod normalization;
 pub(crate) mod resident;
+mod spec_of;
 pub mod telemetry;
 
 use std::sync::{Arc, Mutex};
@@ -104,7 +105,7 @@ impl Cut {
             Cut::Steps(w) => WindowShape::Steps { history: w.spec().frame_stack - 1, len: w.spec().window_len() },
             Cut::Times(w) => {
                 let spec = w.spec();
-                WindowShape::Times { hz: spec.hz, history: spec.history, len: spec.window_len() }
+                WindowShape::Times { hz: spec.hz, history: spec.history, len: spec.window_len(), causal: spec.causal }
             }
             // Never resident (Loader::new streams every stream of these).
             Cut::Deltas(w) => WindowShape::Steps { history: 0, len: w.spec().deltas.first().map_or(1, |d| d.1.len()) },
@@ -361,6 +362,16 @@ impl Loader {
     /// The device batches are on.
     pub fn device(&self) -> &Device {
         &self.device
+    }
+
+    /// What it was asked for.
+    pub fn config(&self) -> &LoaderConfig {
+        &self.config
+    }
+
+    /// The streams it holds resident (on its device, f32, normalized).
+    pub fn resident_names(&self) -> Vec<&str> {
+        self.resident.as_ref().map(|r| r.names()).unwrap_or_default()
     }
 
     /// Windows of the whole data set (all shards).

@@ -274,6 +274,19 @@ impl Normalization {
         Ok(Normalization { mode, streams: out })
     }
 
+    /// [`Normalization::compute`] of the low-dimensional streams among
+    /// `streams` (the ones a loader normalizes: camera streams are left as
+    /// they are).
+    pub fn compute_low_dimensional(dataset: &Dataset, streams: &[&str], mode: NormalizationMode) -> Result<Self> {
+        let mut low = Vec::with_capacity(streams.len());
+        for &name in streams {
+            if !dataset.stream(0, name)?.1.is_image() {
+                low.push(name);
+            }
+        }
+        Self::compute(dataset, &low, mode)
+    }
+
     /// The statistics of several datasets together (a normalisation group
     /// of a mixture: one embodiment's datasets), stream by stream, each
     /// merged as [`StreamStatistics::merge`] says; a stream some parts lack

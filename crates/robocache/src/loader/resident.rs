@@ -17,6 +17,7 @@ use crate::assembly::{
     Assembled, AssemblyRequest, BatchStream, MaskKind, ResidentEpisode, ResidentStream, WindowShape,
 };
 use crate::backend::operations::CudaOperations;
+use crate::windows::causal::apply_causal_rule;
 use crate::{Device, Error, Result, Tensor};
 
 /// Low-dimensional streams of every episode of a dataset, on one device.
@@ -217,7 +218,7 @@ fn invalid(message: String) -> Error {
 }
 
 /// Any numeric host vector as f32 (bool as 0/1).
-fn host_f32(data: HostVec) -> Vec<f32> {
+pub(crate) fn host_f32(data: HostVec) -> Vec<f32> {
     match data {
         HostVec::F32(v) => v,
         HostVec::Bool(v) => v.into_iter().map(|b| f32::from(u8::from(b))).collect(),
@@ -242,7 +243,8 @@ fn assemble_on_host(device: &Device, stream: &ResidentStream, request: &Assembly
     };
     let mut out = vec![0f32; samples.len() * steps * channels];
     let mut valid = vec![false; samples.len() * steps];
-    let spec = ResampleSpec { channels: stream.channel_spec.clone(), boundary: Boundary::Clamp, trusted: true };
+    let spec =
+        ResampleSpec { channels: shape.channel_spec(&stream.channel_spec), boundary: Boundary::Clamp, trusted: true };
     out.par_chunks_mut(steps * channels).zip(valid.par_chunks_mut(steps)).zip(samples.par_iter()).try_for_each(
         |((out, valid), &(episode, anchor))| -> Result<()> {
             let ep = &stream.episodes[episode];
@@ -259,6 +261,12 @@ fn assemble_on_host(device: &Device, stream: &ResidentStream, request: &Assembly
                 }
                 WindowShape::Times { hz, .. } => {
                     let targets: Vec<f64> = (0..steps).map(|k| anchor + (k as f64 - history as f64) / hz).collect();
+                    // The episode's first sample (a stream without rows: a
+                    // neutral row at the largest finite time).
+                    let first = match ep.uniform {
+                        Some((start, _)) => start,
+                        None => times.get(ep.row_offset).copied().unwrap_or(f64::MAX),
+                    };
                     let times = match ep.uniform {
                         Some((start, hz)) => Times::Uniform { start, hz },
                         None => Times::Shared(&times[ep.row_offset..ep.row_offset + ep.rows]),
@@ -271,6 +279,9 @@ fn assemble_on_host(device: &Device, stream: &ResidentStream, request: &Assembly
                         out,
                         valid,
                     )?;
+                    if shape.is_causal() {
+                        apply_causal_rule(&targets, Some(first), out, valid, channels);
+                    }
                 }
             }
             Ok(())

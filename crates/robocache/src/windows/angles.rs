@@ -46,22 +46,42 @@ pub(super) fn unwrap_angles(name: &str, data: &mut [u8], rows: usize, info: &Str
 /// in place: each row's jump from the previous row is brought into [−π, π]
 /// by whole turns (integer data is left as it is).
 pub(crate) fn unwrap_angle_channels<T: Element>(v: &mut [T], channels: usize, ranges: &[std::ops::Range<usize>]) {
-    const TURN: f64 = 2.0 * std::f64::consts::PI;
-    let rows = v.len() / channels.max(1);
-    for range in ranges {
-        for c in range.clone() {
-            let mut previous = v[c].to_f64();
-            let mut correction = 0.0;
-            for row in 1..rows {
-                let at = row * channels + c;
-                let original = v[at].to_f64();
-                correction -= TURN * ((original - previous) / TURN).round();
-                previous = original;
-                if correction != 0.0 {
-                    v[at] = T::from_f64_rounded(original + correction).unwrap_or(v[at]);
+    let mut unwrap = AngleUnwrap::new(ranges);
+    for row in v.chunks_exact_mut(channels.max(1)) {
+        unwrap.next_row(row);
+    }
+}
+
+/// Angle unwrapping one row at a time, as rows arrive (live samples): the
+/// same arithmetic as [`unwrap_angle_channels`] over the rows so far.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct AngleUnwrap {
+    /// `(channel, previous original value, correction)`.
+    channels: Vec<(usize, f64, f64)>,
+    started: bool,
+}
+
+impl AngleUnwrap {
+    /// An unwrapper of the channels `ranges`, before its first row.
+    pub(crate) fn new(ranges: &[std::ops::Range<usize>]) -> Self {
+        AngleUnwrap { channels: ranges.iter().flat_map(|r| r.clone()).map(|c| (c, 0.0, 0.0)).collect(), started: false }
+    }
+
+    /// Unwraps the next row in place.
+    pub(crate) fn next_row<T: Element>(&mut self, row: &mut [T]) {
+        const TURN: f64 = 2.0 * std::f64::consts::PI;
+        for (c, previous, correction) in &mut self.channels {
+            let Some(at) = row.get_mut(*c) else { continue };
+            let original = at.to_f64();
+            if self.started {
+                *correction -= TURN * ((original - *previous) / TURN).round();
+                if *correction != 0.0 {
+                    *at = T::from_f64_rounded(original + *correction).unwrap_or(*at);
                 }
             }
+            *previous = original;
         }
+        self.started = true;
     }
 }
 

@@ -17,10 +17,11 @@ use robocache_datasets::{
 use robocache_video::yuv420_len;
 
 mod angles;
+pub(crate) mod causal;
 mod video_frames;
 
-pub(crate) use angles::unwrap_angle_channels;
 use angles::unwrap_angles;
+pub(crate) use angles::{unwrap_angle_channels, AngleUnwrap};
 
 pub use crate::assembly::{BatchStream, MaskKind};
 use crate::batch_buffer::{BatchBuffer, BatchUpload};
@@ -438,7 +439,7 @@ impl Device {
     /// synthetic::write_robomimic(&path, &synthetic::SyntheticSpec { episodes: 4, image: None, ..Default::default() })?;
     /// let dataset = Dataset::open(&path)?;
     /// let streams = ["actions", "obs/joint_pos", "obs/robot0_eef_quat"]; // 20 Hz, 100 Hz, 20 Hz
-    /// let spec = TimeWindowSpec { hz: 50.0, history: 2, horizon: 16 };
+    /// let spec = TimeWindowSpec { hz: 50.0, history: 2, horizon: 16, causal: false };
     /// let windows = TimeWindows::new(&dataset, &streams, &spec)?;
     /// let batch = Device::auto().time_window_batch(&dataset, &windows, &[0, 10, 20], &streams)?;
     /// assert_eq!(batch.stream("obs/joint_pos").unwrap().data.shape(), [3, 18, 7]);
@@ -457,13 +458,18 @@ impl Device {
         let batch = cut.len();
         let steps = windows.spec().window_len();
         let targets: Vec<f64> = cut.iter().flat_map(|w| windows.targets(w)).collect();
-        let targets = Tensor::from_slice(self, &targets, &[batch, steps])?;
+        let causal = windows.spec().causal;
+        let target_tensor = Tensor::from_slice(self, &targets, &[batch, steps])?;
         let mut out = Vec::with_capacity(streams.len());
         for &name in streams {
             // First the rows each window needs, then one buffer for the
             // batch that every window's rows are read into.
             let mut row_ranges = Vec::with_capacity(batch);
             let mut row_times = Vec::with_capacity(batch);
+            // Causal windows: each window's stream's first time (the mask),
+            // and whether a zero row leads its rows (targets before it).
+            let mut firsts: Vec<Option<f64>> = Vec::with_capacity(batch);
+            let mut leading_zero = Vec::with_capacity(batch);
             let mut info: Option<&StreamInfo> = None;
             for window in &cut {
                 let (_, stream) = dataset.stream(window.episode, name)?;
@@ -487,11 +493,22 @@ impl Device {
                     // whole window is masked.
                     row_times.push(vec![last_target + 1.0]);
                     row_ranges.push(None);
+                    firsts.push(None);
+                    leading_zero.push(false);
                     continue;
                 }
                 let rows = times.rows_covering(wanted[0], last_target);
-                row_times.push(rows.clone().map(|i| times.time(i)).collect::<Vec<f64>>());
+                let mut these: Vec<f64> = rows.clone().map(|i| times.time(i)).collect();
+                let first = times.time(0);
+                // Causal: targets before the first sample hold a zero row.
+                let zero = causal && wanted[0] < first;
+                if zero {
+                    these.insert(0, wanted[0] - 1.0);
+                }
+                row_times.push(these);
                 row_ranges.push(Some(rows));
+                firsts.push(Some(first));
+                leading_zero.push(zero);
             }
             let Some(info) = info else {
                 out.push(empty_stream(self, name, steps)?);
@@ -518,9 +535,12 @@ impl Device {
                 .zip(row_ranges.iter().zip(data.as_mut_bytes().chunks_exact_mut(longest * row_bytes.max(1))))
                 .enumerate()
             {
+                let lead = usize::from(leading_zero[w]);
                 let (read, padding) = match rows {
                     Some(rows) => {
-                        let (read, padding) = bytes.split_at_mut(rows.len() * row_bytes);
+                        let (read, padding) = bytes.split_at_mut((lead + rows.len()) * row_bytes);
+                        let (zero, read) = read.split_at_mut(lead * row_bytes);
+                        zero.fill(0);
                         match shared.get(&w) {
                             Some((span, bytes)) => read.copy_from_slice(
                                 &bytes[(rows.start - span.start) * row_bytes..(rows.end - span.start) * row_bytes],
@@ -532,7 +552,10 @@ impl Device {
                     }
                     None => {
                         let (read, padding) = bytes.split_at_mut(row_bytes);
-                        write_neutral_row(info, read);
+                        match causal {
+                            true => read.fill(0),
+                            false => write_neutral_row(info, read),
+                        }
                         (read, padding)
                     }
                 };
@@ -546,17 +569,29 @@ impl Device {
             let times = Tensor::from_host_vec(self, HostVec::F64(times), &[batch, longest])?;
             let lengths = Tensor::from_host_vec(self, HostVec::U32(lengths), &[batch])?;
             let stream = StreamInput::new(&data, TimeAxis::Tensor(&times)).with_lengths(&lengths);
+            let channel_spec = match causal {
+                true => robocache_cpu::Method::Previous.into(),
+                false => info.kind.channel_spec(),
+            };
             let spec = ResampleSpec::new(robocache_cpu::Method::Linear)
-                .with_channels(info.kind.channel_spec())
+                .with_channels(channel_spec)
                 .with_boundary(Boundary::Clamp);
-            let resampled = self.resample(&stream, &TargetTimes::Tensor(&targets), &spec)?;
+            let resampled = self.resample(&stream, &TargetTimes::Tensor(&target_tensor), &spec)?;
             let mut shape = vec![batch, steps];
             shape.extend(&info.step_shape);
-            out.push(BatchStream {
-                name: name.to_owned(),
-                data: resampled.data.reshape(&shape)?,
-                mask: resampled.valid,
-                mask_kind: MaskKind::Valid,
+            let data = resampled.data.reshape(&shape)?;
+            out.push(match causal {
+                // The causal mask: a sample at or before the target exists
+                // (the values before the first are the leading zero row).
+                true => {
+                    let mask = targets
+                        .chunks_exact(steps)
+                        .zip(&firsts)
+                        .flat_map(|(targets, first)| targets.iter().map(move |&q| first.is_some_and(|f| q >= f)))
+                        .collect();
+                    BatchStream::with_host_mask(self, name, data, mask, [batch, steps], MaskKind::Valid)?
+                }
+                false => BatchStream { name: name.to_owned(), data, mask: resampled.valid, mask_kind: MaskKind::Valid },
             });
         }
         Ok(WindowBatch::of_windows(out, samples, cut.iter().map(|w| (w.episode, w.anchor))))

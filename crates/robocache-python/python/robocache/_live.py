@@ -1,0 +1,173 @@
+"""Deployment: the spec a loader's windows are defined by, saved with a
+checkpoint, and the live windows a running policy gets from it."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, List, Optional, Sequence, Union
+
+import numpy as np
+
+from . import _arrays
+from ._errors import InvalidInputError
+from ._native import Live as _NativeLive
+
+
+class LoaderSpec:
+    """What defines a loader's windows (``Loader.spec()``): its streams,
+    clock (time windows, causal or not, or ``delta_timestamps``), masks,
+    camera frames (crop, size, layout, dtype) and normalization statistics,
+    as one versioned JSON document with no path to the dataset in it. Save
+    it with the checkpoint; :class:`Live` reads it at deployment.
+    """
+
+    def __init__(self, text: str):
+        # Checked by `from_json` (the native reader): made from a loader's
+        # own, or from text that passed it.
+        self._text = text
+        self._dict = json.loads(text)
+
+    @classmethod
+    def from_json(cls, text: str) -> "LoaderSpec":
+        """A spec from its JSON text, checked."""
+        from ._native import check_loader_spec
+
+        check_loader_spec(text)
+        return cls(text)
+
+    @classmethod
+    def load(cls, path: Union[str, os.PathLike]) -> "LoaderSpec":
+        """A spec saved by :meth:`save`."""
+        with open(path, encoding="utf-8") as file:
+            return cls.from_json(file.read())
+
+    def save(self, path: Union[str, os.PathLike]) -> None:
+        """Writes the spec as JSON to ``path``."""
+        with open(path, "w", encoding="utf-8") as file:
+            file.write(self._text)
+
+    def to_json(self) -> str:
+        return self._text
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json.loads(self._text)
+
+    @property
+    def streams(self) -> List[str]:
+        return [s["name"] for s in self._dict["streams"]]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LoaderSpec) and self._dict == other._dict
+
+    def __repr__(self) -> str:
+        clock = self._dict["clock"]
+        return f"LoaderSpec({clock['kind']}, streams={self.streams})"
+
+
+def _spec_of(spec: Union[LoaderSpec, str, os.PathLike, Dict[str, Any]]) -> LoaderSpec:
+    if isinstance(spec, LoaderSpec):
+        return spec
+    if isinstance(spec, dict):
+        return LoaderSpec.from_json(json.dumps(spec))
+    if isinstance(spec, str) and spec.lstrip().startswith("{"):
+        return LoaderSpec.from_json(spec)
+    return LoaderSpec.load(spec)
+
+
+class Live:
+    """A running policy's observation windows, bit for bit what its loader
+    gave in training (docs/loader.md, "Deployment").
+
+    ``spec``: a :class:`LoaderSpec` (``loader.spec()``), its JSON text or
+    dict, or the path it was saved to. ``device``: where windows are placed
+    (``"cpu"``, ``"cuda:0"``; default as the loader's). ``streams``: the
+    ones to keep (default: every stream of time windows; for
+    ``delta_timestamps``, the keys whose offsets are all at or before the
+    frame).
+
+    ``push(stream, t, value)`` adds a sample as it arrives (from any
+    thread): a NumPy array or tensor of one step (the dataset's dtype, or
+    float32 for low-dimensional streams), a camera frame as uint8 ``[H, W,
+    3]``, or JPEG/PNG ``bytes`` decoded on arrival. A sample at or before
+    its stream's latest is refused. ``window(t)`` returns the observation
+    part of the window at ``t``, as one row of a training batch: per stream
+    ``[1, T, ...]`` and ``{stream}_is_pad`` (``T``: the history and ``t``
+    itself), normalized, cropped and resized as in training. Causal time
+    windows are exact as soon as the samples up to ``t`` are pushed;
+    non-causal ones raise until every stream has a sample at or after ``t``
+    (so run them the slowest stream's interval behind). ``reset()`` starts
+    a new episode.
+    """
+
+    def __init__(self, spec, device: Optional[str] = None, streams: Optional[Sequence[str]] = None):
+        from ._data import _default_device
+
+        self.spec = _spec_of(spec)
+        self.device = device or _default_device()
+        if self.device in ("cuda", "gpu"):
+            torch = _arrays._torch()
+            self.device = f"cuda:{torch.cuda.current_device() if torch is not None else 0}"
+        if self.device.startswith("cuda") and _arrays._torch() is None:
+            raise InvalidInputError("live windows on CUDA need torch imported to hold them")
+        self._native = _NativeLive(self.spec.to_json(), self.device, None if streams is None else list(streams))
+        self.streams = self._native.stream_names()
+        spec = self.spec.to_dict()
+        pad = spec["masks"] == "pad"
+        self._mask_suffix = "_is_pad" if pad else "_valid"
+        self._keys = [key for name in self.streams for key in (name, name + self._mask_suffix)]
+        clock = spec["clock"]
+        self._deltas = dict(clock["offsets"]) if clock["kind"] == "deltas" else None
+        self._info = {s["name"]: s for s in spec["streams"]}
+
+    def push(self, stream: str, t: float, value) -> None:
+        """Adds a sample of ``stream`` at time ``t`` (seconds)."""
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            self._native.push_encoded(stream, float(t), bytes(value))
+            return
+        keep: list = []
+        self._native.push(stream, float(t), _arrays.describe(value, f"stream {stream!r}", keep))
+
+    def window(self, t: float) -> Dict[str, Any]:
+        """The observation window at ``t`` on the live device."""
+        from_dlpack = _arrays.capsule_importer()
+        stream_of = _arrays.stream_reader(self.device)
+        parts = self._native.window(float(t), stream_of(), from_dlpack is not None)
+        if from_dlpack is not None:
+            window = dict(zip(self._keys, map(from_dlpack, parts)))
+        else:
+            window = dict(zip(self._keys, map(np.asarray, parts)))
+        if self._deltas is not None:
+            window = self._as_lerobot(window)
+        return window
+
+    def reset(self) -> None:
+        """Forgets every sample: the next push starts a new episode."""
+        self._native.reset()
+
+    def _as_lerobot(self, window: Dict[str, Any]) -> Dict[str, Any]:
+        """A ``delta_timestamps`` window as the loader's LeRobot batches
+        hold it: keys without offsets lose the step axis (so does a camera
+        with one offset), shape-``[1]`` features lose that axis, float64
+        features come as float32; only keys with offsets have ``_is_pad``."""
+        out: Dict[str, Any] = {}
+        for name in self.streams:
+            value = window[name]
+            info = self._info[name]
+            offsets = self._deltas.get(name)
+            if offsets is None:
+                value = value[:, 0]
+            if info.get("video"):
+                if offsets is not None and len(offsets) == 1:
+                    value = value[:, 0]
+            elif list(info["step_shape"]) == [1]:
+                value = value[..., 0]
+            if info["dtype"] == "f64":
+                value = value.astype(np.float32) if isinstance(value, np.ndarray) else value.float()
+            out[name] = value
+            if offsets is not None:
+                out[name + self._mask_suffix] = window[name + self._mask_suffix]
+        return out
+
+    def __repr__(self) -> str:
+        return f"Live({self.streams}, device={self.device!r})"

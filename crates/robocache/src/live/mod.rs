@@ -1,0 +1,404 @@
+//! [`Live`]: a running policy's observation windows, computed from samples
+//! as they arrive by the rules its training windows were computed with
+//! (docs/loader.md, "Deployment").
+//!
+//! A [`LoaderSpec`] saved at training time ([`crate::Loader::spec`]) says
+//! what a window is. `Live` keeps each stream's latest samples in a bounded
+//! ring ([`ring`]), and [`Live::window`] computes the observation part of
+//! the window at a time `t` — every stream's targets up to `t` (time
+//! windows: `t + (k - history) / hz` for `k ≤ history`; `delta_timestamps`:
+//! each key's offsets, none after `t`) — with the loader's own code: the
+//! CPU reference resample (`robocache_cpu::resample_into`, which the CUDA
+//! kernels equal bit for bit), the same f32 conversion, angle unwrapping
+//! and normalization as the resident streams, the same frame crop and
+//! resize ([`Device::convert_frames`]) and stacking ([`Device::stack_frames`]).
+//!
+//! Rules:
+//! - A stream's times must increase: a sample at or before the stream's
+//!   latest is refused (an error naming the stream and both times), never
+//!   inserted out of order. [`Live::reset`] starts a new episode.
+//! - Causal time windows read only samples at or before each target, so
+//!   `window(t)` equals the training window anchored at `t` as soon as the
+//!   samples up to `t` have been pushed. Non-causal windows interpolate
+//!   towards the next sample: `window(t)` needs every stream's first sample
+//!   at or after `t`, and is an error naming the stream until it has come
+//!   (so it runs the slowest stream's sample interval behind).
+//! - `delta_timestamps`: a key's current frame is its latest sample at or
+//!   before `t + tolerance_s`; offset `d` (frames, `round(offset · fps)`)
+//!   reads the sample `|d|` before it, or the episode's first sample,
+//!   padding, before the episode began (as LeRobot clamps).
+//! - Memory is bounded: each ring holds the samples of the window's span
+//!   plus a second (a quarter for cameras) at twice the stream's fastest
+//!   rate in the training data. A window reaching before a ring's oldest
+//!   sample is an error naming the stream.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use robocache::datasets::{synthetic, Dataset, TimeWindowSpec};
+//! use robocache::live::{Live, LiveOptions};
+//! use robocache::{Device, HostSlice, Loader, LoaderConfig, WindowSpec};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let path = dir.path().join("demo.hdf5");
+//! synthetic::write_robomimic(&path, &synthetic::SyntheticSpec { episodes: 2, image: None, ..Default::default() })?;
+//! let dataset = Arc::new(Dataset::open(&path)?);
+//! let windows = WindowSpec::Times(TimeWindowSpec { hz: 20.0, history: 2, horizon: 4, causal: true });
+//! let loader = Loader::new(&Device::Cpu, dataset.clone(), LoaderConfig::new(&["obs/joint_pos"], windows, 8))?;
+//! let spec = loader.spec()?; // saved with the checkpoint: spec.save(path)
+//!
+//! let live = Live::new(&spec, &Device::Cpu, &LiveOptions::default())?;
+//! let times = dataset.times(0, "obs/joint_pos")?;
+//! let rows = dataset.read_stream(0, "obs/joint_pos")?;
+//! for (i, row) in rows.as_slice().to_f64_vec().chunks(7).enumerate().take(50) {
+//!     live.push("obs/joint_pos", times.time(i), HostSlice::F64(row))?;
+//! }
+//! let window = live.window(times.time(49))?;
+//! assert_eq!(window.streams[0].data.shape(), [1, 3, 7]); // history 2 and the tick itself
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod ring;
+mod window;
+
+use std::sync::Mutex;
+
+use robocache_cpu::{DType, HostSlice};
+use robocache_datasets::{StreamKind, TimeWindowSpec};
+
+use crate::loader::{MaskKind, Normalization};
+use crate::spec::{LoaderSpec, SpecClock, SpecStream};
+use crate::windows::AngleUnwrap;
+use crate::{BatchStream, Device, Error, FrameDType, FrameLayout, FrameOutput, Result, Tensor};
+use ring::{SampleRing, Value};
+
+/// Which of a spec's streams a [`Live`] takes.
+#[derive(Clone, Debug, Default)]
+pub struct LiveOptions {
+    /// The streams to keep and window; `None`: every stream of time windows,
+    /// the keys with offsets (none after the anchor) of `delta_timestamps`.
+    pub streams: Option<Vec<String>>,
+}
+
+/// The observation window at one time (module docs): per stream `[1, T,
+/// ...]` on the live device with its mask `[1, T]` (the spec's mask kind),
+/// shaped as one row of a training batch's first `T` steps.
+#[derive(Clone, Debug)]
+pub struct LiveWindow {
+    /// The time the window was asked for.
+    pub time: f64,
+    pub streams: Vec<BatchStream>,
+}
+
+impl LiveWindow {
+    /// The stream called `name`.
+    pub fn stream(&self, name: &str) -> Option<&BatchStream> {
+        self.streams.iter().find(|s| s.name == name)
+    }
+}
+
+/// Live observation windows of a [`LoaderSpec`] (module docs). Pushes from
+/// several threads are safe: each stream has its own lock.
+#[derive(Debug)]
+pub struct Live {
+    device: Device,
+    clock: Clock,
+    frames: FrameOutput,
+    masks: MaskKind,
+    normalization: Option<Normalization>,
+    streams: Vec<LiveStream>,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Clock {
+    Times(TimeWindowSpec),
+    Deltas { tolerance_s: f64 },
+}
+
+/// How a stream's samples are kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Form {
+    /// f32 rows, angle channels unwrapped, normalized (the loader's resident streams).
+    Resident,
+    /// The dataset's dtype, as given.
+    Raw,
+    /// 8-bit RGB frames `(width, height)`, kept on the device cropped and resized.
+    Camera { width: usize, height: usize },
+}
+
+#[derive(Debug)]
+struct LiveStream {
+    name: String,
+    dtype: DType,
+    step_shape: Vec<usize>,
+    channels: usize,
+    kind: StreamKind,
+    form: Form,
+    /// `delta_timestamps`: frame offsets, none after the anchor.
+    offsets: Vec<i64>,
+    state: Mutex<StreamState>,
+    /// A camera's padding frame (zeros) on the device, at the kept size.
+    zero_frame: Option<Tensor>,
+}
+
+#[derive(Debug)]
+struct StreamState {
+    ring: SampleRing,
+    unwrap: AngleUnwrap,
+}
+
+impl Live {
+    /// Live windows of `spec` on `device`, for the streams `options` names.
+    pub fn new(spec: &LoaderSpec, device: &Device, options: &LiveOptions) -> Result<Self> {
+        spec.check()?;
+        let frames = spec.frames.output()?;
+        let (clock, offsets): (Clock, &[(String, Vec<f64>)]) = match &spec.clock {
+            SpecClock::Times { hz, history, horizon, causal } => {
+                (Clock::Times(TimeWindowSpec { hz: *hz, history: *history, horizon: *horizon, causal: *causal }), &[])
+            }
+            SpecClock::Deltas { tolerance_s, offsets, .. } => (Clock::Deltas { tolerance_s: *tolerance_s }, offsets),
+        };
+        let offsets_of = |name: &str| offsets.iter().find(|(key, _)| key == name).map(|(_, o)| o.clone());
+        let fps = match &spec.clock {
+            SpecClock::Deltas { fps, .. } => *fps,
+            SpecClock::Times { .. } => 0.0,
+        };
+        let names: Vec<String> = match (&options.streams, clock) {
+            (Some(names), _) => names.clone(),
+            (None, Clock::Times(_)) => spec.streams.iter().map(|s| s.name.clone()).collect(),
+            (None, Clock::Deltas { .. }) => spec
+                .streams
+                .iter()
+                .filter(|s| offsets_of(&s.name).is_some_and(|o| o.iter().all(|&d| d <= 0.0)))
+                .map(|s| s.name.clone())
+                .collect(),
+        };
+        if names.is_empty() {
+            return Err(Error::Spec {
+                what: "streams".into(),
+                problem: "no stream to keep: name them (LiveOptions::streams)".into(),
+            });
+        }
+        let mut streams = Vec::with_capacity(names.len());
+        for name in &names {
+            let stream = spec.stream(name).ok_or_else(|| Error::Live {
+                stream: name.clone(),
+                problem: format!(
+                    "the spec has no such stream (it has {})",
+                    spec.streams.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", ")
+                ),
+            })?;
+            let offsets = match clock {
+                Clock::Times(_) => Vec::new(),
+                Clock::Deltas { .. } => {
+                    let seconds = offsets_of(name).unwrap_or_else(|| vec![0.0]);
+                    if let Some(late) = seconds.iter().find(|&&d| d > 0.0) {
+                        return Err(Error::Live {
+                            stream: name.clone(),
+                            problem: format!(
+                                "its offset {late} s lies after the window's time: the future (an action), which a live window cannot hold"
+                            ),
+                        });
+                    }
+                    // As the loader rounds them (DeltaWindows: half to even).
+                    seconds.iter().map(|d| (d * fps).round_ties_even() as i64).collect()
+                }
+            };
+            streams.push(LiveStream::new(stream, clock, offsets, fps, frames, device)?);
+        }
+        Ok(Live {
+            device: device.clone(),
+            clock,
+            frames,
+            masks: spec.mask_kind(),
+            normalization: spec.normalization.clone(),
+            streams,
+        })
+    }
+
+    /// The device windows are placed on.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// The streams kept, in window order.
+    pub fn stream_names(&self) -> Vec<&str> {
+        self.streams.iter().map(|s| s.name.as_str()).collect()
+    }
+
+    /// Adds a sample of `stream` at `time` (seconds, on the clock windows
+    /// are asked on): one step of the stream's shape, in its dtype (or f32
+    /// for a low-dimensional stream of floats), or a camera frame as 8-bit
+    /// RGB `[H, W, 3]`. Refused: an unknown stream, a wrong shape or dtype,
+    /// a time that is not finite or not after the stream's latest.
+    pub fn push(&self, stream: &str, time: f64, values: HostSlice<'_>) -> Result<()> {
+        let live = self.find(stream)?;
+        if !time.is_finite() {
+            return Err(live.error(format!("sample time {time} is not finite")));
+        }
+        let value = live.value(values, &self.device, self.frames)?;
+        let mut state = live.state.lock().map_err(|_| Error::Internal(format!("stream `{stream}`: lock poisoned")))?;
+        if let Some(last) = state.ring.last_time().filter(|&last| time <= last) {
+            return Err(live.error(format!(
+                "sample at {time} s does not come after its latest, at {last} s: times must increase (late samples are refused)"
+            )));
+        }
+        let value = match value {
+            Value::Row(mut bytes) if live.form == Form::Resident => {
+                let rows: &mut [f32] = bytemuck::cast_slice_mut(&mut bytes);
+                state.unwrap.next_row(rows);
+                if let Some(stats) = &self.normalization {
+                    stats.apply(&live.name, &live.kind, rows, live.channels)?;
+                }
+                Value::Row(bytes)
+            }
+            other => other,
+        };
+        state.ring.push(time, value);
+        Ok(())
+    }
+
+    /// [`Live::push`] of a camera frame given as JPEG or PNG bytes, decoded
+    /// on arrival to 8-bit RGB of the stream's size.
+    pub fn push_encoded(&self, stream: &str, time: f64, encoded: &[u8]) -> Result<()> {
+        let live = self.find(stream)?;
+        let Form::Camera { width, height } = live.form else {
+            return Err(live.error("encoded images are for camera streams".into()));
+        };
+        let mut rgb = vec![0u8; width * height * 3];
+        robocache_datasets::decode_image(encoded, DType::U8, &[height, width, 3], &mut rgb)
+            .map_err(|problem| live.error(format!("image at {time} s: {problem}")))?;
+        self.push(stream, time, HostSlice::U8(&rgb))
+    }
+
+    /// Forgets every stream's samples: the next push starts a new episode.
+    pub fn reset(&self) -> Result<()> {
+        for stream in &self.streams {
+            let mut state =
+                stream.state.lock().map_err(|_| Error::Internal(format!("stream `{}`: lock poisoned", stream.name)))?;
+            state.ring.clear();
+            state.unwrap = AngleUnwrap::new(&stream.kind.angle_channels(stream.channels));
+        }
+        Ok(())
+    }
+
+    /// The observation window at `time` (module docs).
+    pub fn window(&self, time: f64) -> Result<LiveWindow> {
+        if !time.is_finite() {
+            return Err(Error::Live { stream: "*".into(), problem: format!("window time {time} is not finite") });
+        }
+        window::compute(self, time)
+    }
+
+    fn find(&self, stream: &str) -> Result<&LiveStream> {
+        self.streams.iter().find(|s| s.name == stream).ok_or_else(|| Error::Live {
+            stream: stream.into(),
+            problem: format!("not a stream of this live window (it keeps {})", self.stream_names().join(", ")),
+        })
+    }
+}
+
+impl LiveStream {
+    fn new(
+        spec: &SpecStream,
+        clock: Clock,
+        offsets: Vec<i64>,
+        fps: f64,
+        frames: FrameOutput,
+        device: &Device,
+    ) -> Result<Self> {
+        let kind = spec.stream_kind()?;
+        let dtype = spec.data_type()?;
+        let channels = spec.channels().max(1);
+        let form = match (spec.camera, clock) {
+            (Some((width, height)), _) => Form::Camera { width, height },
+            (None, Clock::Deltas { .. }) => Form::Raw,
+            (None, Clock::Times(_)) if spec.resident => Form::Resident,
+            (None, Clock::Times(_)) => {
+                return Err(Error::Live {
+                    stream: spec.name.clone(),
+                    problem: "the loader streamed this low-dimensional stream (LoaderMode::Streaming): live windows \
+                              reproduce resident ones; train with the default mode"
+                        .into(),
+                })
+            }
+        };
+        // The window's span, a second of slack (a quarter for cameras), at
+        // twice the fastest rate seen in training.
+        let rate = if spec.max_rate_hz > 0.0 { spec.max_rate_hz } else { 32.0 };
+        let camera = matches!(form, Form::Camera { .. });
+        let capacity = match clock {
+            Clock::Times(times) => {
+                let slack = if camera { 0.25 } else { 1.0 };
+                ((times.history as f64 / times.hz + slack) * rate * 2.0).ceil() as usize + 4
+            }
+            Clock::Deltas { .. } => {
+                let back = offsets.iter().map(|d| d.unsigned_abs() as usize).max().unwrap_or(0);
+                let slack = if camera { fps * 0.25 } else { fps };
+                back + slack.ceil() as usize + 4
+            }
+        };
+        let zero_frame = match form {
+            Form::Camera { width, height } => {
+                let (w, h) = frames.resize.map_or((width, height), |r| (r.width, r.height));
+                Some(Tensor::from_slice(device, &vec![0u8; w * h * 3], &[1, h, w, 3])?)
+            }
+            _ => None,
+        };
+        Ok(LiveStream {
+            name: spec.name.clone(),
+            dtype,
+            step_shape: spec.step_shape.clone(),
+            channels,
+            state: Mutex::new(StreamState {
+                ring: SampleRing::new(capacity.min(1 << 20)),
+                unwrap: AngleUnwrap::new(&kind.angle_channels(channels)),
+            }),
+            kind,
+            form,
+            offsets,
+            zero_frame,
+        })
+    }
+
+    fn error(&self, problem: String) -> Error {
+        Error::Live { stream: self.name.clone(), problem }
+    }
+
+    /// A pushed step as the stream keeps it (module docs).
+    fn value(&self, values: HostSlice<'_>, device: &Device, frames: FrameOutput) -> Result<Value> {
+        let shape = || format!("{:?} {}", self.step_shape, self.dtype);
+        match self.form {
+            Form::Camera { width, height } => {
+                if values.dtype() != DType::U8 || values.len() != width * height * 3 {
+                    return Err(self.error(format!(
+                        "a frame is 8-bit RGB [{height}, {width}, 3] ({} bytes), not {} elements of {}",
+                        width * height * 3,
+                        values.len(),
+                        values.dtype()
+                    )));
+                }
+                let frame = Tensor::from_host(device, values, &[1, height, width, 3])?;
+                Ok(Value::Frame(match frames.resize {
+                    Some(resize) => device.convert_frames(
+                        &frame,
+                        FrameOutput { layout: FrameLayout::Hwc, dtype: FrameDType::U8, resize: Some(resize) },
+                    )?,
+                    None => frame,
+                }))
+            }
+            _ if values.len() != self.channels => Err(self.error(format!(
+                "a step is {} ({} values), not {} values",
+                shape(),
+                self.channels,
+                values.len()
+            ))),
+            Form::Resident if values.dtype() == self.dtype || values.dtype() == DType::F32 => {
+                let rows = crate::loader::resident::host_f32(values.to_host_vec());
+                Ok(Value::Row(bytemuck::cast_slice(&rows).to_vec()))
+            }
+            Form::Raw if values.dtype() == self.dtype => Ok(Value::Row(values.as_bytes().to_vec())),
+            Form::Resident => Err(self.error(format!("a step is {} (or f32), not {}", shape(), values.dtype()))),
+            Form::Raw => Err(self.error(format!("a step is {}, not {}", shape(), values.dtype()))),
+        }
+    }
+}

@@ -1,0 +1,62 @@
+//! [`Loader::spec`]: the [`LoaderSpec`] of a loader, what a running policy
+//! needs to get its windows live ([`crate::live`]).
+
+use robocache_datasets::Dataset;
+
+use super::{Loader, MaskKind, WindowSpec};
+use crate::spec::{LoaderSpec, SpecStream};
+use crate::{Error, Result};
+
+impl Loader {
+    /// What defines this loader's windows: its streams, clock, masks,
+    /// frames and normalization statistics, with no path to the dataset
+    /// ([`LoaderSpec`]; save it with the checkpoint). Step windows count
+    /// rows, which a live robot's samples do not have: they are refused
+    /// (use time windows, causal, or `delta_timestamps`).
+    pub fn spec(&self) -> Result<LoaderSpec> {
+        let dataset = self.dataset();
+        let config = self.config();
+        let (clock, masks) = match &config.windows {
+            WindowSpec::Times(spec) => (LoaderSpec::times(spec), config.masks),
+            WindowSpec::Deltas(spec) => (LoaderSpec::deltas(spec, dataset.info().rate_hz), MaskKind::Pad),
+            WindowSpec::Steps(_) => {
+                return Err(Error::Spec {
+                    what: "clock".into(),
+                    problem: "step windows count a dataset's rows, which samples on a running robot do not have: \
+                              train with time windows ({hz, history, horizon}, causal) or delta_timestamps to deploy"
+                        .into(),
+                })
+            }
+        };
+        let resident = self.resident_names();
+        let streams = config
+            .streams
+            .iter()
+            .map(|name| spec_stream(dataset, name, resident.contains(&name.as_str())))
+            .collect::<Result<_>>()?;
+        Ok(LoaderSpec::new(clock, streams, masks, config.frames, config.normalization.clone()))
+    }
+}
+
+/// Stream `name` as a spec holds it.
+fn spec_stream(dataset: &Dataset, name: &str, resident: bool) -> Result<SpecStream> {
+    let (_, info) = dataset.stream(0, name)?;
+    let camera = dataset.video_frame_size(name).or(crate::windows::rgb_image_size(info));
+    let mut max_rate_hz: f64 = 0.0;
+    for episode in 0..dataset.len() {
+        let times = dataset.times(episode, name)?;
+        if let Some((first, last)) = times.span().filter(|(first, last)| last > first) {
+            max_rate_hz = max_rate_hz.max((times.len() - 1) as f64 / (last - first));
+        }
+    }
+    Ok(SpecStream {
+        name: name.to_owned(),
+        dtype: info.dtype.name().to_owned(),
+        step_shape: info.step_shape.clone(),
+        kind: info.kind.to_string(),
+        camera,
+        video: dataset.video_frame_size(name).is_some(),
+        resident,
+        max_rate_hz,
+    })
+}
