@@ -339,7 +339,7 @@ pub fn gpu_bundle() -> Result<()> {
     }
     let mut script = String::from(
         "#!/usr/bin/env bash\n# Runs the GPU checks of the bundle: `run.sh [PART...]` with parts tests, \
-         sanitize, python, cli, demo, loader, lerobot, lerobot-h264, bench, train (default: all).\n\
+         sanitize, python, cli, demo, loader, lerobot, lerobot-h264, live, bench, train (default: all).\n\
          set -uo pipefail\ncd \"$(dirname \"$0\")\"\nstatus=0\nOUT=${OUT:-.}\nPARTS=\" ${*:-all} \"\n\
          # On the GPU machine a CUDA test that finds no device fails instead of skipping.\n\
          export ROBOCACHE_REQUIRE_CUDA=1\n\
@@ -457,6 +457,14 @@ pub fn gpu_bundle() -> Result<()> {
         "[ -d $ROOT ] || PYTHONPATH=$DEPS python3 lerobot_loader.py write $ROOT --vcodec h264 || status=1\n",
         "PYTHONPATH=pydeps-robocache:$DEPS python3 lerobot_loader.py all $ROOT --workers 8 16 --backends torchcodec --robocache-workers 16 --video-decoders auto cpu --json $OUT/lerobot-h264.json || status=1\n",
     ));
+    // Live windows at deployment against a Python policy server's code, in
+    // one process on the same samples (docs/benchmarks.md, "Live windows").
+    script.push_str(concat!(
+        "fi\nif want live; then\n",
+        "echo \"== live windows vs a Python policy server\"\n",
+        "python3 -m pip install --quiet --no-index --no-deps --find-links wheels --target pydeps-live python/*.whl h5py || status=1\n",
+        "PYTHONPATH=pydeps-live python3 live_windows.py --device cuda:0 --json $OUT/live.json || status=1\n",
+    ));
     // The harness with the PyTorch baseline in the same run (docs/performance.md).
     script.push_str(concat!(
         "fi\nif want bench; then\n",
@@ -479,6 +487,7 @@ pub fn gpu_bundle() -> Result<()> {
     std::fs::copy(root().join("benches/python_call_pieces.py"), bundle.join("python_call_pieces.py"))?;
     std::fs::copy(root().join("benches/train_policy.py"), bundle.join("train_policy.py"))?;
     std::fs::copy(root().join("benches/lerobot_loader.py"), bundle.join("lerobot_loader.py"))?;
+    std::fs::copy(root().join("benches/live_windows.py"), bundle.join("live_windows.py"))?;
     let python = bundle.join("python");
     crate::wheel(&python)?;
     std::fs::create_dir_all(python.join("tests"))?;

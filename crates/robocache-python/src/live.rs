@@ -36,13 +36,15 @@ impl Live {
 
     /// Adds one sample (`values` describes a contiguous array on the host
     /// or a GPU; a GPU's is copied to the host first).
-    fn push(&self, py: Python<'_>, stream: &str, time: f64, values: ArrayDesc) -> PyResult<()> {
+    fn push(&self, stream: &str, time: f64, values: ArrayDesc) -> PyResult<()> {
         let on = Device::from_request(values.device).py_err()?;
         // SAFETY: the caller holds the array for the length of this call,
         // and the copy to the host below completes before it returns.
         let tensor = unsafe { values.tensor("value", &on) }?;
         let host = tensor.to_host().py_err()?;
-        py.detach(|| self.inner.push(stream, time, host.as_slice())).py_err()
+        // Microseconds: holding the GIL costs less than taking it back from
+        // another thread (a pusher) afterwards.
+        self.inner.push(stream, time, host.as_slice()).py_err()
     }
 
     /// Adds a camera frame given as JPEG or PNG bytes.
@@ -65,7 +67,8 @@ impl Live {
         stream: Option<u64>,
         capsules: bool,
     ) -> PyResult<Bound<'py, PyTuple>> {
-        let window = py.detach(|| self.inner.window(time)).py_err()?;
+        // Tens of microseconds, the GIL held (see `push`).
+        let window = self.inner.window(time).py_err()?;
         let tensors: Vec<Tensor> = window.streams.into_iter().flat_map(|s| [s.data, s.mask]).collect();
         if let Some(stream) = stream {
             crate::streams::note(stream);

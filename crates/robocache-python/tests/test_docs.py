@@ -159,6 +159,10 @@ cloud_index = np.repeat(np.arange(2, dtype=np.int32), 500); B = 2
     "pusht": """
 root = os.path.expanduser("~/lerobot/pusht")
 """,
+    # One sample of each live stream, as the README's deployment block names them.
+    "live": """
+t, eef_pos, eef_quat = 1.0, np.zeros(3, np.float32), np.array([0.0, 0.0, 0.0, 1.0], np.float32)
+""",
     # Two datasets' window counts and an epoch, as the MixtureSampler block names them.
     "sampler": """
 a, b, epoch = range(120), range(300), 0

@@ -48,9 +48,10 @@
 //!
 //! let live = Live::new(&spec, &Device::Cpu, &LiveOptions::default())?;
 //! let times = dataset.times(0, "obs/joint_pos")?;
-//! let rows = dataset.read_stream(0, "obs/joint_pos")?;
-//! for (i, row) in rows.as_slice().to_f64_vec().chunks(7).enumerate().take(50) {
-//!     live.push("obs/joint_pos", times.time(i), HostSlice::F64(row))?;
+//! let rows = dataset.read_stream(0, "obs/joint_pos")?.as_slice().to_f64_vec(); // f32 in the file
+//! for (i, row) in rows.chunks(7).enumerate().take(50) {
+//!     let row: Vec<f32> = row.iter().map(|&v| v as f32).collect();
+//!     live.push("obs/joint_pos", times.time(i), HostSlice::F32(&row))?;
 //! }
 //! let window = live.window(times.time(49))?;
 //! assert_eq!(window.streams[0].data.shape(), [1, 3, 7]); // history 2 and the tick itself
@@ -397,7 +398,10 @@ impl LiveStream {
                 Ok(Value::Row(bytemuck::cast_slice(&rows).to_vec()))
             }
             Form::Raw if values.dtype() == self.dtype => Ok(Value::Row(values.as_bytes().to_vec())),
-            Form::Resident => Err(self.error(format!("a step is {} (or f32), not {}", shape(), values.dtype()))),
+            Form::Resident => {
+                let or_f32 = if self.dtype == DType::F32 { "" } else { " (or f32)" };
+                Err(self.error(format!("a step is {}{or_f32}, not {}", shape(), values.dtype())))
+            }
             Form::Raw => Err(self.error(format!("a step is {}, not {}", shape(), values.dtype()))),
         }
     }

@@ -36,7 +36,8 @@ pub(super) struct RingSnapshot {
     /// The first sample since the reset (time, value), which `times[0]` is
     /// when the ring has not dropped it.
     pub first: Option<(f64, Value)>,
-    /// The sample number (since the reset) of `times[0]`.
+    /// The sample number (since the reset) of `times[0]` (or of where it
+    /// would be, when the snapshot is empty).
     pub first_number: u64,
 }
 
@@ -78,24 +79,45 @@ impl SampleRing {
         self.pushed = 0;
     }
 
-    /// The samples at or before `until` (every sample when `None`), copied.
-    pub(super) fn snapshot(&self, until: Option<f64>) -> RingSnapshot {
-        let end = match until {
-            Some(until) => self.times.partition_point(|&t| t <= until),
-            None => self.times.len(),
+    /// The samples a window from `from` to `end` reads, copied: from the
+    /// last at or before `from` (the oldest kept when none is) to `end`.
+    pub(super) fn snapshot(&self, from: f64, end: End) -> RingSnapshot {
+        let start = self.times.partition_point(|&t| t <= from).saturating_sub(1);
+        let end = match end {
+            End::AtOrBefore(until) => self.times.partition_point(|&t| t <= until),
+            End::FirstAtOrAfter(until) => (self.times.partition_point(|&t| t < until) + 1).min(self.times.len()),
         };
+        self.copy(start.min(end)..end)
+    }
+
+    /// The last `count` samples at or before `until`, copied.
+    pub(super) fn snapshot_last(&self, until: f64, count: usize) -> RingSnapshot {
+        let end = self.times.partition_point(|&t| t <= until);
+        self.copy(end.saturating_sub(count)..end)
+    }
+
+    fn copy(&self, range: std::ops::Range<usize>) -> RingSnapshot {
         RingSnapshot {
-            times: self.times.range(..end).copied().collect(),
-            values: self.values.range(..end).cloned().collect(),
+            first_number: self.pushed - self.times.len() as u64 + range.start as u64,
+            times: self.times.range(range.clone()).copied().collect(),
+            values: self.values.range(range).cloned().collect(),
             first: self.first.clone(),
-            first_number: self.pushed - self.times.len() as u64,
         }
     }
 }
 
+/// Where a window's samples end.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum End {
+    /// At the last sample at or before this time (causal windows).
+    AtOrBefore(f64),
+    /// At the first sample at or after it (interpolation needs it).
+    FirstAtOrAfter(f64),
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{SampleRing, Value};
+    use super::{End, SampleRing, Value};
 
     #[test]
     fn a_full_ring_drops_its_oldest_but_keeps_the_first_sample() {
@@ -103,11 +125,14 @@ mod tests {
         for t in 0..4 {
             ring.push(f64::from(t), Value::Row(vec![t as u8]));
         }
-        let all = ring.snapshot(None);
+        let all = ring.snapshot(0.0, End::FirstAtOrAfter(9.0));
         assert_eq!((all.times, all.first_number), (vec![2.0, 3.0], 2));
         assert!(matches!(all.first, Some((0.0, Value::Row(ref v))) if v == &[0]));
-        assert_eq!(ring.snapshot(Some(2.5)).times, [2.0]);
+        assert_eq!(ring.snapshot(0.0, End::AtOrBefore(2.5)).times, [2.0]);
+        assert_eq!(ring.snapshot(2.5, End::FirstAtOrAfter(2.6)).times, [2.0, 3.0]);
+        let last = ring.snapshot_last(3.0, 1);
+        assert_eq!((last.times, last.first_number), (vec![3.0], 3));
         ring.clear();
-        assert!(ring.snapshot(None).first.is_none() && ring.last_time().is_none());
+        assert!(ring.snapshot(0.0, End::AtOrBefore(9.0)).first.is_none() && ring.last_time().is_none());
     }
 }

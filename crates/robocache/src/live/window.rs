@@ -4,7 +4,7 @@
 
 use robocache_cpu::{Boundary, DType, Method, ResampleSpec, Stream, Targets, Times};
 
-use super::ring::{RingSnapshot, Value};
+use super::ring::{End, RingSnapshot, Value};
 use super::{Clock, Form, Live, LiveStream, LiveWindow};
 use crate::batch_buffer::BatchUpload;
 use crate::loader::MaskKind;
@@ -26,12 +26,16 @@ pub(super) fn compute(live: &Live, time: f64) -> Result<LiveWindow> {
         let (part, valid) = match live.clock {
             Clock::Times(spec) => {
                 let targets: Vec<f64> = spec.targets(time).into_iter().take(spec.history + 1).collect();
-                let until = spec.causal.then_some(time);
-                let snapshot = stream.snapshot(until)?;
+                let end = match spec.causal {
+                    true => End::AtOrBefore(time),
+                    false => End::FirstAtOrAfter(time),
+                };
+                let snapshot = stream.with_ring(|ring| ring.snapshot(targets[0], end))?;
                 time_part(stream, &snapshot, &targets, spec.causal, time)?
             }
             Clock::Deltas { tolerance_s } => {
-                let snapshot = stream.snapshot(Some(time + tolerance_s))?;
+                let back = stream.offsets.iter().map(|d| d.unsigned_abs() as usize).max().unwrap_or(0);
+                let snapshot = stream.with_ring(|ring| ring.snapshot_last(time + tolerance_s, back + 1))?;
                 delta_part(stream, &snapshot, time)?
             }
         };
@@ -45,9 +49,9 @@ pub(super) fn compute(live: &Live, time: f64) -> Result<LiveWindow> {
 }
 
 impl LiveStream {
-    fn snapshot(&self, until: Option<f64>) -> Result<RingSnapshot> {
+    fn with_ring<T>(&self, read: impl FnOnce(&super::ring::SampleRing) -> T) -> Result<T> {
         let state = self.state.lock().map_err(|_| Error::Internal(format!("stream `{}`: lock poisoned", self.name)))?;
-        Ok(state.ring.snapshot(until))
+        Ok(read(&state.ring))
     }
 }
 
@@ -135,13 +139,13 @@ fn time_part(
 /// A `delta_timestamps` window of `stream`: the samples its offsets name
 /// back from its latest at or before the window (module docs of `live`).
 fn delta_part(stream: &LiveStream, snapshot: &RingSnapshot, time: f64) -> Result<(Part, Vec<bool>)> {
-    let Some(current) = (snapshot.first_number + snapshot.times.len() as u64).checked_sub(1) else {
-        return Err(stream.error(format!("no sample at or before {time} s yet")));
-    };
     if snapshot.times.is_empty() {
-        return Err(stream
-            .error(format!("the samples at or before {time} s are no longer kept: asked for a window too far back")));
+        return Err(stream.error(match snapshot.first_number {
+            0 => format!("no sample at or before {time} s yet"),
+            _ => format!("the samples at or before {time} s are no longer kept: asked for a window too far back"),
+        }));
     }
+    let current = snapshot.first_number + snapshot.times.len() as u64 - 1;
     let mut picks = Vec::with_capacity(stream.offsets.len());
     let mut valid = Vec::with_capacity(stream.offsets.len());
     for &offset in &stream.offsets {
