@@ -86,3 +86,39 @@ fn a_topic_named_to_climb_out_of_the_root_is_refused_before_anything_is_written(
     }
     assert!(!dir.path().join("x").exists() && !root.exists(), "nothing written");
 }
+
+/// `open` takes an MCAP's spans and counts from its summary and reads only
+/// the chunks holding each mapped topic's first message: the same bag
+/// written in many small chunks, its last chunk's records overwritten,
+/// opens with every stream's length, and the damage shows only when the
+/// rows are read, as an error naming the file.
+#[test]
+fn an_mcap_opens_from_its_summary_without_reading_its_later_chunks() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("chunked.mcap");
+    let bytes = std::fs::read(fixtures().join("arm_mcap/arm_mcap.mcap")).unwrap();
+    let options = mcap::WriteOptions::new().compression(None).chunk_size(Some(2048));
+    let mut writer = options.create(std::io::BufWriter::new(std::fs::File::create(&path).unwrap())).unwrap();
+    for message in mcap::MessageStream::new(&bytes).unwrap() {
+        writer.write(&message.unwrap()).unwrap();
+    }
+    writer.finish().unwrap();
+    drop(writer);
+    let mut written = std::fs::read(&path).unwrap();
+    let summary = mcap::Summary::read(&written).unwrap().unwrap();
+    assert!(summary.chunk_indexes.len() > 4, "{} chunks", summary.chunk_indexes.len());
+    let last = summary.chunk_indexes.last().unwrap();
+    // Past the chunk's header (opcode, length, times, sizes, crc, compression
+    // string), its records: overwritten with bytes that are no record.
+    let records = last.chunk_start_offset as usize + 9 + 8 * 3 + 4 + 4 + 8;
+    let end = (last.chunk_start_offset + last.chunk_length) as usize;
+    written[records..end].fill(0xff);
+    std::fs::write(&path, &written).unwrap();
+    let original = open(&fixtures().join("arm_mcap")).unwrap();
+    let damaged = open(&path).expect("open reads the summary and the first chunks only");
+    let lens = |d: &Dataset| d.info().episodes[0].streams.iter().map(|s| (s.name.clone(), s.len)).collect::<Vec<_>>();
+    assert_eq!(lens(&damaged), lens(&original));
+    let read = damaged.info().episodes[0].streams.iter().map(|s| damaged.read_stream(0, &s.name)).find_map(Result::err);
+    let error = read.expect("a stream with messages in the last chunk fails to read").to_string();
+    assert!(error.contains("chunked.mcap"), "{error}");
+}

@@ -42,6 +42,11 @@ pub struct LoaderSpec {
     /// The statistics resident (low-dimensional) streams were normalized
     /// with, or none.
     pub normalization: Option<Normalization>,
+    /// A ROS 2 dataset's bag mapping (topics, fields, joints, time source
+    /// of each stream): what a deployment subscribes to. Information for
+    /// the robot's own subscriber code: live samples are pushed decoded.
+    #[serde(default)]
+    pub bag_mapping: Option<serde_json::Value>,
 }
 
 /// The clock windows are cut on.
@@ -189,6 +194,7 @@ impl LoaderSpec {
             },
             frames: SpecFrames::of(frames),
             normalization,
+            bag_mapping: None,
         }
     }
 

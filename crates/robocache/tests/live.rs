@@ -1,7 +1,8 @@
 //! Live windows against training: recorded episodes pushed sample by sample
 //! in time order, as a robot delivers them, give at every anchor the
 //! loader's window bit for bit (causal time windows at once, non-causal ones
-//! a lag behind, `delta_timestamps` on a LeRobot root with video); specs
+//! a lag behind, `delta_timestamps` on a LeRobot root with video, a ROS 2
+//! bag opened with a mapping); specs
 //! round-trip through their file; bad input is refused naming the stream.
 //! Each body runs on the CPU and, where one answers, on CUDA.
 
@@ -232,6 +233,44 @@ fn delta_windows_replay_equals_training_on_video(device: &Device) {
     }
 }
 
+/// A ROS 2 bag opened with a mapping (the arm MCAP: joint states at their
+/// header stamps, an IMU quaternion, a gripper, commands), replayed as a
+/// robot's subscriptions deliver its messages' values.
+fn causal_bag_windows_replay_equals_training(device: &Device) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../robocache-datasets/tests/fixtures/ros2/arm_mcap");
+    let mapping = "[streams.\"observation.state\"]\ntopic = \"/joint_states\"\nfield = \"position\"\n\
+                   joints = [\"j1\", \"j2\", \"j3\"]\n\
+                   [streams.orientation]\ntopic = \"/imu\"\nfield = \"orientation\"\n\
+                   [streams.gripper]\ntopic = \"/gripper\"\nfield = \"data\"\n";
+    let options =
+        robocache::datasets::OpenOptions { bag_mapping: Some(mapping.parse().unwrap()), ..Default::default() };
+    let dataset = Arc::new(Dataset::open_with(&root, &options).unwrap());
+    let streams = ["observation.state", "orientation", "gripper"];
+    let windows = WindowSpec::Times(TimeWindowSpec { hz: 15.0, history: 3, horizon: 2, causal: true });
+    let mut config = LoaderConfig::new(&streams, windows, 8);
+    config.shuffle = false;
+    let loader = Loader::new(device, dataset.clone(), config).unwrap();
+    let spec = loader.spec().unwrap();
+    let topics = spec.bag_mapping.as_ref().map(|m| m["streams"]["observation.state"]["topic"].clone());
+    assert_eq!(topics, Some("/joint_states".into()), "the spec carries the bag mapping");
+    let live = Live::new(&spec, device, &LiveOptions::default()).unwrap();
+    let batch = loader.batch(&(0..loader.windows()).collect::<Vec<_>>()).unwrap();
+    let mut events = recording(&dataset, 0, &streams).into_iter().peekable();
+    let mut valid_steps = 0;
+    for (b, &anchor) in batch.anchors.iter().enumerate() {
+        while let Some((time, name, row)) = events.next_if(|(time, ..)| *time <= anchor) {
+            live.push(&name, time, row.as_slice()).unwrap();
+        }
+        let window = live.window(anchor).unwrap();
+        for name in streams {
+            let (want, want_mask) = training_row(&batch, name, b, 4);
+            valid_steps += want_mask.iter().filter(|&&v| v).count();
+            assert_eq!(live_row(&window, name), (want, want_mask), "`{name}` at {anchor}");
+        }
+    }
+    assert!(batch.anchors.len() > 5 && valid_steps > batch.anchors.len(), "{valid_steps} valid steps");
+}
+
 fn bad_input_is_refused_naming_the_stream(device: &Device) {
     let dir = tempfile::tempdir().unwrap();
     let dataset = synthetic(dir.path());
@@ -331,6 +370,11 @@ macro_rules! live_tests {
             #[test]
             fn delta_windows_replay_equals_training_on_video() {
                 device().map(|d| super::delta_windows_replay_equals_training_on_video(&d));
+            }
+
+            #[test]
+            fn causal_bag_windows_replay_equals_training() {
+                device().map(|d| super::causal_bag_windows_replay_equals_training(&d));
             }
 
             #[test]

@@ -46,13 +46,13 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::str::FromStr;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::model::StreamKind;
 use crate::{Error, Result};
 
 /// Where a stream's times come from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TimeSource {
     /// `header.stamp` (the sensor's time), where the type has a header.
@@ -64,7 +64,7 @@ pub enum TimeSource {
 }
 
 /// One dataset key: a topic and what to take from its messages.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StreamMapping {
     /// The topic (`/joint_states`); not given for a `transform`.
@@ -98,7 +98,7 @@ pub struct StreamMapping {
 }
 
 /// How bags are cut into episodes (by default, one episode a bag file).
-#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EpisodeSplit {
     /// A new episode wherever no message of a mapped topic was logged for
@@ -124,7 +124,7 @@ pub struct EpisodeSplit {
 }
 
 /// A marker message's value that starts or stops an episode.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum MarkerValue {
     Bool(bool),
@@ -143,7 +143,7 @@ impl std::fmt::Display for MarkerValue {
 }
 
 /// A bag-to-dataset mapping (see the module docs).
-#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BagMapping {
     /// The policy clock in Hz (the dataset's rate); 30 when not given.

@@ -184,6 +184,11 @@ impl FormatKind for Ros2Kind {
             }
         }
         let mut metadata = serde_json::Map::new();
+        // What the streams were read by (a deployment subscribes to the same
+        // topics and fields; robocache's loader spec carries it).
+        if let Ok(mapping) = serde_json::to_value(&mapping) {
+            metadata.insert("bag_mapping".into(), mapping);
+        }
         let warnings: Vec<String> = bags.iter().flat_map(|b| b.warnings().iter().cloned()).collect();
         if !warnings.is_empty() {
             metadata.insert("warnings".into(), warnings.into());

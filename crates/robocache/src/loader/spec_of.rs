@@ -34,7 +34,9 @@ impl Loader {
             .iter()
             .map(|name| spec_stream(dataset, name, resident.contains(&name.as_str())))
             .collect::<Result<_>>()?;
-        Ok(LoaderSpec::new(clock, streams, masks, config.frames, config.normalization.clone()))
+        let mut spec = LoaderSpec::new(clock, streams, masks, config.frames, config.normalization.clone());
+        spec.bag_mapping = dataset.info().metadata.get("bag_mapping").cloned();
+        Ok(spec)
     }
 }
 
