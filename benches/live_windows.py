@@ -181,21 +181,36 @@ def measure(make, device, args, cameras, frames):
         del window
         return elapsed
 
+    def wait_for(tick):
+        # Sleeping leaves the core idle until the next tick; `--spin` waits
+        # in a loop instead (a policy server's choice: one core kept busy).
+        if args.spin:
+            while time.perf_counter() < tick:
+                pass
+        else:
+            time.sleep(max(0.0, tick - time.perf_counter()))
+
     for _ in range(20):
         call()
     paced, deadline = [], time.perf_counter() + args.seconds
     while time.perf_counter() < deadline:
         tick = time.perf_counter()
         paced.append(call())
-        time.sleep(max(0.0, 1 / HZ - (time.perf_counter() - tick)))
+        wait_for(tick + 1 / HZ)
     tight = [call() for _ in range(args.calls)]
     pusher.stop.set()
     pusher.join()
     # No pushes in flight: the window's own cost, without the pusher
-    # thread's share of the GIL and the cores.
+    # thread's share of the GIL and the cores; at 30 Hz (a thread waking
+    # from sleep each tick) and back to back.
+    paced_quiet, deadline = [], time.perf_counter() + args.seconds
+    while time.perf_counter() < deadline:
+        tick = time.perf_counter()
+        paced_quiet.append(call())
+        wait_for(tick + 1 / HZ)
     quiet = [call() for _ in range(args.calls)]
-    return {"paced_30hz": percentiles(paced), "tight": percentiles(tight), "quiet": percentiles(quiet),
-            "pushed": pusher.pushed}
+    return {"paced_30hz": percentiles(paced), "tight": percentiles(tight), "paced_quiet": percentiles(paced_quiet),
+            "quiet": percentiles(quiet), "pushed": pusher.pushed}
 
 
 def copy_bandwidth(device):
@@ -228,13 +243,15 @@ def main():
     parser.add_argument("--device", default="cuda:0")
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--spin", action="store_true", help="wait for each 30 Hz tick in a loop, not asleep")
+    parser.add_argument("--low-dim-only", action="store_true", help="leave the cameras' workload out")
     parser.add_argument("--json")
     args = parser.parse_args()
     import torch
 
     import robocache
 
-    results = {"device": args.device, "robocache": robocache.__version__, "rows": []}
+    results = {"device": args.device, "robocache": robocache.__version__, "spin": args.spin, "rows": []}
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "live.hdf5")
         write_dataset(path)
@@ -249,7 +266,7 @@ def main():
     rng = np.random.default_rng(2)
     frames = [rng.integers(0, 256, (480, 640, 3), dtype=np.uint8) for _ in range(4)]
     devices = ["cpu"] + ([args.device] if args.device.startswith("cuda") else [])
-    for cameras in (False, True):
+    for cameras in (False,) if args.low_dim_only else (False, True):
         for device in devices:
             if cameras and device == "cpu":
                 continue  # the cameras' crop and resize run on the GPU
@@ -267,14 +284,14 @@ def main():
         results["h2d_pinned_gb_s"], results["h2d_1kib_us"] = bandwidth, small
     print(f"\nfloor: a 1 KiB host-to-device copy {results.get('h2d_1kib_us', float('nan')):.1f} us, "
           f"pinned bandwidth {results.get('h2d_pinned_gb_s', float('nan')):.1f} GB/s")
-    print("30 Hz: window() at the policy rate while the pusher runs; tight: back to back while it runs; "
-          "quiet: back to back, no pushes")
-    print(f"{'workload':<24}{'device':<8}{'code':<28}{'30Hz p50':>9}{'p99':>8}{'p99.9':>8}"
-          f"{'tight p50':>10}{'p99':>8}{'p99.9':>8}{'quiet p50':>10}{'p99':>8}{'p99.9':>8}")
+    print("us, p50/p99/p99.9. 30 Hz: window() at the policy rate while the pusher runs; tight: back to back "
+          "while it runs; 30 Hz quiet and quiet: the same with no pushes in flight")
+    columns = ("paced_30hz", "tight", "paced_quiet", "quiet")
+    print(f"{'workload':<22}{'device':<7}{'code':<27}" + "".join(f"{c:>22}" for c in columns))
     for row in results["rows"]:
-        cells = "".join(f"{row[k]['p50_us']:>{10 if k != 'paced_30hz' else 9}.1f}{row[k]['p99_us']:>8.1f}"
-                        f"{row[k]['p99.9_us']:>8.1f}" for k in ("paced_30hz", "tight", "quiet"))
-        print(f"{row['workload']:<24}{row['device']:<8}{row['code']:<28}{cells}")
+        cells = "".join(f"{row[k]['p50_us']:>8.0f}/{row[k]['p99_us']:.0f}/{row[k]['p99.9_us']:.0f}".rjust(22)
+                        for k in columns)
+        print(f"{row['workload']:<22}{row['device']:<7}{row['code']:<27}{cells}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
