@@ -21,12 +21,19 @@ pub struct Live {
 #[pymethods]
 impl Live {
     #[new]
-    #[pyo3(signature = (spec_json, device, streams=None))]
-    fn new(spec_json: &str, device: &str, streams: Option<Vec<String>>) -> PyResult<Self> {
+    #[pyo3(signature = (spec_json, device, streams=None, message_origin_ns=0))]
+    fn new(spec_json: &str, device: &str, streams: Option<Vec<String>>, message_origin_ns: u64) -> PyResult<Self> {
         let device =
             Device::from_request(device.parse().map_err(|e: String| invalid(format!("device: {e}")))?).py_err()?;
         let spec = LoaderSpec::from_json(spec_json).py_err()?;
-        Ok(Live { inner: RustLive::new(&spec, &device, &LiveOptions { streams }).py_err()? })
+        let options = LiveOptions { streams, message_origin_ns };
+        Ok(Live { inner: RustLive::new(&spec, &device, &options).py_err()? })
+    }
+
+    /// Adds the samples of one serialized ROS 2 message (CDR bytes).
+    #[pyo3(signature = (topic, log_ns, message, publish_ns=None))]
+    fn push_message(&self, topic: &str, log_ns: u64, message: &[u8], publish_ns: Option<u64>) -> PyResult<()> {
+        self.inner.push_message(topic, log_ns, publish_ns, message).py_err()
     }
 
     /// The streams kept, in window order.

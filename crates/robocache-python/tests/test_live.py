@@ -190,3 +190,47 @@ def test_specs_refuse_what_they_cannot_reproduce(camera_file, robomimic_file):
     steps = robocache.Loader(robomimic_file, ["actions"], windows={"seq_length": 4}, batch_size=4, device="cpu")
     with pytest.raises(robocache.InvalidInputError, match="step windows"):
         steps.spec()
+
+
+MAPPING = """[streams."observation.state"]
+topic = "/joint_states"
+field = "position"
+joints = ["j2", "j1"]
+[streams.orientation]
+topic = "/imu"
+field = "orientation"
+[streams.action]
+topic = "/cmd"
+field = "data"
+"""
+
+
+@pytest.mark.skipif(not (FIXTURES.parent / "ros2" / "arm_mcap").is_dir(), reason="the ROS 2 fixtures are not beside the tests")
+def test_serialized_ros2_messages_replay_training(tmp_path):
+    rosbag2 = pytest.importorskip("rosbags.rosbag2")
+    bag = FIXTURES.parent / "ros2" / "arm_mcap"
+    (tmp_path / "map.toml").write_text(MAPPING)
+    dataset = robocache.open(bag, mapping=str(tmp_path / "map.toml"))
+    streams = ["observation.state", "orientation", "action"]
+    loader = robocache.Loader(dataset, streams, windows={"hz": 15, "history": 3, "horizon": 2, "causal": True},
+                              batch_size=1000, shuffle=False, device="cpu")
+    spec = loader.spec()
+    assert sorted(t["topic"] for t in spec.to_dict()["bag_topics"]) == ["/cmd", "/imu", "/joint_states"]
+    origin = dataset.episodes[0]["metadata"]["origin_ns"]
+    live = robocache.Live(spec, device="cpu", message_origin_ns=origin)
+    batch = next(iter(loader))
+    with rosbag2.Reader(bag) as reader:
+        wanted = [c for c in reader.connections if c.topic in ("/joint_states", "/imu", "/cmd")]
+        messages = sorted(((t, c.topic, bytes(raw)) for c, t, raw in reader.messages(connections=wanted)),
+                          key=lambda m: m[0])
+    at = 0
+    for b, anchor in enumerate(_host(batch["anchor"])):
+        while at < len(messages) and messages[at][0] <= origin + (anchor + 0.5) * 1e9:
+            live.push_message(messages[at][1], messages[at][0], messages[at][2])
+            at += 1
+        window = live.window(float(anchor))
+        for name in streams:
+            for key in (name, f"{name}_is_pad"):
+                assert np.array_equal(_host(window[key])[0], _host(batch[key])[b, :4]), (key, b)
+    with pytest.raises(robocache.InvalidInputError, match="`/scene/image`: no numeric stream"):
+        live.push_message("/scene/image", 0, b"\x00\x01\x00\x00")

@@ -47,6 +47,11 @@ pub struct LoaderSpec {
     /// the robot's own subscriber code: live samples are pushed decoded.
     #[serde(default)]
     pub bag_mapping: Option<serde_json::Value>,
+    /// The definitions of the topics the bag mapping reads (type and
+    /// `.msg` text, as the bags carry them): a live window decodes a
+    /// robot's serialized messages with them ([`crate::live::Live::push_message`]).
+    #[serde(default)]
+    pub bag_topics: Vec<robocache_datasets::ros2::TopicDefinition>,
 }
 
 /// The clock windows are cut on.
@@ -195,6 +200,7 @@ impl LoaderSpec {
             frames: SpecFrames::of(frames),
             normalization,
             bag_mapping: None,
+            bag_topics: Vec::new(),
         }
     }
 

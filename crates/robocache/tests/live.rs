@@ -206,7 +206,8 @@ fn delta_windows_replay_equals_training_on_video(device: &Device) {
     };
     let loader = Loader::new(device, dataset.clone(), config).unwrap();
     let spec = loader.spec().unwrap();
-    let options = LiveOptions { streams: Some(streams.iter().map(|s| (*s).to_owned()).collect()) };
+    let options =
+        LiveOptions { streams: Some(streams.iter().map(|s| (*s).to_owned()).collect()), ..Default::default() };
     let live = Live::new(&LoaderSpec::from_json(&spec.to_json().unwrap()).unwrap(), device, &options).unwrap();
     // The frames as the robot's camera gives them: 8-bit RGB.
     let plain = DeltaTimestamps::new(vec![(front.into(), vec![0.0]), (state.into(), vec![0.0])]);
@@ -269,6 +270,59 @@ fn causal_bag_windows_replay_equals_training(device: &Device) {
         }
     }
     assert!(batch.anchors.len() > 5 && valid_steps > batch.anchors.len(), "{valid_steps} valid steps");
+}
+
+/// The same bag replayed as serialized messages, as a robot's subscribers
+/// receive them (log-time order), through `push_message`: decoded by the
+/// bag reader's decoder, plans, time rule and joint holding.
+fn bag_messages_pushed_serialized_replay_training(device: &Device) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../robocache-datasets/tests/fixtures/ros2/arm_mcap");
+    let mapping = "[streams.\"observation.state\"]\ntopic = \"/joint_states\"\nfield = \"position\"\n\
+                   joints = [\"j3\", \"j1\"]\n\
+                   [streams.orientation]\ntopic = \"/imu\"\nfield = \"orientation\"\n\
+                   [streams.gripper]\ntopic = \"/gripper\"\nfield = \"data\"\n\
+                   [streams.action]\ntopic = \"/cmd\"\nfield = \"data\"\ndtype = \"float64\"\n";
+    let options =
+        robocache::datasets::OpenOptions { bag_mapping: Some(mapping.parse().unwrap()), ..Default::default() };
+    let dataset = Arc::new(Dataset::open_with(&root, &options).unwrap());
+    let streams = ["observation.state", "orientation", "gripper", "action"];
+    let windows = WindowSpec::Times(TimeWindowSpec { hz: 15.0, history: 3, horizon: 2, causal: true });
+    let mut config = LoaderConfig::new(&streams, windows, 8);
+    config.shuffle = false;
+    let loader = Loader::new(device, dataset.clone(), config).unwrap();
+    let spec = LoaderSpec::from_json(&loader.spec().unwrap().to_json().unwrap()).unwrap();
+    assert_eq!(spec.bag_topics.len(), 4, "{:?}", spec.bag_topics);
+    let origin = dataset.info().episodes[0].metadata["origin_ns"].as_u64().unwrap();
+    let options = LiveOptions { streams: None, message_origin_ns: origin };
+    let live = Live::new(&spec, device, &options).unwrap();
+    let batch = loader.batch(&(0..loader.windows()).collect::<Vec<_>>()).unwrap();
+    let bytes = std::fs::read(root.join("arm_mcap.mcap")).unwrap();
+    let mut messages: Vec<_> = mcap::MessageStream::new(&bytes)
+        .unwrap()
+        .map(Result::unwrap)
+        .filter(|m| ["/joint_states", "/imu", "/gripper", "/cmd"].contains(&m.channel.topic.as_str()))
+        .collect();
+    messages.sort_by_key(|m| m.log_time);
+    let mut messages = messages.into_iter().peekable();
+    // Subscribers receive messages some latency after their stamps: every
+    // message logged up to half a second after the anchor has arrived.
+    let arrived = |anchor: f64| origin + ((anchor + 0.5) * 1e9) as u64;
+    let mut valid = 0;
+    for (b, &anchor) in batch.anchors.iter().enumerate() {
+        while let Some(message) = messages.next_if(|m| m.log_time <= arrived(anchor)) {
+            live.push_message(&message.channel.topic, message.log_time, Some(message.publish_time), &message.data)
+                .unwrap();
+        }
+        let window = live.window(anchor).unwrap();
+        for name in streams {
+            let (want, want_mask) = training_row(&batch, name, b, 4);
+            valid += want_mask.iter().filter(|&&v| v).count();
+            assert_eq!(live_row(&window, name), (want, want_mask), "`{name}` at {anchor}");
+        }
+    }
+    assert!(valid > batch.anchors.len() * 4, "{valid} valid steps");
+    let message = live.push_message("/tf", 0, None, &[0; 8]).unwrap_err().to_string();
+    assert!(message.contains("`/tf`") && message.contains("no numeric stream"), "{message}");
 }
 
 fn bad_input_is_refused_naming_the_stream(device: &Device) {
@@ -375,6 +429,11 @@ macro_rules! live_tests {
             #[test]
             fn causal_bag_windows_replay_equals_training() {
                 device().map(|d| super::causal_bag_windows_replay_equals_training(&d));
+            }
+
+            #[test]
+            fn bag_messages_pushed_serialized_replay_training() {
+                device().map(|d| super::bag_messages_pushed_serialized_replay_training(&d));
             }
 
             #[test]

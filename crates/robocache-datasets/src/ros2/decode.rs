@@ -40,6 +40,75 @@ fn header_time_ns(stamp_ns: i128, log_ns: u64) -> Option<i128> {
     (stamp_ns != 0 && (stamp_ns - i128::from(log_ns)).abs() <= MAX_HEADER_SKEW_NS).then_some(stamp_ns)
 }
 
+/// A message's time (ns) for `plan`, by its time source, and whether a
+/// header stamp was not trusted and the log time taken instead
+/// ([`header_time_ns`]).
+pub(super) fn message_time_ns(
+    plan: &extract::StreamPlan,
+    schema: &super::msg_schema::MessageSchema,
+    value: &cdr::Value<'_>,
+    log_ns: u64,
+    publish_ns: u64,
+) -> Result<(i128, bool), String> {
+    Ok(match plan.time {
+        TimeSource::Log => (i128::from(log_ns), false),
+        TimeSource::Publish => (i128::from(publish_ns), false),
+        TimeSource::Header => match value.header_stamp_ns(schema) {
+            Some(ns) => match header_time_ns(ns, log_ns) {
+                Some(ns) => (ns, false),
+                None => (i128::from(log_ns), true),
+            },
+            None => return Err("no header.stamp".into()),
+        },
+    })
+}
+
+/// The numbers `plan` takes from a message, as many as its first
+/// message had.
+pub(super) fn message_numbers(
+    plan: &extract::StreamPlan,
+    schema: &super::msg_schema::MessageSchema,
+    value: &cdr::Value<'_>,
+) -> Result<Vec<f64>, String> {
+    let mut values = Vec::with_capacity(plan.step_shape[0]);
+    extract::numbers(schema, value, &plan.what, &mut values).map_err(|p| format!("stream `{}`: {p}", plan.key))?;
+    if values.len() != plan.step_shape[0] {
+        return Err(format!(
+            "stream `{}`: {} values, the stream's first message had {}",
+            plan.key,
+            values.len(),
+            plan.step_shape[0]
+        ));
+    }
+    Ok(values)
+}
+
+/// Joints a message leaves out (NaN from `extract::numbers`) hold their
+/// last value; NaN until a message gives one. Other streams pass as they are.
+#[derive(Clone, Debug)]
+pub(super) struct JointHold {
+    held: Vec<f64>,
+}
+
+impl JointHold {
+    pub(super) fn of(plan: &extract::StreamPlan, width: usize) -> Self {
+        JointHold { held: vec![f64::NAN; if matches!(plan.what, Extract::Joints { .. }) { width } else { 0 }] }
+    }
+
+    /// `values` with the joints it lacks held (in place).
+    pub(super) fn apply(&mut self, values: &mut [f64]) {
+        if self.held.is_empty() {
+            return;
+        }
+        for (h, v) in self.held.iter_mut().zip(values.iter_mut()) {
+            if !v.is_nan() {
+                *h = *v;
+            }
+            *v = *h;
+        }
+    }
+}
+
 /// Decodes every mapped topic of an episode (see the module docs).
 pub(super) fn decode_episode(source: &EpisodeSource) -> Result<Decoded, (Option<String>, Option<usize>, String)> {
     let bag = &source.bag;
@@ -104,22 +173,15 @@ pub(super) fn decode_episode(source: &EpisodeSource) -> Result<Decoded, (Option<
                 left_out[p] += 1;
                 continue;
             }
-            let time_ns = match plan.time {
-                TimeSource::Log => i128::from(message.log_ns),
-                TimeSource::Publish => i128::from(message.publish_ns),
-                TimeSource::Header => match value.header_stamp_ns(schema) {
-                    Some(ns) => match header_time_ns(ns, message.log_ns) {
-                        Some(ns) => ns,
-                        None => {
-                            log_timed[p] += 1;
-                            i128::from(message.log_ns)
-                        }
-                    },
-                    None => {
-                        failure = Some(fail("no header.stamp".into()));
-                        return Err(STOP.into());
-                    }
-                },
+            let time_ns = match message_time_ns(plan, schema, &value, message.log_ns, message.publish_ns) {
+                Ok((ns, from_log)) => {
+                    log_timed[p] += usize::from(from_log);
+                    ns
+                }
+                Err(problem) => {
+                    failure = Some(fail(problem));
+                    return Err(STOP.into());
+                }
             };
             let row = match plan.what {
                 // Its values are looked up once the whole tree is read.
@@ -133,23 +195,13 @@ pub(super) fn decode_episode(source: &EpisodeSource) -> Result<Decoded, (Option<
                         }
                     }
                 }
-                _ => {
-                    let mut values = Vec::with_capacity(plan.step_shape[0]);
-                    if let Err(problem) = extract::numbers(schema, &value, &plan.what, &mut values) {
-                        failure = Some(fail(format!("stream `{}`: {problem}", plan.key)));
+                _ => match message_numbers(plan, schema, &value) {
+                    Ok(values) => Row { time_ns, values, frame: None },
+                    Err(problem) => {
+                        failure = Some(fail(problem));
                         return Err(STOP.into());
                     }
-                    if values.len() != plan.step_shape[0] {
-                        failure = Some(fail(format!(
-                            "stream `{}`: {} values, the stream's first message had {}",
-                            plan.key,
-                            values.len(),
-                            plan.step_shape[0]
-                        )));
-                        return Err(STOP.into());
-                    }
-                    Row { time_ns, values, frame: None }
-                }
+                },
             };
             rows[p].push(row);
         }
@@ -208,19 +260,14 @@ pub(super) fn decode_episode(source: &EpisodeSource) -> Result<Decoded, (Option<
         let mut values = Vec::new();
         let mut frames = Vec::new();
         let width = plan.step_shape.iter().product::<usize>();
-        let mut held: Vec<f64> = vec![f64::NAN; if matches!(plan.what, Extract::Joints { .. }) { width } else { 0 }];
-        for row in plan_rows {
+        let mut held = JointHold::of(plan, width);
+        for mut row in plan_rows {
             match row.frame {
                 Some(frame) => frames.push(frame),
-                None if !held.is_empty() => {
-                    for (h, v) in held.iter_mut().zip(&row.values) {
-                        if !v.is_nan() {
-                            *h = *v;
-                        }
-                    }
-                    values.extend_from_slice(&held);
+                None => {
+                    held.apply(&mut row.values);
+                    values.extend_from_slice(&row.values);
                 }
-                None => values.extend_from_slice(&row.values),
             }
         }
         streams.push(DecodedStream { times: times.into(), values, frames });

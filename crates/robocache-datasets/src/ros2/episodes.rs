@@ -317,6 +317,8 @@ pub(super) fn episode_of(
     let mut metadata = serde_json::Map::new();
     metadata.insert("bag".into(), file.display().to_string().into());
     metadata.insert("storage".into(), bag.storage().into());
+    // The episode's times are seconds since this log time (ns).
+    metadata.insert("origin_ns".into(), origin_ns.into());
     if let Some(segment) = &segment {
         metadata.insert("log_time_ns".into(), serde_json::json!([segment.range_ns.0, segment.range_ns.1]));
     }

@@ -54,6 +54,7 @@ mod decode;
 mod episodes;
 pub(crate) mod extract;
 mod idl_schema;
+mod live_messages;
 pub(crate) mod mapping;
 pub(crate) mod mcap_bag;
 mod message_values;
@@ -80,6 +81,7 @@ use robocache_storage::Storage;
 
 use self::bag_file::{BagFile, RawMessage};
 use self::episodes::{episode_of, leading_video_frames, segments_of, Segment};
+pub use self::live_messages::{MessageSample, MessageStreams, TopicDefinition};
 pub use self::mapping::{BagMapping, EpisodeSplit, MarkerValue, StreamMapping, TimeSource};
 pub use self::message_values::{bag_messages, DecodedMessage, MessageValue};
 pub use self::point_cloud::{point_clouds, PointCloud};
@@ -188,6 +190,9 @@ impl FormatKind for Ros2Kind {
         // topics and fields; robocache's loader spec carries it).
         if let Ok(mapping) = serde_json::to_value(&mapping) {
             metadata.insert("bag_mapping".into(), mapping);
+        }
+        if let Ok(topics) = serde_json::to_value(live_messages::topic_definitions(&bags, &mapping)) {
+            metadata.insert("bag_topics".into(), topics);
         }
         let warnings: Vec<String> = bags.iter().flat_map(|b| b.warnings().iter().cloned()).collect();
         if !warnings.is_empty() {

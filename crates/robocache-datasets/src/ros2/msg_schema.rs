@@ -30,6 +30,7 @@
 //!   reader checks every count against.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// A primitive type of the wire format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -123,6 +124,9 @@ pub(crate) struct MessageSchema {
     /// Per type: whether it holds only numbers of a fixed count (no
     /// sequence or string anywhere below it).
     fixed_numeric: Vec<bool>,
+    /// The root's name and the text it was parsed from (`parse` of these
+    /// gives this schema again): what a live decoder of the topic needs.
+    definition: (String, Arc<str>),
 }
 
 /// The field rosidl gives a type without fields (one byte on the wire).
@@ -148,8 +152,14 @@ pub(crate) const MAX_TYPES: usize = 4096;
 pub(crate) const MAX_NESTING: usize = 64;
 
 impl MessageSchema {
+    /// The root's name and the definition text this schema was parsed from.
+    pub(crate) fn definition(&self) -> (&str, &str) {
+        (&self.definition.0, &self.definition.1)
+    }
+
     /// Parses the definition text of `root` (`sensor_msgs/msg/JointState`).
     pub(crate) fn parse(root: &str, text: &str) -> Result<MessageSchema, String> {
+        let definition = (root.to_owned(), Arc::from(text));
         // A service event (`pkg/srv/Name_Event`) is defined by its `.srv` text.
         let event = super::service_event::event_definition(root, text);
         let text = event.as_deref().unwrap_or(text);
@@ -224,7 +234,7 @@ impl MessageSchema {
             types.push(MessageType { name: name.clone(), fields });
         }
         let (min_sizes, fixed_numeric) = walk_types(&types)?;
-        Ok(MessageSchema { types, min_sizes, fixed_numeric })
+        Ok(MessageSchema { types, min_sizes, fixed_numeric, definition })
     }
 
     /// Whether type `ty` holds only numbers of a fixed count (no sequence

@@ -97,10 +97,14 @@ class Live:
     windows are exact as soon as the samples up to ``t`` are pushed;
     non-causal ones raise until every stream has a sample at or after ``t``
     (so run them the slowest stream's interval behind). ``reset()`` starts
-    a new episode.
+    a new episode. For a spec of a ROS 2 bag dataset, ``push_message(topic,
+    log_time_ns, cdr_bytes)`` takes serialized messages instead, decoded by
+    the bag reader's decoder with the spec's mapping; their times are
+    seconds since ``message_origin_ns``.
     """
 
-    def __init__(self, spec, device: Optional[str] = None, streams: Optional[Sequence[str]] = None):
+    def __init__(self, spec, device: Optional[str] = None, streams: Optional[Sequence[str]] = None,
+                 message_origin_ns: int = 0):
         from ._data import _default_device
 
         self.spec = _spec_of(spec)
@@ -110,7 +114,8 @@ class Live:
             self.device = f"cuda:{torch.cuda.current_device() if torch is not None else 0}"
         if self.device.startswith("cuda") and _arrays._torch() is None:
             raise InvalidInputError("live windows on CUDA need torch imported to hold them")
-        self._native = _NativeLive(self.spec.to_json(), self.device, None if streams is None else list(streams))
+        self._native = _NativeLive(self.spec.to_json(), self.device, None if streams is None else list(streams),
+                                   int(message_origin_ns))
         self.streams = self._native.stream_names()
         spec = self.spec.to_dict()
         pad = spec["masks"] == "pad"
@@ -127,6 +132,15 @@ class Live:
             return
         keep: list = []
         self._native.push(stream, float(t), _arrays.describe(value, f"stream {stream!r}", keep))
+
+    def push_message(self, topic: str, log_time_ns: int, message: bytes, publish_time_ns: Optional[int] = None) -> None:
+        """Adds the samples of one serialized ROS 2 message (CDR bytes, as a
+        subscription with raw messages or a bag gives them) of ``topic``,
+        received at ``log_time_ns``: for a spec of a bag dataset, decoded
+        as the bag reader decodes it (its mapping's fields, joints, header
+        stamps), each sample at its time minus ``message_origin_ns``."""
+        self._native.push_message(topic, int(log_time_ns), bytes(message),
+                                  None if publish_time_ns is None else int(publish_time_ns))
 
     def window(self, t: float) -> Dict[str, Any]:
         """The observation window at ``t`` on the live device."""

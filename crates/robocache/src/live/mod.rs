@@ -64,6 +64,7 @@ mod window;
 use std::sync::Mutex;
 
 use robocache_cpu::{DType, HostSlice};
+use robocache_datasets::ros2::{BagMapping, MessageStreams};
 use robocache_datasets::{StreamKind, TimeWindowSpec};
 
 use crate::loader::{MaskKind, Normalization};
@@ -78,6 +79,10 @@ pub struct LiveOptions {
     /// The streams to keep and window; `None`: every stream of time windows,
     /// the keys with offsets (none after the anchor) of `delta_timestamps`.
     pub streams: Option<Vec<String>>,
+    /// [`Live::push_message`]: a message at `t` ns is a sample at
+    /// `(t - message_origin_ns) · 1e-9` s, as a bag episode's times are
+    /// seconds since its first log time (its `origin_ns`).
+    pub message_origin_ns: u64,
 }
 
 /// The observation window at one time (module docs): per stream `[1, T,
@@ -107,6 +112,8 @@ pub struct Live {
     masks: MaskKind,
     normalization: Option<Normalization>,
     streams: Vec<LiveStream>,
+    /// A ROS 2 spec's decoder of serialized messages, and its time origin.
+    messages: Option<(Mutex<MessageStreams>, u64)>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -206,6 +213,15 @@ impl Live {
             };
             streams.push(LiveStream::new(stream, clock, offsets, fps, frames, device)?);
         }
+        let messages = match &spec.bag_mapping {
+            Some(mapping) if !spec.bag_topics.is_empty() => {
+                let mapping: BagMapping = serde_json::from_value(mapping.clone())
+                    .map_err(|e| Error::Spec { what: "bag_mapping".into(), problem: e.to_string() })?;
+                let decoder = MessageStreams::new(&mapping, &spec.bag_topics)?;
+                Some((Mutex::new(decoder), options.message_origin_ns))
+            }
+            _ => None,
+        };
         Ok(Live {
             device: device.clone(),
             clock,
@@ -213,6 +229,7 @@ impl Live {
             masks: spec.mask_kind(),
             normalization: spec.normalization.clone(),
             streams,
+            messages,
         })
     }
 
@@ -271,8 +288,57 @@ impl Live {
         self.push(stream, time, HostSlice::U8(&rgb))
     }
 
+    /// Adds the samples of one serialized (CDR) ROS 2 message of `topic`,
+    /// received at `log_ns` (and published at `publish_ns`; `None`: the log
+    /// time), for a spec of a bag dataset: decoded by the bag reader's own
+    /// decoder, plan, time rule and joint holding
+    /// (`robocache_datasets::ros2::MessageStreams`), each sample at its
+    /// time since [`LiveOptions::message_origin_ns`]. A sample at the same
+    /// time as its stream's latest moves a femtosecond later, as the bag
+    /// reader places ties. Streams this `Live` does not keep are skipped.
+    pub fn push_message(&self, topic: &str, log_ns: u64, publish_ns: Option<u64>, message: &[u8]) -> Result<()> {
+        let Some((decoder, origin)) = &self.messages else {
+            return Err(Error::Live {
+                stream: topic.into(),
+                problem:
+                    "the spec has no bag topics: push decoded samples (a spec of a ROS 2 dataset decodes messages)"
+                        .into(),
+            });
+        };
+        let samples = decoder
+            .lock()
+            .map_err(|_| Error::Internal("live messages: lock poisoned".into()))?
+            .decode(topic, log_ns, publish_ns.unwrap_or(log_ns), message)
+            .map_err(|error| {
+                // A message that does not fit is bad live input, named by its topic.
+                let text = error.to_string();
+                let prefix = format!("topic `{topic}`: ");
+                Error::Live { stream: topic.into(), problem: text.strip_prefix(&prefix).unwrap_or(&text).to_owned() }
+            })?;
+        for sample in samples {
+            let Some(live) = self.streams.iter().find(|s| s.name == sample.stream) else { continue };
+            let mut time = (sample.time_ns - i128::from(*origin)) as f64 * 1e-9;
+            let last =
+                live.state.lock().map_err(|_| Error::Internal("live stream: lock poisoned".into()))?.ring.last_time();
+            if last == Some(time) {
+                time = f64::next_up(time);
+            }
+            match sample.dtype {
+                DType::F64 => self.push(&sample.stream, time, HostSlice::F64(&sample.values))?,
+                _ => {
+                    let values: Vec<f32> = sample.values.iter().map(|&v| v as f32).collect();
+                    self.push(&sample.stream, time, HostSlice::F32(&values))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Forgets every stream's samples: the next push starts a new episode.
     pub fn reset(&self) -> Result<()> {
+        if let Some((decoder, _)) = &self.messages {
+            decoder.lock().map_err(|_| Error::Internal("live messages: lock poisoned".into()))?.reset();
+        }
         for stream in &self.streams {
             let mut state =
                 stream.state.lock().map_err(|_| Error::Internal(format!("stream `{}`: lock poisoned", stream.name)))?;

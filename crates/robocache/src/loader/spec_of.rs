@@ -35,7 +35,12 @@ impl Loader {
             .map(|name| spec_stream(dataset, name, resident.contains(&name.as_str())))
             .collect::<Result<_>>()?;
         let mut spec = LoaderSpec::new(clock, streams, masks, config.frames, config.normalization.clone());
-        spec.bag_mapping = dataset.info().metadata.get("bag_mapping").cloned();
+        let metadata = &dataset.info().metadata;
+        spec.bag_mapping = metadata.get("bag_mapping").cloned();
+        if let Some(topics) = metadata.get("bag_topics") {
+            spec.bag_topics = serde_json::from_value(topics.clone())
+                .map_err(|e| Error::Spec { what: "bag_topics".into(), problem: e.to_string() })?;
+        }
         Ok(spec)
     }
 }
