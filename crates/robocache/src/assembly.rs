@@ -39,19 +39,27 @@ impl WindowShape {
         matches!(self, WindowShape::Times { causal: true, .. })
     }
 
-    /// The channels' methods a window of this shape resamples a stream by:
-    /// the stream's own (`kinds`), or, causal, `Previous` for every channel.
+    /// The channels' methods a window of this shape resamples a stream by
+    /// ([`window_methods`]).
     pub(crate) fn channel_spec(&self, kinds: &ChannelSpec) -> ChannelSpec {
-        match self.is_causal() {
-            true => ChannelSpec::All(robocache_cpu::Method::Previous),
-            false => kinds.clone(),
-        }
+        window_methods(kinds, self.is_causal())
     }
 
     pub(crate) fn history(&self) -> usize {
         match self {
             WindowShape::Steps { history, .. } | WindowShape::Times { history, .. } => *history,
         }
+    }
+}
+
+/// The channels' methods a time window resamples a stream by: the
+/// stream's own (`kinds`), or, causal, `Previous` for every channel. The
+/// resident assembly, the streamed time windows and the live windows all
+/// take them from here.
+pub(crate) fn window_methods(kinds: &ChannelSpec, causal: bool) -> ChannelSpec {
+    match causal {
+        true => ChannelSpec::All(robocache_cpu::Method::Previous),
+        false => kinds.clone(),
     }
 }
 

@@ -12,9 +12,10 @@
 
 use std::path::Path;
 
-use robocache_datasets::{ChannelKind, DeltaTimestamps, StreamKind, TimeWindowSpec};
+use robocache_datasets::{DeltaTimestamps, StreamKind, TimeWindowSpec};
 use serde::{Deserialize, Serialize};
 
+use crate::loader::normalization::continuous_channels;
 use crate::loader::{MaskKind, Normalization};
 use crate::{DType, Error, FrameDType, FrameLayout, FrameOutput, FrameResize, Result};
 
@@ -302,10 +303,7 @@ impl LoaderSpec {
             let kind = stream.stream_kind()?;
             stream.data_type()?;
             let Some(stats) = &self.normalization else { continue };
-            let continuous = match &kind {
-                StreamKind::All(kind) => *kind == ChannelKind::Continuous,
-                StreamKind::Groups(groups) => groups.iter().any(|(_, kind)| *kind == ChannelKind::Continuous),
-            };
+            let continuous = continuous_channels(&kind, stream.channels()).contains(&true);
             if stream.resident && continuous && !stats.streams.contains_key(&stream.name) {
                 return Err(spec_error(
                     "normalization",

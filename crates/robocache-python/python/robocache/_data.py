@@ -204,6 +204,19 @@ def _default_device() -> str:
     return "cpu"
 
 
+def _resolve_device(device: Optional[str], without_torch: str) -> str:
+    """``device``, or the default one; ``"cuda"``/``"gpu"`` as torch reads
+    ``"cuda"`` (its current device). A CUDA device needs torch imported to
+    hold what it gives (``without_torch``: the error otherwise)."""
+    device = device or _default_device()
+    if device in ("cuda", "gpu"):
+        torch = _arrays._torch()
+        device = f"cuda:{torch.cuda.current_device() if torch is not None else 0}"
+    if device.startswith("cuda") and _arrays._torch() is None:
+        raise InvalidInputError(without_torch)
+    return device
+
+
 def _int_tuple(name: str, value, form: str) -> Optional[Tuple[int, ...]]:
     """``value`` as a tuple of as many ints as ``form`` names (``None`` stays
     ``None``), or an :class:`InvalidInputError` naming ``name``."""
@@ -430,12 +443,7 @@ class Loader(_Resumable):
             raise InvalidInputError("pass windows= (time or step windows) or delta_timestamps= (LeRobot's)")
         self.streams = list(streams)
         self.batch_size = int(batch_size)
-        self.device = device or _default_device()
-        if self.device in ("cuda", "gpu"):  # as torch reads "cuda": its current device
-            torch = _arrays._torch()
-            self.device = f"cuda:{torch.cuda.current_device() if torch is not None else 0}"
-        if self.device.startswith("cuda") and _arrays._torch() is None:
-            raise InvalidInputError("a CUDA loader needs torch imported to hold its batches")
+        self.device = _resolve_device(device, "a CUDA loader needs torch imported to hold its batches")
         self.rank, self.world_size = _shard(rank, world_size)
         if delta_timestamps is not None:
             spec = ("deltas", deltas, float(tolerance_s))

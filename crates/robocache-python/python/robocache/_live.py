@@ -10,7 +10,6 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 import numpy as np
 
 from . import _arrays
-from ._errors import InvalidInputError
 from ._native import Live as _NativeLive
 
 
@@ -105,15 +104,10 @@ class Live:
 
     def __init__(self, spec, device: Optional[str] = None, streams: Optional[Sequence[str]] = None,
                  message_origin_ns: int = 0):
-        from ._data import _default_device
+        from ._data import _resolve_device
 
         self.spec = _spec_of(spec)
-        self.device = device or _default_device()
-        if self.device in ("cuda", "gpu"):
-            torch = _arrays._torch()
-            self.device = f"cuda:{torch.cuda.current_device() if torch is not None else 0}"
-        if self.device.startswith("cuda") and _arrays._torch() is None:
-            raise InvalidInputError("live windows on CUDA need torch imported to hold them")
+        self.device = _resolve_device(device, "live windows on CUDA need torch imported to hold them")
         self._native = _NativeLive(self.spec.to_json(), self.device, None if streams is None else list(streams),
                                    int(message_origin_ns))
         self.streams = self._native.stream_names()
@@ -124,6 +118,9 @@ class Live:
         clock = spec["clock"]
         self._deltas = dict(clock["offsets"]) if clock["kind"] == "deltas" else None
         self._info = {s["name"]: s for s in spec["streams"]}
+        # torch's DLPack import and the device's stream reader, looked up at
+        # the first window rather than on every one.
+        self._from_dlpack = self._stream_of = None
 
     def push(self, stream: str, t: float, value) -> None:
         """Adds a sample of ``stream`` at time ``t`` (seconds)."""
@@ -144,9 +141,11 @@ class Live:
 
     def window(self, t: float) -> Dict[str, Any]:
         """The observation window at ``t`` on the live device."""
-        from_dlpack = _arrays.capsule_importer()
-        stream_of = _arrays.stream_reader(self.device)
-        parts = self._native.window(float(t), stream_of(), from_dlpack is not None)
+        if self._stream_of is None:
+            self._from_dlpack = _arrays.capsule_importer()
+            self._stream_of = _arrays.stream_reader(self.device)
+        from_dlpack = self._from_dlpack
+        parts = self._native.window(float(t), self._stream_of(), from_dlpack is not None)
         if from_dlpack is not None:
             window = dict(zip(self._keys, map(from_dlpack, parts)))
         else:

@@ -63,7 +63,7 @@ mod window;
 
 use std::sync::Mutex;
 
-use robocache_cpu::{DType, HostSlice};
+use robocache_cpu::{ChannelSpec, DType, HostSlice};
 use robocache_datasets::ros2::{BagMapping, MessageStreams};
 use robocache_datasets::{StreamKind, TimeWindowSpec};
 
@@ -140,6 +140,8 @@ struct LiveStream {
     step_shape: Vec<usize>,
     channels: usize,
     kind: StreamKind,
+    /// The channels' methods its time windows resample it by.
+    methods: ChannelSpec,
     form: Form,
     /// `delta_timestamps`: frame offsets, none after the anchor.
     offsets: Vec<i64>,
@@ -254,7 +256,7 @@ impl Live {
             return Err(live.error(format!("sample time {time} is not finite")));
         }
         let value = live.value(values, &self.device, self.frames)?;
-        let mut state = live.state.lock().map_err(|_| Error::Internal(format!("stream `{stream}`: lock poisoned")))?;
+        let mut state = live.lock()?;
         if let Some(last) = state.ring.last_time().filter(|&last| time <= last) {
             return Err(live.error(format!(
                 "sample at {time} s does not come after its latest, at {last} s: times must increase (late samples are refused)"
@@ -318,8 +320,7 @@ impl Live {
         for sample in samples {
             let Some(live) = self.streams.iter().find(|s| s.name == sample.stream) else { continue };
             let mut time = (sample.time_ns - i128::from(*origin)) as f64 * 1e-9;
-            let last =
-                live.state.lock().map_err(|_| Error::Internal("live stream: lock poisoned".into()))?.ring.last_time();
+            let last = live.lock()?.ring.last_time();
             if last == Some(time) {
                 time = f64::next_up(time);
             }
@@ -340,8 +341,7 @@ impl Live {
             decoder.lock().map_err(|_| Error::Internal("live messages: lock poisoned".into()))?.reset();
         }
         for stream in &self.streams {
-            let mut state =
-                stream.state.lock().map_err(|_| Error::Internal(format!("stream `{}`: lock poisoned", stream.name)))?;
+            let mut state = stream.lock()?;
             state.ring.clear();
             state.unwrap = AngleUnwrap::new(&stream.kind.angle_channels(stream.channels));
         }
@@ -416,6 +416,10 @@ impl LiveStream {
             dtype,
             step_shape: spec.step_shape.clone(),
             channels,
+            methods: crate::assembly::window_methods(
+                &kind.channel_spec(),
+                matches!(clock, Clock::Times(TimeWindowSpec { causal: true, .. })),
+            ),
             state: Mutex::new(StreamState {
                 ring: SampleRing::new(capacity.min(1 << 20)),
                 unwrap: AngleUnwrap::new(&kind.angle_channels(channels)),
@@ -429,6 +433,11 @@ impl LiveStream {
 
     fn error(&self, problem: String) -> Error {
         Error::Live { stream: self.name.clone(), problem }
+    }
+
+    /// Its samples and unwrapping state, locked.
+    fn lock(&self) -> Result<std::sync::MutexGuard<'_, StreamState>> {
+        self.state.lock().map_err(|_| Error::Internal(format!("live stream `{}`: lock poisoned", self.name)))
     }
 
     /// A pushed step as the stream keeps it (module docs).

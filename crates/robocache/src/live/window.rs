@@ -2,7 +2,7 @@
 //! loader's rules) or frame picks, then placed on the live device — every
 //! row and mask in one upload, the frames stacked there.
 
-use robocache_cpu::{Boundary, DType, Method, ResampleSpec, Stream, Targets, Times};
+use robocache_cpu::{Boundary, DType, ResampleSpec, Stream, Targets, Times};
 
 use super::ring::{End, RingSnapshot, Value};
 use super::{Clock, Form, Live, LiveStream, LiveWindow};
@@ -50,8 +50,7 @@ pub(super) fn compute(live: &Live, time: f64) -> Result<LiveWindow> {
 
 impl LiveStream {
     fn with_ring<T>(&self, read: impl FnOnce(&super::ring::SampleRing) -> T) -> Result<T> {
-        let state = self.state.lock().map_err(|_| Error::Internal(format!("stream `{}`: lock poisoned", self.name)))?;
-        Ok(read(&state.ring))
+        Ok(read(&self.lock()?.ring))
     }
 }
 
@@ -90,10 +89,6 @@ fn time_part(
         // Causal, nothing at or before the window yet: padding throughout.
         return Ok((padding(stream, steps), vec![false; steps]));
     }
-    let method_spec = match causal {
-        true => Method::Previous.into(),
-        false => stream.kind.channel_spec(),
-    };
     let first = snapshot.first.as_ref().map(|(t, _)| *t);
     match stream.form {
         Form::Resident => {
@@ -105,7 +100,7 @@ fn time_part(
             }
             let mut out = vec![0f32; steps * channels];
             let mut valid = vec![false; steps];
-            resample(&data, &times, channels, targets, &method_spec, &mut out, &mut valid)?;
+            resample(&data, &times, channels, targets, &stream.methods, &mut out, &mut valid)?;
             if causal {
                 apply_causal_rule(targets, first, &mut out, &mut valid, channels);
             }
@@ -117,7 +112,7 @@ fn time_part(
             let numbers: Vec<f64> = (0..times.len()).map(|i| i as f64).collect();
             let mut picked = vec![0f64; steps];
             let mut valid = vec![false; steps];
-            resample(&numbers, &times, 1, targets, &method_spec, &mut picked, &mut valid)?;
+            resample(&numbers, &times, 1, targets, &stream.methods, &mut picked, &mut valid)?;
             if causal {
                 apply_causal_rule(targets, first, &mut picked, &mut valid, 1);
             }

@@ -359,7 +359,7 @@ impl Normalization {
     }
 }
 
-fn continuous_channels(kind: &StreamKind, channels: usize) -> Vec<bool> {
+pub(crate) fn continuous_channels(kind: &StreamKind, channels: usize) -> Vec<bool> {
     match kind {
         StreamKind::All(k) => vec![*k == ChannelKind::Continuous; channels],
         StreamKind::Groups(groups) => {

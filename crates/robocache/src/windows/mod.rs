@@ -569,12 +569,8 @@ impl Device {
             let times = Tensor::from_host_vec(self, HostVec::F64(times), &[batch, longest])?;
             let lengths = Tensor::from_host_vec(self, HostVec::U32(lengths), &[batch])?;
             let stream = StreamInput::new(&data, TimeAxis::Tensor(&times)).with_lengths(&lengths);
-            let channel_spec = match causal {
-                true => robocache_cpu::Method::Previous.into(),
-                false => info.kind.channel_spec(),
-            };
             let spec = ResampleSpec::new(robocache_cpu::Method::Linear)
-                .with_channels(channel_spec)
+                .with_channels(crate::assembly::window_methods(&info.kind.channel_spec(), causal))
                 .with_boundary(Boundary::Clamp);
             let resampled = self.resample(&stream, &TargetTimes::Tensor(&target_tensor), &spec)?;
             let mut shape = vec![batch, steps];
