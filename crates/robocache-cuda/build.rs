@@ -8,9 +8,10 @@ fn main() {
     #[cfg(feature = "driver")]
     {
         let target = std::env::var("TARGET").unwrap_or_default();
-        if !(target.starts_with("x86_64") && target.contains("linux")) {
+        let arch = std::env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
+        if !(matches!(arch.as_str(), "x86_64" | "aarch64") && target.contains("linux")) {
             println!(
-                "cargo:warning=robocache-cuda's driver loader is written for x86-64 Linux only; on {target} \
+                "cargo:warning=robocache-cuda's driver loader is written for x86-64 and aarch64 Linux only; on {target} \
                  the `driver` feature has no driver functions to link"
             );
             return;

@@ -205,62 +205,106 @@ fn loader_source(names: &[&str]) -> String {
         "__attribute__((visibility(\"hidden\"))) void robocache_cuda_load(void) {\n",
         "    pthread_once(&robocache_cuda_once, robocache_cuda_fill);\n",
         "}\n\n",
-        "#if defined(__x86_64__) && defined(__linux__)\n",
-        "/* r11 holds the function's byte offset in the table; it is not an argument register. */\n",
-        "__asm__(\n",
-        "    \".text\\n\"\n",
-        "    \".p2align 4\\n\"\n",
-        "    \"robocache_cuda_first_call:\\n\"\n",
-        "    \"    push %rdi\\n    push %rsi\\n    push %rdx\\n    push %rcx\\n    push %r8\\n    push %r9\\n    push %r11\\n\"\n",
-        "    \"    sub $128, %rsp\\n\"\n",
-        "    \"    movdqu %xmm0, 0(%rsp)\\n    movdqu %xmm1, 16(%rsp)\\n    movdqu %xmm2, 32(%rsp)\\n    movdqu %xmm3, 48(%rsp)\\n\"\n",
-        "    \"    movdqu %xmm4, 64(%rsp)\\n    movdqu %xmm5, 80(%rsp)\\n    movdqu %xmm6, 96(%rsp)\\n    movdqu %xmm7, 112(%rsp)\\n\"\n",
-        "    \"    call robocache_cuda_load\\n\"\n",
-        "    \"    movdqu 0(%rsp), %xmm0\\n    movdqu 16(%rsp), %xmm1\\n    movdqu 32(%rsp), %xmm2\\n    movdqu 48(%rsp), %xmm3\\n\"\n",
-        "    \"    movdqu 64(%rsp), %xmm4\\n    movdqu 80(%rsp), %xmm5\\n    movdqu 96(%rsp), %xmm6\\n    movdqu 112(%rsp), %xmm7\\n\"\n",
-        "    \"    add $128, %rsp\\n\"\n",
-        "    \"    pop %r11\\n    pop %r9\\n    pop %r8\\n    pop %rcx\\n    pop %rdx\\n    pop %rsi\\n    pop %rdi\\n\"\n",
-        "    \"    lea robocache_cuda_table(%rip), %rax\\n\"\n",
-        "    \"    jmp *(%rax,%r11)\\n\"\n",
-        ");\n\n",
-        "/* One trampoline per function: the table's entry if filled, else the first-use path. */\n",
-        "#define ROBOCACHE_CUDA_TRAMPOLINE(name, index) __asm__(\\\n",
-        "    \".text\\n\"\\\n",
-        "    \".globl \" #name \"\\n\"\\\n",
-        "    \".type \" #name \", @function\\n\"\\\n",
-        "    \".p2align 4\\n\"\\\n",
-        "    #name \":\\n\"\\\n",
-        "    \"    mov robocache_cuda_table+8*\" #index \"(%rip), %rax\\n\"\\\n",
-        "    \"    test %rax, %rax\\n\"\\\n",
-        "    \"    jz 1f\\n\"\\\n",
-        "    \"    jmp *%rax\\n\"\\\n",
-        "    \"1:  mov $8*\" #index \", %r11d\\n\"\\\n",
-        "    \"    jmp robocache_cuda_first_call\\n\"\\\n",
-        "    \".size \" #name \", .-\" #name \"\\n\")\n\n",
     ));
+    c.push_str(TRAMPOLINES_X86_64);
+    c.push_str(TRAMPOLINES_AARCH64);
+    c.push_str(
+        "#else\n#error \"robocache's driver loader has trampolines for x86-64 and aarch64 Linux only\"\n#endif\n\n",
+    );
     for (index, name) in names.iter().enumerate() {
         let _ = writeln!(c, "ROBOCACHE_CUDA_TRAMPOLINE({name}, {index});");
     }
-    c.push_str("#else\n#error \"robocache's driver loader has trampolines for x86-64 Linux only\"\n#endif\n");
     c
 }
 
+/// x86-64: `r11` carries the function's byte offset in the table to the
+/// first-use path (it is no argument register); the first call saves the
+/// integer and vector argument registers around the loader.
+const TRAMPOLINES_X86_64: &str = r#"#if defined(__x86_64__) && defined(__linux__)
+/* r11 holds the function's byte offset in the table; it is not an argument register. */
+__asm__(
+    ".text\n"
+    ".p2align 4\n"
+    "robocache_cuda_first_call:\n"
+    "    push %rdi\n    push %rsi\n    push %rdx\n    push %rcx\n    push %r8\n    push %r9\n    push %r11\n"
+    "    sub $128, %rsp\n"
+    "    movdqu %xmm0, 0(%rsp)\n    movdqu %xmm1, 16(%rsp)\n    movdqu %xmm2, 32(%rsp)\n    movdqu %xmm3, 48(%rsp)\n"
+    "    movdqu %xmm4, 64(%rsp)\n    movdqu %xmm5, 80(%rsp)\n    movdqu %xmm6, 96(%rsp)\n    movdqu %xmm7, 112(%rsp)\n"
+    "    call robocache_cuda_load\n"
+    "    movdqu 0(%rsp), %xmm0\n    movdqu 16(%rsp), %xmm1\n    movdqu 32(%rsp), %xmm2\n    movdqu 48(%rsp), %xmm3\n"
+    "    movdqu 64(%rsp), %xmm4\n    movdqu 80(%rsp), %xmm5\n    movdqu 96(%rsp), %xmm6\n    movdqu 112(%rsp), %xmm7\n"
+    "    add $128, %rsp\n"
+    "    pop %r11\n    pop %r9\n    pop %r8\n    pop %rcx\n    pop %rdx\n    pop %rsi\n    pop %rdi\n"
+    "    lea robocache_cuda_table(%rip), %rax\n"
+    "    jmp *(%rax,%r11)\n"
+);
+
+/* One trampoline per function: the table's entry if filled, else the first-use path. */
+#define ROBOCACHE_CUDA_TRAMPOLINE(name, index) __asm__(\
+    ".text\n"\
+    ".globl " #name "\n"\
+    ".type " #name ", @function\n"\
+    ".p2align 4\n"\
+    #name ":\n"\
+    "    mov robocache_cuda_table+8*" #index "(%rip), %rax\n"\
+    "    test %rax, %rax\n"\
+    "    jz 1f\n"\
+    "    jmp *%rax\n"\
+    "1:  mov $8*" #index ", %r11d\n"\
+    "    jmp robocache_cuda_first_call\n"\
+    ".size " #name ", .-" #name "\n")
+"#;
+
+/// aarch64 (Jetson Orin, GH200): `x16`/`x17`, the intra-procedure-call
+/// scratch registers, are free in a trampoline; `x17` carries the byte
+/// offset to the first-use path, which saves `x0`–`x8`, `q0`–`q7` and the
+/// frame and link registers around the loader. The table is read with
+/// acquire semantics (`ldar`): aarch64 does not order a plain load before
+/// the code it branches to.
+const TRAMPOLINES_AARCH64: &str = r#"#elif defined(__aarch64__) && defined(__linux__)
+/* x17 holds the function's byte offset in the table; x16 and x17 are no argument registers. */
+__asm__(
+    ".text\n"
+    ".p2align 4\n"
+    "robocache_cuda_first_call:\n"
+    "    stp x29, x30, [sp, #-224]!\n"
+    "    mov x29, sp\n"
+    "    stp x0, x1, [sp, #16]\n    stp x2, x3, [sp, #32]\n    stp x4, x5, [sp, #48]\n    stp x6, x7, [sp, #64]\n"
+    "    stp x8, x17, [sp, #80]\n"
+    "    stp q0, q1, [sp, #96]\n    stp q2, q3, [sp, #128]\n    stp q4, q5, [sp, #160]\n    stp q6, q7, [sp, #192]\n"
+    "    bl robocache_cuda_load\n"
+    "    ldp q0, q1, [sp, #96]\n    ldp q2, q3, [sp, #128]\n    ldp q4, q5, [sp, #160]\n    ldp q6, q7, [sp, #192]\n"
+    "    ldp x8, x17, [sp, #80]\n"
+    "    ldp x0, x1, [sp, #16]\n    ldp x2, x3, [sp, #32]\n    ldp x4, x5, [sp, #48]\n    ldp x6, x7, [sp, #64]\n"
+    "    ldp x29, x30, [sp], #224\n"
+    "    adrp x16, robocache_cuda_table\n"
+    "    add x16, x16, #:lo12:robocache_cuda_table\n"
+    "    ldr x16, [x16, x17]\n"
+    "    br x16\n"
+);
+
+/* One trampoline per function: the table's entry if filled, else the first-use path. */
+#define ROBOCACHE_CUDA_TRAMPOLINE(name, index) __asm__(\
+    ".text\n"\
+    ".globl " #name "\n"\
+    ".type " #name ", %function\n"\
+    ".p2align 4\n"\
+    #name ":\n"\
+    "    adrp x16, robocache_cuda_table+8*" #index "\n"\
+    "    add x16, x16, #:lo12:robocache_cuda_table+8*" #index "\n"\
+    "    ldar x16, [x16]\n"\
+    "    cbz x16, 1f\n"\
+    "    br x16\n"\
+    "1:  mov x17, #8*" #index "\n"\
+    "    b robocache_cuda_first_call\n"\
+    ".size " #name ", .-" #name "\n")
+"#;
+
 /// `cust_raw`'s bindings in the cargo registry (fetched if needed).
 fn cust_raw_bindings() -> Result<PathBuf> {
-    run(Command::new(env!("CARGO")).current_dir(root()).args(["fetch", "--quiet"]))?;
-    let output = Command::new(env!("CARGO"))
-        .current_dir(root())
-        .args(["metadata", "--format-version", "1", "--all-features"])
-        .output()
-        .context("cargo metadata")?;
-    let metadata = String::from_utf8_lossy(&output.stdout);
-    let manifest = metadata
-        .split("\"manifest_path\":\"")
-        .skip(1)
-        .filter_map(|rest| rest.split('"').next())
-        .find(|path| path.contains("/cust_raw-"))
-        .context("cust_raw is not in the dependency graph (is robocache-cuda a member?)")?;
-    Ok(Path::new(manifest).with_file_name("src/cuda.rs"))
+    Ok(crate::dependency_dir("cust_raw")
+        .context("cust_raw is not in the dependency graph (is robocache-cuda a member?)")?
+        .join("src/cuda.rs"))
 }
 
 /// Integration tests of the bundled crates that never touch a GPU (the

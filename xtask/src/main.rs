@@ -5,7 +5,15 @@
 //!   installed from PyPI into `target/tools/python`, then the Python
 //!   package built into that environment (`maturin develop`) and its pytest
 //!   suite. The README's test command.
-//! - `wheel`: the Python package's wheel (release) into `target/wheels`.
+//! - `wheel`: the Python package's wheel (release) into `target/wheels`, as
+//!   `pip install` builds it on this machine; `wheel --portable [--arch A]`:
+//!   the abi3 `manylinux_2_28` wheel for x86-64 or aarch64, built with zig
+//!   and checked by `auditwheel show` (`portable_wheel`).
+//! - `sdist`: the source distribution (`target/sdist`), with the
+//!   workspace's cargo settings (`sdist`).
+//! - `test-wheel [--arch A] [--wheel W]`: the portable wheel (built first
+//!   unless given) installed and tested in a Debian bullseye chroot with no
+//!   compiler; aarch64 under qemu (`userland`).
 //! - `run [ARGS]`: the `robocache` binary (release) with the same tools.
 //! - `env`: the tools as shell exports, for `eval "$(cargo xtask env)"`.
 //! - `bench-numpy`: the CPU backend against NumPy on the same workloads, in one
@@ -25,8 +33,11 @@
 
 mod cuda_tools;
 mod nasm_tools;
+mod portable_wheel;
 mod python_tools;
+mod sdist;
 mod server_tools;
+mod userland;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -78,8 +89,27 @@ enum Task {
     },
     /// Build the GPU test and benchmark binaries into target/gpu-bundle.
     GpuBundle,
-    /// Build the Python package's wheel (release) into target/wheels.
-    Wheel,
+    /// Build the Python package's wheel (release) into target/wheels; with
+    /// --portable, the manylinux_2_28 wheel into target/wheels-portable/ARCH.
+    Wheel {
+        /// The abi3 manylinux_2_28 wheel (zig, auditwheel-checked) that installs without a compiler.
+        #[arg(long)]
+        portable: bool,
+        /// The portable wheel's architecture (default: this machine's).
+        #[arg(long, value_enum, requires = "portable")]
+        arch: Option<portable_wheel::Arch>,
+    },
+    /// Build the Python package's source distribution into target/sdist.
+    Sdist,
+    /// Install the portable wheel into a Debian bullseye chroot with no compiler and run its tests there.
+    TestWheel {
+        /// The userland's architecture (aarch64: under qemu-user-static); default: this machine's.
+        #[arg(long, value_enum)]
+        arch: Option<portable_wheel::Arch>,
+        /// A wheel to test instead of building the portable one.
+        #[arg(long)]
+        wheel: Option<PathBuf>,
+    },
     /// LeRobot 0.6.1, PyAV and torchcodec as wheels for the GPU machines'
     /// Python 3.12, into target/lerobot-wheels (the bundle's `lerobot` part).
     LerobotWheels,
@@ -91,7 +121,22 @@ fn main() -> Result<()> {
             cargo(&["test", "--workspace", "--exclude", "robocache-python"], &args)?;
             python_tests()
         }
-        Task::Wheel => wheel(&root().join("target/wheels")).map(|path| println!("{}", path.display())),
+        Task::Wheel { portable: false, .. } => {
+            wheel(&root().join("target/wheels")).map(|path| println!("{}", path.display()))
+        }
+        Task::Wheel { portable: true, arch } => {
+            portable_wheel::build(arch.unwrap_or_else(portable_wheel::Arch::native))
+                .map(|path| println!("{}", path.display()))
+        }
+        Task::Sdist => sdist::build().map(|path| println!("{}", path.display())),
+        Task::TestWheel { arch, wheel } => {
+            let arch = arch.unwrap_or_else(portable_wheel::Arch::native);
+            let wheel = match wheel {
+                Some(wheel) => wheel,
+                None => portable_wheel::build(arch)?,
+            };
+            userland::test_wheel(arch, &wheel)
+        }
         Task::Run { args } => {
             let mut all = vec!["--".to_owned()];
             all.extend(args);
@@ -109,6 +154,25 @@ fn main() -> Result<()> {
 /// The workspace root (xtask lives one level below it).
 pub(crate) fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
+}
+
+/// The source folder of the dependency `name` in cargo's registry (fetched
+/// if needed), at the version the lock file pins.
+pub(crate) fn dependency_dir(name: &str) -> Result<PathBuf> {
+    run(Command::new(env!("CARGO")).current_dir(root()).args(["fetch", "--quiet"]))?;
+    let output = Command::new(env!("CARGO"))
+        .current_dir(root())
+        .args(["metadata", "--format-version", "1", "--all-features"])
+        .output()
+        .context("cargo metadata")?;
+    let metadata = String::from_utf8_lossy(&output.stdout);
+    let manifest = metadata
+        .split("\"manifest_path\":\"")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next())
+        .find(|path| path.contains(&format!("/{name}-")))
+        .with_context(|| format!("{name} is not in the dependency graph"))?;
+    Path::new(manifest).parent().map(Path::to_path_buf).context("a manifest path without a folder")
 }
 
 pub(crate) fn run(command: &mut Command) -> Result<()> {

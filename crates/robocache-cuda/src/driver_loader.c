@@ -425,6 +425,46 @@ __asm__(
     "1:  mov $8*" #index ", %r11d\n"\
     "    jmp robocache_cuda_first_call\n"\
     ".size " #name ", .-" #name "\n")
+#elif defined(__aarch64__) && defined(__linux__)
+/* x17 holds the function's byte offset in the table; x16 and x17 are no argument registers. */
+__asm__(
+    ".text\n"
+    ".p2align 4\n"
+    "robocache_cuda_first_call:\n"
+    "    stp x29, x30, [sp, #-224]!\n"
+    "    mov x29, sp\n"
+    "    stp x0, x1, [sp, #16]\n    stp x2, x3, [sp, #32]\n    stp x4, x5, [sp, #48]\n    stp x6, x7, [sp, #64]\n"
+    "    stp x8, x17, [sp, #80]\n"
+    "    stp q0, q1, [sp, #96]\n    stp q2, q3, [sp, #128]\n    stp q4, q5, [sp, #160]\n    stp q6, q7, [sp, #192]\n"
+    "    bl robocache_cuda_load\n"
+    "    ldp q0, q1, [sp, #96]\n    ldp q2, q3, [sp, #128]\n    ldp q4, q5, [sp, #160]\n    ldp q6, q7, [sp, #192]\n"
+    "    ldp x8, x17, [sp, #80]\n"
+    "    ldp x0, x1, [sp, #16]\n    ldp x2, x3, [sp, #32]\n    ldp x4, x5, [sp, #48]\n    ldp x6, x7, [sp, #64]\n"
+    "    ldp x29, x30, [sp], #224\n"
+    "    adrp x16, robocache_cuda_table\n"
+    "    add x16, x16, #:lo12:robocache_cuda_table\n"
+    "    ldr x16, [x16, x17]\n"
+    "    br x16\n"
+);
+
+/* One trampoline per function: the table's entry if filled, else the first-use path. */
+#define ROBOCACHE_CUDA_TRAMPOLINE(name, index) __asm__(\
+    ".text\n"\
+    ".globl " #name "\n"\
+    ".type " #name ", %function\n"\
+    ".p2align 4\n"\
+    #name ":\n"\
+    "    adrp x16, robocache_cuda_table+8*" #index "\n"\
+    "    add x16, x16, #:lo12:robocache_cuda_table+8*" #index "\n"\
+    "    ldar x16, [x16]\n"\
+    "    cbz x16, 1f\n"\
+    "    br x16\n"\
+    "1:  mov x17, #8*" #index "\n"\
+    "    b robocache_cuda_first_call\n"\
+    ".size " #name ", .-" #name "\n")
+#else
+#error "robocache's driver loader has trampolines for x86-64 and aarch64 Linux only"
+#endif
 
 ROBOCACHE_CUDA_TRAMPOLINE(cuArray3DCreate_v2, 0);
 ROBOCACHE_CUDA_TRAMPOLINE(cuArray3DGetDescriptor_v2, 1);
@@ -779,6 +819,3 @@ ROBOCACHE_CUDA_TRAMPOLINE(cuUserObjectCreate, 349);
 ROBOCACHE_CUDA_TRAMPOLINE(cuUserObjectRelease, 350);
 ROBOCACHE_CUDA_TRAMPOLINE(cuUserObjectRetain, 351);
 ROBOCACHE_CUDA_TRAMPOLINE(cuWaitExternalSemaphoresAsync, 352);
-#else
-#error "robocache's driver loader has trampolines for x86-64 Linux only"
-#endif

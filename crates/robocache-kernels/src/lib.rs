@@ -425,7 +425,10 @@ mod tests {
     #[test]
     fn arch_selection() {
         assert_eq!(Arch::for_compute_capability(8, 6), Some(Arch::Sm80));
+        // Jetson Orin (8.7) and Ada (8.9: L4, L40S, RTX 40) JIT sm_80's PTX.
+        assert_eq!(Arch::for_compute_capability(8, 7), Some(Arch::Sm80));
         assert_eq!(Arch::for_compute_capability(8, 9), Some(Arch::Sm80));
+        // GH200 and H100/H200 (9.0) have their own.
         assert_eq!(Arch::for_compute_capability(9, 0), Some(Arch::Sm90));
         assert_eq!(Arch::for_compute_capability(10, 0), Some(Arch::Sm90));
         assert_eq!(Arch::for_compute_capability(12, 0), Some(Arch::Sm120));

@@ -66,7 +66,9 @@ is_cuda_available = cuda_available
 def info() -> Dict[str, Any]:
     """Version, backends, the CUDA device (or why there is none), PTX archs,
     and what this build has (``build``: :func:`build_info`)."""
-    return json.loads(_info())
+    report = json.loads(_info())
+    report["build"] = _with_platform(report["build"])
+    return report
 
 
 def build_info() -> Dict[str, Any]:
@@ -76,13 +78,25 @@ def build_info() -> Dict[str, Any]:
     CPU, ``nvdec`` on the GPU) and whether each has its SIMD code
     (``assembly``: ``False`` means several times slower CPU decoding, a build
     made without NASM; ``None`` for NVDEC). ``cpu_video_decoders_have_assembly``
-    sums it up.
+    sums it up. ``platform``: the installed wheel's platform tag
+    (``manylinux_2_28_x86_64`` for the portable wheels, ``linux_x86_64`` for
+    one built on the machine; ``None`` when not installed from a wheel);
+    ``glibc``: the newest glibc symbol version the extension module needs,
+    the oldest glibc it loads on (``"2.28"``).
 
     >>> info = build_info()
     >>> [d["decoder"] for d in info["video_decoders"]["av1"]]
     ['rav1d', 'nvdec']
     """
-    return json.loads(_build_info())
+    return _with_platform(json.loads(_build_info()))
+
+
+def _with_platform(build: Dict[str, Any]) -> Dict[str, Any]:
+    from . import _native, _platform
+
+    build["platform"] = _platform.wheel_platform()
+    build["glibc"] = _platform.required_glibc(_native.__file__)
+    return build
 
 
 # ---- argument forms --------------------------------------------------------

@@ -1,0 +1,327 @@
+//! `cargo xtask test-wheel [--arch A] [--wheel W]`: a portable wheel
+//! installed and tested where users are — a Debian bullseye userland
+//! (glibc 2.31 and Python 3.9, as Ubuntu 20.04 and JetPack 5 have) with
+//! nothing but Python and pip: no Rust, no NASM, no compiler.
+//!
+//! - The userland is a `debootstrap` chroot from Debian's packages
+//!   (`target/userland/bullseye-<arch>`, made once). debootstrap itself is
+//!   Debian's package unpacked into `target/tools/debian`, never installed.
+//! - aarch64 runs under `qemu-user-static` (Debian's package, unpacked there
+//!   too), registered with the kernel's `binfmt_misc` with the `F` flag so
+//!   the chroot needs no copy of it. Under emulation only a subset of the
+//!   tests runs ([`EMULATED_TESTS`]).
+//! - In the chroot: a venv, `pip install` of the wheel (timed), `import
+//!   robocache` (timed cold, after the page cache is dropped, and warm),
+//!   `build_info()` checked (the platform tag, every CPU decoder with its
+//!   assembly), then the test tools from PyPI as binary wheels and the
+//!   package's pytest suite from a copy of the tests and their fixtures (the
+//!   checkout's `../shared/data` mounted read-only beside it).
+//!
+//! Needs root (chroot, mounts), as CI has.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+
+use crate::portable_wheel::Arch;
+use crate::{root, run};
+
+/// The Debian release of the test userland: glibc 2.31, Python 3.9.
+const SUITE: &str = "bullseye";
+/// What the userland holds beyond Debian's minimal base.
+const USERLAND_PACKAGES: &str = "python3,python3-venv,ca-certificates";
+/// The test tools installed into the chroot's venv, binary wheels only.
+/// Left out, and the tests that need them skip: PyTorch (PyPI's Linux build
+/// is the CUDA one, gigabytes with its libraries; the checkout's CI runs
+/// those tests) and rosbags 0.11.9 (it needs Python 3.10).
+const TEST_PACKAGES: [&str; 5] = ["pytest>=7", "h5py>=3", "pillow>=10,<13", "pyarrow>=15", "av>=12"];
+/// Under qemu, the tests that run: the operations, frames, the dataset
+/// readers on the fixtures and on other tools' data, live windows and the
+/// build's report; the loader, mixture, remote and docs suites (minutes of
+/// epochs each under emulation) run natively.
+const EMULATED_TESTS: [&str; 9] = [
+    "test_build.py",
+    "test_ops.py",
+    "test_frames.py",
+    "test_lerobot.py",
+    "test_rlds.py",
+    "test_ros2.py",
+    "test_live.py",
+    "test_third_party_bags.py",
+    "test_third_party_datasets.py",
+];
+
+/// Installs `wheel` into a fresh bullseye userland of `arch` and runs its
+/// tests there; prints the times.
+pub fn test_wheel(arch: Arch, wheel: &Path) -> Result<()> {
+    let started = Instant::now();
+    let tools = debian_tools(arch)?;
+    if !arch.is_native() {
+        register_qemu(&tools)?;
+    }
+    let userland = userland(arch, &tools)?;
+    let mounts = prepare(&userland, wheel)?;
+    let chroot = Chroot { root: userland.clone() };
+
+    let found = chroot.output("command -v cc gcc c++ g++ clang rustc cargo nasm zig || true")?;
+    if !found.trim().is_empty() {
+        bail!("the test userland has a compiler ({}): it would prove nothing", found.trim());
+    }
+    eprintln!(
+        "== {}",
+        chroot
+            .output(". /etc/os-release; echo \"$PRETTY_NAME, $(ldd --version | head -1), $(python3 --version)\"")?
+            .trim()
+    );
+
+    chroot.run("rm -rf /venv && python3 -m venv /venv")?;
+    let install = Instant::now();
+    chroot.run("/venv/bin/pip install --quiet --no-cache-dir --only-binary :all: /robocache/wheels/*.whl")?;
+    let install_s = install.elapsed().as_secs_f64();
+
+    // Cold: the page cache dropped (where the kernel lets us), the first
+    // import after install; warm: the median of five more.
+    let _ = std::fs::write("/proc/sys/vm/drop_caches", "3");
+    let import = "cd /tmp && /venv/bin/python -c 'import time; t = time.perf_counter(); import robocache; print(time.perf_counter() - t)'";
+    let cold_s: f64 = chroot.output(import)?.trim().parse().context("import time")?;
+    let mut warm: Vec<f64> =
+        (0..5).map(|_| chroot.output(import)?.trim().parse::<f64>().context("import time")).collect::<Result<_>>()?;
+    warm.sort_by(f64::total_cmp);
+    let warm_s = warm[warm.len() / 2];
+
+    let tag = arch.platform_tag();
+    chroot.run(&format!(
+        "cd /robocache/src/main/crates/robocache-python/tests && /venv/bin/python -c '
+import json, robocache
+assert robocache.__file__.startswith(\"/venv/\"), robocache.__file__
+info = robocache.build_info()
+print(json.dumps({{k: info[k] for k in (\"platform\", \"glibc\", \"cpu_video_decoders_have_assembly\", \"ptx_archs\")}}))
+assert info[\"platform\"] == \"{tag}\", info[\"platform\"]
+assert info[\"cpu_video_decoders_have_assembly\"], info[\"video_decoders\"]
+'"
+    ))?;
+
+    let deps = Instant::now();
+    chroot.run(&format!(
+        "/venv/bin/pip install --quiet --no-cache-dir --only-binary :all: {}",
+        TEST_PACKAGES.iter().map(|p| format!("'{p}'")).collect::<Vec<_>>().join(" ")
+    ))?;
+    let deps_s = deps.elapsed().as_secs_f64();
+
+    let tests = if arch.is_native() {
+        "tests".to_owned()
+    } else {
+        EMULATED_TESTS.iter().map(|t| format!("tests/{t}")).collect::<Vec<_>>().join(" ")
+    };
+    let pytest = Instant::now();
+    chroot.run(&format!(
+        "cd /robocache/src/main/crates/robocache-python && \
+         PYTHONDONTWRITEBYTECODE=1 /venv/bin/python -m pytest -q -p no:cacheprovider -rs {tests}"
+    ))?;
+    let pytest_s = pytest.elapsed().as_secs_f64();
+    drop(mounts);
+
+    let size = std::fs::metadata(wheel)?.len() as f64 / 1e6;
+    println!("wheel                {}", wheel.file_name().unwrap_or_default().to_string_lossy());
+    println!(
+        "userland             Debian {SUITE} {} ({})",
+        arch.debian(),
+        if arch.is_native() { "native" } else { "qemu-user" }
+    );
+    println!("wheel size           {size:.1} MB");
+    println!("pip install          {install_s:.1} s");
+    println!("import robocache     {:.0} ms cold, {:.0} ms warm", cold_s * 1e3, warm_s * 1e3);
+    println!("test tools install   {deps_s:.0} s");
+    println!("pytest               {pytest_s:.0} s ({})", if arch.is_native() { "all" } else { "the emulated subset" });
+    println!("whole command        {:.0} s", started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// Debian's debootstrap (and, for a foreign architecture, qemu-user-static)
+/// unpacked into `target/tools/debian/root`.
+fn debian_tools(arch: Arch) -> Result<PathBuf> {
+    let dir = root().join("target/tools/debian");
+    let unpacked = dir.join("root");
+    let mut wanted = vec![("debootstrap", unpacked.join("usr/sbin/debootstrap"))];
+    if !arch.is_native() {
+        wanted.push(("qemu-user-static", unpacked.join(format!("usr/bin/qemu-{}-static", arch.name()))));
+    }
+    for (package, file) in wanted {
+        if file.is_file() {
+            continue;
+        }
+        eprintln!("fetching Debian's {package} into {}", dir.display());
+        let download = dir.join(package);
+        let _ = std::fs::remove_dir_all(&download);
+        std::fs::create_dir_all(&download)?;
+        run(Command::new("apt-get").current_dir(&download).args(["download", package]).stdout(std::io::stderr()))
+            .with_context(|| format!("cannot fetch Debian's {package} (apt-get download)"))?;
+        let deb = std::fs::read_dir(&download)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .find(|p| p.extension().is_some_and(|e| e == "deb"))
+            .with_context(|| format!("apt-get download {package} wrote no .deb"))?;
+        run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&unpacked))?;
+        anyhow::ensure!(file.is_file(), "Debian's {package} has no {}", file.display());
+    }
+    Ok(unpacked)
+}
+
+/// Lets the kernel run aarch64 programs through qemu: a `binfmt_misc`
+/// entry with the `F` flag (the interpreter is opened now, so the chroot
+/// needs no copy of it). An entry already there is kept.
+fn register_qemu(tools: &Path) -> Result<()> {
+    let binfmt = Path::new("/proc/sys/fs/binfmt_misc");
+    if !binfmt.join("register").exists() {
+        run(Command::new("mount").args(["-t", "binfmt_misc", "binfmt_misc"]).arg(binfmt))
+            .context("binfmt_misc is not mounted and cannot be (aarch64 tests need it)")?;
+    }
+    if binfmt.join("qemu-aarch64").exists() {
+        return Ok(());
+    }
+    let qemu = tools.join("usr/bin/qemu-aarch64-static");
+    // The ELF header of an aarch64 executable and the mask of what matters in it.
+    let magic = r"\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00\xb7\x00";
+    let mask = r"\xff\xff\xff\xff\xff\xff\xff\x00\xff\xff\xff\xff\xff\xff\xff\xff\xfe\xff\xff\xff";
+    std::fs::write(binfmt.join("register"), format!(":qemu-aarch64:M::{magic}:{mask}:{}:F", qemu.display()))
+        .context("cannot register qemu-aarch64 with binfmt_misc")
+}
+
+/// The userland, made with debootstrap once (a stamp says with what).
+fn userland(arch: Arch, tools: &Path) -> Result<PathBuf> {
+    let dir = root().join(format!("target/userland/{SUITE}-{}", arch.debian()));
+    let stamp = dir.join("robocache-userland.txt");
+    let wanted = format!("{SUITE} {} {USERLAND_PACKAGES}\n", arch.debian());
+    if std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) {
+        return Ok(dir);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)?;
+    eprintln!("debootstrap {SUITE} ({}) into {}", arch.debian(), dir.display());
+    let started = Instant::now();
+    run(Command::new(tools.join("usr/sbin/debootstrap"))
+        .env("DEBOOTSTRAP_DIR", tools.join("usr/share/debootstrap"))
+        .arg(format!("--arch={}", arch.debian()))
+        .args(["--variant=minbase", &format!("--include={USERLAND_PACKAGES}"), SUITE])
+        .arg(&dir)
+        .arg("http://deb.debian.org/debian")
+        .stdout(std::io::stderr()))
+    .context("debootstrap failed")?;
+    eprintln!("debootstrap took {:.0} s", started.elapsed().as_secs_f64());
+    std::fs::write(stamp, wanted)?;
+    Ok(dir)
+}
+
+/// Copies the wheel, the tests and their fixtures into the userland and
+/// mounts what it needs (`/proc`, `/dev`, `/dev/shm`, the shared data);
+/// the mounts go when the returned guard drops.
+fn prepare(userland: &Path, wheel: &Path) -> Result<Mounts> {
+    let work = userland.join("robocache");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(work.join("wheels"))?;
+    let name = wheel.file_name().context("the wheel path has no file name")?;
+    std::fs::copy(wheel, work.join("wheels").join(name)).with_context(|| format!("cannot copy {}", wheel.display()))?;
+    // The checkout's files (tracked and new, not ignored: no build output),
+    // as the tests read fixtures and the docs' tests check the files the
+    // docs name.
+    let tree = work.join("src/main");
+    let listed = Command::new("git")
+        .current_dir(root())
+        .args(["ls-files", "-z", "--cached", "--others", "--exclude-standard"])
+        .output()
+        .context("git ls-files")?;
+    anyhow::ensure!(listed.status.success(), "git ls-files failed in {}", root().display());
+    for path in listed.stdout.split(|b| *b == 0).filter(|p| !p.is_empty()) {
+        let path = Path::new(std::str::from_utf8(path).context("a checkout path is not UTF-8")?);
+        let from = root().join(path);
+        if from.is_file() {
+            let to = tree.join(path);
+            if let Some(parent) = to.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            std::fs::copy(&from, &to).with_context(|| format!("cannot copy {}", from.display()))?;
+        }
+    }
+    // The host's certificate bundle and resolver: pip reaches PyPI as the
+    // host does (through its proxy, where there is one).
+    let bundle = std::env::var_os("PIP_CERT")
+        .or_else(|| std::env::var_os("SSL_CERT_FILE"))
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/etc/ssl/certs/ca-certificates.crt"));
+    if bundle.is_file() {
+        std::fs::copy(&bundle, userland.join("etc/ssl/certs/robocache-host.crt"))?;
+    }
+    if Path::new("/etc/resolv.conf").is_file() {
+        let _ = std::fs::remove_file(userland.join("etc/resolv.conf"));
+        std::fs::copy("/etc/resolv.conf", userland.join("etc/resolv.conf"))?;
+    }
+
+    let mut mounts = Mounts(Vec::new());
+    mounts.mount(&["-t", "proc", "proc"], &userland.join("proc"))?;
+    mounts.mount(&["--bind", "/dev"], &userland.join("dev"))?;
+    mounts.mount(&["-t", "tmpfs", "tmpfs"], &userland.join("dev/shm"))?;
+    let shared = root().join("../shared");
+    if shared.is_dir() {
+        let target = work.join("src/shared");
+        std::fs::create_dir_all(&target)?;
+        mounts.mount(&["--bind", &shared.display().to_string()], &target)?;
+        run(Command::new("mount").args(["-o", "remount,ro,bind"]).arg(&target))?;
+    }
+    Ok(mounts)
+}
+
+/// Mount points to undo, last first.
+struct Mounts(Vec<PathBuf>);
+
+impl Mounts {
+    fn mount(&mut self, args: &[&str], target: &Path) -> Result<()> {
+        std::fs::create_dir_all(target)?;
+        run(Command::new("mount").args(args).arg(target))?;
+        self.0.push(target.to_path_buf());
+        Ok(())
+    }
+}
+
+impl Drop for Mounts {
+    fn drop(&mut self) {
+        for target in self.0.iter().rev() {
+            let done = Command::new("umount").arg(target).status().is_ok_and(|s| s.success());
+            if !done {
+                let _ = Command::new("umount").arg("-l").arg(target).status();
+            }
+        }
+    }
+}
+
+/// Commands run as root in the userland with a clean environment.
+struct Chroot {
+    root: PathBuf,
+}
+
+impl Chroot {
+    fn command(&self, script: &str) -> Command {
+        let mut command = Command::new("chroot");
+        command
+            .arg(&self.root)
+            .args(["/usr/bin/env", "-i", "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/root", "LANG=C.UTF-8"])
+            .arg("PIP_DISABLE_PIP_VERSION_CHECK=1");
+        if self.root.join("etc/ssl/certs/robocache-host.crt").is_file() {
+            command.arg("PIP_CERT=/etc/ssl/certs/robocache-host.crt");
+        }
+        command.args(["/bin/bash", "-euc", script]);
+        command
+    }
+
+    fn run(&self, script: &str) -> Result<()> {
+        run(&mut self.command(script))
+    }
+
+    fn output(&self, script: &str) -> Result<String> {
+        let output = self.command(script).output().with_context(|| format!("cannot run in the chroot: {script}"))?;
+        if !output.status.success() {
+            bail!("in the chroot `{script}` failed: {}", String::from_utf8_lossy(&output.stderr));
+        }
+        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    }
+}
