@@ -15,6 +15,9 @@
 //!   scripts (`INPUT(/path/lib*.a)`) is put on the link's search path, and
 //!   libde265's build script is asked for its archive
 //!   (`SYSTEM_DEPS_LIBDE265_LINK=static`, system-deps' own setting).
+//! - rav1d's aarch64 assembly includes a header its crates.io package lacks;
+//!   robocache-video carries it (`rav1d-arm/`, on `CPATH` through
+//!   `.cargo/config.toml`, for every build).
 //! - `auditwheel show` (PyPI) must find the wheel consistent with
 //!   `manylinux_2_28_<arch>`, or the command fails.
 //!
@@ -162,13 +165,8 @@ pub fn build(arch: Arch) -> Result<PathBuf> {
         .env("SYSTEM_DEPS_LIBDE265_LINK", "static");
     if arch == Arch::Aarch64 && !arch.is_native() {
         // A cross build: libde265's build reads the pkg-config file it just
-        // wrote for the target; rav1d's aarch64 assembly includes
-        // `src/arm/asm-offsets.h` from its crate folder, which zig's
-        // assembler does not find through the relative `-I .` it is given.
-        let rav1d = crate::dependency_dir("rav1d")?;
-        build
-            .env("PKG_CONFIG_ALLOW_CROSS", "1")
-            .env(format!("CFLAGS_{}", arch.rust_target().replace('-', "_")), format!("-I{}", rav1d.display()));
+        // wrote for the target.
+        build.env("PKG_CONFIG_ALLOW_CROSS", "1");
     }
     tools.apply(&mut build);
     // maturin finds zig as `python -m ziglang` of the Python on PATH: the

@@ -199,7 +199,7 @@ fn info_reports_backends() {
         assert_eq!(decoders["av1"][0]["assembly"], true, "{decoders}");
         assert_eq!(decoders["h264"][0]["assembly"], true, "{decoders}");
     }
-    if cfg!(target_arch = "x86_64") {
+    if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
         assert_eq!(info["build"]["cpu_video_decoders_have_assembly"], true, "{decoders}");
     }
     assert_eq!(decoders["hevc"][1]["assembly"], serde_json::Value::Null);

@@ -15,7 +15,9 @@ pub struct VideoDecoderReport {
     /// `cpu` or `gpu`.
     pub device: &'static str,
     /// Whether its hand-written SIMD code (assembly, intrinsics) is built
-    /// in; `None` for NVDEC (hardware, found in the driver at run time).
+    /// in; `None` for NVDEC (hardware, found in the driver at run time) and
+    /// for a CPU decoder with no SIMD code for this architecture (libde265
+    /// on aarch64).
     pub assembly: Option<bool>,
 }
 

@@ -67,6 +67,7 @@ pub fn run(args: Args) -> Result<()> {
             .map(|d| match d.assembly {
                 Some(true) => format!("{} ({}, with its assembly)", d.decoder, d.device),
                 Some(false) => format!("{} ({}, WITHOUT its assembly: several times slower)", d.decoder, d.device),
+                None if d.device == "cpu" => format!("{} (cpu, no SIMD code for this CPU)", d.decoder),
                 None => format!("{} ({}, where the driver has it)", d.decoder, d.device),
             })
             .collect();

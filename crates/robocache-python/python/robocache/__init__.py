@@ -77,7 +77,8 @@ def build_info() -> Dict[str, Any]:
     ``hevc``) its decoders (``rav1d``, ``openh264``, ``libde265`` on the
     CPU, ``nvdec`` on the GPU) and whether each has its SIMD code
     (``assembly``: ``False`` means several times slower CPU decoding, a build
-    made without NASM; ``None`` for NVDEC). ``cpu_video_decoders_have_assembly``
+    made without NASM; ``None`` for NVDEC, and for a CPU decoder with no SIMD
+    code for this CPU: libde265 on aarch64). ``cpu_video_decoders_have_assembly``
     sums it up. ``platform``: the installed wheel's platform tag
     (``manylinux_2_28_x86_64`` for the portable wheels, ``linux_x86_64`` for
     one built on the machine; ``None`` when not installed from a wheel);
