@@ -96,10 +96,10 @@ assert info[\"cpu_video_decoders_have_assembly\"], info[\"video_decoders\"]
     let deps_s = deps.elapsed().as_secs_f64();
 
     let pytest = Instant::now();
-    chroot.run(&format!(
+    chroot.run(
         "cd /robocache/src/main/crates/robocache-python && \
-         PYTHONDONTWRITEBYTECODE=1 /venv/bin/python -m pytest -q -p no:cacheprovider -rs tests"
-    ))?;
+         PYTHONDONTWRITEBYTECODE=1 /venv/bin/python -m pytest -q -p no:cacheprovider -rs tests",
+    )?;
     let pytest_s = pytest.elapsed().as_secs_f64();
     drop(mounts);
 

@@ -6,11 +6,27 @@ encoder run, the first of the next's) carry different ``idr_pic_id``
 
 import json
 import pathlib
+import platform
 
 import numpy as np
 import pytest
 
 import robocache
+
+
+# FFmpeg's swscale converts YUV to RGB with code of its own per CPU: its x86
+# and C paths are what robocache's conversion equals bit for bit; its aarch64
+# NEON path rounds differently (up to 3 per channel; measured under qemu on
+# Debian bullseye arm64 with PyAV 15, where FFmpeg's YUV and robocache's RGB
+# were both bit-identical to x86's). There the comparison allows that much.
+FFMPEG_RGB_TOLERANCE = 0 if platform.machine() in ("x86_64", "AMD64", "i386", "i686") else 3
+
+
+def same_as_ffmpeg_rgb(ours, ffmpeg):
+    if FFMPEG_RGB_TOLERANCE == 0:
+        return np.array_equal(ours, ffmpeg)
+    return ours.shape == ffmpeg.shape and int(np.abs(ours.astype(int) - ffmpeg.astype(int)).max()) <= FFMPEG_RGB_TOLERANCE
+
 
 LENGTHS = [1, 1, 3, 2, 5, 1, 4, 3]
 
@@ -108,4 +124,4 @@ def test_a_written_video_decodes_in_ffmpeg_frame_for_frame_and_its_idrs_differ(c
     ours = np.asarray(batch["obs/cam"]).transpose(0, 2, 3, 1)
     assert ours.shape == (sum(LENGTHS), 48, 64, 3)
     for k, (a, b) in enumerate(zip(ours, ffmpeg)):
-        assert np.array_equal(a, b), f"frame {k}: robocache's reader and FFmpeg differ"
+        assert same_as_ffmpeg_rgb(a, b), f"frame {k}: robocache's reader and FFmpeg differ"

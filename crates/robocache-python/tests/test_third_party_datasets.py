@@ -7,11 +7,27 @@ robomimic files. What those tools refuse, robocache refuses too, saying why."""
 
 import json
 import pathlib
+import platform
 
 import numpy as np
 import pytest
 
 import robocache
+
+
+# FFmpeg's swscale converts YUV to RGB with code of its own per CPU: its x86
+# and C paths are what robocache's conversion equals bit for bit; its aarch64
+# NEON path rounds differently (up to 3 per channel; measured under qemu on
+# Debian bullseye arm64 with PyAV 15, where FFmpeg's YUV and robocache's RGB
+# were both bit-identical to x86's). There the comparison allows that much.
+FFMPEG_RGB_TOLERANCE = 0 if platform.machine() in ("x86_64", "AMD64", "i386", "i686") else 3
+
+
+def same_as_ffmpeg_rgb(ours, ffmpeg):
+    if FFMPEG_RGB_TOLERANCE == 0:
+        return np.array_equal(ours, ffmpeg)
+    return ours.shape == ffmpeg.shape and int(np.abs(ours.astype(int) - ffmpeg.astype(int)).max()) <= FFMPEG_RGB_TOLERANCE
+
 
 REAL = pathlib.Path(__file__).resolve().parents[4] / "shared" / "data" / "real"
 if not REAL.is_dir():
@@ -110,11 +126,17 @@ def test_groot_v20_video_reads_as_ffmpeg_decodes_it():
         assert got.shape[1:] == (3, 256, 256)
         for row, t in enumerate(np.asarray(batch["timestamp"])):
             frame = int(round(float(t) * 20))
-            if not np.array_equal(got[row], frames[frame].transpose(2, 0, 1)):
+            if not same_as_ffmpeg_rgb(got[row], frames[frame].transpose(2, 0, 1)):
                 differs.add(frame)
             compared += 1
     assert compared == 384
-    assert differs == {f for f in OPENH264_DIFFERS if f <= 384}, sorted(differs)
+    expected = {f for f in OPENH264_DIFFERS if f <= 384}
+    if FFMPEG_RGB_TOLERANCE == 0:
+        assert differs == expected, sorted(differs)
+    else:
+        # Within the tolerance, some of the frames where OpenH264 and FFmpeg
+        # decode differently may compare equal.
+        assert differs <= expected, sorted(differs - expected)
     with pytest.raises(robocache.DatasetError, match="frame 416 asked for, the video has 416 frames"):
         next(batches)
 

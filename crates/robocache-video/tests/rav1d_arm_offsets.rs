@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::ffi::c_int;
 use std::marker::PhantomData;
-use std::mem::offset_of;
+use std::mem::{offset_of, size_of};
 
 use rav1d::include::dav1d::headers::Dav1dFilmGrainData;
 
@@ -75,23 +75,23 @@ fn film_grain_offsets_are_rav1d_s() {
     for (name, offset) in expected {
         assert_eq!(header.get(name), Some(&offset), "{name}");
     }
-    assert_eq!(std::mem::size_of::<c_int>(), 4);
+    assert_eq!(size_of::<c_int>(), 4);
 }
 
 #[test]
 fn reference_motion_offsets_are_rav1d_s() {
     let header = header();
     let expected = [
-        ("RMVSF_IW8", offset_of!(AsmRefMvsFrameMirror, iw8)),
-        ("RMVSF_IH8", offset_of!(AsmRefMvsFrameMirror, ih8)),
-        ("RMVSF_MFMV_REF", offset_of!(AsmRefMvsFrameMirror, mfmv_ref)),
-        ("RMVSF_MFMV_REF2CUR", offset_of!(AsmRefMvsFrameMirror, mfmv_ref2cur)),
-        ("RMVSF_MFMV_REF2REF", offset_of!(AsmRefMvsFrameMirror, mfmv_ref2ref)),
-        ("RMVSF_N_MFMVS", offset_of!(AsmRefMvsFrameMirror, n_mfmvs)),
-        ("RMVSF_RP_REF", offset_of!(AsmRefMvsFrameMirror, rp_ref)),
-        ("RMVSF_RP_PROJ", offset_of!(AsmRefMvsFrameMirror, rp_proj)),
-        ("RMVSF_RP_STRIDE", offset_of!(AsmRefMvsFrameMirror, rp_stride)),
-        ("RMVSF_N_TILE_THREADS", offset_of!(AsmRefMvsFrameMirror, n_tile_threads)),
+        ("RMVSF_IW8", offset_of!(AsmRefMvsFrameMirror<'_>, iw8)),
+        ("RMVSF_IH8", offset_of!(AsmRefMvsFrameMirror<'_>, ih8)),
+        ("RMVSF_MFMV_REF", offset_of!(AsmRefMvsFrameMirror<'_>, mfmv_ref)),
+        ("RMVSF_MFMV_REF2CUR", offset_of!(AsmRefMvsFrameMirror<'_>, mfmv_ref2cur)),
+        ("RMVSF_MFMV_REF2REF", offset_of!(AsmRefMvsFrameMirror<'_>, mfmv_ref2ref)),
+        ("RMVSF_N_MFMVS", offset_of!(AsmRefMvsFrameMirror<'_>, n_mfmvs)),
+        ("RMVSF_RP_REF", offset_of!(AsmRefMvsFrameMirror<'_>, rp_ref)),
+        ("RMVSF_RP_PROJ", offset_of!(AsmRefMvsFrameMirror<'_>, rp_proj)),
+        ("RMVSF_RP_STRIDE", offset_of!(AsmRefMvsFrameMirror<'_>, rp_stride)),
+        ("RMVSF_N_TILE_THREADS", offset_of!(AsmRefMvsFrameMirror<'_>, n_tile_threads)),
     ];
     for (name, offset) in expected {
         assert_eq!(header.get(name), Some(&offset), "{name}");
