@@ -38,7 +38,7 @@ done
 if [[ $PARTS == *" tests "* ]]; then
 echo "== python tests on the portable wheel, GPU required"
 (cd "$WORK" && ROBOCACHE_REQUIRE_CUDA=1 PYTHONPATH="$WORK/portable:$WORK/deps" \
-    python3 -m pytest -q -p no:cacheprovider "$REPO/crates/robocache-python/tests" > "$OUT/pytest-portable.log" 2>&1) \
+    python3 -m pytest -q -rs -p no:cacheprovider "$REPO/crates/robocache-python/tests" > "$OUT/pytest-portable.log" 2>&1) \
     || status=1
 tail -3 "$OUT/pytest-portable.log"
 fi
