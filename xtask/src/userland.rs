@@ -176,6 +176,7 @@ fn userland(arch: Arch, tools: &Path) -> Result<PathBuf> {
     if std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) {
         return Ok(dir);
     }
+    unmount_below(&dir)?;
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir)?;
     eprintln!("debootstrap {SUITE} ({}) into {}", arch.debian(), dir.display());
@@ -197,6 +198,10 @@ fn userland(arch: Arch, tools: &Path) -> Result<PathBuf> {
 /// mounts what it needs (`/proc`, `/dev`, `/dev/shm`, the shared data);
 /// the mounts go when the returned guard drops.
 fn prepare(userland: &Path, wheel: &Path) -> Result<Mounts> {
+    // Mounts an interrupted run left behind come off first: removing the
+    // work folder through a bind mount would delete what it shows (the
+    // checkout's shared data).
+    unmount_below(userland)?;
     let work = userland.join("robocache");
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(work.join("wheels"))?;
@@ -245,10 +250,61 @@ fn prepare(userland: &Path, wheel: &Path) -> Result<Mounts> {
     if shared.is_dir() {
         let target = work.join("src/shared");
         std::fs::create_dir_all(&target)?;
-        mounts.mount(&["--bind", &shared.display().to_string()], &target)?;
+        mounts.mount(&["--bind", "-o", "ro", &shared.display().to_string()], &target)?;
+        // Older mount(8) ignores `ro` on a bind: make sure.
         run(Command::new("mount").args(["-o", "remount,ro,bind"]).arg(&target))?;
     }
     Ok(mounts)
+}
+
+/// Unmounts every mount point at or below `dir` (deepest first) and fails
+/// if any is left: nothing below a folder about to be removed may be a
+/// mount.
+fn unmount_below(dir: &Path) -> Result<()> {
+    let Ok(dir) = dir.canonicalize() else {
+        return Ok(());
+    };
+    let below = || -> Result<Vec<PathBuf>> {
+        let table = std::fs::read_to_string("/proc/self/mountinfo").context("cannot read /proc/self/mountinfo")?;
+        let mut points: Vec<PathBuf> = table
+            .lines()
+            .filter_map(|line| line.split(' ').nth(4))
+            .map(|point| PathBuf::from(unescape_mount_point(point)))
+            .filter(|point| point.starts_with(&dir))
+            .collect();
+        points.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
+        points.dedup();
+        Ok(points)
+    };
+    for point in below()? {
+        let done = Command::new("umount").arg(&point).status().is_ok_and(|s| s.success());
+        if !done {
+            let _ = Command::new("umount").arg("-l").arg(&point).status();
+        }
+    }
+    let left = below()?;
+    anyhow::ensure!(left.is_empty(), "cannot unmount {left:?}: remove them by hand before the next run");
+    Ok(())
+}
+
+/// A mount point as /proc/self/mountinfo writes it (space, tab, newline
+/// and backslash as octal escapes).
+fn unescape_mount_point(point: &str) -> String {
+    let bytes = point.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\\' && i + 3 < bytes.len() {
+            if let Ok(code) = u8::from_str_radix(&point[i + 1..i + 4], 8) {
+                out.push(code);
+                i += 4;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Mount points to undo, last first.
