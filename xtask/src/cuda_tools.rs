@@ -302,9 +302,20 @@ __asm__(
 
 /// `cust_raw`'s bindings in the cargo registry (fetched if needed).
 fn cust_raw_bindings() -> Result<PathBuf> {
-    Ok(crate::dependency_dir("cust_raw")
-        .context("cust_raw is not in the dependency graph (is robocache-cuda a member?)")?
-        .join("src/cuda.rs"))
+    run(Command::new(env!("CARGO")).current_dir(root()).args(["fetch", "--quiet"]))?;
+    let output = Command::new(env!("CARGO"))
+        .current_dir(root())
+        .args(["metadata", "--format-version", "1", "--all-features"])
+        .output()
+        .context("cargo metadata")?;
+    let metadata = String::from_utf8_lossy(&output.stdout);
+    let manifest = metadata
+        .split("\"manifest_path\":\"")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next())
+        .find(|path| path.contains("/cust_raw-"))
+        .context("cust_raw is not in the dependency graph (is robocache-cuda a member?)")?;
+    Ok(Path::new(manifest).with_file_name("src/cuda.rs"))
 }
 
 /// Integration tests of the bundled crates that never touch a GPU (the

@@ -156,25 +156,6 @@ pub(crate) fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
 }
 
-/// The source folder of the dependency `name` in cargo's registry (fetched
-/// if needed), at the version the lock file pins.
-pub(crate) fn dependency_dir(name: &str) -> Result<PathBuf> {
-    run(Command::new(env!("CARGO")).current_dir(root()).args(["fetch", "--quiet"]))?;
-    let output = Command::new(env!("CARGO"))
-        .current_dir(root())
-        .args(["metadata", "--format-version", "1", "--all-features"])
-        .output()
-        .context("cargo metadata")?;
-    let metadata = String::from_utf8_lossy(&output.stdout);
-    let manifest = metadata
-        .split("\"manifest_path\":\"")
-        .skip(1)
-        .filter_map(|rest| rest.split('"').next())
-        .find(|path| path.contains(&format!("/{name}-")))
-        .with_context(|| format!("{name} is not in the dependency graph"))?;
-    Path::new(manifest).parent().map(Path::to_path_buf).context("a manifest path without a folder")
-}
-
 pub(crate) fn run(command: &mut Command) -> Result<()> {
     let status = command.status().with_context(|| format!("cannot start {command:?}"))?;
     if !status.success() {

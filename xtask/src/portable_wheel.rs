@@ -29,7 +29,7 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
-use crate::python_tools::{Needs, PythonTools};
+use crate::python_tools::{self, Needs, PythonTools};
 use crate::{root, run};
 
 /// The tools of this build, pinned: a zig upgrade changes the compiler of
@@ -97,19 +97,8 @@ impl Arch {
 /// updated when its pins change.
 pub fn portable_tools() -> Result<PathBuf> {
     let venv = root().join("target/tools/portable");
-    let python = venv.join("bin/python");
-    if !python.exists() {
-        run(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
-    }
-    let stamp = venv.join("robocache-portable-packages.txt");
-    let wanted = format!("{}\n", PORTABLE_PACKAGES.join("\n"));
-    if std::fs::read_to_string(&stamp).ok().as_deref() != Some(wanted.as_str()) {
-        eprintln!("installing {} into {} (PyPI)", PORTABLE_PACKAGES.join(", "), venv.display());
-        run(Command::new(&python)
-            .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-cache-dir"])
-            .args(PORTABLE_PACKAGES))?;
-        std::fs::write(&stamp, wanted)?;
-    }
+    let python = python_tools::create_venv(&venv)?;
+    python_tools::install_once(&python, &venv.join("robocache-portable-packages.txt"), &PORTABLE_PACKAGES)?;
     Ok(venv.join("bin"))
 }
 

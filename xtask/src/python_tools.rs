@@ -16,7 +16,7 @@
 //!   `torch.compile` uses); moto's S3 server and boto3 and nginx (`server_tools`) for the
 //!   remote-dataset tests.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::Result;
@@ -75,24 +75,9 @@ impl PythonTools {
 
     pub fn ensure_for(needs: Needs) -> Result<Self> {
         let venv = root().join("target/tools/python");
-        let python = venv.join("bin/python");
-        if !python.exists() {
-            run(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
-        }
-        let pip = |args: &[&str]| {
-            run(Command::new(&python)
-                // No wheel cache: torch's CUDA libraries would keep a second
-                // copy (gigabytes) beside target/ on a disk CI shares.
-                .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-cache-dir"])
-                .args(args))
-        };
-        let build_stamp = venv.join("robocache-build-packages.txt");
-        let wanted = format!("{}\n", BUILD_PACKAGES.join("\n"));
-        if std::fs::read_to_string(&build_stamp).ok().as_deref() != Some(wanted.as_str()) {
-            eprintln!("installing {} into {} (PyPI)", BUILD_PACKAGES.join(", "), venv.display());
-            pip(&BUILD_PACKAGES)?;
-            std::fs::write(&build_stamp, wanted)?;
-        }
+        let python = create_venv(&venv)?;
+        let pip = |args: &[&str]| pip_install(&python, args);
+        install_once(&python, &venv.join("robocache-build-packages.txt"), &BUILD_PACKAGES)?;
         let mut nginx = None;
         if needs == Needs::Tests {
             let test_stamp = venv.join("robocache-test-packages.txt");
@@ -145,4 +130,35 @@ impl PythonTools {
         }
         out
     }
+}
+
+/// The Python of the virtual environment `venv`, created if missing.
+pub fn create_venv(venv: &Path) -> Result<PathBuf> {
+    let python = venv.join("bin/python");
+    if !python.exists() {
+        run(Command::new("python3").args(["-m", "venv"]).arg(venv))?;
+    }
+    Ok(python)
+}
+
+/// `pip install ARGS` with `python`, quietly and without pip's wheel cache
+/// (torch's CUDA libraries would keep a second copy, gigabytes, beside
+/// target/ on a disk CI shares).
+pub fn pip_install(python: &Path, args: &[&str]) -> Result<()> {
+    run(Command::new(python)
+        .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-cache-dir"])
+        .args(args))
+}
+
+/// Installs `packages` into `python`'s environment unless `stamp` says the
+/// same list is already in.
+pub fn install_once(python: &Path, stamp: &Path, packages: &[&str]) -> Result<()> {
+    let wanted = format!("{}\n", packages.join("\n"));
+    if std::fs::read_to_string(stamp).ok().as_deref() != Some(wanted.as_str()) {
+        let venv = python.parent().and_then(Path::parent).unwrap_or(python);
+        eprintln!("installing {} into {} (PyPI)", packages.join(", "), venv.display());
+        pip_install(python, packages)?;
+        std::fs::write(stamp, wanted)?;
+    }
+    Ok(())
 }

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 import struct
-from typing import List, Optional
+from typing import BinaryIO, List, Optional
 
 # ELF: the section type of the GNU version needs (.gnu.version_r).
 _SHT_GNU_VERNEED = 0x6FFFFFFE
@@ -40,38 +40,46 @@ def wheel_platform() -> Optional[str]:
 def required_glibc(path: str) -> Optional[str]:
     """The newest ``GLIBC_x.y`` symbol version the ELF file at ``path``
     needs: the oldest glibc it loads on (``None`` for a file that is not a
-    64-bit little-endian ELF or needs no versioned glibc symbol)."""
+    64-bit little-endian ELF or needs no versioned glibc symbol). Reads the
+    section headers, the version needs and their strings, not the whole
+    file (the extension module is about 50 MB)."""
     try:
         with open(path, "rb") as f:
-            data = f.read()
-    except OSError:
-        return None
-    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
-        return None
-    try:
-        return _newest_glibc(_version_needs(data))
-    except (struct.error, IndexError, ValueError):
+            return _newest_glibc(_version_needs(f))
+    except (OSError, struct.error, IndexError, ValueError):
         return None
 
 
-def _version_needs(data: bytes) -> List[str]:
+def _read(f: BinaryIO, offset: int, size: int) -> bytes:
+    f.seek(offset)
+    data = f.read(size)
+    if len(data) != size:
+        raise ValueError("truncated ELF file")
+    return data
+
+
+def _version_needs(f: BinaryIO) -> List[str]:
     """The names of every version an ELF64 little-endian file needs."""
-    shoff, = struct.unpack_from("<Q", data, 0x28)
-    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
-    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    header = _read(f, 0, 64)
+    if header[:4] != b"\x7fELF" or header[4] != 2 or header[5] != 1:
+        raise ValueError("not a 64-bit little-endian ELF file")
+    shoff, = struct.unpack_from("<Q", header, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", header, 0x3A)
+    table = _read(f, shoff, shentsize * shnum)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", table, i * shentsize) for i in range(shnum)]
     names: List[str] = []
-    for _name, kind, _flags, _addr, offset, _size, link, info, _align, _entsize in sections:
+    for _name, kind, _flags, _addr, offset, size, link, info, _align, _entsize in sections:
         if kind != _SHT_GNU_VERNEED:
             continue
-        strings = sections[link][4]
-        need = offset
+        needs = _read(f, offset, size)
+        strings = _read(f, sections[link][4], sections[link][5])
+        need = 0
         for _ in range(info):
-            _version, count, _file, aux, next_need = struct.unpack_from("<HHIII", data, need)
+            _version, count, _file, aux, next_need = struct.unpack_from("<HHIII", needs, need)
             entry = need + aux
             for _ in range(count):
-                _hash, _flags2, _other, name, next_aux = struct.unpack_from("<IHHII", data, entry)
-                start = strings + name
-                names.append(data[start:data.index(b"\0", start)].decode("ascii", "replace"))
+                _hash, _flags2, _other, name, next_aux = struct.unpack_from("<IHHII", needs, entry)
+                names.append(strings[name:strings.index(b"\0", name)].decode("ascii", "replace"))
                 if not next_aux:
                     break
                 entry += next_aux
