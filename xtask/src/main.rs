@@ -13,7 +13,10 @@
 //!   workspace's cargo settings (`sdist`).
 //! - `test-wheel [--arch A] [--wheel W]`: the portable wheel (built first
 //!   unless given) installed and tested in a Debian bullseye chroot with no
-//!   compiler; aarch64 under qemu (`userland`).
+//!   compiler; aarch64 under qemu (`userland`), every command in private
+//!   mount and PID namespaces (`sandbox`).
+//! - `userland-run --root DIR -- CMD`: a command in a userland folder
+//!   under `target/`, in the same sandbox (to look around the test userland).
 //! - `run [ARGS]`: the `robocache` binary (release) with the same tools.
 //! - `env`: the tools as shell exports, for `eval "$(cargo xtask env)"`.
 //! - `bench-numpy`: the CPU backend against NumPy on the same workloads, in one
@@ -35,6 +38,7 @@ mod cuda_tools;
 mod nasm_tools;
 mod portable_wheel;
 mod python_tools;
+mod sandbox;
 mod sdist;
 mod server_tools;
 mod userland;
@@ -113,6 +117,17 @@ enum Task {
     /// LeRobot 0.6.1, PyAV and torchcodec as wheels for the GPU machines'
     /// Python 3.12, into target/lerobot-wheels (the bundle's `lerobot` part).
     LerobotWheels,
+    /// Run a program chrooted into a userland folder under target/, in the
+    /// sandbox test-wheel uses (private mount and PID namespaces, their own
+    /// /proc and /dev): to look around the test userland.
+    UserlandRun {
+        /// The userland folder (under the checkout's target/).
+        #[arg(long)]
+        root: PathBuf,
+        /// The program (a path in the userland) and its arguments.
+        #[arg(trailing_var_arg = true, required = true)]
+        command: Vec<String>,
+    },
 }
 
 fn main() -> Result<()> {
@@ -148,7 +163,24 @@ fn main() -> Result<()> {
         Task::DriverLoader { check } => cuda_tools::driver_loader(check),
         Task::GpuBundle => cuda_tools::gpu_bundle(),
         Task::LerobotWheels => cuda_tools::lerobot_wheels(),
+        Task::UserlandRun { root: userland, command } => userland_run(&userland, &command),
     }
+}
+
+/// [`Task::UserlandRun`]: `command` in the sandbox of `userland`, which
+/// must lie under the checkout's `target/`.
+fn userland_run(userland: &Path, command: &[String]) -> Result<()> {
+    let target = root().join("target").canonicalize().context("the checkout has no target/ folder")?;
+    let userland = userland.canonicalize().with_context(|| format!("no folder {}", userland.display()))?;
+    anyhow::ensure!(
+        userland.starts_with(&target) && userland != target,
+        "{} is not a folder under {}: a userland lives in target/",
+        userland.display(),
+        target.display()
+    );
+    let (program, args) = command.split_first().context("no program to run")?;
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    run(&mut sandbox::Sandbox::new(&userland).command(program, &args))
 }
 
 /// The workspace root (xtask lives one level below it).
@@ -190,7 +222,7 @@ fn python_tests() -> Result<()> {
     tools.apply(&mut develop);
     run(&mut develop)?;
     let mut pytest = Command::new(tools.bin.join("python"));
-    pytest.current_dir(root()).args(["-m", "pytest", "-q", "crates/robocache-python/tests"]);
+    pytest.current_dir(root()).args(["-m", "pytest", "-q", "-rs", "crates/robocache-python/tests"]);
     tools.apply(&mut pytest);
     run(&mut pytest)
 }

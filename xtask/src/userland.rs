@@ -11,13 +11,22 @@
 //!   the chroot needs no copy of it. The whole suite runs under emulation
 //!   too (about a minute).
 //! - In the chroot: a venv, `pip install` of the wheel (timed), `import
-//!   robocache` (timed cold, after the page cache is dropped, and warm),
+//!   robocache` (timed: the first import after install, and warm),
 //!   `build_info()` checked (the platform tag, every CPU decoder with its
 //!   assembly), then the test tools from PyPI as binary wheels and the
 //!   package's pytest suite from a copy of the tests and their fixtures (the
 //!   checkout's `../shared/data` mounted read-only beside it).
+//! - Every command in the chroot runs in a sandbox of its own (`sandbox`):
+//!   private mount and PID namespaces with their own `/proc` and a small
+//!   tmpfs `/dev`, so no mount is ever seen by the host or outlives the
+//!   command, and a killed run leaves nothing that removing `target/`
+//!   could follow out of it. Nothing is written outside `target/`: the
+//!   host's certificate bundle goes into the run's own fresh folder, its
+//!   resolver configuration is mounted read-only, the page cache is left
+//!   alone, and a `binfmt_misc` entry this run registered is removed when
+//!   it ends.
 //!
-//! Needs root (chroot, mounts), as CI has.
+//! Needs root (namespaces, chroot, mounts), as CI has.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -26,6 +35,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 
 use crate::portable_wheel::Arch;
+use crate::sandbox::Sandbox;
 use crate::{root, run};
 
 /// The Debian release of the test userland: glibc 2.31, Python 3.9.
@@ -43,12 +53,12 @@ const TEST_PACKAGES: [&str; 5] = ["pytest>=7", "h5py>=3", "pillow>=10,<13", "pya
 pub fn test_wheel(arch: Arch, wheel: &Path) -> Result<()> {
     let started = Instant::now();
     let tools = debian_tools(arch)?;
-    if !arch.is_native() {
-        register_qemu(&tools)?;
-    }
+    let _qemu = match arch.is_native() {
+        true => None,
+        false => Some(register_qemu(&tools)?),
+    };
     let userland = userland(arch, &tools)?;
-    let mounts = prepare(&userland, wheel)?;
-    let chroot = Chroot { root: userland.clone() };
+    let chroot = prepare(&userland, wheel)?;
 
     let found = chroot.output("command -v cc gcc c++ g++ clang rustc cargo nasm zig || true")?;
     if !found.trim().is_empty() {
@@ -66,9 +76,8 @@ pub fn test_wheel(arch: Arch, wheel: &Path) -> Result<()> {
     chroot.run("/venv/bin/pip install --quiet --no-cache-dir --only-binary :all: /robocache/wheels/*.whl")?;
     let install_s = install.elapsed().as_secs_f64();
 
-    // Cold: the page cache dropped (where the kernel lets us), the first
-    // import after install; warm: the median of five more.
-    let _ = std::fs::write("/proc/sys/vm/drop_caches", "3");
+    // The first import after install (the page cache as the install left
+    // it: dropping it would reach the whole host); warm: the median of five more.
     let import = "cd /tmp && /venv/bin/python -c 'import time; t = time.perf_counter(); import robocache; print(time.perf_counter() - t)'";
     let cold_s: f64 = chroot.output(import)?.trim().parse().context("import time")?;
     let mut warm: Vec<f64> =
@@ -101,7 +110,6 @@ assert info[\"cpu_video_decoders_have_assembly\"], info[\"video_decoders\"]
          PYTHONDONTWRITEBYTECODE=1 /venv/bin/python -m pytest -q -p no:cacheprovider -rs tests",
     )?;
     let pytest_s = pytest.elapsed().as_secs_f64();
-    drop(mounts);
 
     let size = std::fs::metadata(wheel)?.len() as f64 / 1e6;
     println!("wheel                {}", wheel.file_name().unwrap_or_default().to_string_lossy());
@@ -112,7 +120,7 @@ assert info[\"cpu_video_decoders_have_assembly\"], info[\"video_decoders\"]
     );
     println!("wheel size           {size:.1} MB");
     println!("pip install          {install_s:.1} s");
-    println!("import robocache     {:.0} ms cold, {:.0} ms warm", cold_s * 1e3, warm_s * 1e3);
+    println!("import robocache     {:.0} ms first, {:.0} ms warm", cold_s * 1e3, warm_s * 1e3);
     println!("test tools install   {deps_s:.0} s");
     println!("pytest               {pytest_s:.0} s");
     println!("whole command        {:.0} s", started.elapsed().as_secs_f64());
@@ -150,22 +158,49 @@ fn debian_tools(arch: Arch) -> Result<PathBuf> {
 
 /// Lets the kernel run aarch64 programs through qemu: a `binfmt_misc`
 /// entry with the `F` flag (the interpreter is opened now, so the chroot
-/// needs no copy of it). An entry already there is kept.
-fn register_qemu(tools: &Path) -> Result<()> {
+/// needs no copy of it). An entry already there is kept (and left); one
+/// this run registers is removed, and a `binfmt_misc` it mounted
+/// unmounted, when the returned guard drops.
+fn register_qemu(tools: &Path) -> Result<QemuRegistration> {
     let binfmt = Path::new("/proc/sys/fs/binfmt_misc");
+    let mut registration = QemuRegistration { entry: None, mounted: None };
     if !binfmt.join("register").exists() {
         run(Command::new("mount").args(["-t", "binfmt_misc", "binfmt_misc"]).arg(binfmt))
             .context("binfmt_misc is not mounted and cannot be (aarch64 tests need it)")?;
+        registration.mounted = Some(binfmt.to_path_buf());
     }
-    if binfmt.join("qemu-aarch64").exists() {
-        return Ok(());
+    let entry = binfmt.join("qemu-aarch64");
+    if entry.exists() {
+        return Ok(registration);
     }
     let qemu = tools.join("usr/bin/qemu-aarch64-static");
-    // The ELF header of an aarch64 executable and the mask of what matters in it.
     let magic = r"\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00\xb7\x00";
     let mask = r"\xff\xff\xff\xff\xff\xff\xff\x00\xff\xff\xff\xff\xff\xff\xff\xff\xfe\xff\xff\xff";
     std::fs::write(binfmt.join("register"), format!(":qemu-aarch64:M::{magic}:{mask}:{}:F", qemu.display()))
-        .context("cannot register qemu-aarch64 with binfmt_misc")
+        .context("cannot register qemu-aarch64 with binfmt_misc")?;
+    registration.entry = Some(entry);
+    Ok(registration)
+}
+
+/// What [`register_qemu`] changed, undone on drop.
+#[derive(Debug)]
+struct QemuRegistration {
+    entry: Option<PathBuf>,
+    mounted: Option<PathBuf>,
+}
+
+impl Drop for QemuRegistration {
+    fn drop(&mut self) {
+        if let Some(entry) = &self.entry {
+            // Writing -1 to an entry removes it.
+            if std::fs::write(entry, "-1").is_err() {
+                eprintln!("warning: cannot remove the binfmt_misc entry {}", entry.display());
+            }
+        }
+        if let Some(mounted) = &self.mounted {
+            let _ = Command::new("umount").arg(mounted).status();
+        }
+    }
 }
 
 /// The userland, made with debootstrap once (a stamp says with what).
@@ -194,16 +229,24 @@ fn userland(arch: Arch, tools: &Path) -> Result<PathBuf> {
     Ok(dir)
 }
 
-/// Copies the wheel, the tests and their fixtures into the userland and
-/// mounts what it needs (`/proc`, `/dev`, `/dev/shm`, the shared data);
-/// the mounts go when the returned guard drops.
-fn prepare(userland: &Path, wheel: &Path) -> Result<Mounts> {
-    // Mounts an interrupted run left behind come off first: removing the
-    // work folder through a bind mount would delete what it shows (the
-    // checkout's shared data).
+/// Copies the wheel, the tests and their fixtures and the host's
+/// certificate bundle into a fresh folder of the userland (`/robocache`),
+/// and returns the sandbox its commands run in (`sandbox`: the shared data
+/// and the resolver configuration lent read-only).
+fn prepare(userland: &Path, wheel: &Path) -> Result<Chroot> {
+    // Mounts an interrupted run of an older xtask left behind (it mounted
+    // in the host's namespace) come off first: removing the work folder
+    // through a bind mount would delete what it shows.
     unmount_below(userland)?;
     let work = userland.join("robocache");
-    let _ = std::fs::remove_dir_all(&work);
+    // A link planted there is removed, not followed; the folder is ours.
+    if let Ok(meta) = work.symlink_metadata() {
+        match meta.is_dir() {
+            true => std::fs::remove_dir_all(&work),
+            false => std::fs::remove_file(&work),
+        }
+        .with_context(|| format!("cannot remove {}", work.display()))?;
+    }
     std::fs::create_dir_all(work.join("wheels"))?;
     let name = wheel.file_name().context("the wheel path has no file name")?;
     std::fs::copy(wheel, work.join("wheels").join(name)).with_context(|| format!("cannot copy {}", wheel.display()))?;
@@ -228,33 +271,23 @@ fn prepare(userland: &Path, wheel: &Path) -> Result<Mounts> {
             std::fs::copy(&from, &to).with_context(|| format!("cannot copy {}", from.display()))?;
         }
     }
-    // The host's certificate bundle and resolver: pip reaches PyPI as the
-    // host does (through its proxy, where there is one).
+    // The host's certificate bundle, into the run's own folder: pip reaches
+    // PyPI as the host does (through its proxy, where there is one).
     let bundle = std::env::var_os("PIP_CERT")
         .or_else(|| std::env::var_os("SSL_CERT_FILE"))
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/etc/ssl/certs/ca-certificates.crt"));
-    if bundle.is_file() {
-        std::fs::copy(&bundle, userland.join("etc/ssl/certs/robocache-host.crt"))?;
+    let cert = bundle.is_file();
+    if cert {
+        std::fs::copy(&bundle, work.join("host-ca.crt"))?;
     }
-    if Path::new("/etc/resolv.conf").is_file() {
-        let _ = std::fs::remove_file(userland.join("etc/resolv.conf"));
-        std::fs::copy("/etc/resolv.conf", userland.join("etc/resolv.conf"))?;
-    }
-
-    let mut mounts = Mounts(Vec::new());
-    mounts.mount(&["-t", "proc", "proc"], &userland.join("proc"))?;
-    mounts.mount(&["--bind", "/dev"], &userland.join("dev"))?;
-    mounts.mount(&["-t", "tmpfs", "tmpfs"], &userland.join("dev/shm"))?;
+    let mut sandbox = Sandbox::new(userland).with_host_resolver();
     let shared = root().join("../shared");
     if shared.is_dir() {
-        let target = work.join("src/shared");
-        std::fs::create_dir_all(&target)?;
-        mounts.mount(&["--bind", "-o", "ro", &shared.display().to_string()], &target)?;
-        // Older mount(8) ignores `ro` on a bind: make sure.
-        run(Command::new("mount").args(["-o", "remount,ro,bind"]).arg(&target))?;
+        std::fs::create_dir_all(work.join("src/shared"))?;
+        sandbox = sandbox.with_shared(&shared);
     }
-    Ok(mounts)
+    Ok(Chroot { sandbox, cert })
 }
 
 /// Unmounts every mount point at or below `dir` (deepest first) and fails
@@ -307,46 +340,27 @@ fn unescape_mount_point(point: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// Mount points to undo, last first.
-struct Mounts(Vec<PathBuf>);
-
-impl Mounts {
-    fn mount(&mut self, args: &[&str], target: &Path) -> Result<()> {
-        std::fs::create_dir_all(target)?;
-        run(Command::new("mount").args(args).arg(target))?;
-        self.0.push(target.to_path_buf());
-        Ok(())
-    }
-}
-
-impl Drop for Mounts {
-    fn drop(&mut self) {
-        for target in self.0.iter().rev() {
-            let done = Command::new("umount").arg(target).status().is_ok_and(|s| s.success());
-            if !done {
-                let _ = Command::new("umount").arg("-l").arg(target).status();
-            }
-        }
-    }
-}
-
-/// Commands run as root in the userland with a clean environment.
+/// Commands run as root in the userland's sandbox with a clean environment.
 struct Chroot {
-    root: PathBuf,
+    sandbox: Sandbox,
+    /// The host's certificate bundle is at `/robocache/host-ca.crt`.
+    cert: bool,
 }
 
 impl Chroot {
     fn command(&self, script: &str) -> Command {
-        let mut command = Command::new("chroot");
-        command
-            .arg(&self.root)
-            .args(["/usr/bin/env", "-i", "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/root", "LANG=C.UTF-8"])
-            .arg("PIP_DISABLE_PIP_VERSION_CHECK=1");
-        if self.root.join("etc/ssl/certs/robocache-host.crt").is_file() {
-            command.arg("PIP_CERT=/etc/ssl/certs/robocache-host.crt");
+        let mut args = vec![
+            "-i",
+            "PATH=/usr/local/bin:/usr/bin:/bin",
+            "HOME=/root",
+            "LANG=C.UTF-8",
+            "PIP_DISABLE_PIP_VERSION_CHECK=1",
+        ];
+        if self.cert {
+            args.push("PIP_CERT=/robocache/host-ca.crt");
         }
-        command.args(["/bin/bash", "-euc", script]);
-        command
+        args.extend(["/bin/bash", "-euc", script]);
+        self.sandbox.command("/usr/bin/env", &args)
     }
 
     fn run(&self, script: &str) -> Result<()> {

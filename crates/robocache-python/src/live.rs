@@ -21,12 +21,19 @@ pub struct Live {
 #[pymethods]
 impl Live {
     #[new]
-    #[pyo3(signature = (spec_json, device, streams=None, message_origin_ns=0))]
-    fn new(spec_json: &str, device: &str, streams: Option<Vec<String>>, message_origin_ns: u64) -> PyResult<Self> {
+    #[pyo3(signature = (spec_json, device, streams=None, message_origin_ns=0, lookback_s=robocache::live::DEFAULT_LOOKBACK_S, ring_bytes=robocache::live::DEFAULT_RING_BYTES))]
+    fn new(
+        spec_json: &str,
+        device: &str,
+        streams: Option<Vec<String>>,
+        message_origin_ns: u64,
+        lookback_s: f64,
+        ring_bytes: usize,
+    ) -> PyResult<Self> {
         let device =
             Device::from_request(device.parse().map_err(|e: String| invalid(format!("device: {e}")))?).py_err()?;
         let spec = LoaderSpec::from_json(spec_json).py_err()?;
-        let options = LiveOptions { streams, message_origin_ns };
+        let options = LiveOptions { streams, message_origin_ns, lookback_s, ring_bytes };
         Ok(Live { inner: RustLive::new(&spec, &device, &options).py_err()? })
     }
 
@@ -36,22 +43,31 @@ impl Live {
         self.inner.push_message(topic, log_ns, publish_ns, message).py_err()
     }
 
-    /// The streams kept, in window order.
+    /// The streams kept (pushed), in window order.
     fn stream_names(&self) -> Vec<String> {
         self.inner.stream_names().into_iter().map(str::to_owned).collect()
     }
 
+    /// The streams a window holds (a mixture member's: the mixture's).
+    fn window_names(&self) -> Vec<String> {
+        self.inner.window_names().into_iter().map(str::to_owned).collect()
+    }
+
     /// Adds one sample (`values` describes a contiguous array on the host
-    /// or a GPU; a GPU's is copied to the host first).
-    fn push(&self, stream: &str, time: f64, values: ArrayDesc) -> PyResult<()> {
+    /// or a GPU; a GPU's is copied to the host first). The GIL is released:
+    /// pushes from several threads (each stream has its own lock) and the
+    /// policy's own Python threads run while a sample is converted and kept.
+    fn push(&self, py: Python<'_>, stream: &str, time: f64, values: ArrayDesc) -> PyResult<()> {
         let on = Device::from_request(values.device).py_err()?;
-        // SAFETY: the caller holds the array for the length of this call,
+        // SAFETY: the caller holds the array for the length of this call
+        // (`robocache.Live.push` keeps it referenced until this returns),
         // and the copy to the host below completes before it returns.
         let tensor = unsafe { values.tensor("value", &on) }?;
-        let host = tensor.to_host().py_err()?;
-        // Microseconds: holding the GIL costs less than taking it back from
-        // another thread (a pusher) afterwards.
-        self.inner.push(stream, time, host.as_slice()).py_err()
+        py.detach(|| {
+            let host = tensor.to_host()?;
+            self.inner.push(stream, time, host.as_slice())
+        })
+        .py_err()
     }
 
     /// Adds a camera frame given as JPEG or PNG bytes.
@@ -59,14 +75,17 @@ impl Live {
         py.detach(|| self.inner.push_encoded(stream, time, encoded)).py_err()
     }
 
-    /// Forgets every sample (a new episode).
-    fn reset(&self) -> PyResult<()> {
-        self.inner.reset().py_err()
+    /// Forgets every sample (a new episode); `message_origin_ns`: the new
+    /// episode's message origin (None keeps the current one).
+    #[pyo3(signature = (message_origin_ns=None))]
+    fn reset(&self, message_origin_ns: Option<u64>) -> PyResult<()> {
+        self.inner.reset(message_origin_ns).py_err()
     }
 
     /// The window at `time` as a flat tuple, per stream its data `[1, T,
-    /// ...]` and mask `[1, T]`: DLPack capsules with `capsules`, else
-    /// `Array`s. `stream`: the consumer's CUDA stream.
+    /// ...]`, mask `[1, T]` and, for a mixture member's spec, `dim_is_pad`
+    /// `[1, D]`: DLPack capsules with `capsules`, else `Array`s. `stream`:
+    /// the consumer's CUDA stream.
     fn window<'py>(
         &self,
         py: Python<'py>,
@@ -74,10 +93,19 @@ impl Live {
         stream: Option<u64>,
         capsules: bool,
     ) -> PyResult<Bound<'py, PyTuple>> {
-        // Tens of microseconds, the GIL held (see `push`).
-        let window = self.inner.window(time).py_err()?;
-        let tensors: Vec<Tensor> = window.streams.into_iter().flat_map(|s| [s.data, s.mask]).collect();
+        let window = py.detach(|| self.inner.window(time)).py_err()?;
+        let mut dims = window.dim_is_pad.into_iter();
+        let mut tensors: Vec<Tensor> = Vec::with_capacity(window.streams.len() * 3);
+        for stream in window.streams {
+            tensors.push(stream.data);
+            tensors.push(stream.mask);
+            tensors.extend(dims.next());
+        }
         if let Some(stream) = stream {
+            // The window's copies and stacking were queued on robocache's
+            // stream: the consumer's waits for them (on the device, not the
+            // host) before anything it queues next, as with `ops` results.
+            self.inner.device().make_external_stream_wait(stream).py_err()?;
             crate::streams::note(stream);
         }
         if !capsules {

@@ -238,6 +238,19 @@ impl PyMixtureLoader {
         serde_json::to_string(&statistics).map_err(|e| invalid(format!("statistics: {e}")))
     }
 
+    /// The spec of member `member` as the mixture trained it, as JSON (the
+    /// facade's `MixtureLoader::spec`); `statistics_json`: its group's
+    /// merged statistics, recorded in it.
+    #[pyo3(signature = (member, statistics_json=None))]
+    fn spec_json(&self, py: Python<'_>, member: usize, statistics_json: Option<&str>) -> PyResult<String> {
+        let statistics = statistics_json
+            .map(serde_json::from_str::<robocache::loader::Normalization>)
+            .transpose()
+            .map_err(|e| invalid(format!("statistics: {e}")))?;
+        let spec = py.detach(|| self.inner.spec(member, statistics)).py_err()?;
+        spec.to_json().py_err()
+    }
+
     /// The batches of epoch `epoch` from batch `first_batch` on, assembled
     /// by the mixture's workers ahead of the consumer.
     fn epoch(&self, epoch: u64, first_batch: usize) -> PyMixtureEpoch {

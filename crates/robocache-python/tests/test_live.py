@@ -6,7 +6,9 @@ video); bad input raises naming the stream. CUDA where a GPU answers."""
 
 import json
 import pathlib
+import sys
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -179,6 +181,72 @@ def test_pushes_from_several_threads(camera_file):
     assert not window["actions_is_pad"].any() and window["obs/camera"].shape == (1, 3, 3, 6, 8)
 
 
+def _big_camera_spec(camera_file, size, layout="hwc", dtype="uint8"):
+    """The camera file's spec with a 4K camera, resized to ``size``."""
+    spec = _loader(camera_file, causal=True).spec().to_dict()
+    for stream in spec["streams"]:
+        if stream["name"] == "obs/camera":
+            stream["camera"], stream["step_shape"] = [3840, 2160], [2160, 3840, 3]
+    spec["frames"].update(size=list(size), layout=layout, dtype=dtype)
+    return spec
+
+
+def test_push_releases_the_gil_so_threads_push_concurrently(camera_file):
+    """A push of a 4K frame (resized on the CPU) runs without the GIL: a
+    Python thread ticking meanwhile is never held up for the push's length."""
+    live = robocache.Live(_big_camera_spec(camera_file, (640, 360)), device="cpu")
+    frame = np.random.default_rng(1).integers(0, 256, (2160, 3840, 3), dtype=np.uint8)
+    started = time.perf_counter()
+    live.push("obs/camera", 0.0, frame)
+    one_push = time.perf_counter() - started
+    gaps, done = [], threading.Event()
+
+    def tick():
+        last = time.perf_counter()
+        while not done.is_set():
+            now = time.perf_counter()
+            gaps.append(now - last)
+            last = now
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(0.0005)
+    try:
+        ticker = threading.Thread(target=tick)
+        ticker.start()
+        pushes = 6
+        for i in range(1, pushes + 1):
+            live.push("obs/camera", i / 10.0, frame)
+        done.set()
+        ticker.join()
+    finally:
+        sys.setswitchinterval(interval)
+    # Held, the ticker would stop for a whole push at a time.
+    assert max(gaps) < one_push / 2, (max(gaps), one_push)
+    assert live.window(pushes / 10.0)["obs/camera"].shape == (1, 3, 360, 640, 3)
+
+
+def test_cuda_windows_are_ordered_on_torchs_stream(camera_file, cuda):
+    """robocache's own stream kept busy (4K frames converted on it just
+    before each window), the window read at once on torch's current
+    stream: always the CPU live window's values."""
+    torch = pytest.importorskip("torch")
+    spec = _big_camera_spec(camera_file, (448, 252), layout="chw", dtype="float32")
+    on_gpu, on_cpu = robocache.Live(spec, device=cuda), robocache.Live(spec, device="cpu")
+    rng = np.random.default_rng(5)
+    frames = [rng.integers(0, 256, (2160, 3840, 3), dtype=np.uint8) for _ in range(3)]
+    for i in range(120):
+        t = i / 30.0
+        joints = rng.standard_normal(7)
+        for live in (on_gpu, on_cpu):
+            live.push("obs/camera", t, frames[i % 3])
+            live.push("obs/joint_pos", t, joints)
+        got = on_gpu.window(t)
+        read = {key: value.cpu().numpy() for key, value in got.items()}  # on torch's stream, at once
+        want = on_cpu.window(t)
+        for key, value in want.items():
+            assert np.array_equal(read[key], _host(value)), (key, i)
+
+
 def test_specs_refuse_what_they_cannot_reproduce(camera_file, robomimic_file):
     spec = _loader(camera_file, causal=True).spec().to_dict()
     newer = dict(spec, version=spec["version"] + 1)
@@ -190,6 +258,22 @@ def test_specs_refuse_what_they_cannot_reproduce(camera_file, robomimic_file):
     steps = robocache.Loader(robomimic_file, ["actions"], windows={"seq_length": 4}, batch_size=4, device="cpu")
     with pytest.raises(robocache.InvalidInputError, match="step windows"):
         steps.spec()
+    # A contract: unknown and missing fields, absurd rates, statistics of the wrong width.
+    spec = _loader(camera_file, causal=True).spec().to_dict()
+    cases = [
+        (dict(spec, surprise=1), "unknown field `surprise`"),
+        ({k: v for k, v in spec.items() if k != "normalization"}, "missing field `normalization`"),
+        (dict(spec, clock=dict(spec["clock"], hz=1e300)), "clock.hz"),
+        (dict(spec, clock=dict(spec["clock"], hz=-30)), "clock.hz"),
+    ]
+    narrow = json.loads(json.dumps(spec))
+    for field in ("mean", "std", "min", "max", "p01", "p99", "counts"):
+        narrow["normalization"]["streams"]["obs/joint_pos"][field] = narrow["normalization"]["streams"]["obs/joint_pos"][field][:3]
+    cases.append((narrow, "the stream has 7"))
+    for bad, words in cases:
+        with pytest.raises(robocache.InvalidInputError) as raised:
+            robocache.Live(bad, device="cpu")
+        assert words in str(raised.value), raised.value
 
 
 MAPPING = """[streams."observation.state"]
@@ -234,3 +318,9 @@ def test_serialized_ros2_messages_replay_training(tmp_path):
                 assert np.array_equal(_host(window[key])[0], _host(batch[key])[b, :4]), (key, b)
     with pytest.raises(robocache.InvalidInputError, match="`/scene/image`: no numeric stream"):
         live.push_message("/scene/image", 0, b"\x00\x01\x00\x00")
+    # Three messages with one stamp are kept, as the bag reader keeps them;
+    # reset takes the next episode's origin.
+    first = next(m for m in messages if m[1] == "/joint_states")
+    live.reset(message_origin_ns=origin)
+    for _ in range(3):
+        live.push_message(first[1], first[0], first[2])

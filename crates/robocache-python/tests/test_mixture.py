@@ -446,3 +446,45 @@ def test_a_mixture_sharded_by_episode_reads_each_ranks_own_episodes(robomimic_fi
         episodes[rank] = seen
     assert not episodes[0] & episodes[1], "the ranks' episodes overlap"
     assert {e for m, e in episodes[0] | episodes[1] if m == 0} == set(range(12))
+
+
+def test_a_member_deploys_with_the_spec_the_mixture_trained_it_with(robomimic_file):
+    """``mixture.spec(member)``: the mixture's names and widths, the member's
+    group statistics; a ``Live`` of it gives the member's rows of the
+    mixture's batches, ``{stream}_dim_is_pad`` included."""
+    windows = {"hz": 20, "history": 2, "horizon": 3, "causal": True}
+    arm = robocache.Loader(robomimic_file, ["obs/joint_pos", "obs/gripper"], windows=windows, batch_size=8,
+                           shuffle=False, device="cpu")
+    lift = robocache.Loader(robomimic_file, ["actions"], windows=windows, batch_size=8, shuffle=False, device="cpu")
+    mixture = robocache.MixtureLoader(
+        [{"loader": arm, "keys": {"state": ["obs/joint_pos", "obs/gripper"]}, "name": "arm"},
+         {"loader": lift, "keys": {"state": "actions", "flag": {"constant": [1.0]}}, "name": "lift"}],
+        batch_size=16, epoch_windows=48, seed=2)
+    statistics = mixture.statistics()
+    spec = mixture.spec("lift")
+    mixed = spec.to_dict()["mixture"]
+    assert mixed["member"] == "lift" and [s["name"] for s in mixed["streams"]] == ["state", "flag"]
+    assert mixed["streams"][0]["width"] == 8 and mixed["statistics"] == statistics["lift"]
+    with pytest.raises(robocache.InvalidInputError, match="no member 'nope'"):
+        mixture.spec("nope")
+    batch = next(iter(mixture))
+    rows = np.flatnonzero(np.asarray(batch["dataset_index"]) == 1)
+    assert len(rows) > 0
+    all_windows = next(iter(robocache.Loader(robomimic_file, ["actions"], windows=windows, batch_size=100000,
+                                             shuffle=False, device="cpu")))
+    h5py = pytest.importorskip("h5py")
+    with h5py.File(robomimic_file, "r") as f:
+        for r in rows:
+            w = int(np.asarray(batch["window_index"])[r])
+            episode, anchor = int(all_windows["episode_index"][w]), float(all_windows["anchor"][w])
+            live = robocache.Live(spec, device="cpu")
+            assert live.streams == ["state", "flag"] and live.pushed_streams == ["actions"]
+            actions = f[f"data/demo_{episode}/actions"][()]
+            for i, row in enumerate(actions):
+                if i / 20.0 <= anchor:
+                    live.push("actions", i / 20.0, row)
+            window = live.window(anchor)
+            for key in ("state", "state_is_pad", "state_dim_is_pad", "flag", "flag_is_pad", "flag_dim_is_pad"):
+                want = np.asarray(batch[key])[r]
+                want = want[:3] if key in ("state", "state_is_pad", "flag", "flag_is_pad") else want
+                assert np.array_equal(np.asarray(window[key])[0], want), (key, r)

@@ -7,15 +7,13 @@ cannot decode says why (``robocache.bag_decode``); and opening a bag gives
 streams, or an error that says why, never an empty result without one."""
 
 import dataclasses
-import pathlib
 import struct
 
 import numpy as np
 import pytest
 
 import robocache
-
-SHARED = pathlib.Path(__file__).resolve().parents[4] / "shared" / "data"
+from shared_data import SHARED_DATA as SHARED, require
 BAG_ROOTS = [SHARED / "mcap-conformance" / "real", SHARED / "real" / "ros2"]
 
 
@@ -135,8 +133,7 @@ def test_a_bag_opens_with_streams_or_says_why_not(bag):
 
 
 def test_the_shared_data_is_here_or_the_tests_say_so():
-    if not SHARED.exists():
-        pytest.skip(f"{SHARED} is not here: the third-party bag tests have nothing to read")
+    require(SHARED, "the third-party bag tests")
     assert len(bag_files()) > 30
 
 
@@ -147,8 +144,7 @@ def test_service_events_read_as_their_service_says():
     the sum of its request, matched by sequence number, and every event's
     stamp is within a minute of its log time."""
     bag = SHARED / "mcap-conformance" / "real" / "rosbag2_cpp" / "test" / "rosbag2_cpp" / "bags" / "only_services.mcap"
-    if not bag.exists():
-        pytest.skip(f"{bag} is not here")
+    require(bag, "the service-event tests")
     events = robocache.bag_messages(bag, "/add_two_ints/_service_event")
     assert len(events) == 12
     requests, sums = {}, {}

@@ -6,7 +6,6 @@ wrote it), PyAV (FFmpeg) for its H.264 video, h5py for Isaac Lab's
 robomimic files. What those tools refuse, robocache refuses too, saying why."""
 
 import json
-import pathlib
 
 import numpy as np
 import pytest
@@ -15,9 +14,9 @@ import robocache
 from ffmpeg_rgb import FFMPEG_RGB_TOLERANCE, same_as_ffmpeg_rgb
 
 
-REAL = pathlib.Path(__file__).resolve().parents[4] / "shared" / "data" / "real"
-if not REAL.is_dir():
-    pytest.skip(f"{REAL} is not here: no third-party datasets to read", allow_module_level=True)
+from shared_data import SHARED_DATA, require
+
+REAL = require(SHARED_DATA / "real", "the third-party dataset tests", module=True)
 
 LEROBOT = ["g1-inspire-v21", "so101-record-test-v30", "reachy2-apple-storage-v30", "gr00t-picknplace-v20"]
 

@@ -6,9 +6,17 @@
 //! fastest rate), the clock (time windows, causal or not, or
 //! `delta_timestamps` with the dataset's fps and tolerance), what masks
 //! mark, what camera frames become (crop, size, layout, dtype) and the
-//! normalization statistics. [`crate::Loader::spec`] writes it;
-//! [`LoaderSpec::load`] refuses a spec of a newer format version, and one
-//! whose normalization lacks the statistics of a stream it normalizes.
+//! normalization statistics. [`crate::Loader::spec`] writes it.
+//!
+//! A spec is a contract: [`LoaderSpec::from_json`] (and [`LoaderSpec::load`])
+//! refuse, naming the field, a document of another format or a newer
+//! version, an unknown field anywhere, a missing field (`normalization` is
+//! written as `null` when there is none, never left out), statistics that
+//! are not finite or whose lengths differ from their stream's channels,
+//! a rate that is not finite and positive, and any size beyond the bounds
+//! below ([`SpecBounds`]: a window longer than [`MAX_WINDOW_STEPS`], a rate
+//! above [`MAX_RATE_HZ`], ...), so that nothing a spec says can make a live
+//! window allocate without bound, overflow or panic.
 
 use std::path::Path;
 
@@ -25,8 +33,42 @@ pub const SPEC_VERSION: u32 = 1;
 /// The `format` field of every spec.
 pub const SPEC_FORMAT: &str = "robocache.loader_spec";
 
+/// The fastest clock, frame rate or sample rate a spec may state (Hz).
+pub const MAX_RATE_HZ: f64 = 1e6;
+/// The most steps of a window (history, the anchor and horizon; the
+/// offsets of a `delta_timestamps` key, and how many frames one reaches back).
+pub const MAX_WINDOW_STEPS: usize = 10_000;
+/// The most streams of a spec.
+pub const MAX_STREAMS: usize = 4096;
+/// The most elements of one step of a stream (an 8K camera frame has 2²⁶).
+pub const MAX_STEP_ELEMENTS: usize = 1 << 28;
+/// The most bytes of one stream's part of a live window (its steps of rows,
+/// or of frames after the resize): 1 GiB.
+pub const MAX_WINDOW_BYTES: usize = 1 << 30;
+/// The widest or tallest camera frame, before or after a resize.
+pub const MAX_FRAME_SIDE: usize = 8192;
+/// The largest `delta_timestamps` offset or tolerance, in seconds.
+pub const MAX_OFFSET_S: f64 = 3600.0;
+
+/// The bounds [`LoaderSpec::check`] holds a spec to (module docs), in one
+/// place for documentation and errors.
+#[derive(Clone, Copy, Debug)]
+pub struct SpecBounds;
+
+impl SpecBounds {
+    /// The bounds as one line of text.
+    pub fn describe() -> String {
+        format!(
+            "rates up to {MAX_RATE_HZ:e} Hz, windows of up to {MAX_WINDOW_STEPS} steps and {MAX_WINDOW_BYTES} bytes \
+             a stream, up to {MAX_STREAMS} streams of up to {MAX_STEP_ELEMENTS} elements a step, frames up to \
+             {MAX_FRAME_SIDE} pixels a side, offsets and tolerance up to {MAX_OFFSET_S} s"
+        )
+    }
+}
+
 /// What defines a loader's windows (module docs).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct LoaderSpec {
     /// [`SPEC_FORMAT`].
     pub format: String,
@@ -41,7 +83,8 @@ pub struct LoaderSpec {
     pub masks: SpecMasks,
     pub frames: SpecFrames,
     /// The statistics resident (low-dimensional) streams were normalized
-    /// with, or none.
+    /// with, or none (`null`: the key is always written, and required).
+    #[serde(deserialize_with = "required")]
     pub normalization: Option<Normalization>,
     /// A ROS 2 dataset's bag mapping (topics, fields, joints, time source
     /// of each stream): what a deployment subscribes to. Information for
@@ -53,11 +96,75 @@ pub struct LoaderSpec {
     /// robot's serialized messages with them ([`crate::live::Live::push_message`]).
     #[serde(default)]
     pub bag_topics: Vec<robocache_datasets::ros2::TopicDefinition>,
+    /// A member of a mixture ([`crate::loader::mixture::MixtureLoader::spec`]):
+    /// the mixture's streams as this member fills them. A live window of
+    /// such a spec holds the mixture's streams (names, widths, masks and
+    /// `dim_is_pad`), computed from the member's own streams (`streams`).
+    #[serde(default)]
+    pub mixture: Option<SpecMixture>,
 }
 
+/// How one member of a mixture fills the mixture's streams.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpecMixture {
+    /// The member's name in the mixture.
+    pub member: String,
+    /// The mixture's streams, in the order its batches hold them.
+    pub streams: Vec<SpecMixtureStream>,
+    /// The normalization statistics of the member's group under the
+    /// mixture's names (`MixtureLoader::statistics`: merged over the
+    /// group's members), which the training code normalized the mixture's
+    /// batches with, or none (`null`). Information for the deployment's
+    /// own normalization: a live window gives the batch's values.
+    #[serde(deserialize_with = "required")]
+    pub statistics: Option<Normalization>,
+}
+
+/// One stream of a mixture as a member fills it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpecMixtureStream {
+    pub name: String,
+    /// Where the member's values come from.
+    pub source: SpecSource,
+    /// The dtype of the mixture's stream (the batch's).
+    pub dtype: String,
+    /// One step of the batch's stream: the member's step with its last
+    /// dimension padded to `width` (or no last dimension: a `[B, T]` stream).
+    pub step_shape: Vec<usize>,
+    /// The widest last dimension of every member's version (1 for a
+    /// stream without one): the length of its `dim_is_pad` row.
+    pub width: usize,
+}
+
+impl SpecSource {
+    /// The member's streams it reads.
+    pub fn streams(&self) -> &[String] {
+        match self {
+            SpecSource::Stream { stream } => std::slice::from_ref(stream),
+            SpecSource::Concat { streams } => streams,
+            SpecSource::Constant { .. } | SpecSource::Absent => &[],
+        }
+    }
+}
+
+/// Where a member's values of a mixture stream come from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum SpecSource {
+    /// One of the member's streams.
+    Stream { stream: String },
+    /// Several of them side by side along the last dimension.
+    Concat { streams: Vec<String> },
+    /// The same row at every step, valid throughout.
+    Constant { values: Vec<f64> },
+    /// The member lacks it: zeros, every step padding, every dimension padding.
+    Absent,
+}
 /// The clock windows are cut on.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum SpecClock {
     /// Time windows: targets `anchor + (k - history) / hz`.
     Times { hz: f64, history: usize, horizon: usize, causal: bool },
@@ -76,6 +183,7 @@ pub enum SpecMasks {
 
 /// One stream as a batch holds it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SpecStream {
     pub name: String,
     /// The dtype of the dataset's values (what a live sample is given as).
@@ -85,7 +193,8 @@ pub struct SpecStream {
     /// `0..3:continuous,3..7:quat-xyzw`).
     pub kind: String,
     /// `(width, height)` of a camera stream's frames (video or 8-bit RGB
-    /// images), before any crop or resize.
+    /// images), before any crop or resize (`null` for other streams).
+    #[serde(deserialize_with = "required")]
     pub camera: Option<(usize, usize)>,
     /// A camera stored as video (LeRobot's video features).
     #[serde(default)]
@@ -93,21 +202,29 @@ pub struct SpecStream {
     /// Low-dimensional streams the loader held resident: f32, angle
     /// channels unwrapped, normalized when statistics are given.
     pub resident: bool,
-    /// The fastest rate of the stream in any episode (Hz): sizes the live
-    /// sample buffers.
-    pub max_rate_hz: f64,
+    /// The stream's typical sample rate in training (Hz): one over the
+    /// median of its episodes' median sample intervals, so that one odd
+    /// episode cannot move it; 0 when no episode has two samples.
+    /// Information, and a first guess at a live ring's capacity: rings
+    /// keep samples by time span ([`crate::live`]), whatever the rate.
+    /// (Specs written before it was a median call it `max_rate_hz`.)
+    #[serde(alias = "max_rate_hz")]
+    pub rate_hz: f64,
 }
 
 /// What camera frames become.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SpecFrames {
     /// `"hwc"` or `"chw"`.
     pub layout: String,
     /// `"uint8"` or `"float32"`.
     pub dtype: String,
-    /// `(width, height)` after the resize, or none.
+    /// `(width, height)` after the resize, or none (`null`).
+    #[serde(deserialize_with = "required")]
     pub size: Option<(usize, usize)>,
-    /// `(left, top, width, height)` of the source frame, or the whole frame.
+    /// `(left, top, width, height)` of the source frame, or the whole frame (`null`).
+    #[serde(deserialize_with = "required")]
     pub crop: Option<(usize, usize, usize, usize)>,
 }
 
@@ -202,6 +319,7 @@ impl LoaderSpec {
             normalization,
             bag_mapping: None,
             bag_topics: Vec::new(),
+            mixture: None,
         }
     }
 
@@ -256,7 +374,11 @@ impl LoaderSpec {
             Some(_) => {}
             None => return Err(spec_error("spec", "has no format version".into())),
         }
-        let spec: LoaderSpec = serde_json::from_value(value).map_err(|e| spec_error("spec", e.to_string()))?;
+        let spec: LoaderSpec = serde_path_to_error::deserialize(value).map_err(|e| {
+            let path = e.path().to_string();
+            let what = if path == "." { "spec".to_owned() } else { path };
+            spec_error(&what, e.into_inner().to_string())
+        })?;
         spec.check()?;
         Ok(spec)
     }
@@ -275,34 +397,315 @@ impl LoaderSpec {
         })
     }
 
-    /// Checks what a reader relies on: a positive clock, streams with
-    /// readable kinds and dtypes, frames that make sense, and statistics for
-    /// every resident stream with continuous channels when normalization is
-    /// given.
+    /// Checks what a reader relies on (module docs): the format and
+    /// version, a finite positive clock within the bounds, streams with
+    /// unique names, readable kinds and dtypes and bounded shapes, frames
+    /// that make sense for every camera, and finite statistics of the
+    /// stream's width for every resident stream with continuous channels
+    /// when normalization is given. Each error names the field.
     pub fn check(&self) -> Result<()> {
+        if self.format != SPEC_FORMAT {
+            return Err(spec_error("format", format!("`{}` is not \"{SPEC_FORMAT}\"", self.format)));
+        }
+        if self.version == 0 || self.version > SPEC_VERSION {
+            return Err(spec_error(
+                "version",
+                format!("{} is not a version this robocache reads (1 to {SPEC_VERSION})", self.version),
+            ));
+        }
+        self.check_streams()?;
+        self.check_clock()?;
+        self.check_frames()?;
+        self.check_window_bytes()?;
+        if let Some(stats) = &self.normalization {
+            self.check_normalization(stats)?;
+        }
+        if let Some(mapping) = &self.bag_mapping {
+            serde_json::from_value::<robocache_datasets::ros2::BagMapping>(mapping.clone())
+                .map_err(|e| spec_error("bag_mapping", e.to_string()))?;
+        }
+        if let Some(mixture) = &self.mixture {
+            self.check_mixture(mixture)?;
+        }
+        Ok(())
+    }
+
+    /// A camera's frame in a batch: its dtype and one step's shape, after
+    /// the resize and in the layout the spec's frames say.
+    pub(crate) fn frame_step(&self, (width, height): (usize, usize)) -> Result<(DType, Vec<usize>)> {
+        let output = self.frames.output()?;
+        let (w, h) = output.resize.map_or((width, height), |r| (r.width, r.height));
+        let dtype = match output.dtype {
+            FrameDType::U8 => DType::U8,
+            FrameDType::F32 => DType::F32,
+        };
+        Ok(match output.layout {
+            FrameLayout::Hwc => (dtype, vec![h, w, 3]),
+            FrameLayout::Chw => (dtype, vec![3, h, w]),
+        })
+    }
+
+    fn check_mixture(&self, mixture: &SpecMixture) -> Result<()> {
+        if mixture.streams.is_empty() || mixture.streams.len() > MAX_STREAMS {
+            return Err(spec_error(
+                "mixture.streams",
+                format!("{} streams: 1 to {MAX_STREAMS}", mixture.streams.len()),
+            ));
+        }
+        for (i, stream) in mixture.streams.iter().enumerate() {
+            let what = |field: &str| format!("mixture.streams[{i}] (`{}`).{field}", stream.name);
+            if mixture.streams[..i].iter().any(|s| s.name == stream.name) {
+                return Err(spec_error(&what("name"), "another stream has this name".into()));
+            }
+            let dtype = DType::from_name(&stream.dtype)
+                .ok_or_else(|| spec_error(&what("dtype"), format!("`{}` is no dtype", stream.dtype)))?;
+            let elements = stream.step_shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
+            if elements.is_none_or(|n| n > MAX_STEP_ELEMENTS) || stream.width == 0 || stream.width > MAX_STEP_ELEMENTS {
+                return Err(spec_error(
+                    &what("step_shape"),
+                    format!("{:?} of width {}: 1 to {MAX_STEP_ELEMENTS} elements", stream.step_shape, stream.width),
+                ));
+            }
+            let last = if stream.step_shape.is_empty() { 1 } else { stream.step_shape[stream.step_shape.len() - 1] };
+            if last != stream.width {
+                return Err(spec_error(
+                    &what("width"),
+                    format!("{} is not the step's last dimension {last}", stream.width),
+                ));
+            }
+            let parts: &[String] = match &stream.source {
+                SpecSource::Stream { stream } => std::slice::from_ref(stream),
+                SpecSource::Concat { streams } => streams,
+                SpecSource::Constant { values } => {
+                    if values.is_empty() || values.len() > stream.width || values.iter().any(|v| !v.is_finite()) {
+                        return Err(spec_error(
+                            &what("source"),
+                            format!("a constant of {} finite values up to the width {}", values.len(), stream.width),
+                        ));
+                    }
+                    if stream.step_shape.len() > 1 {
+                        return Err(spec_error(&what("source"), "a constant fills [T, D] steps only".into()));
+                    }
+                    &[]
+                }
+                SpecSource::Absent => &[],
+            };
+            if matches!(stream.source, SpecSource::Concat { .. }) && parts.is_empty() {
+                return Err(spec_error(&what("source"), "concatenates no stream".into()));
+            }
+            let mut total = 0usize;
+            for part in parts {
+                let own = self.stream(part).ok_or_else(|| {
+                    spec_error(&what("source"), format!("names `{part}`, which is not a stream of the member"))
+                })?;
+                let (own_dtype, own_shape) = match own.camera {
+                    Some(size) => {
+                        if parts.len() > 1 {
+                            return Err(spec_error(&what("source"), format!("camera `{part}` concatenated")));
+                        }
+                        self.frame_step(size)?
+                    }
+                    None if own.resident => (DType::F32, own.step_shape.clone()),
+                    None => (own.data_type()?, own.step_shape.clone()),
+                };
+                if own_dtype != dtype {
+                    return Err(spec_error(&what("source"), format!("`{part}` is {own_dtype}, the stream {dtype}")));
+                }
+                total = total.saturating_add(own_shape.last().copied().unwrap_or(1));
+                let body = |shape: &[usize]| shape[..shape.len().saturating_sub(1)].to_vec();
+                if body(&own_shape) != body(&stream.step_shape) {
+                    return Err(spec_error(
+                        &what("source"),
+                        format!(
+                            "`{part}` has steps {own_shape:?}, the stream {:?}: only the last dimension may differ",
+                            stream.step_shape
+                        ),
+                    ));
+                }
+            }
+            if total > stream.width {
+                return Err(spec_error(
+                    &what("source"),
+                    format!("{total} values wider than the width {}", stream.width),
+                ));
+            }
+        }
+        if let Some(stats) = &mixture.statistics {
+            for (name, statistics) in &stats.streams {
+                statistics
+                    .check()
+                    .map_err(|problem| spec_error(&format!("mixture.statistics.streams[`{name}`]"), problem))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn check_clock(&self) -> Result<()> {
         match &self.clock {
             SpecClock::Times { hz, history, horizon, .. } => {
-                if !(hz.is_finite() && *hz > 0.0) || history + horizon == 0 {
-                    return Err(spec_error("clock", format!("{hz} Hz, history {history}, horizon {horizon}")));
+                check_rate("clock.hz", *hz)?;
+                let steps = history.checked_add(*horizon).and_then(|s| s.checked_add(1));
+                if steps.is_none_or(|s| s > MAX_WINDOW_STEPS) {
+                    return Err(spec_error(
+                        "clock",
+                        format!(
+                            "history {history} and horizon {horizon}: a window of more than {MAX_WINDOW_STEPS} steps"
+                        ),
+                    ));
+                }
+                if history + horizon == 0 {
+                    return Err(spec_error(
+                        "clock",
+                        "history and horizon are both 0: a window of one step has nothing to resample".into(),
+                    ));
                 }
             }
             SpecClock::Deltas { fps, tolerance_s, offsets } => {
-                if !(fps.is_finite() && *fps > 0.0 && tolerance_s.is_finite() && *tolerance_s >= 0.0) {
-                    return Err(spec_error("clock", format!("fps {fps}, tolerance_s {tolerance_s}")));
+                check_rate("clock.fps", *fps)?;
+                if !(tolerance_s.is_finite() && (0.0..=MAX_OFFSET_S).contains(tolerance_s)) {
+                    return Err(spec_error(
+                        "clock.tolerance_s",
+                        format!("{tolerance_s} is not in 0..={MAX_OFFSET_S} s"),
+                    ));
                 }
-                if let Some((key, _)) = offsets.iter().find(|(key, _)| self.stream(key).is_none()) {
-                    return Err(spec_error("clock", format!("offsets name `{key}`, which is not a stream")));
+                for (i, (key, seconds)) in offsets.iter().enumerate() {
+                    let what = format!("clock.offsets[{i}] (`{key}`)");
+                    if self.stream(key).is_none() {
+                        return Err(spec_error(&what, "names no stream of the spec".into()));
+                    }
+                    if offsets[..i].iter().any(|(k, _)| k == key) {
+                        return Err(spec_error(&what, "the key is given twice".into()));
+                    }
+                    if seconds.is_empty() || seconds.len() > MAX_WINDOW_STEPS {
+                        return Err(spec_error(&what, format!("{} offsets: 1 to {MAX_WINDOW_STEPS}", seconds.len())));
+                    }
+                    if let Some(bad) = seconds.iter().find(|d| !(d.is_finite() && d.abs() <= MAX_OFFSET_S)) {
+                        return Err(spec_error(
+                            &what,
+                            format!("offset {} s is not finite within ±{MAX_OFFSET_S} s", number(*bad)),
+                        ));
+                    }
+                    if let Some(far) = seconds.iter().find(|d| (*d * fps).abs() > MAX_WINDOW_STEPS as f64) {
+                        return Err(spec_error(
+                            &what,
+                            format!(
+                                "offset {} s is {} frames at {fps} fps: more than {MAX_WINDOW_STEPS}",
+                                number(*far),
+                                number((far * fps).abs())
+                            ),
+                        ));
+                    }
                 }
             }
         }
-        if self.streams.is_empty() {
-            return Err(spec_error("streams", "none".into()));
+        Ok(())
+    }
+
+    fn check_streams(&self) -> Result<()> {
+        if self.streams.is_empty() || self.streams.len() > MAX_STREAMS {
+            return Err(spec_error("streams", format!("{} streams: 1 to {MAX_STREAMS}", self.streams.len())));
         }
+        for (i, stream) in self.streams.iter().enumerate() {
+            let what = |field: &str| format!("streams[{i}] (`{}`).{field}", stream.name);
+            if stream.name.is_empty() {
+                return Err(spec_error(&format!("streams[{i}].name"), "is empty".into()));
+            }
+            if self.streams[..i].iter().any(|s| s.name == stream.name) {
+                return Err(spec_error(&what("name"), "another stream has this name".into()));
+            }
+            stream.stream_kind()?;
+            stream.data_type()?;
+            let elements = stream.step_shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
+            if elements.is_none_or(|n| n > MAX_STEP_ELEMENTS) {
+                return Err(spec_error(
+                    &what("step_shape"),
+                    format!("{:?}: more than {MAX_STEP_ELEMENTS} elements a step", stream.step_shape),
+                ));
+            }
+            if let Some((width, height)) = stream.camera {
+                check_side(&what("camera"), width, height)?;
+            }
+            if !(stream.rate_hz.is_finite() && (0.0..=MAX_RATE_HZ).contains(&stream.rate_hz)) {
+                return Err(spec_error(
+                    &what("rate_hz"),
+                    format!("{} Hz is not in 0..={MAX_RATE_HZ:e}", number(stream.rate_hz)),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Each stream's part of a live window within [`MAX_WINDOW_BYTES`]:
+    /// its steps (the history and the anchor; a key's offsets) of rows
+    /// (f32 when resident) or of frames as the resize makes them.
+    fn check_window_bytes(&self) -> Result<()> {
+        for (i, stream) in self.streams.iter().enumerate() {
+            let steps = match &self.clock {
+                SpecClock::Times { history, .. } => history + 1,
+                SpecClock::Deltas { offsets, .. } => {
+                    offsets.iter().find(|(key, _)| *key == stream.name).map_or(1, |(_, o)| o.len())
+                }
+            };
+            let (dtype, shape) = match stream.camera {
+                Some(size) => self.frame_step(size)?,
+                None if stream.resident => (DType::F32, stream.step_shape.clone()),
+                None => (stream.data_type()?, stream.step_shape.clone()),
+            };
+            let bytes = shape
+                .iter()
+                .try_fold(dtype.size_in_bytes(), |n, &d| n.checked_mul(d))
+                .and_then(|n| n.checked_mul(steps));
+            if bytes.is_none_or(|b| b > MAX_WINDOW_BYTES) {
+                return Err(spec_error(
+                    &format!("streams[{i}] (`{}`)", stream.name),
+                    format!("{steps} steps of {dtype} {shape:?}: a window of more than {MAX_WINDOW_BYTES} bytes"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn check_frames(&self) -> Result<()> {
         self.frames.output()?;
+        if let Some((width, height)) = self.frames.size {
+            check_side("frames.size", width, height)?;
+        }
+        let Some((left, top, width, height)) = self.frames.crop else { return Ok(()) };
+        if width == 0 || height == 0 {
+            return Err(spec_error("frames.crop", format!("{width}x{height}: an empty crop")));
+        }
+        for stream in &self.streams {
+            let Some((frame_width, frame_height)) = stream.camera else { continue };
+            let inside = left.checked_add(width).is_some_and(|r| r <= frame_width)
+                && top.checked_add(height).is_some_and(|b| b <= frame_height);
+            if !inside {
+                return Err(spec_error(
+                    "frames.crop",
+                    format!(
+                        "({left}, {top}, {width}, {height}) is not inside camera `{}`'s {frame_width}x{frame_height} frames",
+                        stream.name
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn check_normalization(&self, stats: &Normalization) -> Result<()> {
+        for (name, statistics) in &stats.streams {
+            let what = format!("normalization.streams[`{name}`]");
+            statistics.check().map_err(|problem| spec_error(&what, problem))?;
+            let Some(stream) = self.stream(name) else { continue };
+            let channels = stream.channels();
+            if stream.resident && statistics.mean.len() != channels {
+                return Err(spec_error(
+                    &what,
+                    format!("{} channels of statistics, the stream has {channels}", statistics.mean.len()),
+                ));
+            }
+        }
         for stream in &self.streams {
             let kind = stream.stream_kind()?;
-            stream.data_type()?;
-            let Some(stats) = &self.normalization else { continue };
             let continuous = continuous_channels(&kind, stream.channels()).contains(&true);
             if stream.resident && continuous && !stats.streams.contains_key(&stream.name) {
                 return Err(spec_error(
@@ -315,6 +718,44 @@ impl LoaderSpec {
             }
         }
         Ok(())
+    }
+}
+
+/// A field that must be present, `null` or a value (serde takes a missing
+/// `Option` as `None` otherwise).
+fn required<'de, D, T>(deserializer: D) -> std::result::Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(deserializer)
+}
+
+fn check_rate(what: &str, hz: f64) -> Result<()> {
+    if hz.is_finite() && hz > 0.0 && hz <= MAX_RATE_HZ {
+        Ok(())
+    } else {
+        Err(spec_error(
+            what,
+            format!("{} Hz is not a rate: finite, positive and at most {MAX_RATE_HZ:e} Hz", number(hz)),
+        ))
+    }
+}
+
+/// `value` as an error shows it: huge and tiny ones in exponent form.
+fn number(value: f64) -> String {
+    if value != 0.0 && value.is_finite() && !(1e-3..1e6).contains(&value.abs()) {
+        format!("{value:e}")
+    } else {
+        format!("{value}")
+    }
+}
+
+fn check_side(what: &str, width: usize, height: usize) -> Result<()> {
+    if (1..=MAX_FRAME_SIDE).contains(&width) && (1..=MAX_FRAME_SIDE).contains(&height) {
+        Ok(())
+    } else {
+        Err(spec_error(what, format!("{width}x{height}: each side 1 to {MAX_FRAME_SIDE} pixels")))
     }
 }
 

@@ -22,8 +22,23 @@ const STREAMS: [&str; 5] =
     ["actions", "obs/joint_pos", "obs/robot0_eef_quat", "obs/gripper_closed", "obs/agentview_image"];
 
 fn synthetic(dir: &Path) -> Arc<Dataset> {
-    let path = dir.join("live.hdf5");
-    let spec = SyntheticSpec { episodes: 2, mean_steps: 24, image: Some([12, 16]), seed: 5, ..Default::default() };
+    synthetic_at(dir, 1.0)
+}
+
+/// The synthetic recording with every stream `rate` times as fast (control
+/// at 20 Hz, joints at 100 Hz, the camera at 30 Hz, times `rate`), episodes
+/// as long.
+fn synthetic_at(dir: &Path, rate: f64) -> Arc<Dataset> {
+    let path = dir.join(format!("live_{rate}x.hdf5"));
+    let spec = SyntheticSpec {
+        episodes: 2,
+        mean_steps: (24.0 * rate) as usize,
+        control_hz: 20.0 * rate,
+        joint_hz: 100.0 * rate,
+        camera_hz: 30.0 * rate,
+        image: Some([12, 16]),
+        seed: 5,
+    };
     write_robomimic(&path, &spec).unwrap();
     Arc::new(Dataset::open(&path).unwrap())
 }
@@ -69,11 +84,16 @@ fn live_row(window: &LiveWindow, name: &str) -> (Vec<u8>, Vec<bool>) {
 }
 
 fn time_loader(device: &Device, dataset: &Arc<Dataset>, causal: bool) -> Loader {
+    let statistics = Normalization::compute(dataset, &STREAMS[..4], NormalizationMode::ZScore).unwrap();
+    time_loader_normalized(device, dataset, causal, statistics)
+}
+
+fn time_loader_normalized(device: &Device, dataset: &Arc<Dataset>, causal: bool, statistics: Normalization) -> Loader {
     let windows = WindowSpec::Times(TimeWindowSpec { hz: 30.0, history: 2, horizon: 4, causal });
     let mut config = LoaderConfig::new(&STREAMS, windows, 8);
     config.masks = MaskKind::Pad;
     config.shuffle = false;
-    config.normalization = Some(Normalization::compute(dataset, &STREAMS[..4], NormalizationMode::ZScore).unwrap());
+    config.normalization = Some(statistics);
     config.frames =
         FrameOutput { layout: FrameLayout::Chw, dtype: FrameDType::F32, resize: Some(FrameResize::to(8, 6)) };
     Loader::new(device, dataset.clone(), config).unwrap()
@@ -91,12 +111,36 @@ fn causal_time_windows_replay_equals_training(device: &Device) {
     let dataset = synthetic(dir.path());
     let loader = time_loader(device, &dataset, true);
     let live = Live::new(&saved(&loader, dir.path()), device, &LiveOptions::default()).unwrap();
+    replay_equals_training(&live, &loader, &dataset);
+}
+
+/// A robot whose sensors publish 10 and 100 times as fast as the recording
+/// the policy was trained on: the live windows of the training spec equal
+/// the windows the same loader (the training statistics) gives of a
+/// recording at that rate, at every anchor. The rings keep samples by time,
+/// so they hold the window's span whatever the rate.
+fn windows_at_faster_rates_equal_training(device: &Device) {
+    let dir = tempfile::tempdir().unwrap();
+    let trained = time_loader(device, &synthetic(dir.path()), true);
+    let spec = saved(&trained, dir.path());
+    let statistics = spec.normalization.clone().unwrap();
+    for rate in [10.0, 100.0] {
+        let faster = synthetic_at(dir.path(), rate);
+        let loader = time_loader_normalized(device, &faster, true, statistics.clone());
+        let live = Live::new(&spec, device, &LiveOptions::default()).unwrap();
+        replay_equals_training(&live, &loader, &faster);
+    }
+}
+
+/// Every episode of `dataset` pushed sample by sample into `live`; at each
+/// anchor of `loader`'s epoch, the live window equals the batch's row.
+fn replay_equals_training(live: &Live, loader: &Loader, dataset: &Dataset) {
     let mut compared = 0;
+    let samples: Vec<usize> = (0..loader.windows()).collect();
+    let batch = loader.batch(&samples).unwrap();
     for episode in 0..dataset.len() {
-        live.reset().unwrap();
-        let samples: Vec<usize> = (0..loader.windows()).collect();
-        let batch = loader.batch(&samples).unwrap();
-        let mut events = recording(&dataset, episode, &STREAMS).into_iter().peekable();
+        live.reset(None).unwrap();
+        let mut events = recording(dataset, episode, &STREAMS).into_iter().peekable();
         for (b, (&e, &anchor)) in batch.episodes.iter().zip(&batch.anchors).enumerate() {
             if e != episode {
                 continue;
@@ -156,7 +200,7 @@ fn non_causal_windows_replay_a_lag_behind(device: &Device) {
     let samples: Vec<usize> = (0..loader.windows()).collect();
     let batch = loader.batch(&samples).unwrap();
     for episode in 0..dataset.len() {
-        live.reset().unwrap();
+        live.reset(None).unwrap();
         let mut events = recording(&dataset, episode, &STREAMS).into_iter().peekable();
         let last_of = |name: &str| dataset.times(episode, name).unwrap().span().unwrap().1;
         for (b, (&e, &anchor)) in batch.episodes.iter().zip(&batch.anchors).enumerate() {
@@ -222,7 +266,7 @@ fn delta_windows_replay_equals_training_on_video(device: &Device) {
     let frame_bytes = 32 * 48 * 3;
     for (b, (&episode, &anchor)) in batch.episodes.iter().zip(&batch.anchors).enumerate() {
         if b == 0 || batch.episodes[b - 1] != episode {
-            live.reset().unwrap();
+            live.reset(None).unwrap();
         }
         live.push(front, anchor, HostSlice::U8(&frames[b * frame_bytes..][..frame_bytes])).unwrap();
         live.push(state, anchor, HostSlice::F32(&states[b * 6..][..6])).unwrap();
@@ -293,7 +337,7 @@ fn bag_messages_pushed_serialized_replay_training(device: &Device) {
     let spec = LoaderSpec::from_json(&loader.spec().unwrap().to_json().unwrap()).unwrap();
     assert_eq!(spec.bag_topics.len(), 4, "{:?}", spec.bag_topics);
     let origin = dataset.info().episodes[0].metadata["origin_ns"].as_u64().unwrap();
-    let options = LiveOptions { streams: None, message_origin_ns: origin };
+    let options = LiveOptions { message_origin_ns: origin, ..Default::default() };
     let live = Live::new(&spec, device, &options).unwrap();
     let batch = loader.batch(&(0..loader.windows()).collect::<Vec<_>>()).unwrap();
     let bytes = std::fs::read(root.join("arm_mcap.mcap")).unwrap();
@@ -323,6 +367,215 @@ fn bag_messages_pushed_serialized_replay_training(device: &Device) {
     assert!(valid > batch.anchors.len() * 4, "{valid} valid steps");
     let message = live.push_message("/tf", 0, None, &[0; 8]).unwrap_err().to_string();
     assert!(message.contains("`/tf`") && message.contains("no numeric stream"), "{message}");
+}
+
+/// A window needing a sample the ring no longer holds is an error naming
+/// the stream and the times: never the episode's first sample held across
+/// the gap, never a window of padding.
+fn a_window_the_ring_no_longer_holds_is_an_error(device: &Device) {
+    let dir = tempfile::tempdir().unwrap();
+    let dataset = synthetic(dir.path());
+    let spec = time_loader(device, &dataset, true).spec().unwrap();
+    let joints = |t: f64| -> Vec<f32> { (0..7).map(|c| (t * 0.37 + f64::from(c)).sin() as f32).collect() };
+    let only_joints = |lookback_s: f64, ring_bytes: usize| {
+        let options =
+            LiveOptions { streams: Some(vec!["obs/joint_pos".into()]), lookback_s, ring_bytes, ..Default::default() };
+        Live::new(&spec, device, &options).unwrap()
+    };
+    let is_kept_error = |result: Result<LiveWindow, Error>, words: &str| {
+        let message = result.unwrap_err().to_string();
+        assert!(message.contains("`obs/joint_pos`") && message.contains(words), "{message}");
+    };
+
+    // 1,000 s at 100 Hz: windows at the end are exact (those of a Live
+    // given only the last two seconds), in the middle an error.
+    let live = only_joints(1.0, robocache::live::DEFAULT_RING_BYTES);
+    let recent = only_joints(1.0, robocache::live::DEFAULT_RING_BYTES);
+    for i in 0..=100_000 {
+        let t = f64::from(i) / 100.0;
+        live.push("obs/joint_pos", t, HostSlice::F32(&joints(t))).unwrap();
+        if t >= 998.0 {
+            recent.push("obs/joint_pos", t, HostSlice::F32(&joints(t))).unwrap();
+        }
+    }
+    for at in [1000.0, 999.5, 999.004] {
+        let (got, want) = (live.window(at).unwrap(), recent.window(at).unwrap());
+        assert_eq!(live_row(&got, "obs/joint_pos"), live_row(&want, "obs/joint_pos"), "window at {at}");
+        assert_eq!(live_row(&got, "obs/joint_pos").1, [false; 3], "window at {at}: all valid");
+    }
+    is_kept_error(live.window(500.0), "no longer kept");
+    is_kept_error(live.window(998.5), "no longer kept");
+
+    // A window whose first target lies before the episode and whose second
+    // lies between its first sample and the oldest kept one.
+    let live = only_joints(0.0, robocache::live::DEFAULT_RING_BYTES);
+    for i in 0..=20 {
+        let t = f64::from(i) / 100.0;
+        live.push("obs/joint_pos", t, HostSlice::F32(&joints(t))).unwrap();
+    }
+    is_kept_error(live.window(0.05), "no longer kept");
+    // Before the episode's first sample: padding, as in training.
+    assert_eq!(live_row(&live.window(-1.0).unwrap(), "obs/joint_pos").1, [true; 3]);
+
+    // The byte bound: a ring of 2 KB at 1 kHz holds about 25 samples, the
+    // window spans 67 ms: an error naming the bound.
+    let live = only_joints(1.0, 2048);
+    for i in 0..=1000 {
+        let t = f64::from(i) / 1000.0;
+        live.push("obs/joint_pos", t, HostSlice::F32(&joints(t))).unwrap();
+    }
+    is_kept_error(live.window(1.0), "ring_bytes");
+}
+
+/// Serialized messages follow the bag reader's tie rule (a sample at or
+/// before its stream's latest moves just after it: three messages with one
+/// stamp are all kept), `reset` takes the next episode's origin, and a
+/// message that does not fit changes nothing.
+fn messages_with_one_stamp_are_kept_as_the_bag_reader_keeps_them(device: &Device) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../robocache-datasets/tests/fixtures/ros2/arm_mcap");
+    let mapping = "[streams.\"observation.state\"]\ntopic = \"/joint_states\"\nfield = \"position\"\n\
+                   joints = [\"j1\", \"j2\", \"j3\"]\n";
+    let options =
+        robocache::datasets::OpenOptions { bag_mapping: Some(mapping.parse().unwrap()), ..Default::default() };
+    let dataset = Arc::new(Dataset::open_with(&root, &options).unwrap());
+    let windows = WindowSpec::Times(TimeWindowSpec { hz: 15.0, history: 3, horizon: 2, causal: true });
+    let loader = Loader::new(device, dataset.clone(), LoaderConfig::new(&["observation.state"], windows, 8)).unwrap();
+    let live = Live::new(&loader.spec().unwrap(), device, &LiveOptions::default()).unwrap();
+    let bytes = std::fs::read(root.join("arm_mcap.mcap")).unwrap();
+    let message = mcap::MessageStream::new(&bytes)
+        .unwrap()
+        .map(Result::unwrap)
+        .find(|m| m.channel.topic == "/joint_states")
+        .unwrap();
+    let origin = dataset.info().episodes[0].metadata["origin_ns"].as_u64().unwrap();
+    for episode in 0..2 {
+        live.reset(Some(origin)).unwrap();
+        for _ in 0..3 {
+            live.push_message("/joint_states", message.log_time, None, &message.data).unwrap();
+        }
+        // The stamp's time, and twice just after it: the third sample of
+        // the window's last step is held from the same message.
+        let stamp = dataset.times(0, "observation.state").unwrap().time(0);
+        let window = live.window(stamp + 1e-6).unwrap();
+        assert_eq!(live_row(&window, "observation.state").1.last(), Some(&true), "episode {episode}");
+        let cut = &message.data[..message.data.len() / 2];
+        assert!(live.push_message("/joint_states", message.log_time + 1, None, cut).is_err());
+        let after = live.window(stamp + 1e-6).unwrap();
+        assert_eq!(live_row(&after, "observation.state"), live_row(&window, "observation.state"));
+    }
+}
+
+/// A member of a mixture deploys with the spec the mixture trained it
+/// with: the mixture's names, widths (zeros and `dim_is_pad` past the
+/// member's), a concatenation, a constant, a camera the member lacks; its
+/// live windows equal the member's rows of the mixture's batches.
+fn a_mixture_member_replays_its_rows_of_the_mixture(device: &Device) {
+    use robocache::datasets::{EpochLength, MixtureWeights, Shard};
+    use robocache::loader::mixture::{MemberKey, MixtureConfig, MixtureLoader, MixtureMember};
+    let dir = tempfile::tempdir().unwrap();
+    let with_camera = synthetic(dir.path());
+    let path = dir.path().join("other.hdf5");
+    let spec = SyntheticSpec { episodes: 2, mean_steps: 30, image: None, seed: 9, ..Default::default() };
+    write_robomimic(&path, &spec).unwrap();
+    let without = Arc::new(Dataset::open(&path).unwrap());
+    let own = |dataset: &Arc<Dataset>, streams: &[&str]| {
+        let statistics = Normalization::compute(dataset, &streams[..3], NormalizationMode::ZScore).unwrap();
+        let windows = WindowSpec::Times(TimeWindowSpec { hz: 30.0, history: 2, horizon: 4, causal: true });
+        let mut config = LoaderConfig::new(streams, windows, 8);
+        config.masks = MaskKind::Pad;
+        config.normalization = Some(statistics);
+        config.frames =
+            FrameOutput { layout: FrameLayout::Chw, dtype: FrameDType::F32, resize: Some(FrameResize::to(8, 6)) };
+        Arc::new(Loader::new(device, dataset.clone(), config).unwrap())
+    };
+    let key = |name: &str, key: MemberKey| (name.to_owned(), key);
+    let members = vec![
+        MixtureMember {
+            name: "arm".into(),
+            loader: own(
+                &with_camera,
+                &["obs/joint_pos", "obs/gripper_closed", "obs/robot0_eef_quat", "obs/agentview_image"],
+            ),
+            weight: 1.0,
+            keys: vec![
+                key("state", MemberKey::Concat(vec!["obs/joint_pos".into(), "obs/gripper_closed".into()])),
+                key("quat", MemberKey::Stream("obs/robot0_eef_quat".into())),
+                key("camera", MemberKey::Stream("obs/agentview_image".into())),
+            ],
+        },
+        MixtureMember {
+            name: "other".into(),
+            loader: own(&without, &["obs/joint_pos", "actions", "obs/gripper_closed"]),
+            weight: 1.0,
+            keys: vec![
+                key("state", MemberKey::Stream("obs/joint_pos".into())),
+                key("quat", MemberKey::Constant(vec![0.0, 0.0, 0.0, 1.0])),
+            ],
+        },
+    ];
+    let config = MixtureConfig {
+        streams: vec!["state".into(), "quat".into(), "camera".into()],
+        batch_size: 16,
+        weights: MixtureWeights::Sample,
+        epoch: EpochLength::Windows(64),
+        seed: 3,
+        shard: Shard::default(),
+        drop_last: false,
+        workers: 1,
+        prefetch: 2,
+        batches_together: Some(1),
+    };
+    let mixture = MixtureLoader::new(device, members, config).unwrap();
+    let batches: Vec<_> = (0..mixture.batches_per_epoch()).map(|i| mixture.batch_of_epoch(0, i).unwrap()).collect();
+    let datasets = [&with_camera, &without];
+    let member_streams: [&[&str]; 2] =
+        [&["obs/joint_pos", "obs/gripper_closed", "obs/robot0_eef_quat", "obs/agentview_image"], &["obs/joint_pos"]];
+    for (m, dataset) in datasets.iter().enumerate() {
+        let spec = LoaderSpec::from_json(&mixture.spec(m, None).unwrap().to_json().unwrap()).unwrap();
+        let live = Live::new(&spec, device, &LiveOptions::default()).unwrap();
+        assert_eq!(live.window_names(), ["state", "quat", "camera"]);
+        let loader = &mixture.members()[m].loader;
+        let all = loader.batch(&(0..loader.windows()).collect::<Vec<_>>()).unwrap();
+        // (episode, anchor, batch, row) of each of the member's rows.
+        let mut rows = Vec::new();
+        for (b, batch) in batches.iter().enumerate() {
+            for (r, (&d, &w)) in batch.datasets.iter().zip(&batch.windows).enumerate() {
+                if d == m {
+                    rows.push((all.episodes[w], all.anchors[w], b, r));
+                }
+            }
+        }
+        rows.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+        assert!(rows.len() > 8, "member {m}: {} rows", rows.len());
+        let mut episode = usize::MAX;
+        let mut events = Vec::new().into_iter().peekable();
+        for (e, anchor, b, r) in rows {
+            if e != episode {
+                episode = e;
+                live.reset(None).unwrap();
+                events = recording(dataset, e, member_streams[m]).into_iter().peekable();
+            }
+            while let Some((time, name, row)) = events.next_if(|(time, ..)| *time <= anchor) {
+                live.push(&name, time, row.as_slice()).unwrap();
+            }
+            let window = live.window(anchor).unwrap();
+            for (s, name) in ["state", "quat", "camera"].iter().enumerate() {
+                let stream = batches[b].stream(name).unwrap();
+                let shape = stream.data.shape();
+                let per_step = shape[2..].iter().product::<usize>() * stream.data.dtype().size_in_bytes();
+                let data = stream.data.to_host().unwrap();
+                let want = &data.as_slice().as_bytes()[r * shape[1] * per_step..][..3 * per_step];
+                let mask = stream.mask.to_vec::<bool>().unwrap();
+                let dims = stream.dim_is_pad.to_vec::<bool>().unwrap();
+                let width = stream.dim_is_pad.shape()[1];
+                let (got, got_mask) = live_row(&window, name);
+                let what = format!("member {m} `{name}` at {anchor} (episode {e})");
+                assert_eq!(got_mask, mask[r * shape[1]..][..3], "{what} mask");
+                assert!(got == want, "{what} values");
+                assert_eq!(window.dim_is_pad[s].to_vec::<bool>().unwrap(), dims[r * width..][..width], "{what} dims");
+            }
+        }
+    }
 }
 
 fn bad_input_is_refused_naming_the_stream(device: &Device) {
@@ -383,6 +636,63 @@ fn specs_round_trip_and_refuse_what_they_cannot_reproduce() {
     assert!(loader.spec().unwrap_err().to_string().contains("step windows"));
 }
 
+/// A spec is a contract: what a reader cannot rely on is refused at load,
+/// naming the field, and every spec a loader saves loads.
+#[test]
+fn a_spec_is_refused_at_load_naming_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let dataset = synthetic(dir.path());
+    let text = time_loader(&Device::Cpu, &dataset, true).spec().unwrap().to_json().unwrap();
+    let spec: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let refused = |edit: &dyn Fn(&mut serde_json::Value), words: &[&str]| {
+        let mut edited = spec.clone();
+        edit(&mut edited);
+        let message = LoaderSpec::from_json(&edited.to_string()).unwrap_err().to_string();
+        assert!(words.iter().all(|w| message.contains(w)), "{words:?} not in: {message}");
+    };
+    refused(&|s| s["surprise"] = 1.into(), &["unknown field `surprise`"]);
+    refused(&|s| s["streams"][1]["colour"] = "red".into(), &["unknown field `colour`"]);
+    refused(&|s| s["frames"]["scale"] = 2.into(), &["unknown field `scale`"]);
+    refused(&|s| s["clock"]["jitter"] = 0.into(), &["unknown field `jitter`"]);
+    refused(&|s| s["normalization"]["streams"]["actions"]["median"] = serde_json::json!([0.0]), &["`median`"]);
+    refused(&|s| drop(s.as_object_mut().unwrap().remove("normalization")), &["missing field `normalization`"]);
+    refused(&|s| drop(s["streams"][0].as_object_mut().unwrap().remove("camera")), &["missing field `camera`"]);
+    refused(
+        &|s| s["normalization"]["streams"]["obs/joint_pos"]["mean"].as_array_mut().unwrap().truncate(3),
+        &["normalization.streams[`obs/joint_pos`]", "`std` has 7 values, `mean` 3"],
+    );
+    refused(
+        &|s| {
+            for field in ["mean", "std", "min", "max", "p01", "p99", "counts"] {
+                s["normalization"]["streams"]["obs/joint_pos"][field].as_array_mut().unwrap().truncate(3);
+            }
+        },
+        &["`obs/joint_pos`", "3 channels of statistics, the stream has 7"],
+    );
+    refused(&|s| s["normalization"]["streams"]["actions"]["std"][0] = serde_json::Value::Null, &["normalization"]);
+    refused(&|s| s["clock"]["hz"] = 1e300.into(), &["clock.hz", "1e300"]);
+    refused(&|s| s["clock"]["hz"] = 0.into(), &["clock.hz"]);
+    refused(&|s| s["clock"]["hz"] = (-30).into(), &["clock.hz"]);
+    refused(&|s| s["clock"]["history"] = u64::MAX.into(), &["clock", "more than 10000 steps"]);
+    refused(&|s| s["streams"][1]["step_shape"] = serde_json::json!([1 << 20, 1 << 20]), &["step_shape"]);
+    refused(&|s| s["streams"][1]["step_shape"] = serde_json::json!([1 << 27]), &["more than 1073741824 bytes"]);
+    refused(&|s| s["streams"][4]["camera"] = serde_json::json!([100_000, 12]), &["camera", "each side"]);
+    refused(&|s| s["streams"][1]["rate_hz"] = 1e300.into(), &["rate_hz"]);
+    refused(&|s| s["streams"][2]["name"] = "actions".into(), &["another stream has this name"]);
+    refused(&|s| s["frames"]["crop"] = serde_json::json!([10, 0, 10, 10]), &["frames.crop", "not inside"]);
+    refused(&|s| s["version"] = 0.into(), &["version"]);
+    refused(
+        &|s| {
+            s["clock"] = serde_json::json!({"kind": "deltas", "fps": 30.0, "tolerance_s": 0.0,
+                                            "offsets": [["actions", [-1e6]]]})
+        },
+        &["clock.offsets[0] (`actions`)"],
+    );
+    // A spec of an older build (its rate called `max_rate_hz`) loads.
+    let older = text.replace("\"rate_hz\"", "\"max_rate_hz\"");
+    assert_eq!(LoaderSpec::from_json(&older).unwrap(), LoaderSpec::from_json(&text).unwrap());
+}
+
 macro_rules! live_tests {
     ($backend:ident, $device:expr) => {
         mod $backend {
@@ -434,6 +744,26 @@ macro_rules! live_tests {
             #[test]
             fn bag_messages_pushed_serialized_replay_training() {
                 device().map(|d| super::bag_messages_pushed_serialized_replay_training(&d));
+            }
+
+            #[test]
+            fn windows_at_faster_rates_equal_training() {
+                device().map(|d| super::windows_at_faster_rates_equal_training(&d));
+            }
+
+            #[test]
+            fn a_window_the_ring_no_longer_holds_is_an_error() {
+                device().map(|d| super::a_window_the_ring_no_longer_holds_is_an_error(&d));
+            }
+
+            #[test]
+            fn messages_with_one_stamp_are_kept_as_the_bag_reader_keeps_them() {
+                device().map(|d| super::messages_with_one_stamp_are_kept_as_the_bag_reader_keeps_them(&d));
+            }
+
+            #[test]
+            fn a_mixture_member_replays_its_rows_of_the_mixture() {
+                device().map(|d| super::a_mixture_member_replays_its_rows_of_the_mixture(&d));
             }
 
             #[test]

@@ -89,7 +89,7 @@ class Live:
     thread): a NumPy array or tensor of one step (the dataset's dtype, or
     float32 for low-dimensional streams), a camera frame as uint8 ``[H, W,
     3]``, or JPEG/PNG ``bytes`` decoded on arrival. A sample at or before
-    its stream's latest is refused. ``window(t)`` returns the observation
+    its stream's latest is refused; a push is whole or nothing. ``window(t)`` returns the observation
     part of the window at ``t``, as one row of a training batch: per stream
     ``[1, T, ...]`` and ``{stream}_is_pad`` (``T``: the history and ``t``
     itself), normalized, cropped and resized as in training. Causal time
@@ -99,22 +99,34 @@ class Live:
     a new episode. For a spec of a ROS 2 bag dataset, ``push_message(topic,
     log_time_ns, cdr_bytes)`` takes serialized messages instead, decoded by
     the bag reader's decoder with the spec's mapping; their times are
-    seconds since ``message_origin_ns``.
+    seconds since ``message_origin_ns`` (``reset(message_origin_ns)`` sets
+    the next episode's), and a sample at or before its stream's latest
+    moves just after it, as the bag reader places ties.
+
+    Each stream keeps the samples of the window's history plus
+    ``lookback_s`` seconds (default 1) behind its latest, whatever rate they
+    come at, up to ``ring_bytes`` bytes (default 256 MiB; frames on the
+    device counted). A window that would read a sample no longer kept
+    raises, naming the stream and the times; it never differs from
+    training silently. On CUDA, the window's tensors are ordered on torch's
+    current stream: they can be read there at once.
     """
 
     def __init__(self, spec, device: Optional[str] = None, streams: Optional[Sequence[str]] = None,
-                 message_origin_ns: int = 0):
+                 message_origin_ns: int = 0, lookback_s: float = 1.0, ring_bytes: int = 256 << 20):
         from ._data import _resolve_device
 
         self.spec = _spec_of(spec)
         self.device = _resolve_device(device, "live windows on CUDA need torch imported to hold them")
         self._native = _NativeLive(self.spec.to_json(), self.device, None if streams is None else list(streams),
-                                   int(message_origin_ns))
-        self.streams = self._native.stream_names()
+                                   int(message_origin_ns), float(lookback_s), int(ring_bytes))
+        self.streams = self._native.window_names()
+        self.pushed_streams = self._native.stream_names()
         spec = self.spec.to_dict()
         pad = spec["masks"] == "pad"
         self._mask_suffix = "_is_pad" if pad else "_valid"
-        self._keys = [key for name in self.streams for key in (name, name + self._mask_suffix)]
+        dims = ("_dim_is_pad",) if spec.get("mixture") else ()
+        self._keys = [name + suffix for name in self.streams for suffix in ("", self._mask_suffix, *dims)]
         clock = spec["clock"]
         self._deltas = dict(clock["offsets"]) if clock["kind"] == "deltas" else None
         self._info = {s["name"]: s for s in spec["streams"]}
@@ -154,9 +166,11 @@ class Live:
             window = self._as_lerobot(window)
         return window
 
-    def reset(self) -> None:
-        """Forgets every sample: the next push starts a new episode."""
-        self._native.reset()
+    def reset(self, message_origin_ns: Optional[int] = None) -> None:
+        """Forgets every sample: the next push starts a new episode.
+        ``message_origin_ns``: the new episode's message origin for
+        :meth:`push_message` (``None`` keeps the current one)."""
+        self._native.reset(None if message_origin_ns is None else int(message_origin_ns))
 
     def _as_lerobot(self, window: Dict[str, Any]) -> Dict[str, Any]:
         """A ``delta_timestamps`` window as the loader's LeRobot batches

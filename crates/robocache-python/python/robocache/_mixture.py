@@ -265,7 +265,34 @@ class MixtureLoader(_Resumable):
                 indices.append(int(member))
             resolved.append((str(group), indices))
         self._statistics = json.loads(self._native.statistics_json(resolved, mode))
+        self._groups = {group: indices for group, indices in resolved}
         return self._statistics
+
+    def spec(self, member: Union[int, str]):
+        """The :class:`robocache.LoaderSpec` of one member (its index or
+        name) as the mixture trained it: the member's own streams, clock,
+        frames and statistics (what its robot pushes to
+        :class:`robocache.Live`), and the mixture's streams as the member
+        fills them — names, the widest last dimension with
+        ``{stream}_dim_is_pad``, concatenations, constants, streams it lacks
+        — with its group's merged statistics once :meth:`statistics`
+        computed them (``spec.to_dict()["mixture"]["statistics"]``). A
+        ``Live`` of it gives the member's rows of the mixture's batches."""
+        from ._live import LoaderSpec
+
+        if isinstance(member, str):
+            if member not in self.names:
+                raise InvalidInputError(f"no member {member!r} (members: {self.names})")
+            index = self.names.index(member)
+        else:
+            index = int(member)
+        statistics = None
+        if self._statistics is not None:
+            groups = getattr(self, "_groups", None) or {name: [i] for i, name in enumerate(self.names)}
+            for group, members in groups.items():
+                if index in members and group in self._statistics:
+                    statistics = json.dumps(self._statistics[group])
+        return LoaderSpec(self._native.spec_json(int(index), statistics))
 
     def state_dict(self) -> Dict[str, Any]:
         """Where the mixture is (:class:`Loader`'s), the mixture's

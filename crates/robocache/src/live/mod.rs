@@ -16,7 +16,15 @@
 //! Rules:
 //! - A stream's times must increase: a sample at or before the stream's
 //!   latest is refused (an error naming the stream and both times), never
-//!   inserted out of order. [`Live::reset`] starts a new episode.
+//!   inserted out of order. Serialized ROS 2 messages
+//!   ([`Live::push_message`]) follow the bag reader's rule instead: a
+//!   sample at or before its stream's latest moves just after it
+//!   (`f64::next_up`), as a bag's ties and reordered stamps are placed.
+//! - A push is whole or nothing: a sample (or every sample of a message)
+//!   is checked — shape, dtype, time, statistics — before any stream or
+//!   unwrapping state changes, and the latest time is read and the sample
+//!   kept under one lock. [`Live::reset`] starts a new episode (and takes
+//!   its message origin).
 //! - Causal time windows read only samples at or before each target, so
 //!   `window(t)` equals the training window anchored at `t` as soon as the
 //!   samples up to `t` have been pushed. Non-causal windows interpolate
@@ -27,10 +35,14 @@
 //!   before `t + tolerance_s`; offset `d` (frames, `round(offset · fps)`)
 //!   reads the sample `|d|` before it, or the episode's first sample,
 //!   padding, before the episode began (as LeRobot clamps).
-//! - Memory is bounded: each ring holds the samples of the window's span
-//!   plus a second (a quarter for cameras) at twice the stream's fastest
-//!   rate in the training data. A window reaching before a ring's oldest
-//!   sample is an error naming the stream.
+//! - Memory is bounded by time and bytes, never by an assumed rate: each
+//!   stream keeps its samples of the last `span` seconds (in the data's
+//!   own times: the window's history plus [`LiveOptions::lookback_s`], how
+//!   far behind the latest sample a window may be asked), whatever rate
+//!   they come at, up to [`LiveOptions::ring_bytes`] per stream (frames on
+//!   the device counted). A window that would read a sample no longer kept
+//!   — asked further back than that, or after the byte bound dropped it —
+//!   is an error naming the stream and the times, never a different value.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -58,23 +70,32 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod entry;
+mod mixed;
 mod ring;
 mod window;
 
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use robocache_cpu::{ChannelSpec, DType, HostSlice};
 use robocache_datasets::ros2::{BagMapping, MessageStreams};
 use robocache_datasets::{StreamKind, TimeWindowSpec};
 
 use crate::loader::{MaskKind, Normalization};
-use crate::spec::{LoaderSpec, SpecClock, SpecStream};
+use crate::spec::{LoaderSpec, SpecClock, SpecMixtureStream, SpecSource, SpecStream};
 use crate::windows::AngleUnwrap;
 use crate::{BatchStream, Device, Error, FrameDType, FrameLayout, FrameOutput, Result, Tensor};
-use ring::{SampleRing, Value};
+use ring::{RingLimits, SampleRing, Value};
 
-/// Which of a spec's streams a [`Live`] takes.
-#[derive(Clone, Debug, Default)]
+/// [`LiveOptions::lookback_s`] by default.
+pub const DEFAULT_LOOKBACK_S: f64 = 1.0;
+/// [`LiveOptions::ring_bytes`] by default: 256 MiB a stream.
+pub const DEFAULT_RING_BYTES: usize = 256 << 20;
+/// The largest [`LiveOptions::lookback_s`].
+pub const MAX_LOOKBACK_S: f64 = 3600.0;
+
+/// Which of a spec's streams a [`Live`] takes, and how much of them it keeps.
+#[derive(Clone, Debug)]
 pub struct LiveOptions {
     /// The streams to keep and window; `None`: every stream of time windows,
     /// the keys with offsets (none after the anchor) of `delta_timestamps`.
@@ -83,6 +104,25 @@ pub struct LiveOptions {
     /// `(t - message_origin_ns) · 1e-9` s, as a bag episode's times are
     /// seconds since its first log time (its `origin_ns`).
     pub message_origin_ns: u64,
+    /// How far behind each stream's latest sample a window may be asked, in
+    /// seconds of the data's clock (module docs): a stream keeps its
+    /// samples of the window's history plus this. Default 1 s.
+    pub lookback_s: f64,
+    /// The most bytes of samples a stream keeps (camera frames on the
+    /// device counted); past it the oldest go, and windows that would read
+    /// them are errors. Default 256 MiB.
+    pub ring_bytes: usize,
+}
+
+impl Default for LiveOptions {
+    fn default() -> Self {
+        LiveOptions {
+            streams: None,
+            message_origin_ns: 0,
+            lookback_s: DEFAULT_LOOKBACK_S,
+            ring_bytes: DEFAULT_RING_BYTES,
+        }
+    }
 }
 
 /// The observation window at one time (module docs): per stream `[1, T,
@@ -93,6 +133,10 @@ pub struct LiveWindow {
     /// The time the window was asked for.
     pub time: f64,
     pub streams: Vec<BatchStream>,
+    /// A mixture member's spec: per stream (in `streams`' order) its
+    /// `dim_is_pad` `[1, D]` (true where the member has no such dimension),
+    /// as the mixture's batches hold it. Empty for other specs.
+    pub dim_is_pad: Vec<Tensor>,
 }
 
 impl LiveWindow {
@@ -112,8 +156,94 @@ pub struct Live {
     masks: MaskKind,
     normalization: Option<Normalization>,
     streams: Vec<LiveStream>,
+    /// A mixture member's spec: the mixture's streams a window holds, made
+    /// from `streams` (empty: a window holds `streams` themselves).
+    mixture: Vec<MixedStream>,
     /// A ROS 2 spec's decoder of serialized messages, and its time origin.
-    messages: Option<(Mutex<MessageStreams>, u64)>,
+    messages: Option<Mutex<MessageDecoder>>,
+}
+
+/// A mixture's stream as a member's live window fills it (`SpecMixtureStream`).
+#[derive(Debug)]
+struct MixedStream {
+    name: String,
+    source: MixedSource,
+    dtype: DType,
+    step_shape: Vec<usize>,
+    width: usize,
+}
+
+#[derive(Debug)]
+enum MixedSource {
+    /// The member's streams side by side (one, or a concatenation): indices into `Live::streams`.
+    Streams(Vec<usize>),
+    /// One row of the stream's dtype.
+    Constant(robocache_cpu::HostVec),
+    Absent,
+}
+
+impl MixedStream {
+    fn new(spec: &SpecMixtureStream, streams: &[LiveStream]) -> Result<Self> {
+        let dtype = DType::from_name(&spec.dtype).ok_or_else(|| Error::Spec {
+            what: format!("mixture stream `{}` dtype", spec.name),
+            problem: format!("`{}` is no dtype", spec.dtype),
+        })?;
+        let source = match &spec.source {
+            SpecSource::Absent => MixedSource::Absent,
+            SpecSource::Constant { values } => {
+                MixedSource::Constant(crate::loader::mixture::constant_row(dtype, values).ok_or_else(|| {
+                    Error::Spec {
+                        what: format!("mixture stream `{}` source", spec.name),
+                        problem: format!("the constant {values:?} does not fit {dtype}"),
+                    }
+                })?)
+            }
+            SpecSource::Stream { .. } | SpecSource::Concat { .. } => MixedSource::Streams(
+                spec.source
+                    .streams()
+                    .iter()
+                    .map(|part| {
+                        streams.iter().position(|s| s.name == *part).ok_or_else(|| {
+                            Error::Internal(format!(
+                                "live mixture stream `{}`: its part `{part}` is not kept",
+                                spec.name
+                            ))
+                        })
+                    })
+                    .collect::<Result<_>>()?,
+            ),
+        };
+        Ok(MixedStream {
+            name: spec.name.clone(),
+            source,
+            dtype,
+            step_shape: spec.step_shape.clone(),
+            width: spec.width,
+        })
+    }
+}
+
+/// What decodes a robot's serialized messages, and where their time starts.
+#[derive(Debug)]
+struct MessageDecoder {
+    streams: MessageStreams,
+    origin_ns: u64,
+}
+
+/// How a push places a sample at or before its stream's latest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ties {
+    /// Refused (decoded samples: times must increase).
+    Refuse,
+    /// Moved just after the latest, as the bag reader places them.
+    MoveLater,
+}
+
+/// A sample checked and converted, ready to keep.
+struct Prepared {
+    stream: usize,
+    time: f64,
+    value: Value,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -146,8 +276,10 @@ struct LiveStream {
     /// `delta_timestamps`: frame offsets, none after the anchor.
     offsets: Vec<i64>,
     state: Mutex<StreamState>,
-    /// A camera's padding frame (zeros) on the device, at the kept size.
-    zero_frame: Option<Tensor>,
+    /// A camera's padding frame (zeros) on the device, at the kept size:
+    /// made when a window first needs it.
+    zero_frame: Mutex<Option<Tensor>>,
+    frames: FrameOutput,
 }
 
 #[derive(Debug)]
@@ -160,6 +292,12 @@ impl Live {
     /// Live windows of `spec` on `device`, for the streams `options` names.
     pub fn new(spec: &LoaderSpec, device: &Device, options: &LiveOptions) -> Result<Self> {
         spec.check()?;
+        if !(options.lookback_s.is_finite() && (0.0..=MAX_LOOKBACK_S).contains(&options.lookback_s)) {
+            return Err(Error::Spec {
+                what: "LiveOptions::lookback_s".into(),
+                problem: format!("{} s is not in 0..={MAX_LOOKBACK_S} s", options.lookback_s),
+            });
+        }
         let frames = spec.frames.output()?;
         let (clock, offsets): (Clock, &[(String, Vec<f64>)]) = match &spec.clock {
             SpecClock::Times { hz, history, horizon, causal } => {
@@ -172,7 +310,47 @@ impl Live {
             SpecClock::Deltas { fps, .. } => *fps,
             SpecClock::Times { .. } => 0.0,
         };
+        // A mixture member's spec: the mixture's streams asked for, kept
+        // as the member's own streams they read.
+        let mixed_specs: Vec<&SpecMixtureStream> = match &spec.mixture {
+            None => Vec::new(),
+            Some(mixture) => {
+                if !matches!(clock, Clock::Times(_)) {
+                    return Err(Error::Spec {
+                        what: "clock".into(),
+                        problem: "a mixture member's live windows are time windows".into(),
+                    });
+                }
+                match &options.streams {
+                    None => mixture.streams.iter().collect(),
+                    Some(names) => names
+                        .iter()
+                        .map(|name| {
+                            mixture.streams.iter().find(|s| s.name == *name).ok_or_else(|| Error::Live {
+                                stream: name.clone(),
+                                problem: format!(
+                                    "the mixture has no such stream (it has {})",
+                                    mixture.streams.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", ")
+                                ),
+                            })
+                        })
+                        .collect::<Result<_>>()?,
+                }
+            }
+        };
+        let mixed_parts: Vec<String> = {
+            let mut parts: Vec<String> = Vec::new();
+            for mixed in &mixed_specs {
+                for part in mixed.source.streams() {
+                    if !parts.contains(part) {
+                        parts.push(part.clone());
+                    }
+                }
+            }
+            parts
+        };
         let names: Vec<String> = match (&options.streams, clock) {
+            _ if spec.mixture.is_some() => mixed_parts,
             (Some(names), _) => names.clone(),
             (None, Clock::Times(_)) => spec.streams.iter().map(|s| s.name.clone()).collect(),
             (None, Clock::Deltas { .. }) => spec
@@ -213,14 +391,21 @@ impl Live {
                     seconds.iter().map(|d| (d * fps).round_ties_even() as i64).collect()
                 }
             };
-            streams.push(LiveStream::new(stream, clock, offsets, fps, frames, device)?);
+            if streams.iter().any(|s: &LiveStream| s.name == *name) {
+                return Err(Error::Live {
+                    stream: name.clone(),
+                    problem: "named twice in LiveOptions::streams".into(),
+                });
+            }
+            streams.push(LiveStream::new(stream, clock, offsets, frames, options)?);
         }
+        let mixture = mixed_specs.iter().map(|mixed| MixedStream::new(mixed, &streams)).collect::<Result<Vec<_>>>()?;
         let messages = match &spec.bag_mapping {
             Some(mapping) if !spec.bag_topics.is_empty() => {
                 let mapping: BagMapping = serde_json::from_value(mapping.clone())
                     .map_err(|e| Error::Spec { what: "bag_mapping".into(), problem: e.to_string() })?;
                 let decoder = MessageStreams::new(&mapping, &spec.bag_topics)?;
-                Some((Mutex::new(decoder), options.message_origin_ns))
+                Some(Mutex::new(MessageDecoder { streams: decoder, origin_ns: options.message_origin_ns }))
             }
             _ => None,
         };
@@ -231,6 +416,7 @@ impl Live {
             masks: spec.mask_kind(),
             normalization: spec.normalization.clone(),
             streams,
+            mixture,
             messages,
         })
     }
@@ -240,9 +426,18 @@ impl Live {
         &self.device
     }
 
-    /// The streams kept, in window order.
+    /// The streams kept (those pushed), in window order.
     pub fn stream_names(&self) -> Vec<&str> {
         self.streams.iter().map(|s| s.name.as_str()).collect()
+    }
+
+    /// The streams a window holds, in its order: the kept streams, or a
+    /// mixture member's spec's mixture streams.
+    pub fn window_names(&self) -> Vec<&str> {
+        match self.mixture.is_empty() {
+            true => self.stream_names(),
+            false => self.mixture.iter().map(|m| m.name.as_str()).collect(),
+        }
     }
 
     /// Adds a sample of `stream` at `time` (seconds, on the clock windows
@@ -251,29 +446,71 @@ impl Live {
     /// RGB `[H, W, 3]`. Refused: an unknown stream, a wrong shape or dtype,
     /// a time that is not finite or not after the stream's latest.
     pub fn push(&self, stream: &str, time: f64, values: HostSlice<'_>) -> Result<()> {
-        let live = self.find(stream)?;
+        let index = self.index_of(stream)?;
+        let live = &self.streams[index];
         if !time.is_finite() {
             return Err(live.error(format!("sample time {time} is not finite")));
         }
         let value = live.value(values, &self.device, self.frames)?;
-        let mut state = live.lock()?;
-        if let Some(last) = state.ring.last_time().filter(|&last| time <= last) {
-            return Err(live.error(format!(
-                "sample at {time} s does not come after its latest, at {last} s: times must increase (late samples are refused)"
-            )));
-        }
-        let value = match value {
-            Value::Row(mut bytes) if live.form == Form::Resident => {
-                let rows: &mut [f32] = bytemuck::cast_slice_mut(&mut bytes);
-                state.unwrap.next_row(rows);
-                if let Some(stats) = &self.normalization {
-                    stats.apply(&live.name, &live.kind, rows, live.channels)?;
-                }
-                Value::Row(bytes)
+        self.keep(vec![Prepared { stream: index, time, value }], Ties::Refuse)
+    }
+
+    /// Keeps `samples` (each of another stream), all or none: under the
+    /// locks of their streams (taken in stream order), each time checked
+    /// against its stream's latest (or moved after it, `ties`), each row
+    /// unwrapped and normalized on a copy of the unwrapping state; only
+    /// when every sample passed are the rings and states changed.
+    fn keep(&self, samples: Vec<Prepared>, ties: Ties) -> Result<()> {
+        let mut order: Vec<usize> = (0..samples.len()).collect();
+        order.sort_by_key(|&i| samples[i].stream);
+        let mut guards: Vec<(usize, MutexGuard<'_, StreamState>)> = Vec::with_capacity(samples.len());
+        for &i in &order {
+            let stream = samples[i].stream;
+            if guards.iter().any(|(s, _)| *s == stream) {
+                return Err(self.streams[stream].error("two samples of the stream in one push".into()));
             }
-            other => other,
-        };
-        state.ring.push(time, value);
+            guards.push((stream, self.streams[stream].lock()));
+        }
+        let mut ready = Vec::with_capacity(samples.len());
+        for sample in samples {
+            let live = &self.streams[sample.stream];
+            let Some(at) = guards.iter().position(|(s, _)| *s == sample.stream) else {
+                return Err(Error::Internal(format!("live stream `{}`: not locked", live.name)));
+            };
+            let state = &guards[at].1;
+            let mut time = sample.time;
+            if let Some(last) = state.ring.last_time().filter(|&last| time <= last) {
+                match ties {
+                    Ties::MoveLater => time = f64::next_up(last),
+                    Ties::Refuse => {
+                        return Err(live.error(format!(
+                            "sample at {time} s does not come after its latest, at {last} s: times must increase (late samples are refused)"
+                        )))
+                    }
+                }
+            }
+            let (value, unwrap) = match sample.value {
+                Value::Row(mut bytes) if live.form == Form::Resident => {
+                    let rows: &mut [f32] = bytemuck::try_cast_slice_mut(&mut bytes)
+                        .map_err(|e| Error::Internal(format!("live stream `{}`: f32 row: {e}", live.name)))?;
+                    let mut unwrap = state.unwrap.clone();
+                    unwrap.next_row(rows);
+                    if let Some(stats) = &self.normalization {
+                        stats.apply(&live.name, &live.kind, rows, live.channels)?;
+                    }
+                    (Value::Row(bytes), Some(unwrap))
+                }
+                other => (other, None),
+            };
+            ready.push((at, time, value, unwrap));
+        }
+        for (at, time, value, unwrap) in ready {
+            let state = &mut guards[at].1;
+            if let Some(unwrap) = unwrap {
+                state.unwrap = unwrap;
+            }
+            state.ring.push(time, value);
+        }
         Ok(())
     }
 
@@ -299,7 +536,7 @@ impl Live {
     /// time as its stream's latest moves a femtosecond later, as the bag
     /// reader places ties. Streams this `Live` does not keep are skipped.
     pub fn push_message(&self, topic: &str, log_ns: u64, publish_ns: Option<u64>, message: &[u8]) -> Result<()> {
-        let Some((decoder, origin)) = &self.messages else {
+        let Some(decoder) = &self.messages else {
             return Err(Error::Live {
                 stream: topic.into(),
                 problem:
@@ -307,41 +544,57 @@ impl Live {
                         .into(),
             });
         };
-        let samples = decoder
-            .lock()
-            .map_err(|_| Error::Internal("live messages: lock poisoned".into()))?
-            .decode(topic, log_ns, publish_ns.unwrap_or(log_ns), message)
-            .map_err(|error| {
-                // A message that does not fit is bad live input, named by its topic.
-                let text = error.to_string();
-                let prefix = format!("topic `{topic}`: ");
-                Error::Live { stream: topic.into(), problem: text.strip_prefix(&prefix).unwrap_or(&text).to_owned() }
-            })?;
-        for sample in samples {
-            let Some(live) = self.streams.iter().find(|s| s.name == sample.stream) else { continue };
-            let mut time = (sample.time_ns - i128::from(*origin)) as f64 * 1e-9;
-            let last = live.lock()?.ring.last_time();
-            if last == Some(time) {
-                time = f64::next_up(time);
-            }
-            match sample.dtype {
-                DType::F64 => self.push(&sample.stream, time, HostSlice::F64(&sample.values))?,
-                _ => {
-                    let values: Vec<f32> = sample.values.iter().map(|&v| v as f32).collect();
-                    self.push(&sample.stream, time, HostSlice::F32(&values))?;
+        let mut decoder = decoder.lock().unwrap_or_else(PoisonError::into_inner);
+        let origin = i128::from(decoder.origin_ns);
+        let publish_ns = publish_ns.unwrap_or(log_ns);
+        // The decoder keeps its joint holding only when every sample is kept.
+        decoder
+            .streams
+            .decode_then(topic, log_ns, publish_ns, message, |samples| {
+                let mut prepared = Vec::with_capacity(samples.len());
+                for sample in samples {
+                    let Some(index) = self.streams.iter().position(|s| s.name == sample.stream) else { continue };
+                    let live = &self.streams[index];
+                    // As the bag reader places a sample (`ros2::decode`).
+                    let time = (sample.time_ns - origin) as f64 * 1e-9;
+                    let value = match sample.dtype {
+                        DType::F64 => live.value(HostSlice::F64(&sample.values), &self.device, self.frames)?,
+                        _ => {
+                            let values: Vec<f32> = sample.values.iter().map(|&v| v as f32).collect();
+                            live.value(HostSlice::F32(&values), &self.device, self.frames)?
+                        }
+                    };
+                    prepared.push(Prepared { stream: index, time, value });
                 }
-            }
-        }
-        Ok(())
+                self.keep(prepared, Ties::MoveLater)
+            })
+            .map_err(|error| match error {
+                // A message that does not fit is bad live input, named by its topic.
+                Error::Dataset(error) => {
+                    let text = error.to_string();
+                    let prefix = format!("topic `{topic}`: ");
+                    Error::Live {
+                        stream: topic.into(),
+                        problem: text.strip_prefix(&prefix).unwrap_or(&text).to_owned(),
+                    }
+                }
+                other => other,
+            })
     }
 
     /// Forgets every stream's samples: the next push starts a new episode.
-    pub fn reset(&self) -> Result<()> {
-        if let Some((decoder, _)) = &self.messages {
-            decoder.lock().map_err(|_| Error::Internal("live messages: lock poisoned".into()))?.reset();
+    /// `message_origin_ns`: the new episode's message origin
+    /// ([`LiveOptions::message_origin_ns`]; `None` keeps the current one).
+    pub fn reset(&self, message_origin_ns: Option<u64>) -> Result<()> {
+        if let Some(decoder) = &self.messages {
+            let mut decoder = decoder.lock().unwrap_or_else(PoisonError::into_inner);
+            decoder.streams.reset();
+            if let Some(origin) = message_origin_ns {
+                decoder.origin_ns = origin;
+            }
         }
         for stream in &self.streams {
-            let mut state = stream.lock()?;
+            let mut state = stream.lock();
             state.ring.clear();
             state.unwrap = AngleUnwrap::new(&stream.kind.angle_channels(stream.channels));
         }
@@ -357,7 +610,11 @@ impl Live {
     }
 
     fn find(&self, stream: &str) -> Result<&LiveStream> {
-        self.streams.iter().find(|s| s.name == stream).ok_or_else(|| Error::Live {
+        self.index_of(stream).map(|i| &self.streams[i])
+    }
+
+    fn index_of(&self, stream: &str) -> Result<usize> {
+        self.streams.iter().position(|s| s.name == stream).ok_or_else(|| Error::Live {
             stream: stream.into(),
             problem: format!("not a stream of this live window (it keeps {})", self.stream_names().join(", ")),
         })
@@ -369,9 +626,8 @@ impl LiveStream {
         spec: &SpecStream,
         clock: Clock,
         offsets: Vec<i64>,
-        fps: f64,
         frames: FrameOutput,
-        device: &Device,
+        options: &LiveOptions,
     ) -> Result<Self> {
         let kind = spec.stream_kind()?;
         let dtype = spec.data_type()?;
@@ -389,27 +645,21 @@ impl LiveStream {
                 })
             }
         };
-        // The window's span, a second of slack (a quarter for cameras), at
-        // twice the fastest rate seen in training.
-        let rate = if spec.max_rate_hz > 0.0 { spec.max_rate_hz } else { 32.0 };
-        let camera = matches!(form, Form::Camera { .. });
-        let capacity = match clock {
-            Clock::Times(times) => {
-                let slack = if camera { 0.25 } else { 1.0 };
-                ((times.history as f64 / times.hz + slack) * rate * 2.0).ceil() as usize + 4
-            }
-            Clock::Deltas { .. } => {
-                let back = offsets.iter().map(|d| d.unsigned_abs() as usize).max().unwrap_or(0);
-                let slack = if camera { fps * 0.25 } else { fps };
-                back + slack.ceil() as usize + 4
-            }
-        };
-        let zero_frame = match form {
-            Form::Camera { width, height } => {
-                let (w, h) = frames.resize.map_or((width, height), |r| (r.width, r.height));
-                Some(Tensor::from_slice(device, &vec![0u8; w * h * 3], &[1, h, w, 3])?)
-            }
-            _ => None,
+        // The window's history plus the lookback, in the data's seconds;
+        // `delta_timestamps` windows count their frames back from the
+        // latest at or before the window's time, so that many are kept
+        // before the span (module docs, `ring`).
+        let limits = match clock {
+            Clock::Times(times) => RingLimits {
+                span_s: times.history as f64 / times.hz + options.lookback_s,
+                kept_before_span: 1,
+                max_bytes: options.ring_bytes,
+            },
+            Clock::Deltas { .. } => RingLimits {
+                span_s: options.lookback_s,
+                kept_before_span: offsets.iter().map(|d| d.unsigned_abs() as usize).max().unwrap_or(0) + 1,
+                max_bytes: options.ring_bytes,
+            },
         };
         Ok(LiveStream {
             name: spec.name.clone(),
@@ -421,13 +671,14 @@ impl LiveStream {
                 matches!(clock, Clock::Times(TimeWindowSpec { causal: true, .. })),
             ),
             state: Mutex::new(StreamState {
-                ring: SampleRing::new(capacity.min(1 << 20)),
+                ring: SampleRing::new(limits),
                 unwrap: AngleUnwrap::new(&kind.angle_channels(channels)),
             }),
             kind,
             form,
             offsets,
-            zero_frame,
+            zero_frame: Mutex::new(None),
+            frames,
         })
     }
 
@@ -435,9 +686,27 @@ impl LiveStream {
         Error::Live { stream: self.name.clone(), problem }
     }
 
-    /// Its samples and unwrapping state, locked.
-    fn lock(&self) -> Result<std::sync::MutexGuard<'_, StreamState>> {
-        self.state.lock().map_err(|_| Error::Internal(format!("live stream `{}`: lock poisoned", self.name)))
+    /// Its samples and unwrapping state, locked. A lock is never poisoned
+    /// in effect: the state changes only after every check has passed, in
+    /// steps that cannot fail (`Live::keep`), so a panic elsewhere while it
+    /// was held left it whole.
+    fn lock(&self) -> MutexGuard<'_, StreamState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The padding frame (zeros) at the kept size, on `device`.
+    fn zero_frame(&self, device: &Device) -> Result<Tensor> {
+        let mut frame = self.zero_frame.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(frame) = frame.as_ref() {
+            return Ok(frame.clone());
+        }
+        let Form::Camera { width, height } = self.form else {
+            return Err(self.error("a padding frame of a stream that is not a camera".into()));
+        };
+        let (w, h) = self.frames.resize.map_or((width, height), |r| (r.width, r.height));
+        let zeros = Tensor::from_slice(device, &vec![0u8; w * h * 3], &[1, h, w, 3])?;
+        *frame = Some(zeros.clone());
+        Ok(zeros)
     }
 
     /// A pushed step as the stream keeps it (module docs).

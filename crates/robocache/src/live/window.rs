@@ -1,27 +1,21 @@
 //! One live window: each stream's rows (resampled from its ring by the
-//! loader's rules) or frame picks, then placed on the live device — every
-//! row and mask in one upload, the frames stacked there.
+//! loader's rules) or frame picks (stacked on the device), made into a
+//! mixture's streams for a member's spec (`mixed`), then placed on the live
+//! device — every row, mask and `dim_is_pad` in one upload.
 
 use robocache_cpu::{Boundary, DType, ResampleSpec, Stream, Targets, Times};
 
+use super::entry::{Entry, Part};
 use super::ring::{End, RingSnapshot, Value};
-use super::{Clock, Form, Live, LiveStream, LiveWindow};
+use super::{mixed, Clock, Form, Live, LiveStream, LiveWindow};
 use crate::batch_buffer::BatchUpload;
 use crate::loader::MaskKind;
 use crate::windows::causal::apply_causal_rule;
 use crate::{BatchStream, Error, Result, Tensor};
 
-/// One stream's part of a window, before it is placed on the device.
-enum Part {
-    /// `T` rows of bytes in `dtype`.
-    Rows { dtype: DType, bytes: Vec<u8> },
-    /// `T` frames (`None`: the padding frame).
-    Frames(Vec<Option<Tensor>>),
-}
-
 /// The window of `live` at `time`.
 pub(super) fn compute(live: &Live, time: f64) -> Result<LiveWindow> {
-    let mut parts = Vec::with_capacity(live.streams.len());
+    let mut own = Vec::with_capacity(live.streams.len());
     for stream in &live.streams {
         let (part, valid) = match live.clock {
             Clock::Times(spec) => {
@@ -30,27 +24,56 @@ pub(super) fn compute(live: &Live, time: f64) -> Result<LiveWindow> {
                     true => End::AtOrBefore(time),
                     false => End::FirstAtOrAfter(time),
                 };
-                let snapshot = stream.with_ring(|ring| ring.snapshot(targets[0], end))?;
+                // From the last sample at or before the first target inside
+                // the episode (earlier targets clamp to its first sample).
+                let snapshot = stream.with_ring(|ring| {
+                    let first = ring.first_time();
+                    let from = targets.iter().copied().find(|&t| first.is_some_and(|f| t >= f));
+                    ring.snapshot(from.unwrap_or(targets[0]), end)
+                });
                 time_part(stream, &snapshot, &targets, spec.causal, time)?
             }
             Clock::Deltas { tolerance_s } => {
                 let back = stream.offsets.iter().map(|d| d.unsigned_abs() as usize).max().unwrap_or(0);
-                let snapshot = stream.with_ring(|ring| ring.snapshot_last(time + tolerance_s, back + 1))?;
+                let snapshot = stream.with_ring(|ring| ring.snapshot_last(time + tolerance_s, back + 1));
                 delta_part(stream, &snapshot, time)?
             }
         };
-        let mask = match live.masks {
-            MaskKind::Valid => valid,
-            MaskKind::Pad => valid.into_iter().map(|v| !v).collect(),
+        let part = match part {
+            Part::Frames(frames) => Part::Tensor(stack(live, stream, &frames)?),
+            other => other,
         };
-        parts.push((stream, part, mask));
+        own.push(Entry { name: stream.name.clone(), step_shape: stream.step_shape.clone(), part, valid, dims: None });
     }
-    place(live, time, parts)
+    let entries = match live.mixture.is_empty() {
+        true => own,
+        false => mixed::compose(live, own)?,
+    };
+    place(live, time, entries)
+}
+
+/// `frames` stacked on the live device `[1, T, ...]` (the padding frame for `None`).
+fn stack(live: &Live, stream: &LiveStream, frames: &[Option<Tensor>]) -> Result<Tensor> {
+    let zero = match frames.iter().any(Option::is_none) {
+        true => Some(stream.zero_frame(&live.device)?),
+        false => None,
+    };
+    let mut picks: Vec<(&Tensor, usize)> = Vec::with_capacity(frames.len());
+    for frame in frames {
+        let Some(frame) = frame.as_ref().or(zero.as_ref()) else {
+            return Err(stream.error("no padding frame".into()));
+        };
+        picks.push((frame, 0));
+    }
+    let stacked = live.device.stack_frames(&picks, live.frames.layout, live.frames.dtype)?;
+    let mut shape = vec![1];
+    shape.extend(stacked.shape());
+    stacked.reshape(&shape)
 }
 
 impl LiveStream {
-    fn with_ring<T>(&self, read: impl FnOnce(&super::ring::SampleRing) -> T) -> Result<T> {
-        Ok(read(&self.lock()?.ring))
+    fn with_ring<T>(&self, read: impl FnOnce(&super::ring::SampleRing) -> T) -> T {
+        read(&self.lock().ring)
     }
 }
 
@@ -69,18 +92,24 @@ fn time_part(
              can be computed once every stream has one (ask for an earlier time, or train with causal windows)"
         )));
     }
-    // The samples the window reads: the ring's, led by the episode's first
-    // sample when the window reaches before the ring and the ring dropped it.
+    // The first target inside the episode needs the last sample at or
+    // before it: a ring that dropped that sample cannot give the window.
+    let first_time = snapshot.first.as_ref().map(|(t, _)| *t);
+    let inside = first_time.and_then(|first| targets.iter().copied().find(|&t| t >= first));
+    if let (Some(from), Some(oldest)) = (inside, snapshot.oldest_kept) {
+        if from < oldest {
+            return Err(stream.error(format!(
+                "the window at {time} s reads the sample at or before {from} s, which is no longer kept: the \
+                 stream keeps samples from {oldest} s on ({})",
+                kept(snapshot)
+            )));
+        }
+    }
+    // The samples the window reads: the snapshot's, led by the episode's
+    // first sample when a target lies before it (clamped to it, or padding).
     let (mut times, mut values): (Vec<f64>, Vec<&Value>) = (snapshot.times.clone(), snapshot.values.iter().collect());
-    if let (Some(&oldest), Some((first_time, first_value))) = (times.first(), &snapshot.first) {
-        if snapshot.first_number > 0 && targets[0] < oldest {
-            if targets[0] >= *first_time {
-                return Err(stream.error(format!(
-                    "the window at {time} s reaches back to {} s, before the oldest sample kept ({oldest} s): \
-                     samples came faster than in training",
-                    targets[0]
-                )));
-            }
+    if let Some((first_time, first_value)) = &snapshot.first {
+        if snapshot.first_number > 0 && targets[0] < *first_time {
             times.insert(0, *first_time);
             values.insert(0, first_value);
         }
@@ -135,9 +164,12 @@ fn time_part(
 /// back from its latest at or before the window (module docs of `live`).
 fn delta_part(stream: &LiveStream, snapshot: &RingSnapshot, time: f64) -> Result<(Part, Vec<bool>)> {
     if snapshot.times.is_empty() {
-        return Err(stream.error(match snapshot.first_number {
-            0 => format!("no sample at or before {time} s yet"),
-            _ => format!("the samples at or before {time} s are no longer kept: asked for a window too far back"),
+        return Err(stream.error(match snapshot.oldest_kept {
+            None => format!("no sample at or before {time} s yet"),
+            Some(oldest) => format!(
+                "the samples at or before {time} s are no longer kept: the stream keeps samples from {oldest} s on ({})",
+                kept(snapshot)
+            ),
         }));
     }
     let current = snapshot.first_number + snapshot.times.len() as u64 - 1;
@@ -152,9 +184,11 @@ fn delta_part(stream: &LiveStream, snapshot: &RingSnapshot, time: f64) -> Result
             None if number == 0 => &snapshot.first.as_ref().ok_or_else(|| stream.error("no first sample".into()))?.1,
             None => {
                 return Err(stream.error(format!(
-                    "offset {offset} reaches sample {number} of the episode, older than the oldest kept ({})",
-                    snapshot.first_number
-                )))
+                "offset {offset} reaches sample {number} of the episode, older than the oldest kept ({}, at {} s; {})",
+                snapshot.first_number,
+                snapshot.times[0],
+                kept(snapshot)
+            )))
             }
         };
         picks.push(value);
@@ -179,6 +213,22 @@ fn delta_part(stream: &LiveStream, snapshot: &RingSnapshot, time: f64) -> Result
         }
     };
     Ok((part, valid))
+}
+
+/// What a stream keeps, for errors about what it no longer holds.
+fn kept(snapshot: &RingSnapshot) -> String {
+    let limits = snapshot.limits;
+    match snapshot.dropped_for_bytes {
+        true => format!(
+            "it reached its bound of {} bytes (LiveOptions::ring_bytes) and dropped its oldest samples: they came \
+             faster, or larger, than the bound holds over the window's span",
+            limits.max_bytes
+        ),
+        false => format!(
+            "it keeps {} s back from its latest sample: the window's history and LiveOptions::lookback_s",
+            limits.span_s
+        ),
+    }
 }
 
 /// `data` `[S, channels]` at `times` resampled onto `targets` by the
@@ -212,53 +262,66 @@ fn padding(stream: &LiveStream, steps: usize) -> Part {
     }
 }
 
-/// Every part on the live device: the rows and masks in one upload, the
-/// frames stacked from those kept there.
-fn place(live: &Live, time: f64, parts: Vec<(&LiveStream, Part, Vec<bool>)>) -> Result<LiveWindow> {
+/// Every entry on the live device: the rows, masks (as the spec's mask
+/// kind says) and `dim_is_pad` rows in one upload; stacked frames as they are.
+fn place(live: &Live, time: f64, entries: Vec<Entry>) -> Result<LiveWindow> {
     let mut layout = Vec::new();
     let mut shapes = Vec::new();
     let mut names = Vec::new();
-    for (stream, part, mask) in &parts {
-        let steps = mask.len();
-        if let Part::Rows { dtype, bytes } = part {
+    for entry in &entries {
+        let steps = entry.valid.len();
+        if let Part::Rows { dtype, bytes } = &entry.part {
             layout.push((*dtype, bytes.len() / dtype.size_in_bytes()));
             let mut shape = vec![1, steps];
-            shape.extend(&stream.step_shape);
+            shape.extend(&entry.step_shape);
             shapes.push(shape);
-            names.push(stream.name.as_str());
+            names.push(entry.name.as_str());
         }
         layout.push((DType::Bool, steps));
         shapes.push(vec![1, steps]);
-        names.push(stream.name.as_str());
+        names.push(entry.name.as_str());
+        if let Some(dims) = &entry.dims {
+            layout.push((DType::Bool, dims.len()));
+            shapes.push(vec![1, dims.len()]);
+            names.push(entry.name.as_str());
+        }
     }
     let mut upload = BatchUpload::new(&live.device, &layout)?;
     let mut at = 0;
-    for (_, part, mask) in &parts {
-        if let Part::Rows { bytes, .. } = part {
+    for entry in &entries {
+        if let Part::Rows { bytes, .. } = &entry.part {
             upload.part_mut(at).copy_from_slice(bytes);
             at += 1;
         }
-        upload.set_flags(at, mask.clone())?;
+        let mask = match live.masks {
+            MaskKind::Valid => entry.valid.clone(),
+            MaskKind::Pad => entry.valid.iter().map(|v| !v).collect(),
+        };
+        upload.set_flags(at, mask)?;
         at += 1;
+        if let Some(dims) = &entry.dims {
+            upload.set_flags(at, dims.clone())?;
+            at += 1;
+        }
     }
     let mut placed = upload.into_tensors(&live.device, &shapes, &names)?.into_iter();
-    let mut streams = Vec::with_capacity(parts.len());
-    for (stream, part, _) in parts {
-        let data = match part {
+    let mut streams = Vec::with_capacity(entries.len());
+    let mut dim_is_pad = Vec::new();
+    for entry in entries {
+        let data = match entry.part {
             Part::Rows { .. } => placed.next(),
-            Part::Frames(frames) => {
-                let zero = stream.zero_frame.as_ref().ok_or_else(|| stream.error("no padding frame".into()))?;
-                let picks: Vec<(&Tensor, usize)> = frames.iter().map(|f| (f.as_ref().unwrap_or(zero), 0)).collect();
-                let stacked = live.device.stack_frames(&picks, live.frames.layout, live.frames.dtype)?;
-                let mut shape = vec![1];
-                shape.extend(stacked.shape());
-                Some(stacked.reshape(&shape)?)
-            }
+            Part::Tensor(tensor) => Some(tensor),
+            Part::Frames(_) => None,
         };
         let (Some(data), Some(mask)) = (data, placed.next()) else {
-            return Err(Error::Internal(format!("live stream `{}`: its upload has no part", stream.name)));
+            return Err(Error::Internal(format!("live stream `{}`: its upload has no part", entry.name)));
         };
-        streams.push(BatchStream { name: stream.name.clone(), data, mask, mask_kind: live.masks });
+        if entry.dims.is_some() {
+            let dims =
+                placed.next().ok_or_else(|| Error::Internal(format!("live stream `{}`: no dims", entry.name)))?;
+            dim_is_pad.push(dims);
+        }
+        streams.push(BatchStream { name: entry.name, data, mask, mask_kind: live.masks });
     }
-    Ok(LiveWindow { time, streams })
+    Ok(LiveWindow { time, streams, dim_is_pad })
 }

@@ -4,11 +4,14 @@
 //! channels (quaternions, angles, discrete and image channels are left as
 //! they are: scaling them would break their resampling).
 //!
-//! NaN is not a value: a joint before its first reading, a non-dense point
-//! cloud's empty points. Statistics are over each channel's values that are
-//! not NaN, counted per channel (`counts`); a channel with none is an
-//! error naming the stream and channel, never a NaN mean (which would make
-//! every normalised value NaN) or a `null` in the saved JSON.
+//! NaN and ±inf are not values: a joint before its first reading, a
+//! non-dense point cloud's empty points, a sensor's overflow. Statistics are
+//! over each channel's finite values, counted per channel (`counts`); a
+//! channel with none, or whose statistics overflow, is an error naming the
+//! stream and channel, never a NaN or infinite mean (which would make every
+//! normalised value NaN) or a `null` in the saved JSON. Statistics read
+//! back ([`Normalization::load`], a spec) are checked the same way
+//! ([`StreamStatistics::check`]).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -34,11 +37,12 @@ pub enum NormalizationMode {
 
 /// The statistics of one stream, per channel.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct StreamStatistics {
-    /// Rows (values per channel) that went in, NaN included.
+    /// Rows (values per channel) that went in, NaN and ±inf included.
     pub count: u64,
-    /// Per channel: the values that were not NaN, which its statistics are
-    /// over (empty in files saved before it was kept: `count` each).
+    /// Per channel: its finite values, which its statistics are over
+    /// (empty in files saved before it was kept: `count` each).
     #[serde(default)]
     pub counts: Vec<u64>,
     pub mean: Vec<f64>,
@@ -75,9 +79,9 @@ impl StreamStatistics {
             if column.is_empty() {
                 continue;
             }
-            column.retain(|v| !v.is_nan());
+            column.retain(|v| v.is_finite());
             if column.is_empty() {
-                return Err(format!("channel {channel} is NaN in every row: it has no statistics"));
+                return Err(format!("channel {channel} is NaN or ±inf in every row: it has no statistics"));
             }
             stats.counts.push(column.len() as u64);
             let n = column.len() as f64;
@@ -90,8 +94,53 @@ impl StreamStatistics {
             stats.max.push(column[column.len() - 1]);
             stats.p01.push(percentile(&column, 0.01));
             stats.p99.push(percentile(&column, 0.99));
+            let last = stats.mean.len() - 1;
+            if !(mean.is_finite()
+                && stats.std[last].is_finite()
+                && stats.p01[last].is_finite()
+                && stats.p99[last].is_finite())
+            {
+                return Err(format!(
+                    "channel {channel}'s values (from {} to {}) are too large for statistics: its mean or spread overflows",
+                    stats.min[last], stats.max[last]
+                ));
+            }
         }
         Ok(stats)
+    }
+
+    /// Checks statistics read back: one value per channel in every field
+    /// (`counts` empty or one per channel), each finite, spreads not
+    /// negative, each minimum at most its maximum. The error says which
+    /// field and channel.
+    pub fn check(&self) -> std::result::Result<(), String> {
+        let channels = self.mean.len();
+        let fields = [
+            ("mean", &self.mean),
+            ("std", &self.std),
+            ("min", &self.min),
+            ("max", &self.max),
+            ("p01", &self.p01),
+            ("p99", &self.p99),
+        ];
+        for (name, values) in fields {
+            if values.len() != channels {
+                return Err(format!("`{name}` has {} values, `mean` {channels}", values.len()));
+            }
+            if let Some(c) = values.iter().position(|v| !v.is_finite()) {
+                return Err(format!("`{name}` of channel {c} is {}: not a finite number", values[c]));
+            }
+        }
+        if !self.counts.is_empty() && self.counts.len() != channels {
+            return Err(format!("`counts` has {} values, `mean` {channels}", self.counts.len()));
+        }
+        if let Some(c) = self.std.iter().position(|&v| v < 0.0) {
+            return Err(format!("`std` of channel {c} is negative"));
+        }
+        if let Some(c) = (0..channels).find(|&c| self.min[c] > self.max[c]) {
+            return Err(format!("channel {c}'s `min` {} is above its `max` {}", self.min[c], self.max[c]));
+        }
+        Ok(())
     }
 
     /// The values channel `c`'s statistics are over.
@@ -234,6 +283,7 @@ fn mixture_quantile(parts: &[&StreamStatistics], c: usize, q: f64) -> f64 {
 
 /// Statistics of several streams and the mode to apply them in.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Normalization {
     pub mode: NormalizationMode,
     pub streams: BTreeMap<String, StreamStatistics>,
@@ -322,8 +372,12 @@ impl Normalization {
     pub fn load(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path)
             .map_err(|error| Error::Dataset(robocache_datasets::Error::Io { file: path.to_path_buf(), error }))?;
-        serde_json::from_str(&text)
-            .map_err(|e| invalid(format!("{}: not normalization statistics: {e}", path.display())))
+        let stats: Normalization = serde_json::from_str(&text)
+            .map_err(|e| invalid(format!("{}: not normalization statistics: {e}", path.display())))?;
+        for (name, statistics) in &stats.streams {
+            statistics.check().map_err(|e| invalid(format!("{}: stream `{name}`: {e}", path.display())))?;
+        }
+        Ok(stats)
     }
 
     /// Normalizes the continuous channels of `rows` (`[N, channels]`) of stream `name` in place.
@@ -457,6 +511,39 @@ mod tests {
         assert_eq!(merged.counts, [6, 4]);
         assert_eq!(merged.mean[1], (2.0 + 4.0 + 6.0 + 6.0) / 4.0);
         let error = StreamStatistics::of_columns(vec![vec![1.0], vec![f64::NAN]]).unwrap_err().to_string();
-        assert!(error.contains("channel 1 is NaN in every row"), "{error}");
+        assert!(error.contains("channel 1 is NaN or ±inf in every row"), "{error}");
+    }
+
+    #[test]
+    fn infinities_are_left_out_as_nan_is_and_every_saved_statistic_loads() {
+        // A sensor's overflow reading ±inf: left out of its channel, counted.
+        let stats = StreamStatistics::of_columns(vec![
+            vec![1.0, f64::INFINITY, 3.0, f64::NEG_INFINITY],
+            vec![0.0, 1.0, 2.0, 3.0],
+        ])
+        .unwrap();
+        assert_eq!((stats.count, stats.counts.clone()), (4, vec![2, 4]));
+        assert_eq!((stats.mean[0], stats.min[0], stats.max[0]), (2.0, 1.0, 3.0));
+        let json = serde_json::to_string(&stats).unwrap();
+        assert!(!json.contains("null"), "{json}");
+        let error = StreamStatistics::of_columns(vec![vec![f64::INFINITY, f64::NEG_INFINITY]]).unwrap_err();
+        assert!(error.to_string().contains("channel 0 is NaN or ±inf"), "{error}");
+        // Finite values whose spread overflows are refused, naming the channel.
+        let error = StreamStatistics::of_columns(vec![vec![0.0], vec![-1.7e308, 1.7e308]]).unwrap_err();
+        assert!(error.to_string().contains("channel 1") && error.to_string().contains("too large"), "{error}");
+        // What is read back is checked: a `null` (NaN written by serde_json) or a short field.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("stats.json");
+        let normalization =
+            Normalization { mode: NormalizationMode::ZScore, streams: [("joint".to_owned(), stats)].into() };
+        normalization.save(&path).unwrap();
+        assert_eq!(Normalization::load(&path).unwrap(), normalization);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let nulled = text.replacen("\"std\": [", "\"std\": [null, ", 1);
+        std::fs::write(&path, &nulled).unwrap();
+        assert!(Normalization::load(&path).is_err());
+        let mut short = normalization.clone();
+        short.streams.get_mut("joint").unwrap().p99.pop();
+        assert!(short.streams["joint"].check().unwrap_err().contains("`p99` has 1 values"));
     }
 }

@@ -49,13 +49,18 @@ impl Loader {
 fn spec_stream(dataset: &Dataset, name: &str, resident: bool) -> Result<SpecStream> {
     let (_, info) = dataset.stream(0, name)?;
     let camera = dataset.video_frame_size(name).or(crate::windows::rgb_image_size(info));
-    let mut max_rate_hz: f64 = 0.0;
+    // One over the median of the episodes' median intervals: one odd
+    // episode (two samples a nanosecond apart) cannot move it.
+    let mut medians = Vec::with_capacity(dataset.len());
     for episode in 0..dataset.len() {
         let times = dataset.times(episode, name)?;
-        if let Some((first, last)) = times.span().filter(|(first, last)| last > first) {
-            max_rate_hz = max_rate_hz.max((times.len() - 1) as f64 / (last - first));
+        let mut intervals: Vec<f64> =
+            (1..times.len()).map(|i| times.time(i) - times.time(i - 1)).filter(|d| *d > 0.0 && d.is_finite()).collect();
+        if let Some(median) = median(&mut intervals) {
+            medians.push(median);
         }
     }
+    let rate_hz = median(&mut medians).map_or(0.0, |interval| (1.0 / interval).min(crate::spec::MAX_RATE_HZ));
     Ok(SpecStream {
         name: name.to_owned(),
         dtype: info.dtype.name().to_owned(),
@@ -64,6 +69,15 @@ fn spec_stream(dataset: &Dataset, name: &str, resident: bool) -> Result<SpecStre
         camera,
         video: dataset.video_frame_size(name).is_some(),
         resident,
-        max_rate_hz,
+        rate_hz,
     })
+}
+
+/// The median of `values` (the lower of the middle two), reordering them.
+fn median(values: &mut [f64]) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    let middle = (values.len() - 1) / 2;
+    Some(*values.select_nth_unstable_by(middle, f64::total_cmp).1)
 }

@@ -177,7 +177,7 @@ impl MixtureLoader {
     /// once, from the members' batches `parts` of the first batches
     /// assembled and, for a member without windows there, a batch of its
     /// first window.
-    fn key_shapes(&self, parts: &[Option<crate::windows::WindowBatch>]) -> Result<Arc<Vec<KeyShape>>> {
+    pub(super) fn key_shapes(&self, parts: &[Option<crate::windows::WindowBatch>]) -> Result<Arc<Vec<KeyShape>>> {
         let mut known = self.key_shapes.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(shapes) = known.as_ref() {
             return Ok(Arc::clone(shapes));

@@ -300,14 +300,11 @@ pub(super) fn constant_stream(
             (DType::F32, stream.data.shape()[1], stream.mask_kind)
         }
     };
-    let template = HostVec::zeros(dtype, 0);
-    let data = robocache_cpu::with_host_data!(HostVec, &template, |v: T| {
-        let _ = v;
-        let row: Option<Vec<T>> = values.iter().map(|&x| <T as robocache_cpu::Element>::from_f64_exact(x)).collect();
-        let row = row.ok_or_else(|| {
-            invalid(format!("dataset `{}`: stream `{name}`: the constant {values:?} does not fit {dtype}", member.name))
-        })?;
-        let all: Vec<T> = std::iter::repeat_n(row, rows * steps).flatten().collect();
+    let row = constant_row(dtype, values).ok_or_else(|| {
+        invalid(format!("dataset `{}`: stream `{name}`: the constant {values:?} does not fit {dtype}", member.name))
+    })?;
+    let data = robocache_cpu::with_host_data!(HostVec, &row, |v: T| {
+        let all: Vec<T> = std::iter::repeat_n(v.clone(), rows * steps).flatten().collect();
         <T as robocache_cpu::Element>::vec(all)
     });
     let mask = vec![kind == MaskKind::Valid; rows * steps];
@@ -315,5 +312,16 @@ pub(super) fn constant_stream(
         data: Tensor::from_host_vec(device, data, &[rows, steps, values.len()])?,
         mask: Tensor::from_host_vec(device, HostVec::Bool(mask), &[rows, steps])?,
         kind,
+    })
+}
+
+/// `values` as one row of `dtype`, or none where a value does not fit it
+/// exactly (a constant key's row: the mixture's batches and live windows).
+pub(crate) fn constant_row(dtype: DType, values: &[f64]) -> Option<HostVec> {
+    let template = HostVec::zeros(dtype, 0);
+    robocache_cpu::with_host_data!(HostVec, &template, |v: T| {
+        let _ = v;
+        let row: Option<Vec<T>> = values.iter().map(|&x| <T as robocache_cpu::Element>::from_f64_exact(x)).collect();
+        row.map(<T as robocache_cpu::Element>::vec)
     })
 }

@@ -55,7 +55,9 @@ mod assembly;
 mod keys;
 mod member;
 mod report;
+mod spec_of;
 
+pub(crate) use self::keys::constant_row;
 use self::keys::KeyShape;
 pub use self::member::{MemberKey, MixtureMember};
 use self::report::BatchCost;
