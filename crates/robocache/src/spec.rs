@@ -42,8 +42,8 @@ pub const MAX_WINDOW_STEPS: usize = 10_000;
 pub const MAX_STREAMS: usize = 4096;
 /// The most elements of one step of a stream (an 8K camera frame has 2²⁶).
 pub const MAX_STEP_ELEMENTS: usize = 1 << 28;
-/// The most bytes of one stream's part of a live window (its steps of rows,
-/// or of frames after the resize): 1 GiB.
+/// The most bytes of a live window, its streams together (their steps of
+/// rows, or of frames after the resize): 1 GiB.
 pub const MAX_WINDOW_BYTES: usize = 1 << 30;
 /// The widest or tallest camera frame, before or after a resize.
 pub const MAX_FRAME_SIDE: usize = 8192;
@@ -60,7 +60,7 @@ impl SpecBounds {
     pub fn describe() -> String {
         format!(
             "rates up to {MAX_RATE_HZ:e} Hz, windows of up to {MAX_WINDOW_STEPS} steps and {MAX_WINDOW_BYTES} bytes \
-             a stream, up to {MAX_STREAMS} streams of up to {MAX_STEP_ELEMENTS} elements a step, frames up to \
+             (all streams), up to {MAX_STREAMS} streams of up to {MAX_STEP_ELEMENTS} elements a step, frames up to \
              {MAX_FRAME_SIDE} pixels a side, offsets and tolerance up to {MAX_OFFSET_S} s"
         )
     }
@@ -383,8 +383,10 @@ impl LoaderSpec {
         Ok(spec)
     }
 
-    /// Writes the spec as JSON to `path`.
+    /// Writes the spec as JSON to `path`, checked first
+    /// ([`LoaderSpec::check`]): a spec that would not load is never saved.
     pub fn save(&self, path: &Path) -> Result<()> {
+        self.check()?;
         std::fs::write(path, self.to_json()?).map_err(|e| spec_error(&path.display().to_string(), e.to_string()))
     }
 
@@ -416,7 +418,6 @@ impl LoaderSpec {
         self.check_streams()?;
         self.check_clock()?;
         self.check_frames()?;
-        self.check_window_bytes()?;
         if let Some(stats) = &self.normalization {
             self.check_normalization(stats)?;
         }
@@ -427,7 +428,7 @@ impl LoaderSpec {
         if let Some(mixture) = &self.mixture {
             self.check_mixture(mixture)?;
         }
-        Ok(())
+        self.check_window_bytes()
     }
 
     /// A camera's frame in a batch: its dtype and one step's shape, after
@@ -635,13 +636,38 @@ impl LoaderSpec {
         Ok(())
     }
 
-    /// Each stream's part of a live window within [`MAX_WINDOW_BYTES`]:
-    /// its steps (the history and the anchor; a key's offsets) of rows
-    /// (f32 when resident) or of frames as the resize makes them.
+    /// A live window within [`MAX_WINDOW_BYTES`], all its streams
+    /// together: each stream's steps (the history and the anchor; a key's
+    /// offsets) of rows (f32 when resident) or of frames as the resize makes
+    /// them, and a mixture member's streams and `dim_is_pad` rows.
     fn check_window_bytes(&self) -> Result<()> {
+        let mut total = 0usize;
+        let mut add = |what: String, steps: usize, dtype: DType, shape: &[usize]| -> Result<()> {
+            let bytes = shape
+                .iter()
+                .try_fold(dtype.size_in_bytes(), |n, &d| n.checked_mul(d))
+                .and_then(|n| n.checked_mul(steps))
+                .and_then(|n| n.checked_add(total));
+            match bytes {
+                Some(sum) if sum <= MAX_WINDOW_BYTES => {
+                    total = sum;
+                    Ok(())
+                }
+                _ => Err(spec_error(
+                    &what,
+                    format!(
+                        "{steps} steps of {dtype} {shape:?}: the window's streams together would pass {MAX_WINDOW_BYTES} bytes"
+                    ),
+                )),
+            }
+        };
+        let history_steps = match &self.clock {
+            SpecClock::Times { history, .. } => history + 1,
+            SpecClock::Deltas { .. } => 1,
+        };
         for (i, stream) in self.streams.iter().enumerate() {
             let steps = match &self.clock {
-                SpecClock::Times { history, .. } => history + 1,
+                SpecClock::Times { .. } => history_steps,
                 SpecClock::Deltas { offsets, .. } => {
                     offsets.iter().find(|(key, _)| *key == stream.name).map_or(1, |(_, o)| o.len())
                 }
@@ -651,16 +677,14 @@ impl LoaderSpec {
                 None if stream.resident => (DType::F32, stream.step_shape.clone()),
                 None => (stream.data_type()?, stream.step_shape.clone()),
             };
-            let bytes = shape
-                .iter()
-                .try_fold(dtype.size_in_bytes(), |n, &d| n.checked_mul(d))
-                .and_then(|n| n.checked_mul(steps));
-            if bytes.is_none_or(|b| b > MAX_WINDOW_BYTES) {
-                return Err(spec_error(
-                    &format!("streams[{i}] (`{}`)", stream.name),
-                    format!("{steps} steps of {dtype} {shape:?}: a window of more than {MAX_WINDOW_BYTES} bytes"),
-                ));
-            }
+            add(format!("streams[{i}] (`{}`)", stream.name), steps, dtype, &shape)?;
+        }
+        for (i, mixed) in self.mixture.iter().flat_map(|m| m.streams.iter()).enumerate() {
+            let what = format!("mixture.streams[{i}] (`{}`)", mixed.name);
+            let dtype = DType::from_name(&mixed.dtype)
+                .ok_or_else(|| spec_error(&format!("{what}.dtype"), format!("`{}` is no dtype", mixed.dtype)))?;
+            add(what.clone(), history_steps, dtype, &mixed.step_shape)?;
+            add(what, 1, DType::Bool, &[mixed.width])?;
         }
         Ok(())
     }

@@ -1,6 +1,6 @@
 //! Fuzzing the deployment contract: loader specs of every clock kind
-//! (causal and non-causal time windows, `delta_timestamps`, a ROS 2 bag's
-//! mapping and topics) with fields replaced by hostile values, removed or
+//! (causal and non-causal time windows, `delta_timestamps`, a mixture
+//! member's, a ROS 2 bag's mapping and topics) with fields replaced by hostile values, removed or
 //! added, loaded by `LoaderSpec::from_json`; those that load are made into a
 //! `Live` and given pushes and windows. Sequences of pushes, windows and
 //! resets on a live window (random streams, times, shapes, dtypes, NaN and
@@ -40,7 +40,8 @@ const STREAMS: [&str; 5] =
     ["actions", "obs/joint_pos", "obs/robot0_eef_quat", "obs/gripper_closed", "obs/agentview_image"];
 
 /// The specs every case starts from: time windows (causal, normalized,
-/// frames resized; non-causal), `delta_timestamps` and a ROS 2 bag's.
+/// frames resized; non-causal), `delta_timestamps`, a mixture member's
+/// and a ROS 2 bag's.
 fn base_specs() -> &'static [String] {
     static SPECS: OnceLock<Vec<String>> = OnceLock::new();
     SPECS.get_or_init(|| {
@@ -68,6 +69,19 @@ fn base_specs() -> &'static [String] {
         deltas["masks"] = "pad".into();
         deltas["normalization"] = Value::Null;
         out.push(serde_json::to_string_pretty(&deltas).unwrap());
+        // A mixture member's: the mixture's streams made of its own.
+        let mut member: Value = serde_json::from_str(&out[0]).unwrap();
+        member["mixture"] = serde_json::json!({
+            "member": "arm", "statistics": null,
+            "streams": [
+                {"name": "state", "source": {"kind": "concat", "streams": ["obs/joint_pos", "obs/gripper_closed"]},
+                 "dtype": "f32", "step_shape": [9], "width": 9},
+                {"name": "quat", "source": {"kind": "constant", "values": [0.0, 0.0, 0.0, 1.0]},
+                 "dtype": "f32", "step_shape": [4], "width": 4},
+                {"name": "camera", "source": {"kind": "absent"}, "dtype": "f32", "step_shape": [3, 6, 8], "width": 8}
+            ]
+        });
+        out.push(serde_json::to_string_pretty(&member).unwrap());
         // A ROS 2 bag's, with its mapping and topic definitions.
         let root =
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../robocache-datasets/tests/fixtures/ros2/arm_mcap");
@@ -224,7 +238,7 @@ proptest! {
     /// field; those that load give windows or errors.
     #[test]
     fn mutated_specs_load_or_fail_clearly(
-        base in 0usize..4,
+        base in 0usize..5,
         edits in prop::collection::vec((any::<usize>(), any::<usize>()), 1..4),
     ) {
         let text = edited_spec(base, &edits);
@@ -275,7 +289,7 @@ fn time_of(choice: usize, clock: &mut f64) -> f64 {
 
 fn run_steps(spec: usize, steps: Vec<Step>) -> Option<String> {
     let specs = base_specs();
-    let spec = LoaderSpec::from_json(&specs[spec % specs.len()]).unwrap();
+    let spec = LoaderSpec::from_json(&specs[spec % specs.len()]).unwrap_or_else(|e| panic!("base spec {spec}: {e}"));
     let names: Vec<String> = spec.streams.iter().map(|s| s.name.clone()).chain(["obs/elbow".to_owned()]).collect();
     let live = match Live::new(&spec, &Device::Cpu, &LiveOptions::default()) {
         Ok(live) => live,
@@ -319,7 +333,7 @@ proptest! {
 
     /// Random pushes, windows and resets: each a window or an error.
     #[test]
-    fn push_sequences_give_windows_or_errors(spec in 0usize..4, steps in steps()) {
+    fn push_sequences_give_windows_or_errors(spec in 0usize..5, steps in steps()) {
         let what = format!("spec {spec} with {steps:?}");
         let error = within_deadline(&what, move || run_steps(spec, steps));
         if let Some(error) = error {

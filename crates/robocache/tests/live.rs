@@ -675,7 +675,7 @@ fn a_spec_is_refused_at_load_naming_what_is_wrong() {
     refused(&|s| s["clock"]["hz"] = (-30).into(), &["clock.hz"]);
     refused(&|s| s["clock"]["history"] = u64::MAX.into(), &["clock", "more than 10000 steps"]);
     refused(&|s| s["streams"][1]["step_shape"] = serde_json::json!([1 << 20, 1 << 20]), &["step_shape"]);
-    refused(&|s| s["streams"][1]["step_shape"] = serde_json::json!([1 << 27]), &["more than 1073741824 bytes"]);
+    refused(&|s| s["frames"]["size"] = serde_json::json!([8192, 8192]), &["would pass 1073741824 bytes"]);
     refused(&|s| s["streams"][4]["camera"] = serde_json::json!([100_000, 12]), &["camera", "each side"]);
     refused(&|s| s["streams"][1]["rate_hz"] = 1e300.into(), &["rate_hz"]);
     refused(&|s| s["streams"][2]["name"] = "actions".into(), &["another stream has this name"]);

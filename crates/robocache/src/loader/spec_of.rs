@@ -41,6 +41,8 @@ impl Loader {
             spec.bag_topics = serde_json::from_value(topics.clone())
                 .map_err(|e| Error::Spec { what: "bag_topics".into(), problem: e.to_string() })?;
         }
+        // What a deployment will load: checked now, not found at the robot.
+        spec.check()?;
         Ok(spec)
     }
 }
