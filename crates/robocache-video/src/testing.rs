@@ -187,15 +187,21 @@ fn runs(bytes: &[u8], inside: impl Fn(u8) -> bool) -> Vec<(usize, usize)> {
 /// Runs `work` on a thread and waits at most [`DEADLINE`] for it: a hang
 /// is a panic naming `what`. (A hung thread is left behind; the test fails.)
 pub fn within_deadline<T: Send + 'static>(what: &str, work: impl FnOnce() -> T + Send + 'static) -> T {
+    within(DEADLINE, what, work)
+}
+
+/// [`within_deadline`] with a deadline of `deadline`; a worker that
+/// panics fails the caller too, naming `what`.
+pub fn within<T: Send + 'static>(deadline: Duration, what: &str, work: impl FnOnce() -> T + Send + 'static) -> T {
     let (send, receive) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let _ = send.send(work());
     });
-    match receive.recv_timeout(DEADLINE) {
+    match receive.recv_timeout(deadline) {
         Ok(value) => value,
-        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!("{what}: no answer within {DEADLINE:?} (a hang)"),
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!("{what}: no answer within {deadline:?} (a hang)"),
         // The worker panicked: proptest reports the panic of this thread instead.
-        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => panic!("{what}: the parser panicked"),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => panic!("{what}: it panicked"),
     }
 }
 

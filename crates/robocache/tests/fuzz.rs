@@ -22,18 +22,10 @@ use serde_json::Value;
 /// What every case must end within.
 const DEADLINE: Duration = Duration::from_secs(1);
 
-/// Runs `work` on a thread: its answer within [`DEADLINE`], else a failure
-/// (a hang); a panic of the worker fails the case.
+/// `work`'s answer within [`DEADLINE`], else a failure (a hang); a panic
+/// of the worker fails the case.
 fn within_deadline<T: Send + 'static>(what: &str, work: impl FnOnce() -> T + Send + 'static) -> T {
-    let (send, receive) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = send.send(work());
-    });
-    match receive.recv_timeout(DEADLINE) {
-        Ok(value) => value,
-        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!("{what}: no answer within {DEADLINE:?}"),
-        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => panic!("{what}: it panicked"),
-    }
+    robocache_video::testing::within(DEADLINE, what, work)
 }
 
 const STREAMS: [&str; 5] =
