@@ -431,9 +431,20 @@ impl LoaderSpec {
         self.check_window_bytes()
     }
 
+    /// One step of `stream` as a batch holds it: its dtype and shape (a
+    /// camera's frame after the resize, in the spec's layout; f32 rows for a
+    /// resident stream; the dataset's dtype otherwise).
+    fn batch_step(&self, stream: &SpecStream) -> Result<(DType, Vec<usize>)> {
+        match stream.camera {
+            Some(size) => self.frame_step(size),
+            None if stream.resident => Ok((DType::F32, stream.step_shape.clone())),
+            None => Ok((stream.data_type()?, stream.step_shape.clone())),
+        }
+    }
+
     /// A camera's frame in a batch: its dtype and one step's shape, after
     /// the resize and in the layout the spec's frames say.
-    pub(crate) fn frame_step(&self, (width, height): (usize, usize)) -> Result<(DType, Vec<usize>)> {
+    fn frame_step(&self, (width, height): (usize, usize)) -> Result<(DType, Vec<usize>)> {
         let output = self.frames.output()?;
         let (w, h) = output.resize.map_or((width, height), |r| (r.width, r.height));
         let dtype = match output.dtype {
@@ -499,16 +510,10 @@ impl LoaderSpec {
                 let own = self.stream(part).ok_or_else(|| {
                     spec_error(&what("source"), format!("names `{part}`, which is not a stream of the member"))
                 })?;
-                let (own_dtype, own_shape) = match own.camera {
-                    Some(size) => {
-                        if parts.len() > 1 {
-                            return Err(spec_error(&what("source"), format!("camera `{part}` concatenated")));
-                        }
-                        self.frame_step(size)?
-                    }
-                    None if own.resident => (DType::F32, own.step_shape.clone()),
-                    None => (own.data_type()?, own.step_shape.clone()),
-                };
+                if own.camera.is_some() && parts.len() > 1 {
+                    return Err(spec_error(&what("source"), format!("camera `{part}` concatenated")));
+                }
+                let (own_dtype, own_shape) = self.batch_step(own)?;
                 if own_dtype != dtype {
                     return Err(spec_error(&what("source"), format!("`{part}` is {own_dtype}, the stream {dtype}")));
                 }
@@ -672,11 +677,7 @@ impl LoaderSpec {
                     offsets.iter().find(|(key, _)| *key == stream.name).map_or(1, |(_, o)| o.len())
                 }
             };
-            let (dtype, shape) = match stream.camera {
-                Some(size) => self.frame_step(size)?,
-                None if stream.resident => (DType::F32, stream.step_shape.clone()),
-                None => (stream.data_type()?, stream.step_shape.clone()),
-            };
+            let (dtype, shape) = self.batch_step(stream)?;
             add(format!("streams[{i}] (`{}`)", stream.name), steps, dtype, &shape)?;
         }
         for (i, mixed) in self.mixture.iter().flat_map(|m| m.streams.iter()).enumerate() {

@@ -83,25 +83,28 @@ class Live:
     (``"cpu"``, ``"cuda:0"``; default as the loader's). ``streams``: the
     ones to keep (default: every stream of time windows; for
     ``delta_timestamps``, the keys whose offsets are all at or before the
-    frame).
+    frame; for a mixture member's spec, ``mixture.spec(member)``, the
+    mixture's streams, made from the member's own, which are the ones
+    pushed, ``pushed_streams``, with ``{stream}_dim_is_pad``).
 
     ``push(stream, t, value)`` adds a sample as it arrives (from any
     thread): a NumPy array or tensor of one step (the dataset's dtype, or
     float32 for low-dimensional streams), a camera frame as uint8 ``[H, W,
     3]``, or JPEG/PNG ``bytes`` decoded on arrival. A sample at or before
-    its stream's latest is refused; a push is whole or nothing. ``window(t)`` returns the observation
-    part of the window at ``t``, as one row of a training batch: per stream
-    ``[1, T, ...]`` and ``{stream}_is_pad`` (``T``: the history and ``t``
-    itself), normalized, cropped and resized as in training. Causal time
-    windows are exact as soon as the samples up to ``t`` are pushed;
-    non-causal ones raise until every stream has a sample at or after ``t``
-    (so run them the slowest stream's interval behind). ``reset()`` starts
-    a new episode. For a spec of a ROS 2 bag dataset, ``push_message(topic,
-    log_time_ns, cdr_bytes)`` takes serialized messages instead, decoded by
-    the bag reader's decoder with the spec's mapping; their times are
-    seconds since ``message_origin_ns`` (``reset(message_origin_ns)`` sets
-    the next episode's), and a sample at or before its stream's latest
-    moves just after it, as the bag reader places ties.
+    its stream's latest is refused; a push is whole or nothing.
+    ``window(t)`` returns the observation part of the window at ``t``, as
+    one row of a training batch: per stream ``[1, T, ...]`` and
+    ``{stream}_is_pad`` (``T``: the history and ``t`` itself), normalized,
+    cropped and resized as in training. Causal time windows are exact as
+    soon as the samples up to ``t`` are pushed; non-causal ones raise until
+    every stream has a sample at or after ``t`` (so run them the slowest
+    stream's interval behind). ``reset()`` starts a new episode. For a spec
+    of a ROS 2 bag dataset, ``push_message(topic, log_time_ns, cdr_bytes)``
+    takes serialized messages instead, decoded by the bag reader's decoder
+    with the spec's mapping; their times are seconds since
+    ``message_origin_ns`` (``reset(message_origin_ns)`` sets the next
+    episode's), and a sample at or before its stream's latest moves just
+    after it, as the bag reader places ties.
 
     Each stream keeps the samples of the window's history plus
     ``lookback_s`` seconds (default 1) behind its latest, whatever rate they
@@ -113,13 +116,19 @@ class Live:
     """
 
     def __init__(self, spec, device: Optional[str] = None, streams: Optional[Sequence[str]] = None,
-                 message_origin_ns: int = 0, lookback_s: float = 1.0, ring_bytes: int = 256 << 20):
+                 message_origin_ns: int = 0, lookback_s: Optional[float] = None, ring_bytes: Optional[int] = None):
         from ._data import _resolve_device
 
         self.spec = _spec_of(spec)
         self.device = _resolve_device(device, "live windows on CUDA need torch imported to hold them")
+        # Unset, the defaults are the native ones (robocache::live::DEFAULT_*).
+        limits = {}
+        if lookback_s is not None:
+            limits["lookback_s"] = float(lookback_s)
+        if ring_bytes is not None:
+            limits["ring_bytes"] = int(ring_bytes)
         self._native = _NativeLive(self.spec.to_json(), self.device, None if streams is None else list(streams),
-                                   int(message_origin_ns), float(lookback_s), int(ring_bytes))
+                                   int(message_origin_ns), **limits)
         self.streams = self._native.window_names()
         self.pushed_streams = self._native.stream_names()
         spec = self.spec.to_dict()

@@ -27,9 +27,7 @@ pub(super) fn compute(live: &Live, time: f64) -> Result<LiveWindow> {
                 // From the last sample at or before the first target inside
                 // the episode (earlier targets clamp to its first sample).
                 let snapshot = stream.with_ring(|ring| {
-                    let first = ring.first_time();
-                    let from = targets.iter().copied().find(|&t| first.is_some_and(|f| t >= f));
-                    ring.snapshot(from.unwrap_or(targets[0]), end)
+                    ring.snapshot(first_inside(&targets, ring.first_time()).unwrap_or(targets[0]), end)
                 });
                 time_part(stream, &snapshot, &targets, spec.causal, time)?
             }
@@ -71,6 +69,13 @@ fn stack(live: &Live, stream: &LiveStream, frames: &[Option<Tensor>]) -> Result<
     stacked.reshape(&shape)
 }
 
+/// The first of `targets` at or after the episode's first sample (`first`),
+/// if any: the earliest target a window resamples rather than pads or clamps.
+fn first_inside(targets: &[f64], first: Option<f64>) -> Option<f64> {
+    let first = first?;
+    targets.iter().copied().find(|&t| t >= first)
+}
+
 impl LiveStream {
     fn with_ring<T>(&self, read: impl FnOnce(&super::ring::SampleRing) -> T) -> T {
         read(&self.lock().ring)
@@ -94,9 +99,8 @@ fn time_part(
     }
     // The first target inside the episode needs the last sample at or
     // before it: a ring that dropped that sample cannot give the window.
-    let first_time = snapshot.first.as_ref().map(|(t, _)| *t);
-    let inside = first_time.and_then(|first| targets.iter().copied().find(|&t| t >= first));
-    if let (Some(from), Some(oldest)) = (inside, snapshot.oldest_kept) {
+    let first = snapshot.first.as_ref().map(|(t, _)| *t);
+    if let (Some(from), Some(oldest)) = (first_inside(targets, first), snapshot.oldest_kept) {
         if from < oldest {
             return Err(stream.error(format!(
                 "the window at {time} s reads the sample at or before {from} s, which is no longer kept: the \
@@ -118,7 +122,6 @@ fn time_part(
         // Causal, nothing at or before the window yet: padding throughout.
         return Ok((padding(stream, steps), vec![false; steps]));
     }
-    let first = snapshot.first.as_ref().map(|(t, _)| *t);
     match stream.form {
         Form::Resident => {
             let channels = stream.channels;
