@@ -11,7 +11,7 @@
 //!   stand-in module), tqdm and termcolor it imports; Pillow, whose
 //!   `Image.resize` the frame resize equals bit for bit; rosbags, pyarrow
 //!   and PyAV, the other tools' readers the third-party data is checked
-//!   against; pytest and
+//!   against; OpenCV, ACT's JPEG writer and reader of ALOHA's frames; pytest and
 //!   PyTorch (its CUDA build, the one PyPI has, without Triton, which only
 //!   `torch.compile` uses); moto's S3 server and boto3 and nginx (`server_tools`) for the
 //!   remote-dataset tests.
@@ -26,7 +26,7 @@ use crate::{root, run};
 /// What building robocache needs.
 const BUILD_PACKAGES: [&str; 2] = ["cmake>=3.26,<5", "maturin>=1.7,<2"];
 /// What its tests need beyond that.
-const TEST_PACKAGES: [&str; 11] = [
+const TEST_PACKAGES: [&str; 12] = [
     "numpy>=1.26",
     "h5py>=3.10",
     "tqdm",
@@ -47,6 +47,9 @@ const TEST_PACKAGES: [&str; 11] = [
     "rosbags==0.11.9",
     "pyarrow>=15",
     "av>=12",
+    // OpenCV: ACT writes and reads ALOHA's compressed frames with
+    // cv2.imencode/imdecode, the oracle of robocache's JPEG decode of them.
+    "opencv-python-headless>=4.8",
 ];
 const ROBOMIMIC: &str = "robomimic==0.3.0";
 

@@ -1,9 +1,15 @@
 //! Readers for RoboMimic, CALVIN and RT-X HDF5 files, for RLDS builder
 //! directories as TFDS publishes them (Open X-Embodiment, read without
-//! TensorFlow) and for LeRobot dataset roots (codebase v3.0 and v2.1:
-//! parquet and MP4, read without Python) into one episode model, with step
-//! windows, time windows, LeRobot's `delta_timestamps` windows and a
-//! sampler (docs/datasets.md).
+//! TensorFlow), for LeRobot dataset roots (codebase v3.0 and v2.1:
+//! parquet and MP4, read without Python) and for ROS 2 bags into one
+//! episode model, with step windows, time windows, LeRobot's
+//! `delta_timestamps` windows and a sampler (docs/datasets.md).
+//!
+//! This crate is the registry: each format family is a crate of its own
+//! (`robocache-datasource-hdf5`, `-rlds`, `-lerobot`, `-ros2`) behind the
+//! format layer of `robocache-datasource`, which holds the episode model,
+//! windows and sampling and names no format. [`Dataset::open`] tries the
+//! formats in the registry's order; everything else here is re-exported.
 //!
 //! - [`Dataset::open`] detects the layout ([`Format`]; a directory is RLDS)
 //!   and reads metadata only: episodes, streams (dtype, per-step shape,
@@ -86,55 +92,36 @@
 //! # Ok::<(), robocache_datasets::Error>(())
 //! ```
 
-mod cache;
-mod calvin_convert;
 mod dataset;
-mod direct_read;
-mod error;
-mod format_reader;
-mod formats;
-mod frame_reads;
-mod hdf5_file;
-mod hdf5_writer;
-mod image_decode;
-mod lerobot;
-mod mixture;
-mod model;
-pub mod npy;
-mod rlds;
-pub mod ros2;
-mod sampler;
-mod streams;
+mod registry;
 pub mod synthetic;
-#[cfg(feature = "testing")]
-pub mod testing;
-pub mod verify;
-mod video_blob;
-mod windows;
 
-pub use cache::CacheUsage;
-pub use calvin_convert::{convert_calvin, ConvertProgress};
-pub use dataset::{Dataset, StreamTimes};
-pub use error::{Error, Result};
-pub use formats::{
-    calvin::RATE_HZ as CALVIN_RATE_HZ, robomimic::DEFAULT_RATE_HZ as ROBOMIMIC_DEFAULT_RATE_HZ, OpenOptions,
+pub use dataset::Dataset;
+pub use registry::{Format, OpenOptions};
+pub use robocache_datasource::{
+    decode_image, row_values, verify, CacheUsage, ChannelKind, DatasetInfo, DatasetReader, DeltaTimestamps,
+    DeltaWindow, DeltaWindows, EpisodeInfo, EpochLength, Error, FormatName, MixturePart, MixtureSample, MixtureSampler,
+    MixtureWeights, Result, Sampler, Shard, ShardBy, StepWindow, StepWindowSpec, StepWindows, StreamInfo, StreamKind,
+    StreamTimes, TimeWindow, TimeWindowSpec, TimeWindows, Timeline, VerifyProblem, VerifyReport, DEFAULT_TOLERANCE_S,
+    MAX_EPISODE_WINDOWS, MAX_ROW_VALUES,
 };
-pub use image_decode::decode_image;
-pub use lerobot::{
+pub use robocache_datasource_hdf5::{
+    calvin::RATE_HZ as CALVIN_RATE_HZ, convert_calvin, npy, robomimic::DEFAULT_RATE_HZ as ROBOMIMIC_DEFAULT_RATE_HZ,
+    ConvertProgress,
+};
+pub use robocache_datasource_lerobot::{
     CameraStorage, FeatureStorage, FeatureToWrite as LeRobotFeatureToWrite, LeRobotView, LeRobotWriter, LeRobotWritten,
     DATA_FILE_BYTES as LEROBOT_DATA_FILE_BYTES, DEFAULT_COLUMNS as LEROBOT_COLUMNS,
     MAX_OPEN_VIDEOS as LEROBOT_MAX_OPEN_VIDEOS, VIDEO_FILE_BYTES as LEROBOT_VIDEO_FILE_BYTES,
 };
-pub use mixture::{EpochLength, MixturePart, MixtureSample, MixtureSampler, MixtureWeights};
-pub use model::{
-    row_values, ChannelKind, DatasetInfo, EpisodeInfo, Format, StreamInfo, StreamKind, Timeline, MAX_ROW_VALUES,
-};
-pub use rlds::rates::{oxe_rate_hz, OXE_RATES_HZ};
+pub use robocache_datasource_rlds::rates::{oxe_rate_hz, OXE_RATES_HZ};
+/// ROS 2 bags: mappings, live messages, point clouds, topic statistics
+/// (the `robocache-datasource-ros2` crate).
+pub use robocache_datasource_ros2 as ros2;
 pub use robocache_storage::{FetchThroughput, Storage, StorageOptions, StorageUsage};
 pub use robocache_video::{DecodeCounts, DecoderChoice, FrameCacheUsage, FrameFormat};
-pub use sampler::{Sampler, Shard, ShardBy};
-pub use verify::{VerifyProblem, VerifyReport};
-pub use windows::delta::{DeltaTimestamps, DeltaWindow, DeltaWindows, DEFAULT_TOLERANCE_S};
-pub use windows::step::{StepWindow, StepWindowSpec, StepWindows};
-pub use windows::time::{TimeWindow, TimeWindowSpec, TimeWindows};
-pub use windows::MAX_EPISODE_WINDOWS;
+
+/// Helpers for tests of the data-source crates and of the crates above
+/// them (feature `testing`).
+#[cfg(feature = "testing")]
+pub use robocache_datasource::testing;

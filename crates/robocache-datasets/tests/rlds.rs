@@ -229,7 +229,7 @@ fn broken_directories_fail_naming_file_record_and_key() {
     // A directory that is not a builder.
     let empty = tempfile::tempdir().unwrap();
     let err = open_error(empty.path());
-    assert!(err.contains("not a TFDS builder directory"), "{err}");
+    assert!(err.contains("an empty directory") && err.contains("RLDS: a directory with dataset_info.json"), "{err}");
 }
 
 #[test]

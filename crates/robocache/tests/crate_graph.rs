@@ -8,14 +8,35 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Each crate and the robocache crates it may depend on.
-const ROOMS: [(&str, &[&str]); 10] = [
+const ROOMS: [(&str, &[&str]); 15] = [
     ("robocache-kernels", &[]),
     ("robocache-claims", &[]),
     ("robocache-cpu", &[]),
     ("robocache-storage", &["robocache-claims"]),
     ("robocache-video", &["robocache-claims"]),
     ("robocache-cuda", &["robocache-kernels"]),
-    ("robocache-datasets", &["robocache-cpu", "robocache-storage", "robocache-video"]),
+    // The data-source core names no format; each format family sees only
+    // the core (and the lower rooms); the registry sees them all.
+    ("robocache-datasource", &["robocache-cpu", "robocache-storage", "robocache-video"]),
+    ("robocache-datasource-hdf5", &["robocache-cpu", "robocache-datasource", "robocache-storage"]),
+    ("robocache-datasource-rlds", &["robocache-cpu", "robocache-datasource", "robocache-storage"]),
+    (
+        "robocache-datasource-lerobot",
+        &["robocache-cpu", "robocache-datasource", "robocache-storage", "robocache-video"],
+    ),
+    ("robocache-datasource-ros2", &["robocache-cpu", "robocache-datasource", "robocache-storage", "robocache-video"]),
+    (
+        "robocache-datasets",
+        &[
+            "robocache-datasource",
+            "robocache-datasource-hdf5",
+            "robocache-datasource-lerobot",
+            "robocache-datasource-rlds",
+            "robocache-datasource-ros2",
+            "robocache-storage",
+            "robocache-video",
+        ],
+    ),
     ("robocache", &["robocache-cpu", "robocache-claims", "robocache-cuda", "robocache-datasets", "robocache-video"]),
     ("robocache-cli", &["robocache"]),
     ("robocache-python", &["robocache", "robocache-cpu"]),
