@@ -4,7 +4,7 @@ Every ```python and ```sh block is preceded by a marker comment:
 
 - ``<!-- docs-test: run -->``: run here, in a working directory whose
   files have the names the docs use (``lift_ph.hdf5``, ``runs/`` and
-  ``map.toml``, ``~/lerobot/aloha_sim``, ``aloha/``), made from the test
+  ``map.toml``, ``~/lerobot/aloha_sim``, ``aloha/``, ``act_episodes/``), made from the test
   fixtures by robocache and h5py (see ``world``). A Python block runs in one
   namespace per document, after the document's earlier blocks, with
   ``robocache``, ``torch`` and ``np`` imported; ``setup=NAME`` first runs a
@@ -127,6 +127,11 @@ def world(tmp_path_factory):
     (root / "pusht.toml").write_text(pusht)
     robocache.open(FIXTURES / "ros2" / "arm_mcap", mapping=str(root / "pusht.toml")).to_lerobot(
         home / "lerobot" / "pusht", fps=10, task="push the T", cameras="image")
+    # ALOHA/ACT episodes with JPEG cameras, written by ACT's recording code.
+    spec = importlib.util.spec_from_file_location("make_aloha_fixtures", FIXTURES / "make_aloha_fixtures.py")
+    make_aloha = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make_aloha)
+    make_aloha.write_real(str(root / "act_episodes"), 3, 12, compress=True)
     return root, home
 
 
