@@ -184,3 +184,37 @@ fn a_directory_no_format_reads_is_an_error_listing_the_layouts_tried() {
         assert!(text.contains(wanted), "`{wanted}` in {text}");
     }
 }
+
+/// Episodes with one crafted defect each: opening or reading them is an
+/// error naming the file and what is wrong, within the deadline, never a
+/// panic or an allocation of what a header claims.
+#[test]
+fn crafted_episodes_are_clear_errors() {
+    let cases: [(&str, &[&str]); 8] = [
+        ("compress-text", &["episode_1.hdf5", "compress", "not a number"]),
+        ("short-qpos", &["episode_1.hdf5", "observations/qpos", "5"]),
+        ("no-steps", &["episode_1", "no steps"]),
+        ("scalar-action", &["episode_1.hdf5", "/action", "scalar"]),
+        ("huge-frame-header", &["episode_1.hdf5", "cam_high", "values a row"]),
+        ("not-jpeg", &["episode_1.hdf5", "cam_high", "step 0", "JPEG"]),
+        ("other-size-frame", &["episode_1.hdf5", "cam_high", "step 3", "32x32"]),
+        ("images-float", &["episode_1.hdf5", "cam_high", "u8 JPEG bytes"]),
+    ];
+    for (case, wanted) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("episodes");
+        make(&["hostile", case, path.to_str().unwrap()]);
+        let what = format!("crafted case {case}");
+        let text = robocache_video::testing::within_deadline(&what, move || {
+            let dataset = match Dataset::open(&path) {
+                Ok(dataset) => dataset,
+                Err(error) => return error.to_string(),
+            };
+            let report = dataset.verify(2);
+            report.problems.first().map(|p| format!("{} {}: {}", p.episode, p.stream, p.error)).unwrap_or_default()
+        });
+        for part in wanted {
+            assert!(text.contains(part), "{case}: `{part}` in `{text}`");
+        }
+    }
+}
