@@ -11,6 +11,7 @@ use robocache_datasource_hdf5::{AlohaKind, AlohaOptions, Hdf5Kind, Hdf5Options};
 use robocache_datasource_lerobot::LeRobotKind;
 use robocache_datasource_rlds::{RldsKind, RldsOptions};
 use robocache_datasource_ros2::Ros2Kind;
+use robocache_datasource_zarr::{ZarrKind, ZarrOptions};
 use robocache_storage::StorageOptions;
 use serde::Serialize;
 
@@ -36,12 +37,24 @@ pub enum Format {
     /// ALOHA / ACT HDF5: one file per episode (`episode_N.hdf5`) with
     /// `/observations/qpos`, `/action` and raw or JPEG cameras (docs/datasets.md).
     Aloha,
+    /// Zarr replay buffers: diffusion policy's `ReplayBuffer` and UMI's
+    /// `dataset.zarr.zip` (`data/<key>`, `meta/episode_ends`; Zarr formats
+    /// 2 and 3) (docs/datasets.md).
+    Zarr,
 }
 
 impl Format {
     /// Every format, in detection order.
-    pub const ALL: [Format; 7] =
-        [Format::Robomimic, Format::Calvin, Format::Rtx, Format::Rlds, Format::LeRobot, Format::Ros2, Format::Aloha];
+    pub const ALL: [Format; 8] = [
+        Format::Robomimic,
+        Format::Calvin,
+        Format::Rtx,
+        Format::Rlds,
+        Format::LeRobot,
+        Format::Ros2,
+        Format::Aloha,
+        Format::Zarr,
+    ];
 
     /// The layout's name, as its format crate gives it ([`FormatName`]).
     pub const fn format_name(self) -> FormatName {
@@ -53,6 +66,7 @@ impl Format {
             Format::LeRobot => robocache_datasource_lerobot::LEROBOT,
             Format::Ros2 => robocache_datasource_ros2::ROS2,
             Format::Aloha => robocache_datasource_hdf5::ALOHA,
+            Format::Zarr => robocache_datasource_zarr::ZARR,
         }
     }
 
@@ -137,13 +151,15 @@ pub struct OpenOptions {
 impl OpenOptions {
     /// The formats, in the order they are tried on a path, each built with
     /// the options of its own: LeRobot roots (a directory with
-    /// `meta/info.json`), ROS 2 bags, ALOHA/ACT episode files (a directory
-    /// of them, or one), RLDS builder directories (any other directory),
-    /// and HDF5 files last (any other file).
+    /// `meta/info.json`), ROS 2 bags, Zarr replay buffers (a store with
+    /// `meta/episode_ends`, or a `.zip`), ALOHA/ACT episode files (a
+    /// directory of them, or one), RLDS builder directories, and HDF5 files
+    /// last (any other file).
     pub(crate) fn kinds(&self) -> Vec<Box<dyn FormatKind>> {
         vec![
             Box::new(LeRobotKind::refusing(self.split.is_some(), self.rate_hz.is_some())),
             Box::new(Ros2Kind::new(self.bag_mapping.clone(), self.rate_hz)),
+            Box::new(ZarrKind::new(ZarrOptions { rate_hz: self.rate_hz, split: self.split.clone() })),
             Box::new(AlohaKind::new(AlohaOptions {
                 rate_hz: self.rate_hz,
                 reads_only: self.hdf5_reads_only,

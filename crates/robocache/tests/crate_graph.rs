@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Each crate and the robocache crates it may depend on.
-const ROOMS: [(&str, &[&str]); 15] = [
+const ROOMS: [(&str, &[&str]); 16] = [
     ("robocache-kernels", &[]),
     ("robocache-claims", &[]),
     ("robocache-cpu", &[]),
@@ -25,6 +25,7 @@ const ROOMS: [(&str, &[&str]); 15] = [
         &["robocache-cpu", "robocache-datasource", "robocache-storage", "robocache-video"],
     ),
     ("robocache-datasource-ros2", &["robocache-cpu", "robocache-datasource", "robocache-storage", "robocache-video"]),
+    ("robocache-datasource-zarr", &["robocache-cpu", "robocache-datasource", "robocache-storage"]),
     (
         "robocache-datasets",
         &[
@@ -33,6 +34,7 @@ const ROOMS: [(&str, &[&str]); 15] = [
             "robocache-datasource-lerobot",
             "robocache-datasource-rlds",
             "robocache-datasource-ros2",
+            "robocache-datasource-zarr",
             "robocache-storage",
             "robocache-video",
         ],
