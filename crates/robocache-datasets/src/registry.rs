@@ -94,9 +94,10 @@ impl FromStr for Format {
             "lerobot" => Ok(Format::LeRobot),
             "ros2" | "rosbag2" | "mcap" | "bag" => Ok(Format::Ros2),
             "aloha" | "act" => Ok(Format::Aloha),
-            other => {
-                Err(format!("unknown format `{other}` (expected robomimic, calvin, rtx, rlds, lerobot, ros2 or aloha)"))
-            }
+            "zarr" | "replay-buffer" | "umi" => Ok(Format::Zarr),
+            other => Err(format!(
+                "unknown format `{other}` (expected robomimic, calvin, rtx, rlds, lerobot, ros2, aloha or zarr)"
+            )),
         }
     }
 }
