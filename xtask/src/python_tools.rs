@@ -11,7 +11,8 @@
 //!   stand-in module), tqdm and termcolor it imports; Pillow, whose
 //!   `Image.resize` the frame resize equals bit for bit; rosbags, pyarrow
 //!   and PyAV, the other tools' readers the third-party data is checked
-//!   against; OpenCV, ACT's JPEG writer and reader of ALOHA's frames; pytest and
+//!   against; OpenCV, ACT's JPEG writer and reader of ALOHA's frames;
+//!   zarr-python 2 and imagecodecs, diffusion policy's and UMI's; pytest and
 //!   PyTorch (its CUDA build, the one PyPI has, without Triton, which only
 //!   `torch.compile` uses); moto's S3 server and boto3 and nginx (`server_tools`) for the
 //!   remote-dataset tests.
@@ -26,7 +27,7 @@ use crate::{root, run};
 /// What building robocache needs.
 const BUILD_PACKAGES: [&str; 2] = ["cmake>=3.26,<5", "maturin>=1.7,<2"];
 /// What its tests need beyond that.
-const TEST_PACKAGES: [&str; 12] = [
+const TEST_PACKAGES: [&str; 14] = [
     "numpy>=1.26",
     "h5py>=3.10",
     "tqdm",
@@ -50,6 +51,11 @@ const TEST_PACKAGES: [&str; 12] = [
     // OpenCV: ACT writes and reads ALOHA's compressed frames with
     // cv2.imencode/imdecode, the oracle of robocache's JPEG decode of them.
     "opencv-python-headless>=4.8",
+    // zarr-python 2 and imagecodecs (JPEG XL): the writers and readers of
+    // diffusion policy's and UMI's replay buffers, the oracle of the Zarr
+    // reader (the committed format-3 fixtures were written by zarr-python 3).
+    "zarr>=2.18,<3",
+    "imagecodecs>=2024.1",
 ];
 const ROBOMIMIC: &str = "robomimic==0.3.0";
 

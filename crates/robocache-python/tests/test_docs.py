@@ -4,7 +4,7 @@ Every ```python and ```sh block is preceded by a marker comment:
 
 - ``<!-- docs-test: run -->``: run here, in a working directory whose
   files have the names the docs use (``lift_ph.hdf5``, ``runs/`` and
-  ``map.toml``, ``~/lerobot/aloha_sim``, ``aloha/``, ``act_episodes/``), made from the test
+  ``map.toml``, ``~/lerobot/aloha_sim``, ``aloha/``, ``act_episodes/``, ``pusht.zarr``, ``umi.zarr.zip``), made from the test
   fixtures by robocache and h5py (see ``world``). A Python block runs in one
   namespace per document, after the document's earlier blocks, with
   ``robocache``, ``torch`` and ``np`` imported; ``setup=NAME`` first runs a
@@ -132,6 +132,9 @@ def world(tmp_path_factory):
     make_aloha = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(make_aloha)
     make_aloha.write_real(str(root / "act_episodes"), 3, 12, compress=True)
+    # Replay buffers written by zarr-python (the committed fixtures).
+    shutil.copytree(FIXTURES / "zarr" / "pusht_v2.zarr", root / "pusht.zarr")
+    shutil.copy(FIXTURES / "zarr" / "umi_v2.zarr.zip", root / "umi.zarr.zip")
     return root, home
 
 
