@@ -1,8 +1,10 @@
 //! Fuzzing the readers with mutated copies of the committed fixtures:
 //! LeRobot metadata (`info.json`, the episodes and tasks in parquet and
 //! JSON lines), LeRobot data parquet files (the column reader), RLDS
-//! TFRecord shards (records and `tf.train.Example`s) and their JSON, and
-//! ROS 2 bags (MCAP chunks and summaries, SQLite pages, CDR messages). Each
+//! TFRecord shards (records and `tf.train.Example`s) and their JSON, ROS 2
+//! bags (MCAP chunks and summaries, SQLite pages, CDR messages), and Zarr
+//! replay buffers of formats 2 and 3 (metadata JSON, Blosc, Zstd, GZip and
+//! raw chunks, `meta/episode_ends`). Each
 //! case copies a root, damages one file, opens it and reads every row
 //! (`verify`): whatever the bytes, an answer within the deadline and an
 //! error that names where, never a panic or a hang. `PROPTEST_CASES` sets
@@ -33,6 +35,8 @@ fn targets() -> &'static [(PathBuf, PathBuf)] {
             "rlds/robocache_fixture_dict/1.0.0",
             "rlds/robocache_fixture_tensor/1.0.0",
             "ros2",
+            "zarr/pusht_v2.zarr",
+            "zarr/pusht_v3.zarr",
         ];
         let mut out = Vec::new();
         for root in roots.map(|r| fixtures().join(r)) {
@@ -112,6 +116,15 @@ proptest! {
     #[test]
     fn damaged_metadata_and_data_files_are_read_or_refused_clearly(target in any::<usize>(), edits in mutations(3)) {
         damaged_root_reads_or_fails_clearly(target, &edits);
+    }
+
+    /// The Zarr stores alone (their metadata and chunks), as many cases again.
+    #[test]
+    fn damaged_zarr_stores_are_read_or_refused_clearly(target in any::<usize>(), edits in mutations(3)) {
+        let stores: Vec<&(PathBuf, PathBuf)> =
+            targets().iter().filter(|(root, _)| root.to_string_lossy().contains("zarr")).collect();
+        let (root, file) = stores[target % stores.len()];
+        damage_and_read(root, file, &edits);
     }
 
     /// The bags alone (a few of the many files above), as many cases again.

@@ -504,3 +504,39 @@ fn a_cached_block_damaged_on_disk_is_fetched_again() {
     assert!(second.usage().bytes_fetched > 0, "{:?}", second.usage());
     assert_eq!(std::fs::read(&data).unwrap(), bytes, "and the cache holds the true bytes again");
 }
+
+/// Zarr replay buffers (directory stores of formats 2 and 3, a `.zarr.zip`)
+/// and ALOHA episode files from S3 equal the local ones: a directory
+/// store's keys are objects read with ranged reads, a zip archive and an
+/// HDF5 episode file are read through the block cache.
+#[test]
+fn zarr_stores_and_aloha_episodes_read_from_s3_equal_the_local_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = |from: &Path, to: &str| {
+        let output = std::process::Command::new("cp").arg("-r").arg(from).arg(dir.path().join(to)).output().unwrap();
+        assert!(output.status.success());
+    };
+    copy(&fixtures().join("zarr"), "zarr");
+    let aloha = dir.path().join("aloha");
+    let script = fixtures().join("make_aloha_fixtures.py");
+    let made = std::process::Command::new(support::python())
+        .arg(&script)
+        .args(["real", aloha.to_str().unwrap(), "2", "5"])
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let moto = servers::moto();
+    servers::upload(&moto, "robots", dir.path(), "data");
+    let cache = tempfile::tempdir().unwrap();
+    let s3 = servers::s3_options(&moto);
+    for store in ["zarr/pusht_v2.zarr", "zarr/pusht_v3.zarr", "zarr/umi_v2.zarr.zip"] {
+        let local = Dataset::open(fixtures().join(store)).unwrap();
+        let url = format!("s3://robots/data/{store}");
+        let remote =
+            Dataset::open_with(&url, &options(cache.path(), s3.clone())).unwrap_or_else(|e| panic!("{url}: {e}"));
+        assert_same(&local, &remote, &url);
+    }
+    let local = Dataset::open(&aloha).unwrap();
+    let remote = Dataset::open_with("s3://robots/data/aloha", &options(cache.path(), s3.clone())).unwrap();
+    assert_same(&local, &remote, "ALOHA from S3");
+}

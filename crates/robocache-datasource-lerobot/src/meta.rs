@@ -85,7 +85,11 @@ impl Info {
             });
         }
         let mut features = Vec::new();
-        for (name, value) in &info.features {
+        // In key order, whatever order the JSON map keeps (serde_json's
+        // `preserve_order` is on in builds that hold zarrs).
+        let mut entries: Vec<_> = info.features.iter().collect();
+        entries.sort_by(|a, b| a.0.cmp(b.0));
+        for (name, value) in entries {
             let feature: Feature = serde_json::from_value(value.clone()).map_err(|e| Error::Layout {
                 file: path.clone(),
                 path: format!("features/{name}"),

@@ -108,7 +108,9 @@ impl Features {
             ));
         }
         let mut features = Features::default();
-        for (name, feature) in top {
+        // Sorted by key, whatever order the JSON map keeps (serde_json's
+        // `preserve_order` is on in builds that hold zarrs).
+        for (name, feature) in sorted(top) {
             if name == STEPS {
                 let Some(inner) = feature.pointer("/sequence/feature") else {
                     return Err(layout(path, STEPS, "is not a sequence (`tfds.features.Dataset`)".into()));
@@ -123,7 +125,7 @@ impl Features {
 
     fn walk(&mut self, path: &Path, feature: &Value, key: &str, per_step: bool) -> Result<()> {
         if let Some(children) = feature.pointer("/featuresDict/features").and_then(Value::as_object) {
-            for (name, child) in children {
+            for (name, child) in sorted(children) {
                 self.walk(path, child, &format!("{key}/{name}"), per_step)?;
             }
             return Ok(());
@@ -228,6 +230,13 @@ fn shape(path: &Path, key: &str, spec: &Value) -> Result<Option<Vec<usize>>> {
 
 fn layout(path: &Path, key: &str, problem: String) -> Error {
     Error::Layout { file: path.to_path_buf(), path: key.to_owned(), problem }
+}
+
+/// A JSON object's entries in key order.
+fn sorted(object: &serde_json::Map<String, Value>) -> Vec<(&String, &Value)> {
+    let mut entries: Vec<_> = object.iter().collect();
+    entries.sort_by(|a, b| a.0.cmp(b.0));
+    entries
 }
 
 #[cfg(test)]
