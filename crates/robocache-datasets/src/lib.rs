@@ -1,12 +1,13 @@
 //! Readers for RoboMimic, CALVIN and RT-X HDF5 files, for RLDS builder
 //! directories as TFDS publishes them (Open X-Embodiment, read without
 //! TensorFlow), for LeRobot dataset roots (codebase v3.0 and v2.1:
-//! parquet and MP4, read without Python) and for ROS 2 bags into one
-//! episode model, with step windows, time windows, LeRobot's
+//! parquet and MP4, read without Python), for ROS 2 bags, for ALOHA/ACT
+//! episode files (HDF5) and for Zarr replay buffers (diffusion policy,
+//! UMI) into one episode model, with step windows, time windows, LeRobot's
 //! `delta_timestamps` windows and a sampler (docs/datasets.md).
 //!
 //! This crate is the registry: each format family is a crate of its own
-//! (`robocache-datasource-hdf5`, `-rlds`, `-lerobot`, `-ros2`) behind the
+//! (`robocache-datasource-hdf5`, `-rlds`, `-lerobot`, `-ros2`, `-zarr`) behind the
 //! format layer of `robocache-datasource`, which holds the episode model,
 //! windows and sampling and names no format. [`Dataset::open`] tries the
 //! formats in the registry's order; everything else here is re-exported.

@@ -1,6 +1,7 @@
 //! robocache's HDF5 layouts: robomimic's native files, robocache's CALVIN
-//! and RT-X mirror layouts; a format family of the format layer
-//! (`robocache-datasource`). Each layout turns a file into a
+//! and RT-X mirror layouts, and ALOHA/ACT episode files ([`aloha`], a
+//! format of its own: a directory of one file per episode); a format
+//! family of the format layer (`robocache-datasource`). Each layout turns a file into a
 //! [`DatasetInfo`] reading metadata only (plus explicit timestamps, which
 //! are small and checked at open); [`Hdf5Kind`] is them as one format.
 //! Rows of uncompressed datasets are read with positioned reads from any

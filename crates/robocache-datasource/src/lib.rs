@@ -1,7 +1,7 @@
 //! The data-source core of robocache: the episode model every format reads
 //! into, the format layer's traits, the open dataset, windows, sampling and
 //! mixture sampling. It names no format: each format family is a crate of
-//! its own (`robocache-datasource-hdf5`, `-rlds`, `-lerobot`, `-ros2`)
+//! its own (`robocache-datasource-hdf5`, `-rlds`, `-lerobot`, `-ros2`, `-zarr`)
 //! implementing [`format_reader::FormatKind`] and
 //! [`format_reader::FormatReader`], and the `robocache-datasets` facade's
 //! registry lists them (docs/architecture.md).
