@@ -118,15 +118,6 @@ proptest! {
         damaged_root_reads_or_fails_clearly(target, &edits);
     }
 
-    /// The Zarr stores alone (their metadata and chunks), as many cases again.
-    #[test]
-    fn damaged_zarr_stores_are_read_or_refused_clearly(target in any::<usize>(), edits in mutations(3)) {
-        let stores: Vec<&(PathBuf, PathBuf)> =
-            targets().iter().filter(|(root, _)| root.to_string_lossy().contains("zarr")).collect();
-        let (root, file) = stores[target % stores.len()];
-        damage_and_read(root, file, &edits);
-    }
-
     /// The bags alone (a few of the many files above), as many cases again.
     #[test]
     fn damaged_bags_are_read_or_refused_clearly(target in any::<usize>(), edits in mutations(3)) {
