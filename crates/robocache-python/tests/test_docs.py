@@ -127,11 +127,12 @@ def world(tmp_path_factory):
     (root / "pusht.toml").write_text(pusht)
     robocache.open(FIXTURES / "ros2" / "arm_mcap", mapping=str(root / "pusht.toml")).to_lerobot(
         home / "lerobot" / "pusht", fps=10, task="push the T", cameras="image")
-    # ALOHA/ACT episodes with JPEG cameras, written by ACT's recording code.
+    # ALOHA/ACT episodes written by ACT's recording code: JPEG cameras where
+    # OpenCV (its encoder) is installed, raw ones where not.
     spec = importlib.util.spec_from_file_location("make_aloha_fixtures", FIXTURES / "make_aloha_fixtures.py")
     make_aloha = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(make_aloha)
-    make_aloha.write_real(str(root / "act_episodes"), 3, 12, compress=True)
+    make_aloha.write_real(str(root / "act_episodes"), 3, 12, compress=importlib.util.find_spec("cv2") is not None)
     # Replay buffers written by zarr-python (the committed fixtures).
     shutil.copytree(FIXTURES / "zarr" / "pusht_v2.zarr", root / "pusht.zarr")
     shutil.copy(FIXTURES / "zarr" / "umi_v2.zarr.zip", root / "umi.zarr.zip")
