@@ -543,3 +543,27 @@ fn convert_lerobot_writes_a_root_that_inspect_reads() {
     ]);
     assert!(!ok && err.contains("not empty") && err.lines().count() == 1, "{err}");
 }
+
+/// A Zarr replay buffer (diffusion policy's PushT layout, written by
+/// zarr-python): `inspect` names its layout and streams, `--verify` reads
+/// every step, and `convert lerobot` writes a root `inspect` reads back.
+#[test]
+fn inspect_and_convert_read_a_zarr_replay_buffer() {
+    let store =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../robocache-datasets/tests/fixtures/zarr/pusht_v2.zarr.zip");
+    let store = store.to_str().unwrap();
+    let (ok, stdout, stderr) = robocache(&["inspect", store, "--verify"]);
+    assert!(ok, "{stderr}");
+    for words in ["zarr layout, 3 episodes", "10 Hz step clock", "img", "[24, 24, 3]", "keypoint", "episode_2"] {
+        assert!(stdout.contains(words), "`{words}` missing from:\n{stdout}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = path(&dir, "root");
+    let (ok, stdout, err) =
+        robocache(&["convert", "lerobot", store, out.to_str().unwrap(), "--task", "push the T", "--cameras", "image"]);
+    assert!(ok, "{err}");
+    assert!(stdout.contains("LeRobot v3.0, 3 episodes, 40 frames at 10 fps"), "{stdout}");
+    let (ok, stdout, err) = robocache(&["inspect", out.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert!(stdout.contains("lerobot layout") && stdout.contains("[24, 24, 3]"), "{stdout}");
+}
