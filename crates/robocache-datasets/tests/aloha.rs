@@ -6,23 +6,13 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use robocache_cpu::HostVec;
 use robocache_datasets::{Dataset, Error, Format, OpenOptions, StepWindowSpec, StepWindows};
 
-use support::python;
-
 /// Runs `make_aloha_fixtures.py` with `args`.
 fn make(args: &[&str]) {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/make_aloha_fixtures.py");
-    let output = Command::new(python()).arg(&script).args(args).output().expect("cannot run the fixture script");
-    assert!(
-        output.status.success(),
-        "make_aloha_fixtures.py {args:?} failed:\n{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    support::run_fixture_script("make_aloha_fixtures.py", args);
 }
 
 /// A folder of episodes made by `make_aloha_fixtures.py <layout>` and the
@@ -204,15 +194,7 @@ fn crafted_episodes_are_clear_errors() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("episodes");
         make(&["hostile", case, path.to_str().unwrap()]);
-        let what = format!("crafted case {case}");
-        let text = robocache_video::testing::within_deadline(&what, move || {
-            let dataset = match Dataset::open(&path) {
-                Ok(dataset) => dataset,
-                Err(error) => return error.to_string(),
-            };
-            let report = dataset.verify(2);
-            report.problems.first().map(|p| format!("{} {}: {}", p.episode, p.stream, p.error)).unwrap_or_default()
-        });
+        let text = support::open_and_verify(&format!("crafted case {case}"), path);
         for part in wanted {
             assert!(text.contains(part), "{case}: `{part}` in `{text}`");
         }

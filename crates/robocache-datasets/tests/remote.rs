@@ -518,13 +518,7 @@ fn zarr_stores_and_aloha_episodes_read_from_s3_equal_the_local_ones() {
     };
     copy(&fixtures().join("zarr"), "zarr");
     let aloha = dir.path().join("aloha");
-    let script = fixtures().join("make_aloha_fixtures.py");
-    let made = std::process::Command::new(support::python())
-        .arg(&script)
-        .args(["real", aloha.to_str().unwrap(), "2", "5"])
-        .output()
-        .unwrap();
-    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    support::run_fixture_script("make_aloha_fixtures.py", &["real", aloha.to_str().unwrap(), "2", "5"]);
     let moto = servers::moto();
     servers::upload(&moto, "robots", dir.path(), "data");
     let cache = tempfile::tempdir().unwrap();

@@ -3,6 +3,8 @@
 //! default codecs), committed with what zarr-python reads back from them
 //! (`fixtures/make_zarr_fixtures.py`): every array of every episode equal.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 
 use robocache_cpu::HostVec;
@@ -211,14 +213,7 @@ fn crafted_buffers_are_clear_errors() {
     ];
     for (case, edit, wanted) in cases {
         let (_dir, root) = damaged(edit);
-        let text = robocache_video::testing::within_deadline(case, move || {
-            let dataset = match Dataset::open(&root) {
-                Ok(dataset) => dataset,
-                Err(error) => return error.to_string(),
-            };
-            let report = dataset.verify(2);
-            report.problems.first().map(|p| format!("{} {}: {}", p.episode, p.stream, p.error)).unwrap_or_default()
-        });
+        let text = support::open_and_verify(case, root);
         for part in wanted {
             assert!(text.contains(part), "{case}: `{part}` in `{text}`");
         }

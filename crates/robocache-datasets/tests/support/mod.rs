@@ -30,14 +30,34 @@ pub fn python() -> PathBuf {
 
 /// Runs `make_fixtures.py` with `args`, panicking with its output on failure.
 pub fn make(args: &[&str]) {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/make_fixtures.py");
-    let output = Command::new(python()).arg(&script).args(args).output().expect("cannot run the fixture script");
+    run_fixture_script("make_fixtures.py", args);
+}
+
+/// Runs the fixture writer `script` (in `tests/fixtures/`) with `args`,
+/// panicking with its output on failure.
+pub fn run_fixture_script(script: &str, args: &[&str]) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(script);
+    let output = Command::new(python()).arg(&path).args(args).output().expect("cannot run the fixture script");
     assert!(
         output.status.success(),
-        "make_fixtures.py {args:?} failed:\n{}{}",
+        "{script} {args:?} failed:\n{}{}",
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
+}
+
+/// Opens `path` and reads every row of it within the deadline: the
+/// error's text, or the first problem `verify` found, or empty when all
+/// of it reads (for the crafted-file tests).
+pub fn open_and_verify(what: &str, path: PathBuf) -> String {
+    robocache_video::testing::within_deadline(what, move || {
+        let dataset = match robocache_datasets::Dataset::open(&path) {
+            Ok(dataset) => dataset,
+            Err(error) => return error.to_string(),
+        };
+        let report = dataset.verify(2);
+        report.problems.first().map(|p| format!("{} {}: {}", p.episode, p.stream, p.error)).unwrap_or_default()
+    })
 }
 
 /// A temporary folder with a file made by `make_fixtures.py <command> <path> [args]`.
