@@ -173,6 +173,13 @@ fn a_directory_no_format_reads_is_an_error_listing_the_layouts_tried() {
     for wanted in ["a directory of 3 files: 2 .txt, 1 .log", "LeRobot: ", "ALOHA: ", "RLDS: ", "ROS 2 bag: "] {
         assert!(text.contains(wanted), "`{wanted}` in {text}");
     }
+    assert!(!text.contains("nearest"), "no format's files are there: {text}");
+    // A LeRobot root without its meta/info.json: LeRobot is named the nearest.
+    std::fs::write(dir.path().join("episode_000000.parquet"), "PAR1").unwrap();
+    std::fs::write(dir.path().join("episode_000001.parquet"), "PAR1").unwrap();
+    std::fs::write(dir.path().join("file-000.mp4"), "").unwrap();
+    let text = Dataset::open(dir.path()).unwrap_err().to_string();
+    assert!(text.contains("the nearest is LeRobot: a directory with meta/info.json"), "{text}");
 }
 
 /// Episodes with one crafted defect each: opening or reading them is an

@@ -118,6 +118,10 @@ impl FormatKind for AlohaKind {
         &[ALOHA]
     }
 
+    fn signs(&self) -> &'static [&'static str] {
+        &["episode_", ".hdf5", ".h5"]
+    }
+
     fn reads(&self) -> &'static str {
         "a directory of episode_<N>.hdf5 files (or one such file) with /observations/qpos and /action is read as ALOHA/ACT episodes"
     }

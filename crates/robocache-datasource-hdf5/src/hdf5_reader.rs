@@ -46,6 +46,10 @@ impl FormatKind for Hdf5Kind {
         &crate::LAYOUTS
     }
 
+    fn signs(&self) -> &'static [&'static str] {
+        &[".hdf5", ".h5"]
+    }
+
     fn reads(&self) -> &'static str {
         "any other file is read as HDF5 (robomimic, calvin or rtx)"
     }

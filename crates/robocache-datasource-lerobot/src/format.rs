@@ -50,6 +50,10 @@ impl FormatKind for LeRobotKind {
         &[crate::LEROBOT]
     }
 
+    fn signs(&self) -> &'static [&'static str] {
+        &["info.json", ".parquet", ".mp4", "episodes.jsonl", "tasks.jsonl"]
+    }
+
     fn reads(&self) -> &'static str {
         "a directory with meta/info.json is read as a LeRobot dataset"
     }

@@ -40,6 +40,10 @@ impl FormatKind for RldsKind {
         &[crate::RLDS]
     }
 
+    fn signs(&self) -> &'static [&'static str] {
+        &["dataset_info.json", "features.json", ".tfrecord"]
+    }
+
     fn reads(&self) -> &'static str {
         "a directory with dataset_info.json (or version folders holding one) is read as an RLDS builder directory"
     }

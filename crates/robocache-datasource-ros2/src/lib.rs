@@ -162,6 +162,10 @@ impl FormatKind for Ros2Kind {
         &[ROS2]
     }
 
+    fn signs(&self) -> &'static [&'static str] {
+        &[".mcap", ".db3", "metadata.yaml"]
+    }
+
     fn reads(&self) -> &'static str {
         "a .mcap or .db3 file, or a directory of them, is read as ROS 2 bags"
     }

@@ -106,6 +106,10 @@ impl FormatKind for ZarrKind {
         &[ZARR]
     }
 
+    fn signs(&self) -> &'static [&'static str] {
+        &[".zarray", ".zgroup", ".zattrs", "zarr.json", "episode_ends", ".zarr"]
+    }
+
     fn reads(&self) -> &'static str {
         "a Zarr store (a directory, or a .zarr.zip) with meta/episode_ends and data/ arrays is read as a replay buffer (diffusion policy, UMI)"
     }

@@ -54,6 +54,13 @@ pub trait FormatKind: Send + Sync {
     fn has_index(&self) -> bool {
         false
     }
+
+    /// Parts of file names its datasets hold (`.parquet`, `dataset_info.json`):
+    /// when no format reads a path, the kind whose signs most of the path's
+    /// files show is named as the nearest.
+    fn signs(&self) -> &'static [&'static str] {
+        &[]
+    }
 }
 
 /// What [`FormatKind::open`] returns.
@@ -77,27 +84,50 @@ pub fn kind_of<'k>(
         }
     }
     let tried = kinds.iter().map(|k| format!("{}: {}", k.name(), k.reads())).collect::<Vec<_>>().join("; ");
+    let files = files_of(path, storage);
+    let nearest =
+        nearest(kinds, &files).map(|k| format!("; the nearest is {}: {}", k.name(), k.reads())).unwrap_or_default();
     Err(Error::UnknownFormat {
         file: path.to_path_buf(),
-        reason: format!("no format reads it ({}); tried {tried}", contents(path, storage)),
+        reason: format!("no format reads it ({}); tried {tried}{nearest}", contents(path, storage, &files)),
     })
 }
 
-/// What `path` holds, for the error when no format reads it: a
-/// directory's files counted by extension (`3 .hdf5, 1 .json`).
-fn contents(path: &Path, storage: &Storage) -> String {
+/// The files of `path`: itself, or every file below it (none where it
+/// cannot be listed).
+fn files_of(path: &Path, storage: &Storage) -> Option<Vec<PathBuf>> {
+    match storage.is_dir(path) {
+        Ok(true) => storage.list_files(path).ok(),
+        _ => storage.is_file(path).ok().filter(|&is| is).map(|_| vec![path.to_path_buf()]),
+    }
+}
+
+/// The kind whose signs the most of `files` show, where any does.
+fn nearest<'k>(kinds: &'k [Box<dyn FormatKind>], files: &Option<Vec<PathBuf>>) -> Option<&'k dyn FormatKind> {
+    let files = files.as_ref()?;
+    let names: Vec<String> =
+        files.iter().filter_map(|f| f.file_name()).map(|n| n.to_string_lossy().to_ascii_lowercase()).collect();
+    let score =
+        |kind: &dyn FormatKind| names.iter().filter(|n| kind.signs().iter().any(|sign| n.contains(sign))).count();
+    let best = kinds.iter().map(|k| (score(&**k), &**k)).filter(|(n, _)| *n > 0).max_by_key(|(n, _)| *n)?;
+    Some(best.1)
+}
+
+/// What `path` holds (its `files`), for the error when no format reads it:
+/// a directory's files counted by extension (`3 .hdf5, 1 .json`).
+fn contents(path: &Path, storage: &Storage, files: &Option<Vec<PathBuf>>) -> String {
     if !storage.is_dir(path).unwrap_or(false) {
         return match storage.is_file(path) {
             Ok(true) => "a file".into(),
             _ => "nothing is there".into(),
         };
     }
-    let Ok(files) = storage.list_files(path) else { return "a directory that cannot be listed".into() };
+    let Some(files) = files else { return "a directory that cannot be listed".into() };
     if files.is_empty() {
         return "an empty directory".into();
     }
     let mut counts = std::collections::BTreeMap::<String, usize>::new();
-    for file in &files {
+    for file in files {
         let extension =
             file.extension().map_or_else(|| "(no extension)".into(), |e| format!(".{}", e.to_string_lossy()));
         *counts.entry(extension).or_default() += 1;
