@@ -5,7 +5,7 @@
 //! [`DatasetInfo`] reading metadata only (plus explicit timestamps, which
 //! are small and checked at open); [`Hdf5Kind`] is them as one format.
 //! Rows of uncompressed datasets are read with positioned reads from any
-//! number of threads ([`row_layout`]), others as HDF5 hyperslabs.
+//! number of threads (`row_layout.rs`), others as HDF5 hyperslabs.
 //!
 //! ```no_run
 //! use robocache_datasource::{DatasetReader, ReaderOptions};

@@ -15,7 +15,7 @@
 //!   for integers. A record's payload CRC is checked the first time any of
 //!   its rows are read.
 //! - Step `i` is at `i / rate` seconds: RLDS has no timestamps (the rate
-//!   comes from [`rates`] or [`OpenOptions::rate_hz`]).
+//!   comes from [`rates`] or [`RldsOptions::rate_hz`]).
 
 pub(crate) mod builder;
 pub(crate) mod decode;

@@ -1,7 +1,7 @@
 //! Control frequencies of the Open X-Embodiment datasets. RLDS stores no
 //! timestamps: step `i` of an episode is at `i / rate` seconds, with the
 //! rate of the dataset's name from this table, or
-//! [`OpenOptions::rate_hz`](crate::OpenOptions::rate_hz).
+//! [`RldsOptions::rate_hz`](crate::RldsOptions::rate_hz).
 //!
 //! Source: the "control frequency" column of the Open X-Embodiment dataset
 //! overview, as transcribed in LeRobot's Open X-Embodiment port

@@ -8,7 +8,7 @@
 //!   between gaps in its mapped topics' log times, with `[episodes] markers`
 //!   each part a marker topic's messages mark (`name#0`, `name#1`, ...).
 //! - **Messages** are CDR, decoded by reflection over the definitions the
-//!   bag itself carries ([`msg_schema`], [`cdr`]): any message type.
+//!   bag itself carries (`msg_schema.rs`, `cdr.rs`): any message type.
 //! - **Streams**: each mapped key (the [`BagMapping`], or the default one
 //!   derived from the topic types) becomes a stream at its topic's native
 //!   rate, with explicit timestamps: each message's `header.stamp`, log or
@@ -16,7 +16,7 @@
 //!   resample every stream onto the policy clock by its kind (linear,
 //!   slerp for quaternions, hold for discrete values and frames).
 //! - **Time you can trust**: a header stamp that is unset (0) or more than
-//!   [`MAX_HEADER_SKEW_NS`] (60 s) from the message's log time (a driver
+//!   `MAX_HEADER_SKEW_NS` (60 s) from the message's log time (a driver
 //!   that never sets it, a wrapped or foreign clock) does not place its
 //!   message: that message is placed at its log time instead, and a warning
 //!   names the bag, topic and how many messages. No span of times sizes an
@@ -34,7 +34,7 @@
 //!   per read); the last [`DECODED_EPISODES`] episodes stay decoded.
 //!
 //! - **Transforms**: a `[parent, child]` stream is the child's pose in the
-//!   parent frame through the tf tree ([`tf_tree`]) at each `/tf` message.
+//!   parent frame through the tf tree (`tf_tree.rs`) at each `/tf` message.
 //!
 //! - **Point clouds**: [`point_clouds`] reads a `PointCloud2` topic's
 //!   messages as the voxelizer's input (positions and named fields as f32).

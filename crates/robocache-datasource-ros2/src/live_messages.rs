@@ -20,7 +20,7 @@ use robocache_datasource::{Error, Result};
 
 /// The definition of one topic's messages: its name, its type and the
 /// definition text (as a bag carries it, `.msg` form), which
-/// [`topic_definitions`] reads from an opened bag dataset.
+/// `topic_definitions` reads from an opened bag dataset.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TopicDefinition {
     pub topic: String,
