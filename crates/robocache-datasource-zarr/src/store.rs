@@ -62,15 +62,21 @@ impl ZarrStore {
         }
     }
 
+    /// The object of `key` in a directory store, `None` where absent: one
+    /// open (a remote one's HEAD request), no separate existence check.
+    fn blob(storage: &Storage, root: &Path, key: &str) -> Result<Option<Blob>> {
+        match storage.open(&root.join(key)) {
+            Ok(blob) => Ok(Some(blob)),
+            Err(error) if error.is_not_found() => Ok(None),
+            Err(error) => Err(error.into()),
+        }
+    }
+
     /// The whole value of `key`, `None` where absent.
     pub fn read(&self, key: &str) -> Result<Option<Vec<u8>>> {
         match self {
             ZarrStore::Directory { storage, root } => {
-                let path = root.join(key);
-                if !storage.is_file(&path)? {
-                    return Ok(None);
-                }
-                let blob = storage.open(&path)?;
+                let Some(blob) = Self::blob(storage, root, key)? else { return Ok(None) };
                 if blob.len() > MAX_VALUE_BYTES {
                     return Err(self.too_big(key, blob.len()));
                 }
