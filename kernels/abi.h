@@ -65,8 +65,64 @@ enum VoxelMode : int {
     MODE_MAX = 3,
 };
 
+enum AugmentKind : int {
+    AUG_NOTHING = 0,
+    AUG_BRIGHTNESS = 1,
+    AUG_CONTRAST = 2,
+    AUG_SATURATION = 3,
+    AUG_HUE = 4,
+    AUG_SHARPNESS = 5,
+    AUG_GAMMA = 6,
+    AUG_AFFINE_NEAREST = 7,
+    AUG_AFFINE_BILINEAR = 8,
+    AUG_NOISE = 9,
+    AUG_BLUR_ROWS = 10,
+    AUG_BLUR_COLUMNS = 11,
+};
+
 struct OverflowPoint;
 struct HeavyVoxel;
+
+struct AugmentOp {
+    int kind;
+    uint32_t taps;
+    float values[6];
+    uint64_t key;
+};
+
+struct AugmentCrop {
+    uint32_t left;
+    uint32_t top;
+    uint32_t width;
+    uint32_t height;
+    uint32_t x_table;
+    uint32_t y_table;
+    uint32_t x_taps;
+    uint32_t y_taps;
+    uint32_t x_weights;
+    uint32_t y_weights;
+};
+
+struct AugmentArgs {
+    const void* src;
+    void* out;
+    const AugmentOp* ops;
+    const AugmentCrop* crops;
+    const uint32_t* firsts;
+    const float* weights;
+    unsigned long long* sums;
+    uint64_t frames;
+    uint32_t steps;
+    uint32_t slots;
+    uint32_t slot;
+    uint32_t in_width;
+    uint32_t in_height;
+    uint32_t width;
+    uint32_t height;
+    int layout;
+    int dtype;
+    int pad;
+};
 
 struct Timeline {
     const double* times;

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "abi.h"
+#include "frame_slot.cuh"
 
 __device__ __forceinline__ int mulhw(int a, int b) { return (a * b) >> 16; }
 
@@ -33,20 +34,6 @@ __device__ __forceinline__ void fill_float_levels(float* levels) {
         levels[level] = __fdiv_rn((float)level, 255.0f);
     }
     __syncthreads();
-}
-
-// A thread's place in a grid of whole frames' worth of blocks (`per_frame`
-// threads a frame): block b covers pixels of frame slot b / blocks_per_frame,
-// and each slot strides over the frames by `slots` (the host sizes the grid,
-// at most one slot per frame). `pixel` may be past the frame's last.
-struct FrameSlot {
-    uint32_t slot, slots, pixel;
-};
-
-__device__ __forceinline__ FrameSlot frame_slot(uint32_t per_frame) {
-    const uint32_t blocks_per_frame = (per_frame + blockDim.x - 1) / blockDim.x;
-    const uint32_t slot = blockIdx.x / blocks_per_frame;
-    return {slot, gridDim.x / blocks_per_frame, (blockIdx.x - slot * blocks_per_frame) * blockDim.x + threadIdx.x};
 }
 
 // Writes pixel `p`'s three levels into frame `frame` of `out` (`pixels` a

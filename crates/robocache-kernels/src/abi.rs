@@ -157,6 +157,36 @@ codes! {
         Mean = 2 => "MODE_MEAN",
         Max = 3 => "MODE_MAX",
     }
+
+    /// The operation an [`AugmentOp`] applies to a window's frames (the
+    /// CPU reference: `robocache_augment::reference`).
+    enum AugmentKind {
+        /// Nothing: the frame copied.
+        #[default]
+        Nothing = 0 => "AUG_NOTHING",
+        /// `values[0]`: the factor.
+        Brightness = 1 => "AUG_BRIGHTNESS",
+        /// `values[0]`, `values[1]`: the ratio and `1 - ratio`; the frame's
+        /// mean grey from `sums`.
+        Contrast = 2 => "AUG_CONTRAST",
+        /// `values[0]`, `values[1]`: the ratio and `1 - ratio`.
+        Saturation = 3 => "AUG_SATURATION",
+        /// `values[0]`: the shift in turns.
+        Hue = 4 => "AUG_HUE",
+        /// `values[0]`: `1 - factor`.
+        Sharpness = 5 => "AUG_SHARPNESS",
+        /// `values[0]`: gamma.
+        Gamma = 6 => "AUG_GAMMA",
+        /// `values[0..6]`: the normalised inverse matrix (theta).
+        AffineNearest = 7 => "AUG_AFFINE_NEAREST",
+        AffineBilinear = 8 => "AUG_AFFINE_BILINEAR",
+        /// `values[0]`, `values[1]`: mean and sigma; `key`: the generator's key.
+        Noise = 9 => "AUG_NOISE",
+        /// `taps` weights from `weights[key]`, along rows (x).
+        BlurRows = 10 => "AUG_BLUR_ROWS",
+        /// `taps` weights from `weights[key]`, along columns (y).
+        BlurColumns = 11 => "AUG_BLUR_COLUMNS",
+    }
 }
 
 /// Declares `#[repr(C)]` structs and their C declarations: each field with
@@ -201,6 +231,70 @@ macro_rules! structs {
 }
 
 structs! {
+    /// One operation of one window's frames (a table `[windows, slots]` in
+    /// device memory: slot `k` of every window applied by one launch).
+    struct AugmentOp {
+        kind: AugmentKind => "int kind",
+        /// Blur: the kernel's size.
+        taps: u32 => "uint32_t taps",
+        values: [f32; 6] => "float values[6]",
+        /// Noise: the generator's key; blur: the first weight's index.
+        key: u64 => "uint64_t key",
+    }
+
+    /// One window's crop and its resize (a table `[windows]`): `width` 0
+    /// for none. Output position `x` reads `x_taps` source columns from
+    /// `firsts[x_table + x]` (relative to `left`) with weights
+    /// `weights[x_weights + x * x_taps ..]`; rows likewise.
+    struct AugmentCrop {
+        left: u32 => "uint32_t left",
+        top: u32 => "uint32_t top",
+        width: u32 => "uint32_t width",
+        height: u32 => "uint32_t height",
+        x_table: u32 => "uint32_t x_table",
+        y_table: u32 => "uint32_t y_table",
+        x_taps: u32 => "uint32_t x_taps",
+        y_taps: u32 => "uint32_t y_taps",
+        x_weights: u32 => "uint32_t x_weights",
+        y_weights: u32 => "uint32_t y_weights",
+    }
+
+    /// The arguments of the augmentation kernels: `augment_load` (frames
+    /// to float HWC, cropped and resized), `augment_mean` (the contrast
+    /// means of slot `slot`), `augment_op` (slot `slot` of every window,
+    /// `src` to `out`) and `augment_store` (float HWC to the output's
+    /// layout and dtype).
+    struct AugmentArgs {
+        /// `augment_load`: the frames `[frames, in_height, in_width, 3]` or
+        /// `[frames, 3, in_height, in_width]` of `dtype`; else `float
+        /// [frames, height, width, 3]`.
+        src: u64 => "const void* src",
+        /// `augment_store`: the output in `layout` and `dtype`; else `float
+        /// [frames, height, width, 3]`.
+        out: u64 => "void* out",
+        /// `[windows, slots]`.
+        ops: u64 => "const AugmentOp* ops",
+        /// `[windows]`, or 0 without crops.
+        crops: u64 => "const AugmentCrop* crops",
+        firsts: u64 => "const uint32_t* firsts",
+        weights: u64 => "const float* weights",
+        /// `[frames]`: fixed-point grey sums (2^-32), zeroed before `augment_mean`.
+        sums: u64 => "unsigned long long* sums",
+        frames: u64 => "uint64_t frames",
+        /// Frames of a window.
+        steps: u32 => "uint32_t steps",
+        slots: u32 => "uint32_t slots",
+        slot: u32 => "uint32_t slot",
+        in_width: u32 => "uint32_t in_width",
+        in_height: u32 => "uint32_t in_height",
+        width: u32 => "uint32_t width",
+        height: u32 => "uint32_t height",
+        layout: FrameLayout => "int layout",
+        /// `DT_U8` (levels) or `DT_F32` (`[0, 1]`).
+        dtype: DTypeCode => "int dtype",
+        pad: i32 => "int pad",
+    }
+
     /// A timeline: explicit `f64` times (shared `[L]` or per row `[B, L]`)
     /// or uniform.
     struct Timeline {
@@ -440,6 +534,8 @@ structs! {
 // SAFETY (each): `repr(C)`, the fields' sizes add up to the struct's (no
 // padding, asserted below), and every field is `NoUninit`.
 unsafe impl bytemuck::NoUninit for Timeline {}
+unsafe impl bytemuck::NoUninit for AugmentOp {}
+unsafe impl bytemuck::NoUninit for AugmentCrop {}
 unsafe impl bytemuck::NoUninit for FusionStream {}
 unsafe impl bytemuck::NoUninit for ResidentEpisode {}
 unsafe impl bytemuck::NoUninit for ResidentStream {}
@@ -456,6 +552,8 @@ const fn field_bytes(fields: &[(&str, &str, usize)]) -> usize {
 
 const _: () = {
     assert!(field_bytes(Timeline::FIELDS) == size_of::<Timeline>());
+    assert!(field_bytes(AugmentOp::FIELDS) == size_of::<AugmentOp>());
+    assert!(field_bytes(AugmentCrop::FIELDS) == size_of::<AugmentCrop>());
     assert!(field_bytes(FusionStream::FIELDS) == size_of::<FusionStream>());
     assert!(field_bytes(ResidentEpisode::FIELDS) == size_of::<ResidentEpisode>());
     assert!(field_bytes(ResidentStream::FIELDS) == size_of::<ResidentStream>());

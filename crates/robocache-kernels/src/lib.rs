@@ -30,7 +30,8 @@ use std::ffi::c_void;
 use std::marker::PhantomData;
 
 use abi::{
-    AssembleArgs, FrameArgs, FusionArgs, GatherArgs, MeanLists, ResampleArgs, ResizeArgs, SlotPoints, VoxelArgs,
+    AssembleArgs, AugmentArgs, FrameArgs, FusionArgs, GatherArgs, MeanLists, ResampleArgs, ResizeArgs, SlotPoints,
+    VoxelArgs,
 };
 
 /// A PTX target architecture.
@@ -84,11 +85,13 @@ pub enum Module {
     Timing,
     /// `kernels/video.cu`: decoded camera frames to RGB.
     Video,
+    /// `kernels/augment.cu`: per-sample augmentation of camera frames.
+    Augment,
 }
 
 impl Module {
     /// Every module.
-    pub const ALL: [Module; 4] = [Module::Resample, Module::Voxelize, Module::Timing, Module::Video];
+    pub const ALL: [Module; 5] = [Module::Resample, Module::Voxelize, Module::Timing, Module::Video, Module::Augment];
 
     /// The PTX text of this module for `arch`.
     pub fn ptx(self, arch: Arch) -> &'static str {
@@ -105,6 +108,9 @@ impl Module {
             (Module::Video, Arch::Sm80) => include_str!("../ptx/sm_80/video.ptx"),
             (Module::Video, Arch::Sm90) => include_str!("../ptx/sm_90/video.ptx"),
             (Module::Video, Arch::Sm120) => include_str!("../ptx/sm_120/video.ptx"),
+            (Module::Augment, Arch::Sm80) => include_str!("../ptx/sm_80/augment.ptx"),
+            (Module::Augment, Arch::Sm90) => include_str!("../ptx/sm_90/augment.ptx"),
+            (Module::Augment, Arch::Sm120) => include_str!("../ptx/sm_120/augment.ptx"),
         }
     }
 }
@@ -359,6 +365,14 @@ kernels! {
     /// RGB frames from a table of addresses stacked into one batch, in its
     /// layout and dtype: `(args,)`.
     GatherRgb => Video, "gather_rgb", (GatherArgs,);
+    /// Camera frames to float HWC, each window's crop resized to its output.
+    AugmentLoad => Augment, "augment_load", (AugmentArgs,);
+    /// The fixed-point grey sums of the frames whose slot `slot` is a contrast.
+    AugmentMean => Augment, "augment_mean", (AugmentArgs,);
+    /// Slot `slot` of every window's operations.
+    AugmentOp => Augment, "augment_op", (AugmentArgs,);
+    /// Float HWC frames to the output's layout and dtype.
+    AugmentStore => Augment, "augment_store", (AugmentArgs,);
 }
 
 #[cfg(test)]

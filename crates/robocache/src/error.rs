@@ -58,6 +58,11 @@ pub enum Error {
     #[error("{what}: expected {expected}, got shape {shape:?}")]
     Rank { what: String, expected: String, shape: Vec<usize> },
 
+    /// An augmentation config out of bounds, or parameters that do not fit
+    /// the frames (names the field or the window).
+    #[error(transparent)]
+    Augment(#[from] robocache_augment::Error),
+
     /// A dataset could not be read or cut into windows (names the file,
     /// episode and key).
     #[error(transparent)]

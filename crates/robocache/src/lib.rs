@@ -85,4 +85,7 @@ pub use windows::{BatchStream, WindowBatch};
 
 /// The dataset readers, windows and sampler (the `robocache-datasets` crate).
 pub use robocache_datasets as datasets;
+
+/// Per-sample image augmentation (the `robocache-augment` crate).
+pub use robocache_augment as augment;
 pub use robocache_datasets::DecoderChoice;

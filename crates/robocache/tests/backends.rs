@@ -1698,7 +1698,9 @@ backend_tests!(
         frames_crop_and_resize_as_pillow,
         frames_stack_from_many_tensors,
         device_frame_cache_serves_the_batches_it_would_decode,
-        loaders_of_one_device_share_its_staging
+        loaders_of_one_device_share_its_staging,
+        frames_augment_as_the_reference,
+        loader_augments_each_window_by_seed_epoch_and_sample
     ]
 );
 // The 2^31 case needs 4 GiB on the host and the device.
@@ -1726,6 +1728,8 @@ backend_tests!(
         frames_stack_from_many_tensors,
         device_frame_cache_serves_the_batches_it_would_decode,
         loaders_of_one_device_share_its_staging,
+        frames_augment_as_the_reference,
+        loader_augments_each_window_by_seed_epoch_and_sample,
         indexes_past_two_to_the_31
     ]
 );
@@ -1767,4 +1771,155 @@ fn facade_input_errors() {
     let err = device.resample(&stream, &targets, &spec).unwrap_err();
     assert!(err.to_string().contains("row 1"), "{err}");
     assert!(Tensor::from_slice(&device, &[0u8; 5], &[2, 3]).is_err());
+}
+
+/// Augmentation on this device equals the CPU reference: every preset's
+/// draws and each operation alone, both layouts, u8 and f32, bit for bit
+/// except where gamma or noise is drawn (the device's `powf`, `log` and
+/// `cos`): there within one level of 255.
+fn frames_augment_as_the_reference(device: &Device) {
+    use robocache::augment::{preset, AffineParams, CropWindow, FrameAugment, Interpolation, Op, SampleKey};
+    use robocache::{FrameDType, FrameLayout};
+
+    let (width, height, steps) = (23usize, 17usize, 2usize);
+    let affine =
+        |angle, translate, scale, interpolation| Op::Affine(AffineParams { angle, translate, scale, interpolation });
+    let single = |op| FrameAugment { crop: None, ops: vec![op] };
+    let crop = |left, top, w, h, output, ops| FrameAugment {
+        crop: Some(CropWindow { left, top, width: w, height: h, output }),
+        ops,
+    };
+    let mut batches: Vec<(String, Vec<FrameAugment>)> = vec![
+        (
+            "each operation".into(),
+            vec![
+                single(Op::Brightness(1.3)),
+                single(Op::Contrast(0.6)),
+                single(Op::Saturation(1.4)),
+                single(Op::Hue(-0.2)),
+                single(Op::Sharpness(0.3)),
+                single(Op::Gamma(0.8)),
+                single(affine(7.5, (2, -1), 1.1, Interpolation::Nearest)),
+                single(affine(-4.0, (0, 3), 0.9, Interpolation::Bilinear)),
+                single(Op::Noise { mean: 0.01, sigma: 0.1, key: 77 }),
+                single(Op::Blur { kernel: (5, 3), sigma: (1.3, 0.7) }),
+                FrameAugment::default(),
+                FrameAugment { crop: None, ops: vec![Op::Contrast(1.2), Op::Hue(0.1), Op::Contrast(0.7)] },
+            ],
+        ),
+        (
+            "crops resized down".into(),
+            vec![
+                crop(0, 0, 23, 17, (11, 9), vec![]),
+                crop(3, 2, 17, 13, (11, 9), vec![Op::Brightness(0.9)]),
+                crop(5, 4, 9, 8, (11, 9), vec![Op::Saturation(0.0)]),
+            ],
+        ),
+    ];
+    for name in robocache::augment::PRESETS {
+        let config = preset(name, &[]).unwrap();
+        let params = (0..8)
+            .map(|s| config.default.draw(SampleKey { seed: 3, epoch: 1, sample: s, camera: 0 }, (width, height)))
+            .collect();
+        batches.push((name.to_owned(), params));
+    }
+    let mut rng = robocache::noise::XorShift::new(5);
+    for (name, params) in &batches {
+        let count = params.len() * steps;
+        let levels: Vec<u8> = (0..count * width * height * 3).map(|_| (rng.next_u64() >> 56) as u8).collect();
+        let inexact = params.iter().any(|p| p.ops.iter().any(|o| matches!(o, Op::Gamma(_) | Op::Noise { .. })));
+        for layout in [FrameLayout::Hwc, FrameLayout::Chw] {
+            let shape = match layout {
+                FrameLayout::Hwc => [count, height, width, 3],
+                FrameLayout::Chw => [count, 3, height, width],
+            };
+            for dtype in [FrameDType::U8, FrameDType::F32] {
+                let on = |d: &Device| match dtype {
+                    FrameDType::U8 => Tensor::from_slice(d, &levels, &shape).unwrap(),
+                    FrameDType::F32 => {
+                        let floats: Vec<f32> = levels.iter().map(|&l| l as f32 / 255.0).collect();
+                        Tensor::from_slice(d, &floats, &shape).unwrap()
+                    }
+                };
+                let got = device.augment_frames(&on(device), layout, steps, params).unwrap();
+                let want = Device::cpu().augment_frames(&on(&Device::cpu()), layout, steps, params).unwrap();
+                assert_eq!(got.shape(), want.shape(), "{name} {layout:?} {dtype:?}");
+                let (got, want): (Vec<f32>, Vec<f32>) = match dtype {
+                    FrameDType::U8 => (
+                        got.to_vec::<u8>().unwrap().into_iter().map(f32::from).collect(),
+                        want.to_vec::<u8>().unwrap().into_iter().map(f32::from).collect(),
+                    ),
+                    FrameDType::F32 => (
+                        got.to_vec::<f32>().unwrap().into_iter().map(|v| v * 255.0).collect(),
+                        want.to_vec::<f32>().unwrap().into_iter().map(|v| v * 255.0).collect(),
+                    ),
+                };
+                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                    let close = if inexact { (g - w).abs() <= 1.0 } else { g.to_bits() == w.to_bits() };
+                    assert!(close, "{name} {layout:?} {dtype:?} value {i}: {g} vs the reference's {w} (levels)");
+                }
+            }
+        }
+    }
+    // Parameters that do not fit: a crop past the frame, a count of
+    // parameters that is not the number of windows.
+    let frames = Tensor::from_slice(device, &vec![0u8; 2 * 4 * 5 * 3], &[2, 4, 5, 3]).unwrap();
+    let past = crop(2, 0, 4, 4, (4, 4), vec![]);
+    let err = device.augment_frames(&frames, FrameLayout::Hwc, 1, &[past.clone(), past]).unwrap_err();
+    assert!(err.to_string().contains("does not fit a 5x4 frame"), "{err}");
+    let err = device.augment_frames(&frames, FrameLayout::Hwc, 1, &[FrameAugment::default()]).unwrap_err();
+    assert!(err.to_string().contains("2 frames are not 1 windows of 1 frames"), "{err}");
+}
+
+/// A loader's augmentation: drawn per (seed, epoch, sample) whatever the
+/// workers, different from one epoch to the next, the same in a second
+/// loader of the same seed; evaluation mode gives the frames as they are
+/// (ACT's preset crops and resizes back to the frame: evaluation takes the
+/// whole frame).
+fn loader_augments_each_window_by_seed_epoch_and_sample(device: &Device) {
+    use std::sync::Arc;
+
+    use robocache::datasets::synthetic::{write_robomimic, SyntheticSpec};
+    use robocache::datasets::{Dataset, TimeWindowSpec};
+    use robocache::{Loader, LoaderConfig, WindowSpec};
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("augment.hdf5");
+    let spec = SyntheticSpec { episodes: 4, mean_steps: 40, image: Some([20, 16]), seed: 9, ..Default::default() };
+    write_robomimic(&path, &spec).unwrap();
+    let dataset = Arc::new(Dataset::open(&path).unwrap());
+    let windows = WindowSpec::Times(TimeWindowSpec { hz: 20.0, history: 1, horizon: 3, causal: false });
+    let streams = ["actions", "obs/agentview_image"];
+    let camera = "obs/agentview_image";
+    let config = |augment: bool, workers: usize| LoaderConfig {
+        seed: 4,
+        workers,
+        augment: augment.then(|| robocache::augment::preset("act", &[camera]).unwrap()),
+        ..LoaderConfig::new(&streams, windows.clone(), 6)
+    };
+    let frames = |loader: &Loader, epoch: u64| -> Vec<Vec<u8>> {
+        loader.epoch(epoch).take(3).map(|b| b.unwrap().stream(camera).unwrap().data.to_vec::<u8>().unwrap()).collect()
+    };
+    let augmented = Loader::new(device, dataset.clone(), config(true, 1)).unwrap();
+    let plain = Loader::new(device, dataset.clone(), config(false, 1)).unwrap();
+    let first = frames(&augmented, 0);
+    assert_eq!(first, frames(&Loader::new(device, dataset.clone(), config(true, 3)).unwrap(), 0), "workers");
+    assert_eq!(first, frames(&augmented, 0), "the same epoch again");
+    assert_ne!(first, frames(&augmented, 1), "another epoch");
+    assert_ne!(first, frames(&plain, 0), "augmented");
+    augmented.set_evaluation(true);
+    assert!(augmented.evaluation());
+    assert_eq!(frames(&augmented, 0), frames(&plain, 0), "evaluation: the frames as they are");
+    // A crop larger than the frames fails when the loader is made.
+    let mut too_big = config(true, 1);
+    too_big.augment = Some(robocache::augment::AugmentConfig::uniform(robocache::augment::Augment {
+        crop: Some(robocache::augment::CropSpec {
+            crop: robocache::augment::Crop::Size { width: 32, height: 8 },
+            output: robocache::augment::CropOutput::CropSize,
+            centre_in_evaluation: true,
+        }),
+        transforms: Default::default(),
+    }));
+    let err = Loader::new(device, dataset, too_big).unwrap_err();
+    assert!(err.to_string().contains("a crop of 32x8 does not fit its 16x20 frames"), "{err}");
 }

@@ -8,10 +8,12 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Each crate and the robocache crates it may depend on.
-const ROOMS: [(&str, &[&str]); 16] = [
+const ROOMS: [(&str, &[&str]); 17] = [
     ("robocache-kernels", &[]),
     ("robocache-claims", &[]),
     ("robocache-cpu", &[]),
+    // Augmentation's operations and draws: torchvision's arithmetic, no device.
+    ("robocache-augment", &[]),
     ("robocache-storage", &["robocache-claims"]),
     ("robocache-video", &["robocache-claims"]),
     ("robocache-cuda", &["robocache-kernels"]),
@@ -39,7 +41,17 @@ const ROOMS: [(&str, &[&str]); 16] = [
             "robocache-video",
         ],
     ),
-    ("robocache", &["robocache-cpu", "robocache-claims", "robocache-cuda", "robocache-datasets", "robocache-video"]),
+    (
+        "robocache",
+        &[
+            "robocache-augment",
+            "robocache-cpu",
+            "robocache-claims",
+            "robocache-cuda",
+            "robocache-datasets",
+            "robocache-video",
+        ],
+    ),
     ("robocache-cli", &["robocache"]),
     ("robocache-python", &["robocache", "robocache-cpu"]),
 ];

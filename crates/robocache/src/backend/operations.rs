@@ -1,12 +1,14 @@
 //! The operations the facade asks of a CUDA device (see the parent module).
 
+use robocache_augment::FrameAugment;
 use robocache_cpu::{DType, ResampleSpec, VoxelGrid, VoxelMode};
 use robocache_video::ResizePlan;
 
 use crate::assembly::{Assembled, AssemblyRequest, ResidentStream};
 use crate::backend::RowBlock;
 use crate::ops::descriptors::{
-    FrameOutput, Fused, FusionStreamInput, Resampled, StreamInput, TargetTimes, VoxelInput, VoxelOutput,
+    FrameDType, FrameLayout, FrameOutput, Fused, FusionStreamInput, Resampled, StreamInput, TargetTimes, VoxelInput,
+    VoxelOutput,
 };
 use crate::{Device, Result, Tensor};
 
@@ -65,6 +67,19 @@ pub(crate) trait CudaOperations {
         width: usize,
         height: usize,
         output: FrameOutput,
+    ) -> Result<Tensor>;
+    /// [`Device::augment_frames`] on this device (the frames checked:
+    /// `steps * params.len()` of them, u8 or f32 in `layout`; every crop
+    /// within the frame and every window's output `output`).
+    fn augment_frames(
+        &self,
+        device: &Device,
+        frames: &Tensor,
+        layout: FrameLayout,
+        dtype: FrameDType,
+        steps: usize,
+        params: &[FrameAugment],
+        output: (usize, usize),
     ) -> Result<Tensor>;
     /// A resident stream's episode table in the assembly kernel's layout.
     fn resident_table(&self, device: &Device, stream: &ResidentStream) -> Result<Tensor>;

@@ -1,6 +1,7 @@
 //! The operations of the placeholder CUDA device (see `absent`): none can
 //! run, since no device exists.
 
+use robocache_augment::FrameAugment;
 use robocache_cpu::{DType, ResampleSpec, VoxelGrid, VoxelMode};
 use robocache_video::ResizePlan;
 
@@ -9,7 +10,8 @@ use crate::assembly::{Assembled, AssemblyRequest, ResidentStream};
 use crate::backend::operations::CudaOperations;
 use crate::backend::RowBlock;
 use crate::ops::descriptors::{
-    FrameOutput, Fused, FusionStreamInput, Resampled, StreamInput, TargetTimes, VoxelInput, VoxelOutput,
+    FrameDType, FrameLayout, FrameOutput, Fused, FusionStreamInput, Resampled, StreamInput, TargetTimes, VoxelInput,
+    VoxelOutput,
 };
 use crate::{Device, Result, Tensor};
 
@@ -35,6 +37,19 @@ impl CudaOperations for CudaDevice {
     }
 
     fn stack_frames(&self, _: &Device, _: &[(&Tensor, usize)], _: usize, _: usize, _: FrameOutput) -> Result<Tensor> {
+        self.unreachable()
+    }
+
+    fn augment_frames(
+        &self,
+        _: &Device,
+        _: &Tensor,
+        _: FrameLayout,
+        _: FrameDType,
+        _: usize,
+        _: &[FrameAugment],
+        _: (usize, usize),
+    ) -> Result<Tensor> {
         self.unreachable()
     }
 

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use robocache_augment::FrameAugment;
 use robocache_cpu::{DType, HostSlice, HostVec, ResampleSpec, VoxelGrid, VoxelMode};
 use robocache_video::ResizePlan;
 
@@ -16,7 +17,8 @@ use crate::assembly::{Assembled, AssemblyRequest, ResidentStream};
 use crate::backend::operations::CudaOperations;
 use crate::backend::{CudaBackend, RowBlock};
 use crate::ops::descriptors::{
-    FrameOutput, Fused, FusionStreamInput, Resampled, StreamInput, TargetTimes, VoxelInput, VoxelOutput,
+    FrameDType, FrameLayout, FrameOutput, Fused, FusionStreamInput, Resampled, StreamInput, TargetTimes, VoxelInput,
+    VoxelOutput,
 };
 use crate::{Device, Result, Tensor};
 
@@ -254,6 +256,19 @@ impl CudaOperations for CudaDevice {
         output: FrameOutput,
     ) -> Result<Tensor> {
         self.run_stack_frames(device, picks, width, height, output)
+    }
+
+    fn augment_frames(
+        &self,
+        device: &Device,
+        frames: &Tensor,
+        layout: FrameLayout,
+        dtype: FrameDType,
+        steps: usize,
+        params: &[FrameAugment],
+        output: (usize, usize),
+    ) -> Result<Tensor> {
+        self.run_augment_frames(device, frames, layout, dtype, steps, params, output)
     }
 
     fn resident_table(&self, device: &Device, stream: &ResidentStream) -> Result<Tensor> {

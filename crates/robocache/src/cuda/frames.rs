@@ -264,7 +264,7 @@ fn pixels_per_thread(pixels: usize, sources: &[u64], out: u64) -> usize {
 /// `THREADS`-thread blocks (`pixels` threads a frame, fewer than 2³²), as
 /// many frame slots as frames up to 2³¹ − 1 blocks (each slot strides over
 /// the frames past the grid).
-fn frame_slots(frames: usize, pixels: usize) -> Result<LaunchConfig> {
+pub(super) fn frame_slots(frames: usize, pixels: usize) -> Result<LaunchConfig> {
     let blocks_per_frame = (pixels as u64).div_ceil(THREADS as u64).max(1);
     let slots = (frames as u64).min((i32::MAX as u64 / blocks_per_frame).max(1));
     let grid = u32::try_from(slots * blocks_per_frame).map_err(|_| Error::Limit {
@@ -274,14 +274,14 @@ fn frame_slots(frames: usize, pixels: usize) -> Result<LaunchConfig> {
     Ok(LaunchConfig { grid, block: THREADS, shared_bytes: 0 })
 }
 
-fn layout_code(layout: FrameLayout) -> LayoutCode {
+pub(super) fn layout_code(layout: FrameLayout) -> LayoutCode {
     match layout {
         FrameLayout::Hwc => LayoutCode::Hwc,
         FrameLayout::Chw => LayoutCode::Chw,
     }
 }
 
-fn dtype_code(dtype: FrameDType) -> DTypeCode {
+pub(super) fn dtype_code(dtype: FrameDType) -> DTypeCode {
     match dtype {
         FrameDType::U8 => DTypeCode::U8,
         FrameDType::F32 => DTypeCode::F32,

@@ -8,6 +8,8 @@ mod absent_operations;
 #[cfg(feature = "cuda")]
 mod assemble;
 #[cfg(feature = "cuda")]
+mod augment;
+#[cfg(feature = "cuda")]
 mod backend;
 #[cfg(feature = "cuda")]
 mod contract;

@@ -3,6 +3,8 @@
 
 use robocache_datasets::{DecoderChoice, DeltaTimestamps, Shard, ShardBy, StepWindowSpec, TimeWindowSpec};
 
+use robocache_augment::AugmentConfig;
+
 use super::{FrameCacheBudget, MaskKind, Normalization};
 use crate::{Device, Error, FrameOutput, Result};
 
@@ -106,6 +108,14 @@ pub struct LoaderConfig {
     /// decoded are kept until the budget is spent. Step and time windows
     /// take 0 only.
     pub device_frame_cache_bytes: usize,
+    /// Augmentation of the camera streams (`None`, the default: none):
+    /// after their conversion to `frames`, on the loader's device, each
+    /// window's frames of each camera with parameters drawn from (`seed`,
+    /// epoch, sample, camera) — reproducible, resumable, each rank its own
+    /// (docs/semantics.md). [`crate::Loader::set_evaluation`] switches to
+    /// its evaluation transform (nothing random), as [`crate::live::Live`]
+    /// applies it.
+    pub augment: Option<AugmentConfig>,
 }
 
 impl LoaderConfig {
@@ -134,6 +144,7 @@ impl LoaderConfig {
             video_decoders: None,
             frames: FrameOutput::default(),
             device_frame_cache_bytes: 0,
+            augment: None,
         }
     }
 }

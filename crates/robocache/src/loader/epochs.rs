@@ -10,6 +10,7 @@ use std::time::Instant;
 use robocache_cpu::HostVec;
 use robocache_datasets::{Dataset, Sampler};
 
+use super::augmentation::Augmentation;
 use super::{invalid, Cut, MaskKind, ResidentStreams, Telemetry};
 use crate::assembly::AssemblyRequest;
 use crate::backend::operations::CudaOperations;
@@ -52,7 +53,7 @@ impl Epochs {
             let (job, batches) = (self.job.clone(), batches.clone());
             let spawned = std::thread::Builder::new().name(format!("robocache-loader-{worker}")).spawn(move || {
                 for samples in batches.iter().skip(worker).step_by(workers) {
-                    if sender.send(job.assemble(samples.clone())).is_err() {
+                    if sender.send(job.assemble(epoch, samples.clone())).is_err() {
                         return; // the consumer dropped the epoch
                     }
                 }
@@ -88,18 +89,19 @@ pub(super) struct Job {
     pub(super) wait_until_ready: bool,
     pub(super) frames: FrameOutput,
     pub(super) frame_cache: Option<Arc<DeviceFrameCache>>,
+    pub(super) augmentation: Option<Augmentation>,
 }
 
 impl Job {
     /// One batch: resident streams in one launch, streamed ones read and
     /// resampled, in the configured stream order, with its columns on the
     /// device; synchronised when asked.
-    pub(super) fn assemble(&self, samples: Vec<usize>) -> Result<WindowBatch> {
-        self.assemble_then(samples, self.wait_until_ready)
+    pub(super) fn assemble(&self, epoch: u64, samples: Vec<usize>) -> Result<WindowBatch> {
+        self.assemble_then(epoch, samples, self.wait_until_ready)
     }
 
     /// [`Job::assemble`], waiting for the device only when `wait` says so.
-    pub(super) fn assemble_then(&self, samples: Vec<usize>, wait: bool) -> Result<WindowBatch> {
+    pub(super) fn assemble_then(&self, epoch: u64, samples: Vec<usize>, wait: bool) -> Result<WindowBatch> {
         let pairs = samples.iter().map(|&s| self.cut.anchor(s)).collect::<Result<Vec<_>>>()?;
         let episodes: Vec<usize> = pairs.iter().map(|&(e, _)| e).collect();
         // Seconds, as every `WindowBatch` (step windows: the anchor step over
@@ -161,6 +163,9 @@ impl Job {
             let at =
                 parts.iter().position(|p| &p.name == name).ok_or_else(|| invalid(format!("no stream `{name}`")))?;
             ordered.push(parts.swap_remove(at));
+        }
+        if let Some(augmentation) = &self.augmentation {
+            augmentation.apply(&self.device, epoch, &samples, &mut ordered)?;
         }
         if wait {
             self.device.synchronize()?;

@@ -39,6 +39,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod augmentation;
 mod config;
 mod epochs;
 mod frame_cache_budget;
@@ -288,6 +289,7 @@ impl Loader {
             wait_until_ready: config.wait_until_ready,
             frames: config.frames,
             frame_cache: frame_cache.clone(),
+            augmentation: augmentation::Augmentation::new(&dataset, &config)?,
         });
         let epochs = Arc::new(Epochs {
             job,
@@ -320,7 +322,7 @@ impl Loader {
         if let Some(&bad) = windows.iter().find(|&&w| w >= self.windows()) {
             return Err(invalid(format!("window {bad}: the loader has {} windows", self.windows())));
         }
-        self.epochs.job.assemble(windows.to_vec())
+        self.epochs.job.assemble(0, windows.to_vec())
     }
 
     /// [`Loader::batch`] without waiting for the device, whatever
@@ -331,7 +333,23 @@ impl Loader {
         if let Some(&bad) = windows.iter().find(|&&w| w >= self.windows()) {
             return Err(invalid(format!("window {bad}: the loader has {} windows", self.windows())));
         }
-        self.epochs.job.assemble_then(windows.to_vec(), false)
+        self.epochs.job.assemble_then(0, windows.to_vec(), false)
+    }
+
+    /// Evaluation mode on or off: with [`LoaderConfig::augment`], camera
+    /// frames get its evaluation transform (a centre crop, nothing random)
+    /// instead of random augmentations, from the next batch assembled (the
+    /// batches already prefetched keep theirs). Without augmentation it
+    /// changes nothing.
+    pub fn set_evaluation(&self, on: bool) {
+        if let Some(augmentation) = &self.epochs.job.augmentation {
+            augmentation.set_evaluation(on);
+        }
+    }
+
+    /// Whether the loader is in evaluation mode ([`Loader::set_evaluation`]).
+    pub fn evaluation(&self) -> bool {
+        self.epochs.job.augmentation.as_ref().is_some_and(|a| a.evaluation())
     }
 
     /// Whether its batches are waited for ([`LoaderConfig::wait_until_ready`]).

@@ -1,0 +1,134 @@
+//! A loader's augmentation of its camera streams ([`LoaderConfig::augment`]):
+//! parameters drawn per window and camera from (seed, epoch, sample), or
+//! the evaluation transform in evaluation mode, applied on the loader's
+//! device after the frames are converted.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use robocache_augment::{AugmentConfig, Crop, FrameAugment, SampleKey};
+use robocache_datasets::Dataset;
+
+use super::LoaderConfig;
+use crate::windows::{rgb_image_size, BatchStream};
+use crate::{Device, Error, FrameLayout, Result};
+
+/// The camera streams of a loader and what they get.
+#[derive(Debug)]
+pub(crate) struct Augmentation {
+    config: AugmentConfig,
+    seed: u64,
+    /// Each camera stream's place among the loader's streams.
+    cameras: Vec<(String, u64)>,
+    layout: FrameLayout,
+    evaluation: AtomicBool,
+}
+
+impl Augmentation {
+    /// The augmentation `config` asks for, checked against the dataset's
+    /// camera streams (a crop larger than the frames fails here, not in
+    /// the first batch); `None` without one.
+    pub(crate) fn new(dataset: &Dataset, config: &LoaderConfig) -> Result<Option<Self>> {
+        let Some(augment) = &config.augment else { return Ok(None) };
+        augment.check()?;
+        let mut cameras = Vec::new();
+        for (place, name) in config.streams.iter().enumerate() {
+            let (_, info) = dataset.stream(0, name)?;
+            let Some(size) = dataset.video_frame_size(name).or(rgb_image_size(info)) else { continue };
+            let size = config.frames.resize.map_or(size, |r| (r.width, r.height));
+            check_crop_fits(name, augment, size)?;
+            cameras.push((name.clone(), place as u64));
+        }
+        if let Some(name) = augment.cameras.keys().find(|c| !cameras.iter().any(|(n, _)| n == *c)) {
+            return Err(Error::Augment(robocache_augment::Error::Config(format!(
+                "cameras: `{name}` is not a camera stream of the loader (cameras: {})",
+                cameras.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ")
+            ))));
+        }
+        Ok(Some(Augmentation {
+            config: augment.clone(),
+            seed: config.seed,
+            cameras,
+            layout: config.frames.layout,
+            evaluation: AtomicBool::new(false),
+        }))
+    }
+
+    /// Evaluation mode: the evaluation transform instead of random draws.
+    pub(crate) fn set_evaluation(&self, on: bool) {
+        self.evaluation.store(on, Ordering::Relaxed);
+    }
+
+    pub(crate) fn evaluation(&self) -> bool {
+        self.evaluation.load(Ordering::Relaxed)
+    }
+
+    /// The camera streams of a batch of `samples` of epoch `epoch`
+    /// augmented in place on `device`.
+    pub(crate) fn apply(
+        &self,
+        device: &Device,
+        epoch: u64,
+        samples: &[usize],
+        streams: &mut [BatchStream],
+    ) -> Result<()> {
+        let evaluation = self.evaluation();
+        for stream in streams.iter_mut() {
+            let Some(&(_, place)) = self.cameras.iter().find(|(name, _)| *name == stream.name) else { continue };
+            let augment = self.config.for_camera(&stream.name);
+            let shape = stream.data.shape().to_vec();
+            let (batch, steps, frame) = match (self.layout, &shape[..]) {
+                (FrameLayout::Hwc, &[b, t, h, w, 3]) => (b, t, (w, h)),
+                (FrameLayout::Chw, &[b, t, 3, h, w]) => (b, t, (w, h)),
+                _ => {
+                    return Err(Error::Internal(format!(
+                        "camera stream `{}` came as {shape:?}, not frames in the loader's layout",
+                        stream.name
+                    )))
+                }
+            };
+            let camera = if self.config.same_across_cameras { 0 } else { place };
+            let params: Vec<FrameAugment> = samples
+                .iter()
+                .map(|&sample| {
+                    if evaluation {
+                        augment.evaluation().parameters(frame)
+                    } else {
+                        augment.draw(SampleKey { seed: self.seed, epoch, sample: sample as u64, camera }, frame)
+                    }
+                })
+                .collect();
+            if params.iter().all(FrameAugment::is_identity) {
+                continue;
+            }
+            let mut frames_shape = vec![batch * steps];
+            frames_shape.extend(&shape[2..]);
+            let frames = stream.data.clone().reshape(&frames_shape)?;
+            let out = device.augment_frames(&frames, self.layout, steps, &params).map_err(|e| match e {
+                Error::Augment(e) => {
+                    Error::Augment(robocache_augment::Error::Frames(format!("stream `{}`: {e}", stream.name)))
+                }
+                other => other,
+            })?;
+            let mut out_shape = vec![batch, steps];
+            out_shape.extend(&out.shape()[1..]);
+            stream.data = out.reshape(&out_shape)?;
+        }
+        Ok(())
+    }
+}
+
+/// A fixed-size crop within `camera`'s frames of `size`, for every
+/// camera's augmentation.
+fn check_crop_fits(camera: &str, config: &AugmentConfig, (width, height): (usize, usize)) -> Result<()> {
+    let crop = config.for_camera(camera).crop;
+    if let Some(spec) = crop {
+        if let Crop::Size { width: w, height: h } = spec.crop {
+            if w > width || h > height {
+                return Err(Error::Augment(robocache_augment::Error::Config(format!(
+                    "camera `{camera}`: a crop of {w}x{h} does not fit its {width}x{height} frames"
+                ))));
+            }
+        }
+    }
+    Ok(())
+}
