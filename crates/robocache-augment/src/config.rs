@@ -252,7 +252,7 @@ impl Augment {
             if !(t.weight.is_finite() && t.weight >= 0.0) {
                 return Err(config(format!("tfs.{}.weight: {} is not a weight", t.name, t.weight)));
             }
-            t.transform.check(&format!("tfs.{}", t.name))?;
+            t.transform.check(&format!("tfs.{}.kwargs", t.name))?;
         }
         Ok(())
     }

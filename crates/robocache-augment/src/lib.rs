@@ -32,6 +32,7 @@
 mod config;
 mod draw;
 mod error;
+mod from_json;
 mod lerobot;
 mod params;
 mod presets;

@@ -163,7 +163,7 @@ fn window_spec(windows: WindowsArg) -> PyResult<WindowSpec> {
 #[pymethods]
 impl Loader {
     #[new]
-    #[pyo3(signature = (dataset, streams, windows, batch_size, device, seed, shuffle, rank, world_size, drop_last, workers, prefetch, normalization, mode, frame_cache_bytes=None, shard_by="windows", video_decoder="auto", frame_layout="hwc", frame_dtype="uint8", frame_size=None, frame_crop=None, device_frame_cache_bytes=0, nvdec_sessions=None, processes_per_node=1))]
+    #[pyo3(signature = (dataset, streams, windows, batch_size, device, seed, shuffle, rank, world_size, drop_last, workers, prefetch, normalization, mode, frame_cache_bytes=None, shard_by="windows", video_decoder="auto", frame_layout="hwc", frame_dtype="uint8", frame_size=None, frame_crop=None, device_frame_cache_bytes=0, nvdec_sessions=None, processes_per_node=1, augment_json=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -191,6 +191,7 @@ impl Loader {
         device_frame_cache_bytes: usize,
         nvdec_sessions: Option<usize>,
         processes_per_node: usize,
+        augment_json: Option<&str>,
     ) -> PyResult<Self> {
         let device =
             Device::from_request(device.parse().map_err(|e: String| invalid(format!("device: {e}")))?).py_err()?;
@@ -216,6 +217,18 @@ impl Loader {
             (other, _) => return Err(invalid(format!("video_decoder {other:?}: expected auto, cpu or nvdec"))),
         };
         let frames = crate::ops::frame_output(frame_layout, frame_dtype, frame_size, frame_crop)?;
+        let augment = match augment_json {
+            None => None,
+            Some(json) => {
+                let value: serde_json::Value =
+                    serde_json::from_str(json).map_err(|e| invalid(format!("augment: not JSON: {e}")))?;
+                Some(
+                    robocache::augment::AugmentConfig::from_json(&value, &names)
+                        .map_err(robocache::Error::from)
+                        .py_err()?,
+                )
+            }
+        };
         let mode = match mode {
             "auto" => LoaderMode::Auto,
             "resident" => LoaderMode::Resident,
@@ -250,6 +263,7 @@ impl Loader {
             video_decoders,
             frames,
             device_frame_cache_bytes,
+            augment,
             ..LoaderConfig::new(&names, window_spec(windows)?, batch_size)
         };
         let dataset = dataset.inner.clone();
@@ -291,6 +305,17 @@ impl Loader {
     /// Forgets the telemetry so far (after warm-up).
     fn reset_telemetry(&self) {
         self.inner.reset_telemetry();
+    }
+
+    /// Evaluation mode on or off (the augmentation's evaluation transform
+    /// instead of random draws, from the next batch assembled).
+    fn set_evaluation(&self, on: bool) {
+        self.inner.set_evaluation(on);
+    }
+
+    /// Whether the loader is in evaluation mode.
+    fn evaluation(&self) -> bool {
+        self.inner.evaluation()
     }
 
     /// Seconds the Rust consumer loop of `robocache bench loader` (each

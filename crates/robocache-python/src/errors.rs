@@ -16,7 +16,8 @@ fn class_name(error: &Error) -> &'static str {
         | Error::Resize { .. }
         | Error::FrameIndex { .. }
         | Error::Spec { .. }
-        | Error::Live { .. } => "InvalidInputError",
+        | Error::Live { .. }
+        | Error::Augment(_) => "InvalidInputError",
         Error::DeviceMismatch { .. } => "DeviceMismatchError",
         Error::CudaNotCompiled | Error::NoCudaDevice { .. } => "CudaUnavailableError",
         Error::OutOfMemory { .. } => "OutOfMemoryError",

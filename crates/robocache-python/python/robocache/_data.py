@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import warnings
@@ -367,6 +368,23 @@ class Loader(_Resumable):
     conversion or resize, and decodes only the others
     (``device_frame_cache`` in ``telemetry()``). At 224×224 a frame takes
     147 KiB, a third of its YUV at 480×640.
+    ``augment`` augments camera frames per sample on the loader's device,
+    after ``frame_size``/``frame_crop``: each window's frames of each camera
+    get their own parameters (the same across the window's time steps),
+    drawn from ``seed``, the epoch and the sample, so an epoch's batches are
+    reproducible, a resumed run draws the same ones and each rank its own.
+    Values: ``"lerobot"`` (LeRobot's ``image_transforms`` defaults, turned
+    on), ``"act"``, ``"openpi"``, ``"groot"``, ``"diffusion_policy"`` (the
+    recipes' crops, rotations and colour jitter); LeRobot's
+    ``ImageTransformsConfig`` (the dataclass, or its dict, which may add a
+    ``"crop"``: ``{"fraction": 0.95}``, ``{"size": [h, w]}`` or
+    ``{"scale": [0.08, 1], "ratio": [0.75, 1.33]}``, with ``"output"``:
+    ``"crop"``, ``"frame"`` or ``[h, w]``); or per camera
+    ``{"default": ..., "cameras": {"observation.images.wrist": None}}``.
+    Operations are torchvision v2's functional ones on float frames
+    (docs/semantics.md). ``loader.eval()`` switches to the evaluation
+    transform (the recipe's centre crop, nothing random), which
+    :class:`robocache.Live` applies at deployment; ``loader.train()`` back.
     **Several datasets at once**: ``Loader([member, ...], batch_size=...)``
     returns a :class:`robocache.MixtureLoader`. Each member is a dict:
     ``dataset`` (a path, URL or :class:`Dataset`, any format), ``weight``
@@ -415,7 +433,7 @@ class Loader(_Resumable):
                  drop_last: bool = False, workers: Optional[int] = None, prefetch: int = 4,
                  normalization: Optional[str] = None, mode: str = "auto",
                  rank: Optional[int] = None, world_size: Optional[int] = None, shard_by: str = "windows",
-                 video_decoder: str = "auto", nvdec_sessions: Optional[int] = None):
+                 video_decoder: str = "auto", nvdec_sessions: Optional[int] = None, augment: Any = None):
         for name, value in (("frame_cache_bytes", 0 if frame_cache_bytes is None else frame_cache_bytes),
                             ("device_frame_cache_bytes", device_frame_cache_bytes)):
             if int(value) < 0:
@@ -479,7 +497,7 @@ class Loader(_Resumable):
                                      str(video_decoder), frame_layout, frame_dtype, frame_size, frame_crop,
                                      int(device_frame_cache_bytes),
                                      None if nvdec_sessions is None else int(nvdec_sessions),
-                                     max(_env_int("LOCAL_WORLD_SIZE", 1), 1))
+                                     max(_env_int("LOCAL_WORLD_SIZE", 1), 1), _augment_json(augment))
         _warn()
         self._epoch = 0
         self._next_batch = 0
@@ -549,8 +567,42 @@ class Loader(_Resumable):
         cores busy, the decoded-frame cache's use and hit rate."""
         return json.loads(self._native.telemetry_json())
 
+    def eval(self) -> "Loader":
+        """Evaluation mode (as ``torch.nn.Module.eval``): camera frames get
+        the augmentation's evaluation transform (its centre crop where the
+        recipe has one, nothing random) from the next batch assembled, as
+        :class:`robocache.Live` applies it at deployment. Returns the loader."""
+        self._native.set_evaluation(True)
+        return self
+
+    def train(self, mode: bool = True) -> "Loader":
+        """Training mode (the default): random augmentations again
+        (``train(False)`` is ``eval()``). Returns the loader."""
+        self._native.set_evaluation(not mode)
+        return self
+
+    @property
+    def training(self) -> bool:
+        """False in evaluation mode."""
+        return not self._native.evaluation()
+
     def reset_telemetry(self) -> None:
         self._native.reset_telemetry()
+
+
+def _augment_json(augment: Any) -> Optional[str]:
+    """``augment=`` as the JSON the native loader reads: a preset name, a
+    dict (LeRobot's ``ImageTransformsConfig`` as a dict, with an optional
+    ``crop``; or ``{"default": ..., "cameras": {...}}``), or LeRobot's
+    ``ImageTransformsConfig`` itself (any dataclass, as its dict)."""
+    if augment is None:
+        return None
+    if dataclasses.is_dataclass(augment) and not isinstance(augment, type):
+        augment = dataclasses.asdict(augment)
+    try:
+        return json.dumps(augment)
+    except TypeError as error:
+        raise InvalidInputError(f"augment: {error} (a preset name, a dict or LeRobot's ImageTransformsConfig)") from None
 
 
 def _lerobot_streams(dataset: Dataset, streams: Optional[Sequence[str]],
