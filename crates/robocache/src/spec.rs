@@ -102,6 +102,24 @@ pub struct LoaderSpec {
     /// `dim_is_pad`), computed from the member's own streams (`streams`).
     #[serde(default)]
     pub mixture: Option<SpecMixture>,
+    /// The evaluation transform of a loader trained with augmentation
+    /// ([`crate::LoaderConfig::augment`]): each camera's centre crop (or
+    /// whole-frame resize) after the frames' own resize, which
+    /// [`crate::live::Live`] applies as the loader does in evaluation mode.
+    /// Cameras without one are left out (specs written before it: none).
+    #[serde(default)]
+    pub evaluation_crops: Vec<SpecEvaluationCrop>,
+}
+
+/// One camera's evaluation crop: `(left, top, width, height)` of its frames
+/// after the spec's resize, brought to `output` `(width, height)` by
+/// torchvision's antialiased bilinear resize (docs/semantics.md).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpecEvaluationCrop {
+    pub stream: String,
+    pub crop: (usize, usize, usize, usize),
+    pub output: (usize, usize),
 }
 
 /// How one member of a mixture fills the mixture's streams.
@@ -320,6 +338,7 @@ impl LoaderSpec {
             bag_mapping: None,
             bag_topics: Vec::new(),
             mixture: None,
+            evaluation_crops: Vec::new(),
         }
     }
 
@@ -418,6 +437,7 @@ impl LoaderSpec {
         self.check_streams()?;
         self.check_clock()?;
         self.check_frames()?;
+        self.check_evaluation_crops()?;
         if let Some(stats) = &self.normalization {
             self.check_normalization(stats)?;
         }
@@ -436,7 +456,7 @@ impl LoaderSpec {
     /// resident stream; the dataset's dtype otherwise).
     fn batch_step(&self, stream: &SpecStream) -> Result<(DType, Vec<usize>)> {
         match stream.camera {
-            Some(size) => self.frame_step(size),
+            Some(size) => self.frame_step(&stream.name, size),
             None if stream.resident => Ok((DType::F32, stream.step_shape.clone())),
             None => Ok((stream.data_type()?, stream.step_shape.clone())),
         }
@@ -444,9 +464,10 @@ impl LoaderSpec {
 
     /// A camera's frame in a batch: its dtype and one step's shape, after
     /// the resize and in the layout the spec's frames say.
-    fn frame_step(&self, (width, height): (usize, usize)) -> Result<(DType, Vec<usize>)> {
+    fn frame_step(&self, stream: &str, (width, height): (usize, usize)) -> Result<(DType, Vec<usize>)> {
         let output = self.frames.output()?;
         let (w, h) = output.resize.map_or((width, height), |r| (r.width, r.height));
+        let (w, h) = self.evaluation_crop(stream).map_or((w, h), |c| c.output);
         let dtype = match output.dtype {
             FrameDType::U8 => DType::U8,
             FrameDType::F32 => DType::F32,
@@ -455,6 +476,45 @@ impl LoaderSpec {
             FrameLayout::Hwc => (dtype, vec![h, w, 3]),
             FrameLayout::Chw => (dtype, vec![3, h, w]),
         })
+    }
+
+    /// `stream`'s evaluation crop, if it has one.
+    pub fn evaluation_crop(&self, stream: &str) -> Option<&SpecEvaluationCrop> {
+        self.evaluation_crops.iter().find(|c| c.stream == stream)
+    }
+
+    /// Each evaluation crop names a camera stream once and lies within its
+    /// frames after the resize; its output within the frame bounds.
+    fn check_evaluation_crops(&self) -> Result<()> {
+        let output = self.frames.output()?;
+        for (i, crop) in self.evaluation_crops.iter().enumerate() {
+            let field = format!("evaluation_crops[{i}]");
+            let camera = self.streams.iter().find(|s| s.name == crop.stream).and_then(|s| s.camera);
+            let Some((width, height)) = camera else {
+                return Err(spec_error(&field, format!("`{}` is not a camera stream of the spec", crop.stream)));
+            };
+            if self.evaluation_crops.iter().filter(|c| c.stream == crop.stream).count() > 1 {
+                return Err(spec_error(&field, format!("`{}` has more than one evaluation crop", crop.stream)));
+            }
+            let (w, h) = output.resize.map_or((width, height), |r| (r.width, r.height));
+            let (left, top, cw, ch) = crop.crop;
+            let fits = cw > 0
+                && ch > 0
+                && left.checked_add(cw).is_some_and(|r| r <= w)
+                && top.checked_add(ch).is_some_and(|b| b <= h);
+            let (ow, oh) = crop.output;
+            if !fits || ow == 0 || oh == 0 || ow > MAX_FRAME_SIDE || oh > MAX_FRAME_SIDE {
+                return Err(spec_error(
+                    &field,
+                    format!(
+                        "a crop of {cw}x{ch} at ({left}, {top}) to {ow}x{oh} does not fit `{}`'s {w}x{h} frames \
+                         (outputs up to {MAX_FRAME_SIDE} a side)",
+                        crop.stream
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     fn check_mixture(&self, mixture: &SpecMixture) -> Result<()> {

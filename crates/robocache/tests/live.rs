@@ -114,6 +114,42 @@ fn causal_time_windows_replay_equals_training(device: &Device) {
     replay_equals_training(&live, &loader, &dataset);
 }
 
+/// A loader trained with augmentation: its spec carries the evaluation
+/// transform (the centre crop, resized), and live windows equal the
+/// loader's windows in evaluation mode bit for bit.
+fn augmented_loader_evaluation_windows_replay_in_live(device: &Device) {
+    use robocache::augment::{lerobot_default, Augment, AugmentConfig, Crop, CropOutput, CropSpec};
+
+    let dir = tempfile::tempdir().unwrap();
+    let dataset = synthetic(dir.path());
+    let statistics = Normalization::compute(&dataset, &STREAMS[..4], NormalizationMode::ZScore).unwrap();
+    let windows = WindowSpec::Times(TimeWindowSpec { hz: 30.0, history: 2, horizon: 4, causal: true });
+    let mut config = LoaderConfig::new(&STREAMS, windows, 8);
+    config.masks = MaskKind::Pad;
+    config.shuffle = false;
+    config.normalization = Some(statistics);
+    config.frames =
+        FrameOutput { layout: FrameLayout::Chw, dtype: FrameDType::F32, resize: Some(FrameResize::to(8, 6)) };
+    let crop = CropSpec {
+        crop: Crop::Fraction(0.8),
+        output: CropOutput::Size { width: 10, height: 9 },
+        centre_in_evaluation: true,
+    };
+    config.augment = Some(AugmentConfig::uniform(Augment { crop: Some(crop), ..lerobot_default() }));
+    let loader = Loader::new(device, dataset.clone(), config).unwrap();
+    let spec = saved(&loader, dir.path());
+    assert_eq!(spec.evaluation_crops.len(), 1);
+    assert_eq!((spec.evaluation_crops[0].crop, spec.evaluation_crops[0].output), ((1, 1, 6, 4), (10, 9)));
+    let live = Live::new(&spec, device, &LiveOptions::default()).unwrap();
+    let training = loader.batch(&[0]).unwrap();
+    loader.set_evaluation(true);
+    let evaluation = loader.batch(&[0]).unwrap();
+    let camera = "obs/agentview_image";
+    assert_eq!(evaluation.stream(camera).unwrap().data.shape(), [1, 6, 3, 9, 10]);
+    assert_ne!(training_row(&training, camera, 0, 6).0, training_row(&evaluation, camera, 0, 6).0);
+    replay_equals_training(&live, &loader, &dataset);
+}
+
 /// A robot whose sensors publish 10 and 100 times as fast as the recording
 /// the policy was trained on: the live windows of the training spec equal
 /// the windows the same loader (the training statistics) gives of a
@@ -764,6 +800,11 @@ macro_rules! live_tests {
             #[test]
             fn a_mixture_member_replays_its_rows_of_the_mixture() {
                 device().map(|d| super::a_mixture_member_replays_its_rows_of_the_mixture(&d));
+            }
+
+            #[test]
+            fn augmented_loader_evaluation_windows_replay_in_live() {
+                device().map(|d| super::augmented_loader_evaluation_windows_replay_in_live(&d));
             }
 
             #[test]

@@ -280,6 +280,9 @@ struct LiveStream {
     /// made when a window first needs it.
     zero_frame: Mutex<Option<Tensor>>,
     frames: FrameOutput,
+    /// A camera's evaluation crop (the spec's), applied to each window's
+    /// stacked frames as the loader applies it in evaluation mode.
+    evaluation: Option<robocache_augment::FrameAugment>,
 }
 
 #[derive(Debug)]
@@ -397,7 +400,7 @@ impl Live {
                     problem: "named twice in LiveOptions::streams".into(),
                 });
             }
-            streams.push(LiveStream::new(stream, clock, offsets, frames, options)?);
+            streams.push(LiveStream::new(stream, clock, offsets, frames, spec.evaluation_crop(&stream.name), options)?);
         }
         let mixture = mixed_specs.iter().map(|mixed| MixedStream::new(mixed, &streams)).collect::<Result<Vec<_>>>()?;
         let messages = match &spec.bag_mapping {
@@ -627,8 +630,19 @@ impl LiveStream {
         clock: Clock,
         offsets: Vec<i64>,
         frames: FrameOutput,
+        evaluation: Option<&crate::spec::SpecEvaluationCrop>,
         options: &LiveOptions,
     ) -> Result<Self> {
+        let evaluation = evaluation.map(|e| robocache_augment::FrameAugment {
+            crop: Some(robocache_augment::CropWindow {
+                left: e.crop.0,
+                top: e.crop.1,
+                width: e.crop.2,
+                height: e.crop.3,
+                output: e.output,
+            }),
+            ops: Vec::new(),
+        });
         let kind = spec.stream_kind()?;
         let dtype = spec.data_type()?;
         let channels = spec.channels().max(1);
@@ -679,6 +693,7 @@ impl LiveStream {
             offsets,
             zero_frame: Mutex::new(None),
             frames,
+            evaluation,
         })
     }
 

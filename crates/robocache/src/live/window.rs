@@ -63,7 +63,12 @@ fn stack(live: &Live, stream: &LiveStream, frames: &[Option<Tensor>]) -> Result<
         };
         picks.push((frame, 0));
     }
-    let stacked = live.device.stack_frames(&picks, live.frames.layout, live.frames.dtype)?;
+    let mut stacked = live.device.stack_frames(&picks, live.frames.layout, live.frames.dtype)?;
+    if let Some(evaluation) = &stream.evaluation {
+        // As the loader in evaluation mode: the window's frames together.
+        stacked =
+            live.device.augment_frames(&stacked, live.frames.layout, frames.len(), std::slice::from_ref(evaluation))?;
+    }
     let mut shape = vec![1];
     shape.extend(stacked.shape());
     stacked.reshape(&shape)

@@ -17,8 +17,9 @@ use crate::{Device, Error, FrameLayout, Result};
 pub(crate) struct Augmentation {
     config: AugmentConfig,
     seed: u64,
-    /// Each camera stream's place among the loader's streams.
-    cameras: Vec<(String, u64)>,
+    /// Each camera stream's place among the loader's streams and its
+    /// frames' size before augmentation.
+    cameras: Vec<(String, u64, (usize, usize))>,
     layout: FrameLayout,
     evaluation: AtomicBool,
 }
@@ -36,12 +37,12 @@ impl Augmentation {
             let Some(size) = dataset.video_frame_size(name).or(rgb_image_size(info)) else { continue };
             let size = config.frames.resize.map_or(size, |r| (r.width, r.height));
             check_crop_fits(name, augment, size)?;
-            cameras.push((name.clone(), place as u64));
+            cameras.push((name.clone(), place as u64, size));
         }
-        if let Some(name) = augment.cameras.keys().find(|c| !cameras.iter().any(|(n, _)| n == *c)) {
+        if let Some(name) = augment.cameras.keys().find(|c| !cameras.iter().any(|(n, _, _)| n == *c)) {
             return Err(Error::Augment(robocache_augment::Error::Config(format!(
                 "cameras: `{name}` is not a camera stream of the loader (cameras: {})",
-                cameras.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ")
+                cameras.iter().map(|(n, _, _)| n.as_str()).collect::<Vec<_>>().join(", ")
             ))));
         }
         Ok(Some(Augmentation {
@@ -62,6 +63,22 @@ impl Augmentation {
         self.evaluation.load(Ordering::Relaxed)
     }
 
+    /// Each camera's evaluation crop, for the loader's spec (cameras whose
+    /// evaluation transform is nothing are left out).
+    pub(crate) fn evaluation_crops(&self) -> Vec<crate::spec::SpecEvaluationCrop> {
+        self.cameras
+            .iter()
+            .filter_map(|(name, _, size)| {
+                let params = self.config.for_camera(name).evaluation().parameters(*size);
+                params.crop.map(|c| crate::spec::SpecEvaluationCrop {
+                    stream: name.clone(),
+                    crop: (c.left, c.top, c.width, c.height),
+                    output: c.output,
+                })
+            })
+            .collect()
+    }
+
     /// The camera streams of a batch of `samples` of epoch `epoch`
     /// augmented in place on `device`.
     pub(crate) fn apply(
@@ -73,7 +90,7 @@ impl Augmentation {
     ) -> Result<()> {
         let evaluation = self.evaluation();
         for stream in streams.iter_mut() {
-            let Some(&(_, place)) = self.cameras.iter().find(|(name, _)| *name == stream.name) else { continue };
+            let Some(&(_, place, _)) = self.cameras.iter().find(|(name, _, _)| *name == stream.name) else { continue };
             let augment = self.config.for_camera(&stream.name);
             let shape = stream.data.shape().to_vec();
             let (batch, steps, frame) = match (self.layout, &shape[..]) {

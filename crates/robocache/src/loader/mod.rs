@@ -347,6 +347,11 @@ impl Loader {
         }
     }
 
+    /// The augmentation of its camera streams, if any.
+    pub(crate) fn augmentation(&self) -> Option<&augmentation::Augmentation> {
+        self.epochs.job.augmentation.as_ref()
+    }
+
     /// Whether the loader is in evaluation mode ([`Loader::set_evaluation`]).
     pub fn evaluation(&self) -> bool {
         self.epochs.job.augmentation.as_ref().is_some_and(|a| a.evaluation())

@@ -35,6 +35,9 @@ impl Loader {
             .map(|name| spec_stream(dataset, name, resident.contains(&name.as_str())))
             .collect::<Result<_>>()?;
         let mut spec = LoaderSpec::new(clock, streams, masks, config.frames, config.normalization.clone());
+        if let Some(augmentation) = self.augmentation() {
+            spec.evaluation_crops = augmentation.evaluation_crops();
+        }
         let metadata = &dataset.info().metadata;
         spec.bag_mapping = metadata.get("bag_mapping").cloned();
         if let Some(topics) = metadata.get("bag_topics") {
