@@ -68,7 +68,8 @@ proptest! {
 
 #[test]
 fn window_frames_share_their_draws_but_not_their_noise() {
-    let params = FrameAugment { crop: None, ops: vec![Op::Brightness(0.7), Op::Noise { mean: 0.0, sigma: 0.1, key: 3 }] };
+    let params =
+        FrameAugment { crop: None, ops: vec![Op::Brightness(0.7), Op::Noise { mean: 0.0, sigma: 0.1, key: 3 }] };
     let frames = vec![0.5_f32; 2 * 8 * 6 * 3];
     let (out, size) = augment_windows(&frames, 2, (8, 6), &[params]).unwrap();
     assert_eq!(size, (8, 6));
@@ -83,17 +84,22 @@ fn json_configs_name_what_is_wrong() {
     let parse = |v: serde_json::Value| AugmentConfig::from_json(&v, &cameras).map_err(|e| e.to_string());
     assert_eq!(parse(json!("act")).unwrap(), preset("act", &cameras).unwrap());
     // LeRobot's dict: enabled unless it says otherwise; a crop beside it.
-    let lerobot = parse(json!({"tfs": {"b": {"type": "ColorJitter", "kwargs": {"brightness": 0.2}}}, "crop": {"fraction": 0.9}}))
-        .unwrap();
+    let lerobot =
+        parse(json!({"tfs": {"b": {"type": "ColorJitter", "kwargs": {"brightness": 0.2}}}, "crop": {"fraction": 0.9}}))
+            .unwrap();
     assert_eq!(lerobot.default.transforms.transforms.len(), 1);
     assert!(lerobot.default.crop.is_some());
     assert!(parse(json!({"enable": false, "tfs": {}})).unwrap().default.is_identity());
-    let per_camera = parse(json!({"default": "openpi", "cameras": {"wrist": null}, "same_across_cameras": true})).unwrap();
+    let per_camera =
+        parse(json!({"default": "openpi", "cameras": {"wrist": null}, "same_across_cameras": true})).unwrap();
     assert!(per_camera.for_camera("wrist").is_identity() && per_camera.same_across_cameras);
     for (bad, names) in [
         (json!(3), "is not a preset name, a dict or null"),
         (json!({"tfs": {"x": {"type": "ColorJitter", "kwargs": {"brightness": -1}}}}), "tfs.x.kwargs.brightness"),
-        (json!({"tfs": {"x": {"type": "RandomAffine", "kwargs": {"degrees": 5, "shear": 3}}}}), "tfs.x.kwargs.shear: not supported"),
+        (
+            json!({"tfs": {"x": {"type": "RandomAffine", "kwargs": {"degrees": 5, "shear": 3}}}}),
+            "tfs.x.kwargs.shear: not supported",
+        ),
         (json!({"crop": {"scale": [0.5, 1.0], "output": "crop"}}), "a random resized crop needs an output size"),
         (json!({"crop": {"fraction": 1.5}}), "fraction 1.5 is not in (0, 1]"),
         (json!({"crop": {"size": [0, 4]}}), "crop.size: [0,4] is not [height, width] in pixels"),

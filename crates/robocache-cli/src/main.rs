@@ -45,6 +45,8 @@ enum Command {
     Convert(commands::convert::Args),
     /// Time the operations on a backend on fixed workloads (docs/performance.md shapes).
     Bench(commands::bench::Args),
+    /// A PNG grid of a dataset's camera frames under sampled augmentations (a preset or a config).
+    AugmentPreview(commands::augment_preview::Args),
 }
 
 /// The program's allocator: mimalloc keeps freed pages for the next
@@ -75,6 +77,7 @@ fn main() -> ExitCode {
         Command::Index(args) => commands::index::run(args),
         Command::Convert(args) => commands::convert::run(args),
         Command::Bench(args) => commands::bench::run(args),
+        Command::AugmentPreview(args) => commands::augment_preview::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

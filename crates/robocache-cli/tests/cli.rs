@@ -567,3 +567,30 @@ fn inspect_and_convert_read_a_zarr_replay_buffer() {
     assert!(ok, "{err}");
     assert!(stdout.contains("lerobot layout") && stdout.contains("[24, 24, 3]"), "{stdout}");
 }
+
+/// `augment-preview` on diffusion policy's PushT store: a PNG of the frames
+/// under their draws (rows of frames, columns: frame, evaluation, draws),
+/// its size from the preset's crop; a bad preset names the presets.
+#[test]
+fn augment_preview_writes_a_grid_of_draws() {
+    let store =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../robocache-datasets/tests/fixtures/zarr/pusht_v2.zarr.zip");
+    let store = store.to_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = path(&dir, "grid.png");
+    let args = ["augment-preview", store, "--preset", "lerobot", "--samples", "2", "--draws", "3", "--out"];
+    let (ok, stdout, stderr) = robocache(&[&args[..], &[out.to_str().unwrap()]].concat());
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("camera `img`, 2 frames x (frame, evaluation, 3 draws), 136x52 pixels"), "{stdout}");
+    let png = std::fs::read(&out).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    // 24x24 frames: 5 columns of 24 and 4-pixel gaps, 2 rows.
+    assert_eq!(u32::from_be_bytes(png[16..20].try_into().unwrap()), 136);
+    assert_eq!(u32::from_be_bytes(png[20..24].try_into().unwrap()), 52);
+    let (ok, _, stderr) =
+        robocache(&["augment-preview", store, "--preset", "imagenet", "--out", out.to_str().unwrap()]);
+    assert!(
+        !ok && stderr.contains("no preset `imagenet` (presets: lerobot, act, openpi, groot, diffusion_policy)"),
+        "{stderr}"
+    );
+}

@@ -393,7 +393,52 @@ impl Epoch {
     }
 }
 
+/// A grid of `dataset`'s camera frames under sampled augmentations
+/// (`robocache.augment_preview`): (height, width, RGB bytes, camera); also
+/// written as a PNG to `out` when given.
+#[pyfunction]
+#[pyo3(signature = (dataset, augment_json, camera=None, samples=4, draws=5, seed=0, frame_size=None, out=None))]
+#[allow(clippy::too_many_arguments)]
+fn augment_preview<'py>(
+    py: Python<'py>,
+    dataset: &Dataset,
+    augment_json: &str,
+    camera: Option<String>,
+    samples: usize,
+    draws: usize,
+    seed: u64,
+    frame_size: Option<(usize, usize)>,
+    out: Option<std::path::PathBuf>,
+) -> PyResult<(usize, usize, Bound<'py, pyo3::types::PyBytes>, String)> {
+    let value: serde_json::Value =
+        serde_json::from_str(augment_json).map_err(|e| invalid(format!("augment: not JSON: {e}")))?;
+    let names: Vec<String> = dataset
+        .inner
+        .info()
+        .episodes
+        .first()
+        .map(|e| e.streams.iter().map(|s| s.name.clone()).collect())
+        .unwrap_or_default();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let config =
+        robocache::augment::AugmentConfig::from_json(&value, &names).map_err(robocache::Error::from).py_err()?;
+    let frames = crate::ops::frame_output("hwc", "uint8", frame_size, None)?;
+    let request = robocache::augment_preview::PreviewRequest { camera, samples, draws, seed, frames };
+    let inner = dataset.inner.clone();
+    let grid = py
+        .detach(|| {
+            let grid = robocache::augment_preview::preview_grid(inner, &config, &request)?;
+            if let Some(out) = &out {
+                grid.save_png(out)?;
+            }
+            Ok::<_, robocache::Error>(grid)
+        })
+        .py_err()?;
+    Ok((grid.height, grid.width, pyo3::types::PyBytes::new(py, &grid.pixels), grid.camera))
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(augment_preview, m)?)?;
     m.add_class::<Dataset>()?;
     m.add_class::<Loader>()?;
     m.add_class::<Epoch>()?;

@@ -140,3 +140,15 @@ def test_cuda_augmentation_equals_cpu(camera_file, cuda):
             gpu = frames(make(camera_file, augment=preset, frame_dtype=dtype, frame_layout="chw", device=cuda), batches=2)
             for a, b in zip(cpu, gpu):
                 assert torch.equal(a, b.cpu()), (preset, dtype)
+
+
+def test_augment_preview_grid(camera_file, tmp_path):
+    out = tmp_path / "grid.png"
+    grid = robocache.augment_preview(camera_file, "act", samples=2, draws=3, out=out)
+    # 24x32 frames: 5 columns (frame, evaluation, 3 draws) with 4-pixel gaps, 2 rows.
+    assert grid.shape == (52, 176, 3) and grid.dtype == np.uint8
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # The first column is the frame as the loader gives it, the second ACT's evaluation (the whole frame).
+    assert np.array_equal(grid[:24, :32], grid[:24, 36:68])
+    with pytest.raises(robocache.InvalidInputError, match="previews nothing"):
+        robocache.augment_preview(camera_file, None)

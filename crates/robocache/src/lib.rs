@@ -43,6 +43,7 @@
 //! ```
 
 mod assembly;
+pub mod augment_preview;
 mod backend;
 mod batch_buffer;
 mod build_info;

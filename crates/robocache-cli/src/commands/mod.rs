@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod augment_preview;
 pub mod bench;
 pub mod convert;
 pub mod demo;

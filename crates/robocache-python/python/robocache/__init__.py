@@ -32,7 +32,7 @@ from ._errors import (
     OutOfMemoryError,
     RobocacheWarning,
 )
-from ._data import Dataset, Loader, bag_decode, bag_messages, bag_point_clouds, bag_topics, open  # noqa: A004
+from ._data import Dataset, Loader, augment_preview, bag_decode, bag_messages, bag_point_clouds, bag_topics, open  # noqa: A004
 from ._mixture import MixtureLoader, MixtureSampler
 from ._live import Live, LoaderSpec
 from ._data import _int_tuple
@@ -51,7 +51,7 @@ __all__ = [
     "cuda_available", "is_cuda_available", "info", "build_info", "resample", "fuse", "voxelize",
     "convert_frames",
     "resample_trajectories", "fuse_multimodal", "fuse_multimodal_alignment", "voxelize_pointcloud", "self_test",
-    "Dataset", "open", "bag_topics", "bag_decode", "bag_messages", "bag_point_clouds", "Loader", "MixtureLoader", "MixtureSampler", "Live", "LoaderSpec", "__version__",
+    "Dataset", "open", "bag_topics", "bag_decode", "bag_messages", "bag_point_clouds", "Loader", "augment_preview", "MixtureLoader", "MixtureSampler", "Live", "LoaderSpec", "__version__",
 ]
 
 

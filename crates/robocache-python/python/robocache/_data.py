@@ -18,6 +18,7 @@ from ._native import bag_decode_json as _native_bag_decode_json
 from ._native import bag_messages as _native_bag_messages
 from ._native import bag_topics_json as _native_bag_topics_json
 from ._native import Loader as _NativeLoader
+from ._native import augment_preview as _native_augment_preview
 from ._native import take_warnings as _take_warnings
 
 
@@ -588,6 +589,28 @@ class Loader(_Resumable):
 
     def reset_telemetry(self) -> None:
         self._native.reset_telemetry()
+
+
+def augment_preview(dataset: Union[Dataset, str, os.PathLike], augment: Any, *, camera: Optional[str] = None,
+                    samples: int = 4, draws: int = 5, seed: int = 0,
+                    frame_size: Optional[Tuple[int, int]] = None,
+                    out: Optional[Union[str, os.PathLike]] = None) -> np.ndarray:
+    """A grid of ``samples`` camera frames (rows) of ``dataset`` under
+    ``augment`` (anything ``Loader(augment=...)`` takes): each row the frame,
+    its evaluation transform, then ``draws`` training draws (epochs 0 to
+    ``draws - 1`` of ``seed``), to look at before a long run. Returns uint8
+    ``[H, W, 3]``; ``out=`` also writes it as a PNG. ``camera``: the first
+    camera stream unless named; ``frame_size=(height, width)`` resizes the
+    frames first, as the loader's does."""
+    if not isinstance(dataset, Dataset):
+        dataset = Dataset(dataset)
+    text = _augment_json(augment)
+    if text is None:
+        raise InvalidInputError("augment: None previews nothing (give a preset name, a dict or a config)")
+    size = _int_tuple("frame_size", frame_size, "(height, width)")
+    height, width, pixels, _ = _native_augment_preview(dataset._native, text, camera, int(samples), int(draws),
+                                                       int(seed), size, None if out is None else os.fspath(out))
+    return np.frombuffer(pixels, dtype=np.uint8).reshape(height, width, 3)
 
 
 def _augment_json(augment: Any) -> Optional[str]:

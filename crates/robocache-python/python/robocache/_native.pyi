@@ -164,6 +164,10 @@ class Loader:
     def evaluation(self) -> bool: ...
     def time_rust_consumer(self, batches: int) -> float: ...
 
+def augment_preview(dataset: Dataset, augment_json: str, camera: Optional[str] = None, samples: int = 4,
+                    draws: int = 5, seed: int = 0, frame_size: Optional[Tuple[int, int]] = None,
+                    out: Optional[str] = None) -> Tuple[int, int, bytes, str]: ...
+
 def check_loader_spec(text: str) -> None:
     """Raises InvalidInputError for a spec this build cannot use (not a
     spec, a newer format version, an unknown or missing field, statistics
