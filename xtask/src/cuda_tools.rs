@@ -394,7 +394,7 @@ pub fn gpu_bundle() -> Result<()> {
     }
     let mut script = String::from(
         "#!/usr/bin/env bash\n# Runs the GPU checks of the bundle: `run.sh [PART...]` with parts tests, \
-         sanitize, python, cli, demo, loader, lerobot, lerobot-h264, live, bench, train (default: all).\n\
+         sanitize, python, cli, demo, loader, lerobot, lerobot-h264, live, augment, bench, train (default: all).\n\
          set -uo pipefail\ncd \"$(dirname \"$0\")\"\nstatus=0\nOUT=${OUT:-.}\nPARTS=\" ${*:-all} \"\n\
          # On the GPU machine a CUDA test that finds no device fails instead of skipping.\n\
          export ROBOCACHE_REQUIRE_CUDA=1\n\
@@ -520,6 +520,14 @@ pub fn gpu_bundle() -> Result<()> {
         "python3 -m pip install --quiet --no-index --no-deps --find-links wheels --target pydeps-live python/*.whl h5py || status=1\n",
         "PYTHONPATH=pydeps-live python3 live_windows.py --device cuda:0 --json $OUT/live.json || status=1\n",
     ));
+    // Augmentation against LeRobot's CPU transforms, torchvision on the GPU
+    // batch and kornia, in one process (docs/benchmarks.md, "Augmentation").
+    script.push_str(concat!(
+        "fi\nif want augment; then\n",
+        "echo \"== augmentation: robocache vs LeRobot's transforms, torchvision on the batch, kornia\"\n",
+        "python3 -m pip install --quiet --no-index --no-deps --find-links wheels --target pydeps-augment python/*.whl h5py kornia kornia_rs || status=1\n",
+        "PYTHONPATH=pydeps-augment python3 augment_gpu.py --json $OUT/augment.json || status=1\n",
+    ));
     // The harness with the PyTorch baseline in the same run (docs/performance.md).
     script.push_str(concat!(
         "fi\nif want bench; then\n",
@@ -543,6 +551,7 @@ pub fn gpu_bundle() -> Result<()> {
     std::fs::copy(root().join("benches/train_policy.py"), bundle.join("train_policy.py"))?;
     std::fs::copy(root().join("benches/lerobot_loader.py"), bundle.join("lerobot_loader.py"))?;
     std::fs::copy(root().join("benches/live_windows.py"), bundle.join("live_windows.py"))?;
+    std::fs::copy(root().join("benches/augment_gpu.py"), bundle.join("augment_gpu.py"))?;
     let python = bundle.join("python");
     crate::wheel(&python)?;
     std::fs::create_dir_all(python.join("tests"))?;
@@ -614,6 +623,12 @@ fn bundle_wheels(tools: &crate::python_tools::PythonTools, wheels: &Path) -> Res
     run(pip()
         .args(["download", "--no-deps", "--only-binary=:all:", "--python-version", "312"])
         .args(["--platform", "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64", "h5py==3.14.*", "-d"])
+        .arg(wheels))?;
+    // kornia, a baseline of the augmentation benchmark (its Rust part for 3.12).
+    run(pip()
+        .args(["download", "--no-deps", "--only-binary=:all:", "--python-version", "312"])
+        .args(["--platform", "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64", "kornia==0.9.*"])
+        .args(["kornia_rs==0.2.*", "-d"])
         .arg(wheels))?;
     Ok(())
 }

@@ -49,14 +49,14 @@ proptest! {
         let mut params = config.default.draw(k, (width, height));
         params.ops.push(Op::Noise { mean: 0.0, sigma: 0.3, key: seed });
         params.ops.push(Op::Gamma(0.7));
-        let frame: Vec<f32> = (0..width * height * 3).map(|i| ((i as u64 * 2654435761 ^ seed) % 256) as f32 / 255.0).collect();
+        let frame: Vec<f32> = (0..width * height * 3).map(|i| (((i as u64 * 2654435761) ^ seed) % 256) as f32 / 255.0).collect();
         let out = augment_frame(&params, &frame, (width, height), 1);
         prop_assert!(out.iter().all(|v| (0.0..=1.0).contains(v)));
     }
 
     #[test]
     fn neutral_factors_change_nothing(width in 3usize..24, height in 3usize..20, seed in any::<u64>()) {
-        let frame: Vec<f32> = (0..width * height * 3).map(|i| ((i as u64 * 40503 ^ seed) % 256) as f32 / 255.0).collect();
+        let frame: Vec<f32> = (0..width * height * 3).map(|i| (((i as u64 * 40503) ^ seed) % 256) as f32 / 255.0).collect();
         for op in [Op::Brightness(1.0), Op::Contrast(1.0), Op::Saturation(1.0), Op::Sharpness(1.0), Op::Hue(0.0)] {
             let out = augment_frame(&FrameAugment { crop: None, ops: vec![op] }, &frame, (width, height), 0);
             for (a, b) in out.iter().zip(&frame) {

@@ -1863,7 +1863,7 @@ fn frames_augment_as_the_reference(device: &Device) {
     }
     // Parameters that do not fit: a crop past the frame, a count of
     // parameters that is not the number of windows.
-    let frames = Tensor::from_slice(device, &vec![0u8; 2 * 4 * 5 * 3], &[2, 4, 5, 3]).unwrap();
+    let frames = Tensor::from_slice(device, &[0u8; 2 * 4 * 5 * 3], &[2, 4, 5, 3]).unwrap();
     let past = crop(2, 0, 4, 4, (4, 4), vec![]);
     let err = device.augment_frames(&frames, FrameLayout::Hwc, 1, &[past.clone(), past]).unwrap_err();
     assert!(err.to_string().contains("does not fit a 5x4 frame"), "{err}");
