@@ -330,10 +330,16 @@ impl Loader {
     /// stream, which orders whatever is queued after it (a mixture pads its
     /// members' batches this way and waits once).
     pub fn batch_queued(&self, windows: &[usize]) -> Result<crate::windows::WindowBatch> {
+        self.batch_queued_in_epoch(0, windows)
+    }
+
+    /// [`Loader::batch_queued`] as epoch `epoch` draws its augmentations
+    /// ([`LoaderConfig::augment`]; [`Loader::batch`] draws epoch 0's).
+    pub fn batch_queued_in_epoch(&self, epoch: u64, windows: &[usize]) -> Result<crate::windows::WindowBatch> {
         if let Some(&bad) = windows.iter().find(|&&w| w >= self.windows()) {
             return Err(invalid(format!("window {bad}: the loader has {} windows", self.windows())));
         }
-        self.epochs.job.assemble_then(0, windows.to_vec(), false)
+        self.epochs.job.assemble_then(epoch, windows.to_vec(), false)
     }
 
     /// Evaluation mode on or off: with [`LoaderConfig::augment`], camera

@@ -22,7 +22,11 @@ use crate::{Device, Error, Result, Tensor};
 impl MixtureLoader {
     /// [`MixtureLoader::batches_together`], each batch with its share of
     /// the run's cost (for the telemetry, when it is delivered).
-    pub(super) fn assemble_run(&self, lists: &[&[(usize, usize)]]) -> Result<Vec<(MixtureBatch, BatchCost)>> {
+    pub(super) fn assemble_run(
+        &self,
+        epoch: u64,
+        lists: &[&[(usize, usize)]],
+    ) -> Result<Vec<(MixtureBatch, BatchCost)>> {
         let assembling = Instant::now();
         let members = self.members.len();
         // `groups[k][m]`: batch k's windows of dataset m, in the order drawn.
@@ -60,7 +64,7 @@ impl MixtureLoader {
                     let at = Instant::now();
                     // Queued, not waited for: the padding below is queued
                     // after it on the same stream, and the batches wait once.
-                    let batch = member.loader.batch_queued(windows);
+                    let batch = member.loader.batch_queued_in_epoch(epoch, windows);
                     (batch, at.elapsed().as_secs_f64())
                 })
             })

@@ -512,12 +512,12 @@ impl MixtureLoader {
                     let start = first_batch + run * together;
                     let lists: Vec<&[(usize, usize)]> =
                         batches[start..(start + together).min(total)].iter().map(Vec::as_slice).collect();
-                    let assembled: Vec<Result<(MixtureBatch, BatchCost)>> = match mixture.assemble_run(&lists) {
+                    let assembled: Vec<Result<(MixtureBatch, BatchCost)>> = match mixture.assemble_run(epoch, &lists) {
                         Ok(assembled) => assembled.into_iter().map(Ok).collect(),
                         Err(_) if lists.len() > 1 => lists
                             .iter()
                             .map(|list| {
-                                let alone = mixture.assemble_run(&[list])?.pop();
+                                let alone = mixture.assemble_run(epoch, &[list])?.pop();
                                 alone.ok_or_else(|| Error::Internal("mixture: no batch assembled".into()))
                             })
                             .collect(),
@@ -550,7 +550,8 @@ impl MixtureLoader {
         let positions = batches.get(index).ok_or_else(|| {
             invalid(format!("batch {index} of epoch {epoch}: the epoch has {} batches on this rank", batches.len()))
         })?;
-        self.batch(positions)
+        let mut batches = self.batches_together_in(epoch, &[positions])?;
+        batches.pop().ok_or_else(|| Error::Internal("mixture: no batch assembled".into()))
     }
 
     /// The mixture batch of `positions` (`(dataset, window)` pairs): rows
@@ -569,7 +570,13 @@ impl MixtureLoader {
     /// the batches assembled together ([`MixtureConfig::batches_together`]).
     /// The batches are counted in the telemetry as delivered.
     pub fn batches_together(&self, lists: &[&[(usize, usize)]]) -> Result<Vec<MixtureBatch>> {
-        let assembled = self.assemble_run(lists)?;
+        self.batches_together_in(0, lists)
+    }
+
+    /// [`MixtureLoader::batches_together`] with the members' augmentations
+    /// drawn as epoch `epoch` draws them (the plain call draws epoch 0's).
+    pub fn batches_together_in(&self, epoch: u64, lists: &[&[(usize, usize)]]) -> Result<Vec<MixtureBatch>> {
+        let assembled = self.assemble_run(epoch, lists)?;
         Ok(assembled
             .into_iter()
             .map(|(batch, cost)| {
