@@ -12,7 +12,8 @@
 //!   `Image.resize` the frame resize equals bit for bit; rosbags, pyarrow
 //!   and PyAV, the other tools' readers the third-party data is checked
 //!   against; OpenCV, ACT's JPEG writer and reader of ALOHA's frames;
-//!   zarr-python 2 and imagecodecs, diffusion policy's and UMI's; pytest and
+//!   zarr-python 2 and imagecodecs, diffusion policy's and UMI's; torchvision,
+//!   the oracle of the image augmentation; pytest and
 //!   PyTorch (its CUDA build, the one PyPI has, without Triton, which only
 //!   `torch.compile` uses); moto's S3 server and boto3 and nginx (`server_tools`) for the
 //!   remote-dataset tests.
@@ -27,7 +28,7 @@ use crate::{root, run};
 /// What building robocache needs.
 const BUILD_PACKAGES: [&str; 2] = ["cmake>=3.26,<5", "maturin>=1.7,<2"];
 /// What its tests need beyond that.
-const TEST_PACKAGES: [&str; 14] = [
+const TEST_PACKAGES: [&str; 15] = [
     "numpy>=1.26",
     "h5py>=3.10",
     "tqdm",
@@ -56,6 +57,9 @@ const TEST_PACKAGES: [&str; 14] = [
     // reader (the committed format-3 fixtures were written by zarr-python 3).
     "zarr>=2.18,<3",
     "imagecodecs>=2024.1",
+    // torchvision: its v2 functional operations are the oracle of the
+    // augmentation (crates/robocache-augment/tests/torchvision.rs).
+    "torchvision",
 ];
 const ROBOMIMIC: &str = "robomimic==0.3.0";
 
