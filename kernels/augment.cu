@@ -74,18 +74,40 @@ extern "C" __global__ void augment_load(AugmentArgs a) {
     }
 }
 
+// The fixed-point grey sums of the frames whose slot `slot` is a contrast:
+// each block's values summed by warp shuffles and shared memory, then one
+// atomic per block (every thread of a block is on the same frame).
 extern "C" __global__ void augment_mean(AugmentArgs a) {
+    __shared__ unsigned long long warp_sums[32];
     const uint32_t pixels = a.width * a.height;
     const FrameSlot at = frame_slot(pixels);
-    if (at.pixel >= pixels) {
-        return;
-    }
+    const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = (blockDim.x + 31) / 32;
     for (uint64_t frame = at.slot; frame < a.frames; frame += at.slots) {
         if (a.ops[(frame / a.steps) * a.slots + a.slot].kind != AUG_CONTRAST) {
-            continue;
+            continue;  // the same for the whole block
         }
-        const float grey = grey_of((const float*)a.src + (frame * pixels + at.pixel) * 3);
-        atomicAdd(&a.sums[frame], (unsigned long long)(grey * 4294967296.0f));
+        unsigned long long value = 0;
+        if (at.pixel < pixels) {
+            const float grey = grey_of((const float*)a.src + (frame * pixels + at.pixel) * 3);
+            value = (unsigned long long)(grey * 4294967296.0f);
+        }
+        for (int offset = 16; offset > 0; offset /= 2) {
+            value += __shfl_down_sync(0xffffffffu, value, offset);
+        }
+        if (lane == 0) {
+            warp_sums[warp] = value;
+        }
+        __syncthreads();
+        if (warp == 0) {
+            value = lane < warps ? warp_sums[lane] : 0;
+            for (int offset = 16; offset > 0; offset /= 2) {
+                value += __shfl_down_sync(0xffffffffu, value, offset);
+            }
+            if (lane == 0) {
+                atomicAdd(&a.sums[frame], value);
+            }
+        }
+        __syncthreads();
     }
 }
 

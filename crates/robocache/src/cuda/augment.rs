@@ -195,6 +195,11 @@ impl CudaDevice {
             FrameLayout::Chw => vec![count, 3, height, width],
         };
         let out_bytes = count * pixels * 3 * dtype.dtype().size_in_bytes();
+        let work_bytes = count * pixels * 3 * 4;
+        // The pool keeps what a batch's augmentation allocates (as the
+        // frame conversion's): freed and mapped again at every
+        // synchronisation, it cost more than the kernels (docs/architecture.md).
+        self.keep_frames_memory(out_bytes + 2 * work_bytes + count * 8)?;
         let out = self.alloc(out_bytes)?;
         if count == 0 || pixels == 0 {
             return Ok(Tensor::on_device(device, DeviceStorage::new(out), dtype.dtype(), out_shape));
@@ -211,7 +216,6 @@ impl CudaDevice {
         let crops = upload(bytemuck::cast_slice(&tables.crops))?;
         let firsts = upload(bytemuck::cast_slice(&tables.firsts))?;
         let weights = upload(bytemuck::cast_slice(&tables.weights))?;
-        let work_bytes = count * pixels * 3 * 4;
         let (mut front, mut back) = (self.alloc(work_bytes)?, self.alloc(work_bytes)?);
         let mut sums = if tables.contrast_slots.iter().any(|&c| c) { Some(self.alloc(count * 8)?) } else { None };
         let config = frame_slots(count, pixels)?;

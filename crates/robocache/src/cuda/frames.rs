@@ -235,7 +235,7 @@ impl CudaDevice {
     /// have the driver unmap them at each synchronisation and map them again
     /// for the next batch, which for a float32 batch of camera frames takes
     /// longer than the conversion (docs/architecture.md).
-    fn keep_frames_memory(&self, bytes: usize) -> Result<()> {
+    pub(super) fn keep_frames_memory(&self, bytes: usize) -> Result<()> {
         self.context.keep_pool_memory(bytes as u64).map_err(cuda_error)
     }
 }

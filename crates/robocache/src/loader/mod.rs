@@ -249,6 +249,7 @@ impl Loader {
                 config.batch_size,
                 config.frames,
                 config.device_frame_cache_bytes > 0,
+                config.augment.is_some(),
             )?;
             let in_flight = config.prefetch + config.workers.max(1) + 2;
             cuda.keep_pool_memory(device_batch.saturating_mul(in_flight))?;
@@ -541,14 +542,28 @@ fn device_batch_bytes(
     batch_size: usize,
     frames: FrameOutput,
     frame_cache: bool,
+    augment: bool,
 ) -> Result<usize> {
+    // What an augmentation holds on the device meanwhile, per frame of the
+    // output's size: two float working frames and its output (f32 at most).
+    let augmented = |width: usize, height: usize| {
+        let (out_width, out_height) = frames.resize.map_or((width, height), |r| (r.width, r.height));
+        if augment {
+            3 * 4 * 3 * out_width * out_height
+        } else {
+            0
+        }
+    };
     // A converted frame: its output, and what the conversion holds on the
     // device meanwhile (the RGB frame and the horizontal pass, when resized).
     let converted = |width: usize, height: usize| {
         let (out_width, out_height) = frames.resize.map_or((width, height), |r| (r.width, r.height));
         let passes = if frames.resize.is_some() { 3 * width * height + 3 * height * out_width } else { 0 };
         let stacked_from = if frame_cache { 3 * out_width * out_height } else { 0 };
-        passes + stacked_from + 3 * out_width * out_height * frames.dtype.dtype().size_in_bytes()
+        passes
+            + stacked_from
+            + 3 * out_width * out_height * frames.dtype.dtype().size_in_bytes()
+            + augmented(width, height)
     };
     let deltas = matches!(cut, Cut::Deltas(_));
     sum_over_streams(cut, dataset, streamed, batch_size, |info, video| match video {
@@ -560,7 +575,8 @@ fn device_batch_bytes(
                 let read = if deltas { 1 } else { 2 };
                 read * info.step_bytes() + converted(width, height)
             }
-            _ => 2 * info.step_bytes(),
+            Some((width, height)) => 2 * info.step_bytes() + augmented(width, height),
+            None => 2 * info.step_bytes(),
         },
     })
 }
