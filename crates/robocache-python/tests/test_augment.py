@@ -152,3 +152,24 @@ def test_augment_preview_grid(camera_file, tmp_path):
     assert np.array_equal(grid[:24, :32], grid[:24, 36:68])
     with pytest.raises(robocache.InvalidInputError, match="previews nothing"):
         robocache.augment_preview(camera_file, None)
+
+
+def test_mixture_members_augment_by_the_mixtures_epoch(camera_file):
+    def mixture(augment):
+        return robocache.Loader([
+            {"dataset": camera_file, "windows": {"hz": 20, "history": 1, "horizon": 2}, "augment": augment,
+             "keys": {"camera": CAMERA, "action": "actions"}},
+        ], batch_size=8, epoch_windows=32, seed=3, device="cpu")
+
+    def by_window(loader, epoch):
+        loader.set_epoch(epoch)
+        return {int(w): b["camera"][i].clone() for b in loader for i, w in enumerate(b["window_index"])}
+
+    first = by_window(mixture("lerobot"), 0)
+    assert all(torch.equal(v, first[w]) for w, v in by_window(mixture("lerobot"), 0).items())
+    # The same window in another epoch: another draw; unaugmented: the same frames.
+    second, plain = by_window(mixture("lerobot"), 1), by_window(mixture(None), 1)
+    shared = [w for w in first if w in second]
+    assert shared and any(not torch.equal(first[w], second[w]) for w in shared)
+    plain0 = by_window(mixture(None), 0)
+    assert all(torch.equal(plain0[w], plain[w]) for w in shared)
