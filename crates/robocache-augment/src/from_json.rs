@@ -14,10 +14,11 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::config::{Augment, AugmentConfig, Crop, CropOutput, CropSpec, Range};
 use crate::error::{config, Result};
+use crate::lerobot::{known_keys, pair};
 
 impl AugmentConfig {
     /// The config `value` describes for a loader of `cameras` (see the
@@ -25,7 +26,7 @@ impl AugmentConfig {
     pub fn from_json(value: &Value, cameras: &[&str]) -> Result<AugmentConfig> {
         let config = match value {
             Value::Object(map) if map.contains_key("default") || map.contains_key("cameras") => {
-                known(map, "augment", &["default", "cameras", "same_across_cameras"])?;
+                known_keys(map, "augment", &["default", "cameras", "same_across_cameras"])?;
                 let default = match map.get("default") {
                     None => Augment::none(),
                     Some(v) => one(v, "default", cameras, None)?,
@@ -81,7 +82,7 @@ fn one(value: &Value, field: &str, cameras: &[&str], camera: Option<&str>) -> Re
 
 fn crop_spec(value: &Value, field: &str) -> Result<CropSpec> {
     let map = value.as_object().ok_or_else(|| config(format!("{field}: {value} is not a dict")))?;
-    known(map, field, &["fraction", "size", "scale", "ratio", "output", "centre_in_evaluation"])?;
+    known_keys(map, field, &["fraction", "size", "scale", "ratio", "output", "centre_in_evaluation"])?;
     let crop = match (map.get("fraction"), map.get("size"), map.get("scale")) {
         (Some(f), None, None) => {
             Crop::Fraction(f.as_f64().ok_or_else(|| config(format!("{field}.fraction: {f} is not a number")))?)
@@ -115,23 +116,6 @@ fn crop_spec(value: &Value, field: &str) -> Result<CropSpec> {
         Some(v) => v.as_bool().ok_or_else(|| config(format!("{field}.centre_in_evaluation: {v} is not a bool")))?,
     };
     Ok(CropSpec { crop, output, centre_in_evaluation })
-}
-
-fn known(map: &Map<String, Value>, field: &str, names: &[&str]) -> Result<()> {
-    match map.keys().find(|k| !names.contains(&k.as_str())) {
-        Some(k) => Err(config(format!("{field}.{k}: unknown field (known: {})", names.join(", ")))),
-        None => Ok(()),
-    }
-}
-
-fn pair(value: &Value, field: &str) -> Result<Range> {
-    match value.as_array().map(Vec::as_slice) {
-        Some([a, b]) => match (a.as_f64(), b.as_f64()) {
-            (Some(low), Some(high)) => Ok(Range::new(low, high)),
-            _ => Err(config(format!("{field}: {value} is not two numbers"))),
-        },
-        _ => Err(config(format!("{field}: {value} is not a pair of numbers"))),
-    }
 }
 
 /// `[height, width]`, both positive.

@@ -190,7 +190,7 @@ fn object<'a>(value: &'a Value, field: &str) -> Result<&'a Map<String, Value>> {
     value.as_object().ok_or_else(|| config(format!("{field}: {value} is not a dict")))
 }
 
-fn known_keys(map: &Map<String, Value>, field: &str, known: &[&str]) -> Result<()> {
+pub(crate) fn known_keys(map: &Map<String, Value>, field: &str, known: &[&str]) -> Result<()> {
     match map.keys().find(|k| !known.contains(&k.as_str())) {
         Some(key) => Err(config(format!("{field}.{key}: unknown field (known: {})", known.join(", ")))),
         None => Ok(()),
@@ -204,7 +204,7 @@ fn boolean(value: Option<&Value>, field: &str, default: bool) -> Result<bool> {
     }
 }
 
-fn pair(value: &Value, field: &str) -> Result<Range> {
+pub(crate) fn pair(value: &Value, field: &str) -> Result<Range> {
     match value.as_array().map(Vec::as_slice) {
         Some([a, b]) => match (a.as_f64(), b.as_f64()) {
             (Some(low), Some(high)) => Ok(Range::new(low, high)),

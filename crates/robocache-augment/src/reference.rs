@@ -328,17 +328,7 @@ fn affine(image: &[f32], (width, height): (usize, usize), params: &AffineParams)
 /// `torch.linspace((1 - n) / 2, (n - 1) / 2, n)[i]` in f32 (its two halves
 /// stepped from either end).
 fn linspace_at(n: usize, i: usize) -> f32 {
-    let start = (1.0 - n as f32) * 0.5;
-    let end = (n as f32 - 1.0) * 0.5;
-    if n <= 1 {
-        return start;
-    }
-    let step = (end - start) / (n - 1) as f32;
-    if i < n / 2 {
-        start + step * i as f32
-    } else {
-        end - step * (n - 1 - i) as f32
-    }
+    linspace_between((1.0 - n as f32) * 0.5, (n as f32 - 1.0) * 0.5, n, i)
 }
 
 /// A normal value for `index` of the generator `key` (Box-Muller over two
@@ -364,6 +354,8 @@ pub fn gaussian_kernel(size: usize, sigma: f64) -> Vec<f32> {
     pdf.iter().map(|p| p / sum).collect()
 }
 
+/// `torch.linspace(start, end, n)[i]` in f32 (its two halves stepped from
+/// either end).
 fn linspace_between(start: f32, end: f32, n: usize, i: usize) -> f32 {
     if n <= 1 {
         return start;

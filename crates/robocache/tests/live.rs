@@ -89,6 +89,12 @@ fn time_loader(device: &Device, dataset: &Arc<Dataset>, causal: bool) -> Loader 
 }
 
 fn time_loader_normalized(device: &Device, dataset: &Arc<Dataset>, causal: bool, statistics: Normalization) -> Loader {
+    Loader::new(device, dataset.clone(), time_config(causal, statistics)).unwrap()
+}
+
+/// Time windows of 30 Hz (2 back, 4 ahead) of every stream, pad masks, in
+/// order, normalized by `statistics`, frames resized to 8x6 float32 CHW.
+fn time_config(causal: bool, statistics: Normalization) -> LoaderConfig {
     let windows = WindowSpec::Times(TimeWindowSpec { hz: 30.0, history: 2, horizon: 4, causal });
     let mut config = LoaderConfig::new(&STREAMS, windows, 8);
     config.masks = MaskKind::Pad;
@@ -96,7 +102,7 @@ fn time_loader_normalized(device: &Device, dataset: &Arc<Dataset>, causal: bool,
     config.normalization = Some(statistics);
     config.frames =
         FrameOutput { layout: FrameLayout::Chw, dtype: FrameDType::F32, resize: Some(FrameResize::to(8, 6)) };
-    Loader::new(device, dataset.clone(), config).unwrap()
+    config
 }
 
 /// The spec through its file, as a deployment loads it.
@@ -123,13 +129,7 @@ fn augmented_loader_evaluation_windows_replay_in_live(device: &Device) {
     let dir = tempfile::tempdir().unwrap();
     let dataset = synthetic(dir.path());
     let statistics = Normalization::compute(&dataset, &STREAMS[..4], NormalizationMode::ZScore).unwrap();
-    let windows = WindowSpec::Times(TimeWindowSpec { hz: 30.0, history: 2, horizon: 4, causal: true });
-    let mut config = LoaderConfig::new(&STREAMS, windows, 8);
-    config.masks = MaskKind::Pad;
-    config.shuffle = false;
-    config.normalization = Some(statistics);
-    config.frames =
-        FrameOutput { layout: FrameLayout::Chw, dtype: FrameDType::F32, resize: Some(FrameResize::to(8, 6)) };
+    let mut config = time_config(true, statistics);
     let crop = CropSpec {
         crop: Crop::Fraction(0.8),
         output: CropOutput::Size { width: 10, height: 9 },
