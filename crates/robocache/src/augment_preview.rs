@@ -84,7 +84,9 @@ pub fn preview_grid(dataset: Arc<Dataset>, config: &AugmentConfig, request: &Pre
         &batch.stream(&camera).ok_or_else(|| Error::Internal(format!("no stream `{camera}` in the batch")))?.data;
     let shape = data.shape().to_vec();
     let (height, width) = (shape[shape.len() - 3], shape[shape.len() - 2]);
-    let originals = data.clone().reshape(&[picks.len(), height, width, 3])?;
+    // The frames' levels, read once; each cell augments its frame alone.
+    let levels = data.to_vec::<u8>()?;
+    let frame_len = width * height * 3;
     let augment = config.for_camera(&camera);
     let mut columns: Vec<Vec<FrameAugment>> = vec![vec![FrameAugment::default(); picks.len()]];
     columns.push(vec![augment.evaluation().parameters((width, height)); picks.len()]);
@@ -104,8 +106,11 @@ pub fn preview_grid(dataset: Arc<Dataset>, config: &AugmentConfig, request: &Pre
         // One launch per cell: draws of random resized crops differ in size.
         let mut column = Vec::with_capacity(picks.len());
         for (row, p) in params.iter().enumerate() {
-            let frame = originals.clone().reshape(&[picks.len(), height, width, 3])?;
-            let one = take_frame(&frame, row, (width, height))?;
+            let one = crate::Tensor::from_slice(
+                &device,
+                &levels[row * frame_len..(row + 1) * frame_len],
+                &[1, height, width, 3],
+            )?;
             let out = device.augment_frames(&one, FrameLayout::Hwc, 1, std::slice::from_ref(p))?;
             let s = out.shape().to_vec();
             column.push((s[2], s[1], out.to_vec::<u8>()?));
@@ -127,13 +132,6 @@ pub fn preview_grid(dataset: Arc<Dataset>, config: &AugmentConfig, request: &Pre
         }
     }
     Ok(PreviewGrid { width: grid_w, height: grid_h, pixels, camera })
-}
-
-/// Frame `index` of `u8 [N, H, W, 3]` frames as `[1, H, W, 3]`.
-fn take_frame(frames: &crate::Tensor, index: usize, (width, height): (usize, usize)) -> Result<crate::Tensor> {
-    let len = width * height * 3;
-    let values = frames.to_vec::<u8>()?;
-    crate::Tensor::from_slice(&Device::cpu(), &values[index * len..(index + 1) * len], &[1, height, width, 3])
 }
 
 /// The dataset's first camera stream (video or 8-bit RGB images).
