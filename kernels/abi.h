@@ -103,24 +103,39 @@ struct AugmentCrop {
     uint32_t y_weights;
 };
 
+struct AugmentStage {
+    uint32_t first;
+    uint32_t count;
+    uint32_t active;
+    uint32_t last;
+    uint32_t sums_next;
+};
+
 struct AugmentArgs {
-    const void* src;
+    const void* frames_in;
+    const float* src;
+    float* work;
     void* out;
     const AugmentOp* ops;
+    const AugmentStage* stages;
     const AugmentCrop* crops;
     const uint32_t* firsts;
     const float* weights;
     unsigned long long* sums;
+    const uint32_t* frame_list;
     uint64_t frames;
+    uint64_t listed;
     uint32_t steps;
     uint32_t slots;
-    uint32_t slot;
+    uint32_t pass;
+    uint32_t passes;
     uint32_t in_width;
     uint32_t in_height;
     uint32_t width;
     uint32_t height;
     int layout;
-    int dtype;
+    int in_dtype;
+    int out_dtype;
     int pad;
 };
 

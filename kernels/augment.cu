@@ -1,10 +1,19 @@
 // Per-sample augmentation of camera frames (the CPU reference:
-// crates/robocache-augment/src/reference.rs, docs/semantics.md): the frames
-// to float RGB channels last, each window's crop resized to its output
-// (`augment_load`), then one launch per slot of the windows' operation
-// lists (`augment_op`, `src` to `out`, the host swapping the two buffers;
-// `augment_mean` first when a window's slot is a contrast), then the
-// output's layout and dtype (`augment_store`).
+// crates/robocache-augment/src/reference.rs, docs/semantics.md), fused into
+// as few passes over the frames as the operations allow.
+//
+// Each window's operation list is cut into passes by the host
+// (crates/robocache/src/cuda/augment.rs): a pass starts where an operation
+// needs more than its own pixel of the previous result (a sharpness, an
+// affine or a blur reads neighbours; a contrast reads the frame's mean), and
+// every per-pixel operation after it (brightness, saturation, hue, gamma,
+// noise) runs in the same pass, on values held in registers. The first pass
+// also reads the frames (to float, each window's crop resized to its output);
+// a window's last pass writes the output in its layout and dtype; a pass
+// whose next one starts with a contrast sums the grey of what it writes.
+// One launch per pass (`augment_pass`, the host passing `src` and `work`
+// buffers in turn) over the frames whose windows have that pass (a list the
+// host makes): a window with fewer passes than others costs nothing after.
 //
 // Every value is computed by the reference's f32 operations in its order,
 // unfused (`--fmad=false`), with weights, matrices and Gaussian kernels the
@@ -26,88 +35,44 @@ __device__ __forceinline__ float clamp01(float v) { return v < 0.0f ? 0.0f : (v 
 // torchvision's grey: r * 0.2989 + g * 0.587 + b * 0.114, left to right.
 __device__ __forceinline__ float grey_of(const float* p) { return p[0] * 0.2989f + p[1] * 0.587f + p[2] * 0.114f; }
 
-// Channel `c` of pixel (`x`, `y`) of frame `frame` of the loaded frames, as a
+// Channel `c` of pixel (`x`, `y`) of frame `frame` of the input frames, as a
 // float level (u8 levels divided by 255).
 __device__ __forceinline__ float source_level(const AugmentArgs& a, uint64_t frame, uint32_t x, uint32_t y, int c) {
     const uint64_t pixels = (uint64_t)a.in_width * a.in_height;
     const uint64_t at = a.layout == LAYOUT_CHW ? (frame * 3 + c) * pixels + (uint64_t)y * a.in_width + x
                                                : (frame * pixels + (uint64_t)y * a.in_width + x) * 3 + c;
-    if (a.dtype == DT_U8) {
-        return (float)((const uint8_t*)a.src)[at] / 255.0f;
+    if (a.in_dtype == DT_U8) {
+        return (float)((const uint8_t*)a.frames_in)[at] / 255.0f;
     }
-    return ((const float*)a.src)[at];
+    return ((const float*)a.frames_in)[at];
 }
 
-extern "C" __global__ void augment_load(AugmentArgs a) {
-    const uint32_t pixels = a.width * a.height;
-    const FrameSlot at = frame_slot(pixels);
-    if (at.pixel >= pixels) {
+// Output pixel (`x`, `y`) of frame `frame` as read by the first pass: the
+// frame's own pixel, or its window's crop resized (the reference's two
+// passes: each row of the crop resized along x, a sum from 0 in tap order,
+// then those rows along y).
+__device__ __forceinline__ void load_pixel(const AugmentArgs& a, uint64_t frame, uint32_t x, uint32_t y, float* v) {
+    const AugmentCrop* crop = a.crops ? &a.crops[frame / a.steps] : nullptr;
+    if (crop == nullptr || crop->width == 0) {
+        for (int c = 0; c < 3; ++c) {
+            v[c] = source_level(a, frame, x, y, c);
+        }
         return;
     }
-    const uint32_t x = at.pixel % a.width, y = at.pixel / a.width;
-    for (uint64_t frame = at.slot; frame < a.frames; frame += at.slots) {
-        float* out = (float*)a.out + (frame * pixels + at.pixel) * 3;
-        const AugmentCrop* crop = a.crops ? &a.crops[frame / a.steps] : nullptr;
-        if (crop == nullptr || crop->width == 0) {
-            for (int c = 0; c < 3; ++c) {
-                out[c] = source_level(a, frame, x, y, c);
+    const uint32_t first_y = a.firsts[2 * (crop->y_table + y)], count_y = a.firsts[2 * (crop->y_table + y) + 1];
+    const uint32_t first_x = a.firsts[2 * (crop->x_table + x)], count_x = a.firsts[2 * (crop->x_table + x) + 1];
+    const float* wy = a.weights + crop->y_weights + (uint64_t)y * crop->y_taps;
+    const float* wx = a.weights + crop->x_weights + (uint64_t)x * crop->x_taps;
+    for (int c = 0; c < 3; ++c) {
+        float sum = 0.0f;
+        for (uint32_t k = 0; k < count_y; ++k) {
+            float row = 0.0f;
+            for (uint32_t j = 0; j < count_x; ++j) {
+                row += source_level(a, frame, crop->left + first_x + j, crop->top + first_y + k, c) * wx[j];
             }
-            continue;
+            sum += row * wy[k];
         }
-        // The reference's two passes: each row of the crop resized along x
-        // (a sum from 0 in tap order), then those rows along y.
-        const uint32_t first_y = a.firsts[2 * (crop->y_table + y)], count_y = a.firsts[2 * (crop->y_table + y) + 1];
-        const uint32_t first_x = a.firsts[2 * (crop->x_table + x)], count_x = a.firsts[2 * (crop->x_table + x) + 1];
-        const float* wy = a.weights + crop->y_weights + (uint64_t)y * crop->y_taps;
-        const float* wx = a.weights + crop->x_weights + (uint64_t)x * crop->x_taps;
-        for (int c = 0; c < 3; ++c) {
-            float sum = 0.0f;
-            for (uint32_t k = 0; k < count_y; ++k) {
-                float row = 0.0f;
-                for (uint32_t j = 0; j < count_x; ++j) {
-                    row += source_level(a, frame, crop->left + first_x + j, crop->top + first_y + k, c) * wx[j];
-                }
-                sum += row * wy[k];
-            }
-            out[c] = sum;
-        }
-    }
-}
-
-// The fixed-point grey sums of the frames whose slot `slot` is a contrast:
-// each block's values summed by warp shuffles and shared memory, then one
-// atomic per block (every thread of a block is on the same frame).
-extern "C" __global__ void augment_mean(AugmentArgs a) {
-    __shared__ unsigned long long warp_sums[32];
-    const uint32_t pixels = a.width * a.height;
-    const FrameSlot at = frame_slot(pixels);
-    const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = (blockDim.x + 31) / 32;
-    for (uint64_t frame = at.slot; frame < a.frames; frame += at.slots) {
-        if (a.ops[(frame / a.steps) * a.slots + a.slot].kind != AUG_CONTRAST) {
-            continue;  // the same for the whole block
-        }
-        unsigned long long value = 0;
-        if (at.pixel < pixels) {
-            const float grey = grey_of((const float*)a.src + (frame * pixels + at.pixel) * 3);
-            value = (unsigned long long)(grey * 4294967296.0f);
-        }
-        for (int offset = 16; offset > 0; offset /= 2) {
-            value += __shfl_down_sync(0xffffffffu, value, offset);
-        }
-        if (lane == 0) {
-            warp_sums[warp] = value;
-        }
-        __syncthreads();
-        if (warp == 0) {
-            value = lane < warps ? warp_sums[lane] : 0;
-            for (int offset = 16; offset > 0; offset /= 2) {
-                value += __shfl_down_sync(0xffffffffu, value, offset);
-            }
-            if (lane == 0) {
-                atomicAdd(&a.sums[frame], value);
-            }
-        }
-        __syncthreads();
+        v[c] = sum;
     }
 }
 
@@ -127,7 +92,7 @@ __device__ __forceinline__ float standard_normal(uint64_t key, uint64_t index) {
 }
 
 // torchvision's hue shift of one pixel (the reference's `shift_hue`).
-__device__ void shift_hue(const float* in, float shift, float* out) {
+__device__ __forceinline__ void shift_hue(const float* in, float shift, float* out) {
     const float r = in[0], g = in[1], b = in[2];
     const float maxc = fmaxf(fmaxf(r, g), b);
     const float minc = fminf(fminf(r, g), b);
@@ -162,10 +127,16 @@ __device__ void shift_hue(const float* in, float shift, float* out) {
     if (sector < 0) {
         sector += 6;
     }
-    const float rgb[6][3] = {{v, t, p}, {q, v, p}, {p, v, t}, {p, q, v}, {t, p, v}, {v, p, q}};
-    out[0] = rgb[sector][0];
-    out[1] = rgb[sector][1];
-    out[2] = rgb[sector][2];
+    // torchvision's table {{v, t, p}, {q, v, p}, {p, v, t}, {p, q, v}, {t, p, v}, {v, p, q}}, by
+    // branches: an indexed local array would live in local memory.
+    switch (sector) {
+        case 0: out[0] = v; out[1] = t; out[2] = p; break;
+        case 1: out[0] = q; out[1] = v; out[2] = p; break;
+        case 2: out[0] = p; out[1] = v; out[2] = t; break;
+        case 3: out[0] = p; out[1] = q; out[2] = v; break;
+        case 4: out[0] = t; out[1] = p; out[2] = v; break;
+        default: out[0] = v; out[1] = p; out[2] = q; break;
+    }
 }
 
 // `torch.linspace((1 - n) / 2, (n - 1) / 2, n)[i]` in f32, as the reference.
@@ -192,163 +163,246 @@ __device__ __forceinline__ uint32_t reflect(int64_t i, uint32_t n) {
     return (uint32_t)(r >= (int64_t)n ? period - r : r);
 }
 
-extern "C" __global__ void augment_op(AugmentArgs a) {
-    const uint32_t pixels = a.width * a.height;
-    const FrameSlot at = frame_slot(pixels);
-    if (at.pixel >= pixels) {
-        return;
+// A per-pixel operation on `v` (pixel `pixel` of frame `frame`); a contrast
+// with the frame's mean `mean`.
+__device__ __forceinline__ void apply_pointwise(const AugmentOp& op, float mean, uint64_t frame, uint32_t steps,
+                                                uint32_t pixels, uint32_t pixel, float* v) {
+    switch (op.kind) {
+        case AUG_BRIGHTNESS:
+            for (int c = 0; c < 3; ++c) {
+                v[c] = clamp01(v[c] * op.values[0]);
+            }
+            break;
+        case AUG_CONTRAST:
+            for (int c = 0; c < 3; ++c) {
+                v[c] = clamp01(v[c] * op.values[0] + mean * op.values[1]);
+            }
+            break;
+        case AUG_SATURATION: {
+            const float grey = grey_of(v);
+            for (int c = 0; c < 3; ++c) {
+                v[c] = clamp01(v[c] * op.values[0] + grey * op.values[1]);
+            }
+            break;
+        }
+        case AUG_HUE: {
+            const float in[3] = {v[0], v[1], v[2]};
+            shift_hue(in, op.values[0], v);
+            break;
+        }
+        case AUG_GAMMA:
+            for (int c = 0; c < 3; ++c) {
+                v[c] = powf(v[c], op.values[0]);
+            }
+            break;
+        case AUG_NOISE: {
+            const uint64_t first = (frame % steps) * (uint64_t)pixels * 3 + (uint64_t)pixel * 3;
+            for (int c = 0; c < 3; ++c) {
+                const float n = standard_normal(op.key, first + c);
+                v[c] = clamp01(v[c] + (op.values[0] + n * op.values[1]));
+            }
+            break;
+        }
+        default:
+            break;
     }
-    const uint32_t x = at.pixel % a.width, y = at.pixel / a.width;
-    for (uint64_t frame = at.slot; frame < a.frames; frame += at.slots) {
-        const AugmentOp op = a.ops[(frame / a.steps) * a.slots + a.slot];
-        const float* src = (const float*)a.src + frame * pixels * 3;
-        const float* in = src + (uint64_t)at.pixel * 3;
-        float* out = (float*)a.out + (frame * pixels + at.pixel) * 3;
-        switch (op.kind) {
-            case AUG_BRIGHTNESS:
+}
+
+// The first operation of a later pass at pixel (`x`, `y`): those that read
+// neighbours of the previous pass's frame `src` (`width` x `height`, float
+// RGB channels last), the others on its own pixel.
+__device__ __forceinline__ void apply_first(const AugmentArgs& a, const AugmentOp& op, const float* src, float mean, uint64_t frame,
+                            uint32_t x, uint32_t y, float* v) {
+    const uint32_t pixels = a.width * a.height, pixel = y * a.width + x;
+    const float* in = src + (uint64_t)pixel * 3;
+    switch (op.kind) {
+        case AUG_SHARPNESS: {
+            const bool border = x == 0 || y == 0 || x + 1 >= a.width || y + 1 >= a.height;
+            if (a.width <= 2 || a.height <= 2) {
                 for (int c = 0; c < 3; ++c) {
-                    out[c] = clamp01(in[c] * op.values[0]);
+                    v[c] = in[c];
                 }
-                break;
-            case AUG_CONTRAST: {
-                const float mean = (float)((double)a.sums[frame] / 4294967296.0 / (double)pixels);
-                for (int c = 0; c < 3; ++c) {
-                    out[c] = clamp01(in[c] * op.values[0] + mean * op.values[1]);
-                }
-                break;
+                return;
             }
-            case AUG_SATURATION: {
-                const float grey = grey_of(in);
-                for (int c = 0; c < 3; ++c) {
-                    out[c] = clamp01(in[c] * op.values[0] + grey * op.values[1]);
+            const float wa = 1.0f / 13.0f, wb = 5.0f / 13.0f;
+            for (int c = 0; c < 3; ++c) {
+                if (border) {
+                    v[c] = clamp01(in[c]);
+                    continue;
                 }
-                break;
+                float blurred = 0.0f;
+                for (int dy = 0; dy < 3; ++dy) {
+                    for (int dx = 0; dx < 3; ++dx) {
+                        const float w = dx == 1 && dy == 1 ? wb : wa;
+                        blurred += src[((uint64_t)(y + dy - 1) * a.width + (x + dx - 1)) * 3 + c] * w;
+                    }
+                }
+                v[c] = clamp01(in[c] + (blurred - in[c]) * op.values[0]);
             }
-            case AUG_HUE:
-                shift_hue(in, op.values[0], out);
-                break;
-            case AUG_SHARPNESS: {
-                const bool border = x == 0 || y == 0 || x + 1 >= a.width || y + 1 >= a.height;
-                if (a.width <= 2 || a.height <= 2) {
-                    for (int c = 0; c < 3; ++c) {
-                        out[c] = in[c];
-                    }
-                    break;
-                }
-                const float wa = 1.0f / 13.0f, wb = 5.0f / 13.0f;
+            return;
+        }
+        case AUG_AFFINE_NEAREST:
+        case AUG_AFFINE_BILINEAR: {
+            const float* theta = op.values;
+            const float w = (float)a.width, h = (float)a.height;
+            const float gx_base = linspace_at(a.width, x), gy_base = linspace_at(a.height, y);
+            const float gx = gx_base * theta[0] + gy_base * theta[1] + theta[2];
+            const float gy = gx_base * theta[3] + gy_base * theta[4] + theta[5];
+            const float ix = ((gx + 1.0f) * w - 1.0f) / 2.0f;
+            const float iy = ((gy + 1.0f) * h - 1.0f) / 2.0f;
+            auto inside = [&](int64_t px, int64_t py) {
+                return px >= 0 && py >= 0 && px < (int64_t)a.width && py < (int64_t)a.height;
+            };
+            auto level = [&](int64_t px, int64_t py, int c) {
+                return inside(px, py) ? src[((uint64_t)py * a.width + (uint64_t)px) * 3 + c] : 0.0f;
+            };
+            if (op.kind == AUG_AFFINE_NEAREST) {
+                const int64_t px = (int64_t)rintf(ix), py = (int64_t)rintf(iy);
                 for (int c = 0; c < 3; ++c) {
-                    if (border) {
-                        out[c] = clamp01(in[c]);
-                        continue;
-                    }
-                    float blurred = 0.0f;
-                    for (int dy = 0; dy < 3; ++dy) {
-                        for (int dx = 0; dx < 3; ++dx) {
-                            const float w = dx == 1 && dy == 1 ? wb : wa;
-                            blurred += src[((uint64_t)(y + dy - 1) * a.width + (x + dx - 1)) * 3 + c] * w;
-                        }
-                    }
-                    out[c] = clamp01(in[c] + (blurred - in[c]) * op.values[0]);
+                    v[c] = level(px, py, c);
                 }
-                break;
+                return;
             }
-            case AUG_GAMMA:
-                for (int c = 0; c < 3; ++c) {
-                    out[c] = powf(in[c], op.values[0]);
-                }
-                break;
-            case AUG_AFFINE_NEAREST:
-            case AUG_AFFINE_BILINEAR: {
-                const float* theta = op.values;
-                const float w = (float)a.width, h = (float)a.height;
-                const float gx_base = linspace_at(a.width, x), gy_base = linspace_at(a.height, y);
-                const float gx = gx_base * theta[0] + gy_base * theta[1] + theta[2];
-                const float gy = gx_base * theta[3] + gy_base * theta[4] + theta[5];
-                const float ix = ((gx + 1.0f) * w - 1.0f) / 2.0f;
-                const float iy = ((gy + 1.0f) * h - 1.0f) / 2.0f;
-                auto inside = [&](int64_t px, int64_t py) {
-                    return px >= 0 && py >= 0 && px < (int64_t)a.width && py < (int64_t)a.height;
-                };
-                auto level = [&](int64_t px, int64_t py, int c) {
-                    return inside(px, py) ? src[((uint64_t)py * a.width + (uint64_t)px) * 3 + c] : 0.0f;
-                };
-                if (op.kind == AUG_AFFINE_NEAREST) {
-                    const int64_t px = (int64_t)rintf(ix), py = (int64_t)rintf(iy);
-                    for (int c = 0; c < 3; ++c) {
-                        out[c] = level(px, py, c);
-                    }
-                    break;
-                }
-                const float x0f = floorf(ix), y0f = floorf(iy);
-                const float fx = ix - x0f, fy = iy - y0f;
-                const int64_t x0 = (int64_t)x0f, y0 = (int64_t)y0f;
-                const float weights[4] = {(1.0f - fx) * (1.0f - fy), fx * (1.0f - fy), (1.0f - fx) * fy, fx * fy};
-                const int64_t tx[4] = {x0, x0 + 1, x0, x0 + 1};
-                const int64_t ty[4] = {y0, y0, y0 + 1, y0 + 1};
-                float mask = 0.0f;
+            const float x0f = floorf(ix), y0f = floorf(iy);
+            const float fx = ix - x0f, fy = iy - y0f;
+            const int64_t x0 = (int64_t)x0f, y0 = (int64_t)y0f;
+            const float weights[4] = {(1.0f - fx) * (1.0f - fy), fx * (1.0f - fy), (1.0f - fx) * fy, fx * fy};
+            const int64_t tx[4] = {x0, x0 + 1, x0, x0 + 1};
+            const int64_t ty[4] = {y0, y0, y0 + 1, y0 + 1};
+            float mask = 0.0f;
+            for (int k = 0; k < 4; ++k) {
+                mask += (inside(tx[k], ty[k]) ? 1.0f : 0.0f) * weights[k];
+            }
+            for (int c = 0; c < 3; ++c) {
+                float sum = 0.0f;
                 for (int k = 0; k < 4; ++k) {
-                    mask += (inside(tx[k], ty[k]) ? 1.0f : 0.0f) * weights[k];
+                    sum += level(tx[k], ty[k], c) * weights[k];
                 }
-                for (int c = 0; c < 3; ++c) {
-                    float v = 0.0f;
-                    for (int k = 0; k < 4; ++k) {
-                        v += level(tx[k], ty[k], c) * weights[k];
-                    }
-                    out[c] = v * mask;
-                }
-                break;
+                v[c] = sum * mask;
             }
-            case AUG_NOISE: {
-                const uint64_t per_frame = (uint64_t)pixels * 3;
-                const uint64_t first = (frame % a.steps) * per_frame + (uint64_t)at.pixel * 3;
-                for (int c = 0; c < 3; ++c) {
-                    const float n = standard_normal(op.key, first + c);
-                    out[c] = clamp01(in[c] + (op.values[0] + n * op.values[1]));
+            return;
+        }
+        case AUG_BLUR_ROWS:
+        case AUG_BLUR_COLUMNS: {
+            const bool rows = op.kind == AUG_BLUR_ROWS;
+            const int64_t half = op.taps / 2;
+            for (int c = 0; c < 3; ++c) {
+                float sum = 0.0f;
+                for (uint32_t k = 0; k < op.taps; ++k) {
+                    const float weight = a.weights[op.key + k];
+                    const uint64_t p = rows ? (uint64_t)y * a.width + reflect((int64_t)x + k - half, a.width)
+                                            : (uint64_t)reflect((int64_t)y + k - half, a.height) * a.width + x;
+                    sum += src[p * 3 + c] * weight;
                 }
-                break;
+                v[c] = sum;
             }
-            case AUG_BLUR_ROWS:
-            case AUG_BLUR_COLUMNS: {
-                const bool rows = op.kind == AUG_BLUR_ROWS;
-                const int64_t half = op.taps / 2;
-                for (int c = 0; c < 3; ++c) {
-                    float sum = 0.0f;
-                    for (uint32_t k = 0; k < op.taps; ++k) {
-                        const float w = a.weights[op.key + k];
-                        const uint64_t p = rows ? (uint64_t)y * a.width + reflect((int64_t)x + k - half, a.width)
-                                                : (uint64_t)reflect((int64_t)y + k - half, a.height) * a.width + x;
-                        sum += src[p * 3 + c] * w;
-                    }
-                    out[c] = sum;
-                }
-                break;
+            return;
+        }
+        default:
+            for (int c = 0; c < 3; ++c) {
+                v[c] = in[c];
             }
-            default:
-                for (int c = 0; c < 3; ++c) {
-                    out[c] = in[c];
-                }
+            apply_pointwise(op, mean, frame, a.steps, pixels, pixel, v);
+    }
+}
+
+// The grey of what a pass wrote for frame `frame` (`v`, where `inside`), in
+// fixed point, summed by warp shuffles and shared memory, then one atomic per
+// block into the pass's sums (every thread of a block is on the same frame).
+__device__ __forceinline__ void sum_grey(const AugmentArgs& a, uint64_t frame, bool inside, const float* v,
+                                         unsigned long long* warp_sums) {
+    const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = (blockDim.x + 31) / 32;
+    unsigned long long value = inside ? (unsigned long long)(grey_of(v) * 4294967296.0f) : 0ull;
+    for (int offset = 16; offset > 0; offset /= 2) {
+        value += __shfl_down_sync(0xffffffffu, value, offset);
+    }
+    if (lane == 0) {
+        warp_sums[warp] = value;
+    }
+    __syncthreads();
+    if (warp == 0) {
+        value = lane < warps ? warp_sums[lane] : 0;
+        for (int offset = 16; offset > 0; offset /= 2) {
+            value += __shfl_down_sync(0xffffffffu, value, offset);
+        }
+        if (lane == 0) {
+            atomicAdd(&a.sums[(uint64_t)a.pass * a.frames + frame], value);
         }
     }
 }
 
-extern "C" __global__ void augment_store(AugmentArgs a) {
+// Operations a block keeps in shared memory (a window's longer run is read
+// from global memory).
+#define SHARED_OPS 8
+
+// Pass `pass` of every window that has one (see the top of the file). At
+// most 64 registers a thread, so that four blocks share a multiprocessor:
+// the pass waits on memory, and more warps hide more of it.
+extern "C" __global__ void __launch_bounds__(256, 4) augment_pass(AugmentArgs a) {
+    __shared__ unsigned long long warp_sums[32];
+    __shared__ AugmentOp shared_ops[SHARED_OPS];
     const uint32_t pixels = a.width * a.height;
     const FrameSlot at = frame_slot(pixels);
-    if (at.pixel >= pixels) {
-        return;
-    }
-    for (uint64_t frame = at.slot; frame < a.frames; frame += at.slots) {
-        const float* in = (const float*)a.src + (frame * pixels + at.pixel) * 3;
-        for (int c = 0; c < 3; ++c) {
-            const uint64_t to = a.layout == LAYOUT_CHW ? (frame * 3 + c) * pixels + at.pixel
-                                                       : (frame * pixels + at.pixel) * 3 + c;
-            if (a.dtype == DT_U8) {
-                // The reference's `(x * 255.999) as u8`: truncated, saturated.
-                const uint32_t level = __float2uint_rz(in[c] * 255.999f);
-                ((uint8_t*)a.out)[to] = (uint8_t)(level > 255u ? 255u : level);
+    const bool inside = at.pixel < pixels;
+    const uint32_t x = inside ? at.pixel % a.width : 0, y = inside ? at.pixel / a.width : 0;
+    for (uint64_t listed = at.slot; listed < a.listed; listed += at.slots) {
+        const uint64_t frame = a.frame_list[listed];
+        const uint64_t window = frame / a.steps;
+        const AugmentStage stage = a.stages[window * a.passes + a.pass];
+        if (!stage.active) {
+            continue;  // never listed; the same for the whole block
+        }
+        const AugmentOp* ops = a.ops + window * a.slots + stage.first;
+        if (stage.count <= SHARED_OPS) {
+            // Every thread of the block is on this frame: its operations are
+            // read once, not once a thread.
+            if (threadIdx.x < stage.count) {
+                shared_ops[threadIdx.x] = ops[threadIdx.x];
+            }
+            __syncthreads();
+            ops = shared_ops;
+        }
+        float v[3] = {0.0f, 0.0f, 0.0f};
+        if (inside) {
+            uint32_t k = 0;
+            if (a.pass == 0) {
+                load_pixel(a, frame, x, y, v);
             } else {
-                ((float*)a.out)[to] = in[c];
+                // Only a later pass's first operation can be a contrast.
+                const float mean =
+                    ops[0].kind == AUG_CONTRAST
+                        ? (float)((double)a.sums[(uint64_t)(a.pass - 1) * a.frames + frame] / 4294967296.0 / (double)pixels)
+                        : 0.0f;
+                apply_first(a, ops[0], a.src + frame * pixels * 3, mean, frame, x, y, v);
+                k = 1;
+            }
+            for (; k < stage.count; ++k) {
+                apply_pointwise(ops[k], 0.0f, frame, a.steps, pixels, at.pixel, v);
+            }
+            if (stage.last) {
+                for (int c = 0; c < 3; ++c) {
+                    const uint64_t to = a.layout == LAYOUT_CHW ? (frame * 3 + c) * pixels + at.pixel
+                                                               : (frame * pixels + at.pixel) * 3 + c;
+                    if (a.out_dtype == DT_U8) {
+                        // The reference's `(x * 255.999) as u8`: truncated, saturated.
+                        const uint32_t level = __float2uint_rz(v[c] * 255.999f);
+                        ((uint8_t*)a.out)[to] = (uint8_t)(level > 255u ? 255u : level);
+                    } else {
+                        ((float*)a.out)[to] = v[c];
+                    }
+                }
+            } else {
+                float* out = a.work + (frame * pixels + at.pixel) * 3;
+                for (int c = 0; c < 3; ++c) {
+                    out[c] = v[c];
+                }
             }
         }
+        if (stage.sums_next) {
+            sum_grey(a, frame, inside, v, warp_sums);
+        }
+        // The next frame's operations go where this one's are read.
+        __syncthreads();
     }
 }
+

@@ -232,7 +232,7 @@ macro_rules! structs {
 
 structs! {
     /// One operation of one window's frames (a table `[windows, slots]` in
-    /// device memory: slot `k` of every window applied by one launch).
+    /// device memory).
     struct AugmentOp {
         kind: AugmentKind => "int kind",
         /// Blur: the kernel's size.
@@ -259,39 +259,65 @@ structs! {
         y_weights: u32 => "uint32_t y_weights",
     }
 
-    /// The arguments of the augmentation kernels: `augment_load` (frames
-    /// to float HWC, cropped and resized), `augment_mean` (the contrast
-    /// means of slot `slot`), `augment_op` (slot `slot` of every window,
-    /// `src` to `out`) and `augment_store` (float HWC to the output's
-    /// layout and dtype).
+    /// One window's part of an augmentation pass (a table `[windows,
+    /// passes]`): its operations `first .. first + count` (slots of its
+    /// row of the operation table). The first of a later pass may read
+    /// neighbours of the previous pass's frame (sharpness, affine, blur) or
+    /// its mean grey (contrast); every other one is per pixel.
+    struct AugmentStage {
+        first: u32 => "uint32_t first",
+        count: u32 => "uint32_t count",
+        /// 1: the window has this pass.
+        active: u32 => "uint32_t active",
+        /// 1: the window's last pass, which writes the output; 0: it
+        /// writes `work` for the next.
+        last: u32 => "uint32_t last",
+        /// 1: the next pass starts with a contrast, so this one sums the
+        /// grey of what it writes into `sums[pass]`.
+        sums_next: u32 => "uint32_t sums_next",
+    }
+
+    /// The arguments of `augment_pass`: pass `pass` of every window's
+    /// augmentation (the first reads `frames_in`, cropped and resized; a
+    /// later one `src`, the previous pass's `work`).
     struct AugmentArgs {
-        /// `augment_load`: the frames `[frames, in_height, in_width, 3]` or
-        /// `[frames, 3, in_height, in_width]` of `dtype`; else `float
-        /// [frames, height, width, 3]`.
-        src: u64 => "const void* src",
-        /// `augment_store`: the output in `layout` and `dtype`; else `float
-        /// [frames, height, width, 3]`.
+        /// The frames `[frames, in_height, in_width, 3]` or `[frames, 3,
+        /// in_height, in_width]` of `in_dtype`.
+        frames_in: u64 => "const void* frames_in",
+        /// The previous pass's frames, `float [frames, height, width, 3]`.
+        src: u64 => "const float* src",
+        /// This pass's frames for the next, `float [frames, height, width, 3]`.
+        work: u64 => "float* work",
+        /// The output in `layout` and `out_dtype`.
         out: u64 => "void* out",
         /// `[windows, slots]`.
         ops: u64 => "const AugmentOp* ops",
+        /// `[windows, passes]`.
+        stages: u64 => "const AugmentStage* stages",
         /// `[windows]`, or 0 without crops.
         crops: u64 => "const AugmentCrop* crops",
         firsts: u64 => "const uint32_t* firsts",
         weights: u64 => "const float* weights",
-        /// `[frames]`: fixed-point grey sums (2^-32), zeroed before `augment_mean`.
+        /// `[passes, frames]`: fixed-point grey sums (2^-32), zeroed before the first pass.
         sums: u64 => "unsigned long long* sums",
+        /// `[listed]`: the frames whose windows have this pass (the grid
+        /// covers those only).
+        frame_list: u64 => "const uint32_t* frame_list",
         frames: u64 => "uint64_t frames",
+        listed: u64 => "uint64_t listed",
         /// Frames of a window.
         steps: u32 => "uint32_t steps",
         slots: u32 => "uint32_t slots",
-        slot: u32 => "uint32_t slot",
+        pass: u32 => "uint32_t pass",
+        passes: u32 => "uint32_t passes",
         in_width: u32 => "uint32_t in_width",
         in_height: u32 => "uint32_t in_height",
         width: u32 => "uint32_t width",
         height: u32 => "uint32_t height",
         layout: FrameLayout => "int layout",
         /// `DT_U8` (levels) or `DT_F32` (`[0, 1]`).
-        dtype: DTypeCode => "int dtype",
+        in_dtype: DTypeCode => "int in_dtype",
+        out_dtype: DTypeCode => "int out_dtype",
         pad: i32 => "int pad",
     }
 
@@ -536,6 +562,7 @@ structs! {
 unsafe impl bytemuck::NoUninit for Timeline {}
 unsafe impl bytemuck::NoUninit for AugmentOp {}
 unsafe impl bytemuck::NoUninit for AugmentCrop {}
+unsafe impl bytemuck::NoUninit for AugmentStage {}
 unsafe impl bytemuck::NoUninit for FusionStream {}
 unsafe impl bytemuck::NoUninit for ResidentEpisode {}
 unsafe impl bytemuck::NoUninit for ResidentStream {}
@@ -554,6 +581,7 @@ const _: () = {
     assert!(field_bytes(Timeline::FIELDS) == size_of::<Timeline>());
     assert!(field_bytes(AugmentOp::FIELDS) == size_of::<AugmentOp>());
     assert!(field_bytes(AugmentCrop::FIELDS) == size_of::<AugmentCrop>());
+    assert!(field_bytes(AugmentStage::FIELDS) == size_of::<AugmentStage>());
     assert!(field_bytes(FusionStream::FIELDS) == size_of::<FusionStream>());
     assert!(field_bytes(ResidentEpisode::FIELDS) == size_of::<ResidentEpisode>());
     assert!(field_bytes(ResidentStream::FIELDS) == size_of::<ResidentStream>());

@@ -365,14 +365,10 @@ kernels! {
     /// RGB frames from a table of addresses stacked into one batch, in its
     /// layout and dtype: `(args,)`.
     GatherRgb => Video, "gather_rgb", (GatherArgs,);
-    /// Camera frames to float HWC, each window's crop resized to its output.
-    AugmentLoad => Augment, "augment_load", (AugmentArgs,);
-    /// The fixed-point grey sums of the frames whose slot `slot` is a contrast.
-    AugmentMean => Augment, "augment_mean", (AugmentArgs,);
-    /// Slot `slot` of every window's operations.
-    AugmentOp => Augment, "augment_op", (AugmentArgs,);
-    /// Float HWC frames to the output's layout and dtype.
-    AugmentStore => Augment, "augment_store", (AugmentArgs,);
+    /// Pass `pass` of every window's augmentation: the frames read (the
+    /// first), a run of operations, the output or the next pass's frames
+    /// written.
+    AugmentPass => Augment, "augment_pass", (AugmentArgs,);
 }
 
 #[cfg(test)]

@@ -1808,6 +1808,34 @@ fn frames_augment_as_the_reference(device: &Device) {
             ],
         ),
         (
+            // Runs of per-pixel operations in one pass, passes started by
+            // each operation that reads neighbours or the mean, windows of
+            // one to four passes side by side.
+            "runs and passes".into(),
+            vec![
+                FrameAugment { crop: None, ops: vec![Op::Brightness(1.2), Op::Saturation(0.6), Op::Hue(0.15)] },
+                FrameAugment {
+                    crop: None,
+                    ops: vec![
+                        Op::Sharpness(1.7),
+                        Op::Brightness(0.8),
+                        affine(-3.0, (1, 1), 1.0, Interpolation::Bilinear),
+                        Op::Saturation(1.3),
+                    ],
+                },
+                FrameAugment {
+                    crop: None,
+                    ops: vec![affine(5.0, (0, 0), 1.05, Interpolation::Bilinear), Op::Contrast(1.4), Op::Hue(-0.05)],
+                },
+                FrameAugment {
+                    crop: None,
+                    ops: vec![Op::Hue(0.3), Op::Contrast(0.5), Op::Sharpness(0.2), Op::Contrast(1.5)],
+                },
+                crop(2, 1, 19, 15, (23, 17), vec![Op::Hue(0.05), Op::Sharpness(1.5), Op::Contrast(0.9)]),
+                crop(0, 0, 20, 16, (23, 17), vec![Op::Contrast(1.1), Op::Blur { kernel: (3, 5), sigma: (0.8, 1.2) }]),
+            ],
+        ),
+        (
             "crops resized down".into(),
             vec![
                 crop(0, 0, 23, 17, (11, 9), vec![]),

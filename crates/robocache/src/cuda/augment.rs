@@ -1,15 +1,15 @@
 //! Per-sample augmentation on the device (see `kernels/augment.cu`): the
 //! windows' parameters as tables (an operation per window and slot, a crop
-//! per window with its resize taps, Gaussian kernels), then `augment_load`,
-//! one `augment_op` per slot (after an `augment_mean` where a slot holds a
-//! contrast) and `augment_store`, all queued on the device's stream.
+//! per window with its resize taps, Gaussian kernels, and each window's
+//! operations cut into passes), then one `augment_pass` launch per pass,
+//! all queued on the device's stream.
 
 use std::collections::BTreeMap;
 
 use robocache_augment::reference::{gaussian_kernel, inverse_affine_matrix, resize_taps};
 use robocache_augment::{FrameAugment, Interpolation, Op};
 use robocache_cpu::HostVec;
-use robocache_cuda::abi::{AugmentArgs, AugmentCrop, AugmentKind, AugmentOp, DTypeCode};
+use robocache_cuda::abi::{AugmentArgs, AugmentCrop, AugmentKind, AugmentOp, AugmentStage, DTypeCode};
 use robocache_cuda::entry;
 
 use super::backend::{CudaDevice, DeviceStorage};
@@ -31,20 +31,36 @@ struct Tables {
     firsts: Vec<u32>,
     /// Resize weights and Gaussian kernels.
     weights: Vec<f32>,
-    /// Slots with a contrast somewhere.
-    contrast_slots: Vec<bool>,
+    /// `[windows, passes]`.
+    stages: Vec<AugmentStage>,
+    passes: usize,
+    /// Each pass's frames (those of the windows that have it), one list
+    /// after another, and where each pass's list starts and ends.
+    frame_lists: Vec<u32>,
+    pass_lists: Vec<std::ops::Range<usize>>,
 }
 
 impl Tables {
-    fn new(params: &[FrameAugment], frame: (usize, usize)) -> Result<Self> {
+    fn new(params: &[FrameAugment], frame: (usize, usize), steps: usize) -> Result<Self> {
         let mut tables = Tables::default();
         let lists: Vec<Vec<AugmentOp>> = params.iter().map(|p| tables.device_ops(p, frame)).collect::<Result<_>>()?;
         tables.slots = lists.iter().map(Vec::len).max().unwrap_or(0);
-        tables.contrast_slots = vec![false; tables.slots];
-        for list in &lists {
-            for (slot, op) in list.iter().enumerate() {
-                tables.contrast_slots[slot] |= op.kind == AugmentKind::Contrast;
+        let stages: Vec<Vec<AugmentStage>> = lists.iter().map(|list| stages(list)).collect();
+        tables.passes = stages.iter().map(Vec::len).max().unwrap_or(1);
+        for pass in 0..tables.passes {
+            let start = tables.frame_lists.len();
+            for (window, stages) in stages.iter().enumerate() {
+                if pass < stages.len() {
+                    let first = index_u32(window * steps, "frames")?;
+                    let end = index_u32((window + 1) * steps, "frames")?;
+                    tables.frame_lists.extend(first..end);
+                }
             }
+            tables.pass_lists.push(start..tables.frame_lists.len());
+        }
+        for (list, window) in lists.iter().zip(&stages) {
+            tables.stages.extend(window.iter().copied());
+            tables.stages.extend(std::iter::repeat_n(AugmentStage::default(), tables.passes - window.len()));
             tables.ops.extend(list.iter().copied());
             tables.ops.extend(std::iter::repeat_n(AugmentOp::default(), tables.slots - list.len()));
         }
@@ -155,6 +171,58 @@ impl Tables {
     }
 }
 
+/// Whether `kind` needs more of its input than the pixel it writes: its
+/// neighbours (sharpness, affine, blur) or the frame's mean (contrast). Such
+/// an operation starts a pass.
+fn starts_a_pass(kind: AugmentKind) -> bool {
+    matches!(
+        kind,
+        AugmentKind::Contrast
+            | AugmentKind::Sharpness
+            | AugmentKind::AffineNearest
+            | AugmentKind::AffineBilinear
+            | AugmentKind::BlurRows
+            | AugmentKind::BlurColumns
+    )
+}
+
+/// A window's operations cut into passes: the first reads the frames and
+/// applies the per-pixel operations before the first that
+/// [`starts_a_pass`]; each later pass starts with one of those and runs the
+/// per-pixel operations after it.
+fn stages(ops: &[AugmentOp]) -> Vec<AugmentStage> {
+    let mut starts = vec![0];
+    starts.extend((0..ops.len()).filter(|&k| starts_a_pass(ops[k].kind)));
+    let passes = starts.len();
+    (0..passes)
+        .map(|pass| {
+            let first = starts[pass];
+            let end = starts.get(pass + 1).copied().unwrap_or(ops.len());
+            let sums_next = starts.get(pass + 1).is_some_and(|&next| ops[next].kind == AugmentKind::Contrast);
+            AugmentStage {
+                first: first as u32,
+                count: (end - first) as u32,
+                active: 1,
+                last: u32::from(pass + 1 == passes),
+                sums_next: u32::from(sums_next),
+            }
+        })
+        .collect()
+}
+
+impl Tables {
+    /// The tables' bytes with room for their alignment.
+    fn bytes(&self) -> usize {
+        size_of_val(&self.ops[..])
+            + size_of_val(&self.stages[..])
+            + size_of_val(&self.crops[..])
+            + size_of_val(&self.firsts[..])
+            + size_of_val(&self.weights[..])
+            + size_of_val(&self.frame_lists[..])
+            + 6 * 16
+    }
+}
+
 fn index_u32(value: usize, what: &str) -> Result<u32> {
     u32::try_from(value).map_err(|_| Error::Limit {
         what: format!("augmentation {what} ({value})"),
@@ -196,80 +264,154 @@ impl CudaDevice {
         };
         let out_bytes = count * pixels * 3 * dtype.dtype().size_in_bytes();
         let work_bytes = count * pixels * 3 * 4;
+        let tables = Tables::new(params, (in_width, in_height), steps)?;
+        let work_buffers = tables.passes.saturating_sub(1).min(2);
+        let sums_bytes = tables.passes * count * 8;
         // The pool keeps what a batch's augmentation allocates (as the
         // frame conversion's): freed and mapped again at every
         // synchronisation, it cost more than the kernels (docs/architecture.md).
-        self.keep_frames_memory(out_bytes + 2 * work_bytes + count * 8)?;
+        self.keep_frames_memory(out_bytes + work_buffers * work_bytes + sums_bytes + tables.bytes())?;
         let out = self.alloc(out_bytes)?;
         if count == 0 || pixels == 0 {
             return Ok(Tensor::on_device(device, DeviceStorage::new(out), dtype.dtype(), out_shape));
         }
-        let tables = Tables::new(params, (in_width, in_height))?;
-        let upload = |bytes: &[u8]| -> Result<Option<Tensor>> {
+        // Every table in one upload, each at a 16-byte boundary.
+        let mut packed = Vec::with_capacity(tables.bytes());
+        let mut place = |bytes: &[u8]| -> Option<usize> {
             if bytes.is_empty() {
-                return Ok(None);
+                return None;
             }
-            Tensor::from_host_vec(device, HostVec::U8(bytes.to_vec()), &[bytes.len()]).map(Some)
+            packed.resize(packed.len().next_multiple_of(16), 0);
+            packed.extend_from_slice(bytes);
+            Some(packed.len() - bytes.len())
         };
-        let pointer = |t: &Option<Tensor>| t.as_ref().map_or(0, device_pointer);
-        let ops = upload(bytemuck::cast_slice(&tables.ops))?;
-        let crops = upload(bytemuck::cast_slice(&tables.crops))?;
-        let firsts = upload(bytemuck::cast_slice(&tables.firsts))?;
-        let weights = upload(bytemuck::cast_slice(&tables.weights))?;
-        let (mut front, mut back) = (self.alloc(work_bytes)?, self.alloc(work_bytes)?);
-        let mut sums = if tables.contrast_slots.iter().any(|&c| c) { Some(self.alloc(count * 8)?) } else { None };
-        let config = frame_slots(count, pixels)?;
+        let at = [
+            place(bytemuck::cast_slice(&tables.ops)),
+            place(bytemuck::cast_slice(&tables.stages)),
+            place(bytemuck::cast_slice(&tables.crops)),
+            place(bytemuck::cast_slice(&tables.firsts)),
+            place(bytemuck::cast_slice(&tables.weights)),
+            place(bytemuck::cast_slice(&tables.frame_lists)),
+        ];
+        let len = packed.len();
+        let table = Tensor::from_host_vec(device, HostVec::U8(packed), &[len])?;
+        let base = device_pointer(&table);
+        let [ops, stages, crops, firsts, weights, frame_list] = at.map(|offset| offset.map_or(0, |o| base + o as u64));
+        let mut work = Vec::new();
+        for _ in 0..work_buffers {
+            work.push(self.alloc(work_bytes)?);
+        }
+        let mut sums = None;
+        if tables.stages.iter().any(|s| s.sums_next == 1) {
+            let mut bank = self.alloc(sums_bytes)?;
+            self.context.fill(&mut bank, 0).map_err(cuda_error)?;
+            sums = Some(bank);
+        }
+        let work_pointer = |pass: usize| work.get(pass % 2).map_or(0, |w| w.device_pointer());
         let mut args = AugmentArgs {
-            src: device_pointer(frames),
-            out: front.device_pointer(),
-            ops: pointer(&ops),
-            crops: pointer(&crops),
-            firsts: pointer(&firsts),
-            weights: pointer(&weights),
+            frames_in: device_pointer(frames),
+            src: 0,
+            work: 0,
+            out: out.device_pointer(),
+            ops,
+            stages,
+            crops,
+            firsts,
+            weights,
             sums: sums.as_ref().map_or(0, |s| s.device_pointer()),
+            frame_list,
             frames: count as u64,
+            listed: 0,
             steps: steps as u32,
             slots: tables.slots as u32,
-            slot: 0,
+            pass: 0,
+            passes: tables.passes as u32,
             in_width: in_width as u32,
             in_height: in_height as u32,
             width: width as u32,
             height: height as u32,
             layout: layout_code(layout),
-            dtype: dtype_code(dtype),
+            in_dtype: dtype_code(dtype),
+            out_dtype: match dtype {
+                FrameDType::U8 => DTypeCode::U8,
+                FrameDType::F32 => DTypeCode::F32,
+            },
             pad: 0,
         };
-        // SAFETY (every launch below): `frames` is a live tensor of `count`
-        // frames of `in_width x in_height` in `layout` and `dtype` (checked by
-        // the caller); the crops lie inside those frames and their tables
-        // index `firsts` and `weights` as built above; `front` and `back` hold
-        // `count x pixels x 3` floats, `sums` `count` words, `out` every output
-        // element; `ops` holds `count / steps x slots` entries. All stay alive
-        // through the launches in stream order (a dropped buffer is freed in
-        // stream order).
-        unsafe { self.context.launch(entry::AugmentLoad, config, (args,)) }.map_err(cuda_error)?;
-        for slot in 0..tables.slots {
-            args.slot = slot as u32;
-            args.src = front.device_pointer();
-            args.out = back.device_pointer();
-            if let (true, Some(sums)) = (tables.contrast_slots[slot], sums.as_mut()) {
-                self.context.fill(sums, 0).map_err(cuda_error)?;
-                // SAFETY: as above.
-                unsafe { self.context.launch(entry::AugmentMean, config, (args,)) }.map_err(cuda_error)?;
-            }
-            // SAFETY: as above.
-            unsafe { self.context.launch(entry::AugmentOp, config, (args,)) }.map_err(cuda_error)?;
-            std::mem::swap(&mut front, &mut back);
+        for (pass, list) in tables.pass_lists.iter().enumerate() {
+            args.pass = pass as u32;
+            args.frame_list = frame_list + (list.start * size_of::<u32>()) as u64;
+            args.listed = list.len() as u64;
+            let config = frame_slots(list.len(), pixels)?;
+            args.src = if pass == 0 { 0 } else { work_pointer(pass - 1) };
+            args.work = if pass + 1 == tables.passes { 0 } else { work_pointer(pass) };
+            // SAFETY: `frames` is a live tensor of `count` frames of
+            // `in_width x in_height` in `layout` and `dtype` (checked by the
+            // caller); `frame_list` holds the pass's `listed` frames, each
+            // below `count`, of windows with that pass; the crops lie inside those frames and their tables
+            // index `firsts` and `weights` as built above; `stages` holds
+            // `count / steps x passes` entries whose operations lie in the
+            // windows' rows of `ops` (`count / steps x slots`); each work
+            // buffer holds `count x pixels x 3` floats (a pass reads the one
+            // the previous wrote, and only a window that is not in its last
+            // pass writes), `sums` `passes x count` words, `out` every
+            // output element. All stay alive through the launches in stream
+            // order (a dropped buffer is freed in stream order).
+            unsafe { self.context.launch(entry::AugmentPass, config, (args,)) }.map_err(cuda_error)?;
         }
-        args.src = front.device_pointer();
-        args.out = out.device_pointer();
-        args.dtype = match dtype {
-            FrameDType::U8 => DTypeCode::U8,
-            FrameDType::F32 => DTypeCode::F32,
-        };
-        // SAFETY: as above.
-        unsafe { self.context.launch(entry::AugmentStore, config, (args,)) }.map_err(cuda_error)?;
-        drop((front, back, sums, ops, crops, firsts, weights));
+        drop((work, sums, table));
         Ok(Tensor::on_device(device, DeviceStorage::new(out), dtype.dtype(), out_shape))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kinds(kinds: &[AugmentKind]) -> Vec<AugmentOp> {
+        kinds.iter().map(|&kind| AugmentOp { kind, ..AugmentOp::default() }).collect()
+    }
+
+    /// (first, count, last, sums_next) of each pass.
+    fn cut(list: &[AugmentKind]) -> Vec<(u32, u32, u32, u32)> {
+        stages(&kinds(list)).iter().map(|s| (s.first, s.count, s.last, s.sums_next)).collect()
+    }
+
+    #[test]
+    fn passes_start_where_an_operation_reads_neighbours_or_the_mean() {
+        use AugmentKind::*;
+        // Nothing: one pass that reads and writes.
+        assert_eq!(cut(&[]), [(0, 0, 1, 0)]);
+        // Per-pixel operations share the first pass with the read.
+        assert_eq!(cut(&[Brightness, Hue, Gamma, Noise, Saturation]), [(0, 5, 1, 0)]);
+        // A contrast first: the read alone sums the grey, then the contrast.
+        assert_eq!(cut(&[Contrast]), [(0, 0, 0, 1), (0, 1, 1, 0)]);
+        assert_eq!(
+            cut(&[Brightness, Contrast, Hue, Sharpness, Saturation]),
+            [(0, 1, 0, 1), (1, 2, 0, 0), (3, 2, 1, 0)]
+        );
+        // A blur is two passes (rows, columns); an affine after it a third.
+        assert_eq!(
+            cut(&[BlurRows, BlurColumns, AffineBilinear, Contrast]),
+            [(0, 0, 0, 0), (0, 1, 0, 0), (1, 1, 0, 0), (2, 1, 0, 1), (3, 1, 1, 0)]
+        );
+        assert!(stages(&kinds(&[Sharpness, AffineNearest])).iter().all(|s| s.active == 1));
+    }
+
+    #[test]
+    fn each_pass_lists_the_frames_of_the_windows_that_have_it() {
+        use robocache_augment::{FrameAugment, Op};
+        let params = [
+            FrameAugment { crop: None, ops: vec![Op::Brightness(1.1)] },
+            FrameAugment { crop: None, ops: vec![Op::Contrast(0.9), Op::Sharpness(1.2)] },
+            FrameAugment::default(),
+        ];
+        let tables = Tables::new(&params, (8, 6), 2).unwrap();
+        assert_eq!(tables.passes, 3);
+        let lists: Vec<&[u32]> = tables.pass_lists.iter().map(|r| &tables.frame_lists[r.clone()]).collect();
+        assert_eq!(lists, [&[0, 1, 2, 3, 4, 5][..], &[2, 3], &[2, 3]]);
+        // Windows with fewer passes fill their rows with inactive stages.
+        let active: Vec<u32> = tables.stages.iter().map(|s| s.active).collect();
+        assert_eq!(active, [1, 0, 0, 1, 1, 1, 1, 0, 0]);
     }
 }
