@@ -9,6 +9,7 @@
 #define FUSION_INLINE 16
 #define MAX_TILE 32
 #define TILE_WARPS 8
+#define AUGMENT_PIXELS_PER_THREAD 4
 
 enum TimesMode : int {
     TIMES_SHARED = 0,

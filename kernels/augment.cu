@@ -306,13 +306,13 @@ __device__ __forceinline__ void apply_first(const AugmentArgs& a, const AugmentO
     }
 }
 
-// The grey of what a pass wrote for frame `frame` (`v`, where `inside`), in
-// fixed point, summed by warp shuffles and shared memory, then one atomic per
-// block into the pass's sums (every thread of a block is on the same frame).
-__device__ __forceinline__ void sum_grey(const AugmentArgs& a, uint64_t frame, bool inside, const float* v,
+// A pass's fixed-point grey sums of frame `frame` (`value`, each thread's
+// pixels' own), summed by warp shuffles and shared memory, then one atomic
+// per block into the pass's sums (every thread of a block is on the same
+// frame).
+__device__ __forceinline__ void sum_grey(const AugmentArgs& a, uint64_t frame, unsigned long long value,
                                          unsigned long long* warp_sums) {
     const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = (blockDim.x + 31) / 32;
-    unsigned long long value = inside ? (unsigned long long)(grey_of(v) * 4294967296.0f) : 0ull;
     for (int offset = 16; offset > 0; offset /= 2) {
         value += __shfl_down_sync(0xffffffffu, value, offset);
     }
@@ -335,6 +335,9 @@ __device__ __forceinline__ void sum_grey(const AugmentArgs& a, uint64_t frame, b
 // from global memory).
 #define SHARED_OPS 8
 
+// Pixels a thread of `augment_pass` takes (the host sizes the grid by it:
+// `AUGMENT_PIXELS_PER_THREAD` in abi.h).
+
 // Pass `pass` of every window that has one (see the top of the file). At
 // most 64 registers a thread, so that four blocks share a multiprocessor:
 // the pass waits on memory, and more warps hide more of it.
@@ -342,9 +345,11 @@ extern "C" __global__ void __launch_bounds__(256, 4) augment_pass(AugmentArgs a)
     __shared__ unsigned long long warp_sums[32];
     __shared__ AugmentOp shared_ops[SHARED_OPS];
     const uint32_t pixels = a.width * a.height;
-    const FrameSlot at = frame_slot(pixels);
-    const bool inside = at.pixel < pixels;
-    const uint32_t x = inside ? at.pixel % a.width : 0, y = inside ? at.pixel / a.width : 0;
+    // Each thread takes AUGMENT_PIXELS_PER_THREAD pixels of its frame, a
+    // frame's threads apart: a block's table reads and barriers serve more
+    // pixels.
+    const uint32_t threads = (pixels + AUGMENT_PIXELS_PER_THREAD - 1) / AUGMENT_PIXELS_PER_THREAD;
+    const FrameSlot at = frame_slot(threads);
     for (uint64_t listed = at.slot; listed < a.listed; listed += at.slots) {
         const uint64_t frame = a.frame_list[listed];
         const uint64_t window = frame / a.steps;
@@ -362,8 +367,14 @@ extern "C" __global__ void __launch_bounds__(256, 4) augment_pass(AugmentArgs a)
             __syncthreads();
             ops = shared_ops;
         }
-        float v[3] = {0.0f, 0.0f, 0.0f};
-        if (inside) {
+        unsigned long long grey_sum = 0;
+        for (uint32_t j = 0; j < AUGMENT_PIXELS_PER_THREAD; ++j) {
+            const uint32_t pixel = at.pixel + j * threads;
+            if (at.pixel >= threads || pixel >= pixels) {
+                break;
+            }
+            const uint32_t x = pixel % a.width, y = pixel / a.width;
+            float v[3] = {0.0f, 0.0f, 0.0f};
             uint32_t k = 0;
             if (a.pass == 0) {
                 load_pixel(a, frame, x, y, v);
@@ -377,12 +388,12 @@ extern "C" __global__ void __launch_bounds__(256, 4) augment_pass(AugmentArgs a)
                 k = 1;
             }
             for (; k < stage.count; ++k) {
-                apply_pointwise(ops[k], 0.0f, frame, a.steps, pixels, at.pixel, v);
+                apply_pointwise(ops[k], 0.0f, frame, a.steps, pixels, pixel, v);
             }
             if (stage.last) {
                 for (int c = 0; c < 3; ++c) {
-                    const uint64_t to = a.layout == LAYOUT_CHW ? (frame * 3 + c) * pixels + at.pixel
-                                                               : (frame * pixels + at.pixel) * 3 + c;
+                    const uint64_t to = a.layout == LAYOUT_CHW ? (frame * 3 + c) * pixels + pixel
+                                                               : (frame * pixels + pixel) * 3 + c;
                     if (a.out_dtype == DT_U8) {
                         // The reference's `(x * 255.999) as u8`: truncated, saturated.
                         const uint32_t level = __float2uint_rz(v[c] * 255.999f);
@@ -392,14 +403,17 @@ extern "C" __global__ void __launch_bounds__(256, 4) augment_pass(AugmentArgs a)
                     }
                 }
             } else {
-                float* out = a.work + (frame * pixels + at.pixel) * 3;
+                float* out = a.work + (frame * pixels + pixel) * 3;
                 for (int c = 0; c < 3; ++c) {
                     out[c] = v[c];
                 }
             }
+            if (stage.sums_next) {
+                grey_sum += (unsigned long long)(grey_of(v) * 4294967296.0f);
+            }
         }
         if (stage.sums_next) {
-            sum_grey(a, frame, inside, v, warp_sums);
+            sum_grey(a, frame, grey_sum, warp_sums);
         }
         // The next frame's operations go where this one's are read.
         __syncthreads();

@@ -28,9 +28,18 @@ pub const MAX_TILE: usize = 32;
 /// Warps in a block of the tiled kernels.
 pub const TILE_WARPS: usize = 8;
 
+/// Pixels of one frame a thread of `augment_pass` takes (a frame's
+/// threads apart): the grid has a frame's pixels over this many threads.
+pub const AUGMENT_PIXELS_PER_THREAD: usize = 4;
+
 /// The constants of the header: `(C name, value)`.
-const CONSTANTS: [(&str, usize); 4] =
-    [("MAX_GROUPS", MAX_GROUPS), ("FUSION_INLINE", FUSION_INLINE), ("MAX_TILE", MAX_TILE), ("TILE_WARPS", TILE_WARPS)];
+const CONSTANTS: [(&str, usize); 5] = [
+    ("MAX_GROUPS", MAX_GROUPS),
+    ("FUSION_INLINE", FUSION_INLINE),
+    ("MAX_TILE", MAX_TILE),
+    ("TILE_WARPS", TILE_WARPS),
+    ("AUGMENT_PIXELS_PER_THREAD", AUGMENT_PIXELS_PER_THREAD),
+];
 
 /// Declares integer code enums: the Rust enum and its C declaration, each
 /// variant with the name of its C constant.

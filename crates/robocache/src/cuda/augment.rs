@@ -9,7 +9,9 @@ use std::collections::BTreeMap;
 use robocache_augment::reference::{gaussian_kernel, inverse_affine_matrix, resize_taps};
 use robocache_augment::{FrameAugment, Interpolation, Op};
 use robocache_cpu::HostVec;
-use robocache_cuda::abi::{AugmentArgs, AugmentCrop, AugmentKind, AugmentOp, AugmentStage, DTypeCode};
+use robocache_cuda::abi::{
+    AugmentArgs, AugmentCrop, AugmentKind, AugmentOp, AugmentStage, DTypeCode, AUGMENT_PIXELS_PER_THREAD,
+};
 use robocache_cuda::entry;
 
 use super::backend::{CudaDevice, DeviceStorage};
@@ -342,7 +344,7 @@ impl CudaDevice {
             args.pass = pass as u32;
             args.frame_list = frame_list + (list.start * size_of::<u32>()) as u64;
             args.listed = list.len() as u64;
-            let config = frame_slots(list.len(), pixels)?;
+            let config = frame_slots(list.len(), pixels.div_ceil(AUGMENT_PIXELS_PER_THREAD))?;
             args.src = if pass == 0 { 0 } else { work_pointer(pass - 1) };
             args.work = if pass + 1 == tables.passes { 0 } else { work_pointer(pass) };
             // SAFETY: `frames` is a live tensor of `count` frames of
