@@ -69,8 +69,13 @@ fn step_windows_equal_robomimic_sequence_dataset() {
         let options = OpenOptions { split: split.map(str::to_owned), ..Default::default() };
         let dataset = Dataset::open_with(&path, &options).unwrap();
         let mut archive = npyz::npz::NpzArchive::open(&reference).unwrap();
-        let spec =
-            StepWindowSpec { seq_length: seq, frame_stack: fs, pad_seq_length: pad_seq, pad_frame_stack: pad_fs };
+        let spec = StepWindowSpec {
+            seq_length: seq,
+            frame_stack: fs,
+            pad_seq_length: pad_seq,
+            pad_frame_stack: pad_fs,
+            max_pad_after: None,
+        };
         let windows = StepWindows::new(dataset.info(), &spec);
         if archive.by_name("error").unwrap().is_some() {
             match windows {

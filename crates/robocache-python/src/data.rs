@@ -131,15 +131,17 @@ pub struct Loader {
 }
 
 /// Windows: `("times", hz, history, horizon, causal)`,
-/// `("steps", seq_length, frame_stack, pad_seq_length, pad_frame_stack)` or
-/// `("deltas", [(stream, [offset_s, ...]), ...], tolerance_s)` (LeRobot's
-/// `delta_timestamps`).
+/// `("steps", seq_length, frame_stack, pad_seq_length, pad_frame_stack)`,
+/// `("sequence", sequence_length, pad_before, pad_after)` (diffusion
+/// policy's `SequenceSampler`) or `("deltas", [(stream, [offset_s, ...]),
+/// ...], tolerance_s)` (LeRobot's `delta_timestamps`).
 #[derive(Debug, FromPyObject)]
 enum WindowsArg {
     // Before `Times`, whose shape a steps tuple also fits (pyo3 tries the
     // variants in order; the hz is always a float).
     Steps(String, usize, usize, bool, bool),
     Times(String, f64, usize, usize, bool),
+    Sequence(String, usize, usize, usize),
     Deltas(String, Vec<(String, Vec<f64>)>, f64),
 }
 
@@ -149,13 +151,23 @@ fn window_spec(windows: WindowsArg) -> PyResult<WindowSpec> {
             Ok(WindowSpec::Times(TimeWindowSpec { hz, history, horizon, causal }))
         }
         WindowsArg::Steps(tag, seq_length, frame_stack, pad_seq_length, pad_frame_stack) if tag == "steps" => {
-            Ok(WindowSpec::Steps(StepWindowSpec { seq_length, frame_stack, pad_seq_length, pad_frame_stack }))
+            Ok(WindowSpec::Steps(StepWindowSpec {
+                seq_length,
+                frame_stack,
+                pad_seq_length,
+                pad_frame_stack,
+                max_pad_after: None,
+            }))
+        }
+        WindowsArg::Sequence(tag, sequence_length, pad_before, pad_after) if tag == "sequence" => {
+            Ok(WindowSpec::Steps(StepWindowSpec::sequence(sequence_length, pad_before, pad_after)))
         }
         WindowsArg::Deltas(tag, deltas, tolerance_s) if tag == "deltas" => {
             Ok(WindowSpec::Deltas(DeltaTimestamps { deltas, tolerance_s }))
         }
         other => Err(invalid(format!(
-            "windows {other:?}: expected ('times', hz, history, horizon, causal), ('steps', ...) or ('deltas', ...)"
+            "windows {other:?}: expected ('times', hz, history, horizon, causal), ('steps', ...), ('sequence', ...) or \
+             ('deltas', ...)"
         ))),
     }
 }

@@ -47,3 +47,51 @@ def test_loader_steps_equal_zarr_pythons_arrays(name):
             assert np.abs(read.astype(int) - expected.astype(int)).max() <= 1, key
         else:
             np.testing.assert_array_equal(read, expected, err_msg=key)
+
+
+def sequence_sampler_windows(arrays, ends, sequence_length, pad_before, pad_after):
+    """Diffusion policy's SequenceSampler over a replay buffer, as its
+    create_indices and sample_sequence describe it (written out here: the
+    diffusion_policy package is not on PyPI): every start from -pad_before
+    to len - sequence_length + pad_after (pads clamped to sequence_length - 1),
+    the rows inside the episode, the first/last row repeated outside."""
+    pad_before = min(max(pad_before, 0), sequence_length - 1)
+    pad_after = min(max(pad_after, 0), sequence_length - 1)
+    windows = []
+    begin = 0
+    for end in ends:
+        length = int(end) - begin
+        for start in range(-pad_before, length - sequence_length + pad_after + 1):
+            steps = np.clip(np.arange(start, start + sequence_length), 0, length - 1) + begin
+            real = (np.arange(start, start + sequence_length) >= 0) & (np.arange(start, start + sequence_length) < length)
+            windows.append(({key: value[steps] for key, value in arrays.items()}, real))
+        begin = int(end)
+    return windows
+
+
+# The fixture's episodes have 12, 13 and 15 steps: windows of 16 exist only
+# with padding, of 4 without.
+@pytest.mark.parametrize("length, pads", [(4, (0, 0)), (4, (1, 3)), (16, (1, 7)), (16, (3, 0)), (16, (0, 15)),
+                                          (16, (20, 20)), (16, (0, 0))])
+def test_sequence_windows_equal_diffusion_policys_sequence_sampler(length, pads):
+    if not FIXTURES.is_dir():
+        pytest.skip("the fixtures are beside the checkout's crates, not here")
+    arrays, ends = zarr_arrays(FIXTURES / "pusht_v2.zarr")
+    pad_before, pad_after = pads
+    theirs = sequence_sampler_windows(arrays, ends, length, pad_before, pad_after)
+    keys = sorted(arrays)
+    windows = {"sequence_length": length, "pad_before": pad_before, "pad_after": pad_after}
+    if not theirs:
+        # SequenceSampler would be empty; robocache says why.
+        with pytest.raises(robocache.DatasetError, match="no episode is long enough .* has 15 steps"):
+            robocache.Loader(FIXTURES / "pusht_v2.zarr", keys, windows=windows, batch_size=1, device="cpu")
+        return
+    loader = robocache.Loader(FIXTURES / "pusht_v2.zarr", keys, windows=windows, batch_size=len(theirs),
+                              shuffle=False, device="cpu")
+    assert len(loader) == 1
+    batch = next(iter(loader))
+    assert len(np.asarray(batch["sample_index"])) == len(theirs)
+    for i, (values, real) in enumerate(theirs):
+        for key in keys:
+            np.testing.assert_array_equal(np.asarray(batch[key])[i], values[key], err_msg=f"window {i} {key}")
+            np.testing.assert_array_equal(np.asarray(batch[f"{key}_is_pad"])[i], ~real, err_msg=f"window {i} {key}")

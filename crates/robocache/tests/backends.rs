@@ -1070,12 +1070,7 @@ fn device_frame_cache_serves_the_batches_it_would_decode(device: &Device) {
         .unwrap_err()
         .to_string();
     assert!(error.contains("cannot serve frames resized"), "{error}");
-    let steps = WindowSpec::Steps(StepWindowSpec {
-        seq_length: 2,
-        frame_stack: 1,
-        pad_seq_length: true,
-        pad_frame_stack: true,
-    });
+    let steps = WindowSpec::Steps(StepWindowSpec { seq_length: 2, ..Default::default() });
     let error = Loader::new(
         device,
         dataset,

@@ -306,7 +306,11 @@ class Loader(_Resumable):
     at or before it, held, so that :class:`robocache.Live` gives the same
     windows on the robot) or ``{"seq_length": 16, "frame_stack": 2}``
     (robomimic step windows; ``pad_seq_length``/``pad_frame_stack`` default
-    True). ``spec()`` returns the :class:`robocache.LoaderSpec` to save
+    True) or ``{"sequence_length": 16, "pad_before": 1, "pad_after": 7}``
+    (diffusion policy's ``SequenceSampler``: every run of
+    ``sequence_length`` steps starting at most ``pad_before`` steps before
+    an episode and ending at most ``pad_after`` past it, edges repeated;
+    both default 0). ``spec()`` returns the :class:`robocache.LoaderSpec` to save
     with a checkpoint.
 
     ``delta_timestamps={key: [offsets in s]}`` instead of ``windows`` gives
@@ -472,8 +476,13 @@ class Loader(_Resumable):
         elif "seq_length" in windows:
             spec = ("steps", int(windows["seq_length"]), int(windows.get("frame_stack", 1)),
                     bool(windows.get("pad_seq_length", True)), bool(windows.get("pad_frame_stack", True)))
+        elif "sequence_length" in windows:
+            spec = ("sequence", int(windows["sequence_length"]), int(windows.get("pad_before", 0)),
+                    int(windows.get("pad_after", 0)))
         else:
-            raise InvalidInputError("windows needs hz/history/horizon (time windows) or seq_length/frame_stack")
+            raise InvalidInputError("windows needs hz/history/horizon (time windows), seq_length/frame_stack "
+                                    "(robomimic step windows) or sequence_length/pad_before/pad_after "
+                                    "(diffusion policy's SequenceSampler)")
         # LeRobot's frames: channels first, float32 in [0, 1] (or uint8),
         # converted from the decoder's YUV on the loader's device.
         if self._lerobot is not None:
