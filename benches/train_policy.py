@@ -317,7 +317,7 @@ def robomimic_feed(args, device, workers, cache_mode, rank, world_size, epoch_id
     return batches(), len(dataset), ids
 
 
-def robocache_feed(args, device, windows, rank, world_size):
+def robocache_feed(args, device, windows, rank, world_size, augment=None):
     import torch
     import robocache
 
@@ -326,7 +326,7 @@ def robocache_feed(args, device, windows, rank, world_size):
         streams.append("obs/joint_pos")
     loader = robocache.Loader(args.file, streams, windows=windows, batch_size=args.batch, device=device,
                               seed=0, drop_last=True, workers=args.robocache_workers, prefetch=4,
-                              rank=rank, world_size=world_size)
+                              rank=rank, world_size=world_size, augment=augment)
     steps = OBS_STEPS - 1 + CHUNK
 
     def batches():
@@ -592,7 +592,8 @@ def main():
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--models", default="small,large")
     parser.add_argument("--feeds", default="synthetic,robocache-steps,robocache-times,robomimic-4,robomimic-8",
-                        help="synthetic, robocache-steps, robocache-times, robocache-once (one robocache batch "
+                        help="synthetic, robocache-steps, robocache-times (each also +augment: --augment per "
+                             "sample on the GPU), robocache-once (one robocache batch "
                              "repeated), robomimic-N (num_workers N); on --lerobot-root: lerobot-N (LeRobotDataset "
                              "+ DataLoader, N workers), robocache-lerobot-N (N workers), robocache-lerobot-cache-N "
                              "(with the frame cache, after one epoch that fills it), robocache-lerobot-gpucache-N (the "
@@ -610,6 +611,9 @@ def main():
                         help="the mixture feeds' batches_together (default: the library's)")
     parser.add_argument("--robomimic-cache", default="low_dim", choices=["low_dim", "all"])
     parser.add_argument("--robocache-workers", type=int, default=4)
+    parser.add_argument("--augment", default="lerobot",
+                        help="the augmentation of the robocache-steps+augment and robocache-times+augment feeds "
+                             "(a preset name: lerobot, act, openpi, groot, diffusion_policy)")
     parser.add_argument("--ddp", action="store_true", help="under torchrun: DDP, sharded loaders, exactly-once check")
     parser.add_argument("--out", default=".")
     args = parser.parse_args()
@@ -657,12 +661,13 @@ def main():
             params = sum(p.numel() for p in model.parameters())
             if name == "synthetic":
                 feed = synthetic_feed(args, device)
-            elif name == "robocache-steps":
+            elif name in ("robocache-steps", "robocache-steps+augment"):
                 feed, _ = robocache_feed(args, f"cuda:{local_rank}", {"seq_length": CHUNK, "frame_stack": OBS_STEPS},
-                                         rank, world_size)
-            elif name == "robocache-times":
+                                         rank, world_size, augment=args.augment if name.endswith("+augment") else None)
+            elif name in ("robocache-times", "robocache-times+augment"):
                 feed, _ = robocache_feed(args, f"cuda:{local_rank}", {"hz": 50.0, "history": OBS_STEPS - 1,
-                                                                      "horizon": CHUNK}, rank, world_size)
+                                                                      "horizon": CHUNK}, rank, world_size,
+                                         augment=args.augment if name.endswith("+augment") else None)
             elif name == "robocache-once":
                 # One robocache batch, repeated: its tensors without any loading
                 # going on (tells the loader's activity from its batches).
