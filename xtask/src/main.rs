@@ -72,7 +72,12 @@ enum Task {
         args: Vec<String>,
     },
     /// Print the tools' settings as shell exports: `eval "$(cargo xtask env)"`.
-    Env,
+    Env {
+        /// Only the build's tools (CMake, maturin, NASM), not the tests'
+        /// (PyTorch, the oracles' packages, nginx): what clippy and a build need.
+        #[arg(long)]
+        build: bool,
+    },
     /// Time the CPU backend against NumPy (benches/cpu_vs_numpy.py) and print the ratios.
     BenchNumpy {
         /// Timed calls per workload.
@@ -157,7 +162,10 @@ fn main() -> Result<()> {
             all.extend(args);
             cargo_with(Needs::Build, &["run", "--release", "--quiet", "-p", "robocache-cli"], &all)
         }
-        Task::Env => python_tools::PythonTools::ensure().map(|tools| print!("{}", tools.exports())),
+        Task::Env { build } => {
+            let needs = if build { python_tools::Needs::Build } else { python_tools::Needs::Tests };
+            python_tools::PythonTools::ensure_for(needs).map(|tools| print!("{}", tools.exports()))
+        }
         Task::BenchNumpy { repeats } => bench_numpy(repeats),
         Task::BuildPtx { check } => cuda_tools::build_ptx(check),
         Task::DriverLoader { check } => cuda_tools::driver_loader(check),
