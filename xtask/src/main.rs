@@ -163,7 +163,7 @@ fn main() -> Result<()> {
             cargo_with(Needs::Build, &["run", "--release", "--quiet", "-p", "robocache-cli"], &all)
         }
         Task::Env { build } => {
-            let needs = if build { python_tools::Needs::Build } else { python_tools::Needs::Tests };
+            let needs = if build { Needs::Build } else { Needs::Tests };
             python_tools::PythonTools::ensure_for(needs).map(|tools| print!("{}", tools.exports()))
         }
         Task::BenchNumpy { repeats } => bench_numpy(repeats),
