@@ -16,7 +16,13 @@
 //! - **Rates**: a replay buffer stores none. Known layouts have theirs
 //!   ([`RATES`]: diffusion policy's PushT at 10 Hz, UMI's GoPro at
 //!   59.94 Hz); any other needs [`ZarrOptions::rate_hz`], which the error
-//!   names.
+//!   names, unless it has timestamps.
+//! - **Clock**: a `data/timestamp` array (seconds, f64 or f32, as diffusion
+//!   policy's real-robot recorder writes it) is every stream's clock: time
+//!   windows read it, episodes last from its first to its last time, and a
+//!   buffer with no known rate keeps the one its median step interval
+//!   gives. Its times must increase within each episode (an error names the
+//!   episode and row). Without it, step `i` is at `i / rate`.
 //!
 //! ```no_run
 //! use robocache_datasource::format_reader::FormatKind;
@@ -32,6 +38,7 @@
 pub mod jpegxl;
 mod replay_buffer;
 mod store;
+mod timestamps;
 
 use std::path::Path;
 

@@ -21,6 +21,7 @@ use zarrs::array_subset::ArraySubset;
 
 use crate::jpegxl::JpegXlArray;
 use crate::store::{ZarrStore, MAX_VALUE_BYTES};
+use crate::timestamps;
 use crate::{rate_of, ZarrOptions, ZARR};
 
 /// Where the episodes end (exclusive row numbers into `data/*`).
@@ -41,6 +42,8 @@ struct ReplayBuffer {
     arrays: HashMap<String, DataArray>,
     /// Each episode's first row.
     starts: Vec<u64>,
+    /// Each episode's step times, where the buffer has `data/timestamp`.
+    times: Option<Vec<Arc<[f64]>>>,
 }
 
 fn layout_error(store: &ZarrStore, path: &str, problem: impl Into<String>) -> Error {
@@ -157,15 +160,32 @@ pub fn open(path: &Path, storage: &Storage, options: &ZarrOptions) -> Result<Ope
     if described.is_empty() {
         return Err(layout_error(&store, "data", "holds no arrays robocache reads"));
     }
+    let times = match arrays.get(timestamps::TIMESTAMP) {
+        Some(DataArray::Zarrs(array)) => Some(timestamps::read(&store, array, &ends)?),
+        _ => None,
+    };
     let names: Vec<&str> = described.iter().map(|(name, _, _)| name.as_str()).collect();
-    let (rate_hz, layout) =
-        rate_of(&names, options.rate_hz).map_err(|problem| layout_error(&store, "data", problem))?;
+    let (rate_hz, layout) = match (rate_of(&names, options.rate_hz), times.as_deref().and_then(timestamps::rate)) {
+        (Ok(known), _) => known,
+        // No rate named: the one the timestamps keep (for step windows'
+        // anchors; time windows read the timestamps themselves).
+        (Err(_), Some(hz)) if options.rate_hz.is_none() => (hz, "replay-buffer"),
+        (Err(problem), _) => return Err(layout_error(&store, "data", problem)),
+    };
 
     let mut starts = Vec::with_capacity(ends.len());
     let mut episodes = Vec::with_capacity(ends.len());
     let mut start = 0;
     for (index, &end) in ends.iter().enumerate() {
         let len = (end - start) as usize;
+        let timeline = match &times {
+            Some(_) => Timeline::Explicit { key: format!("data/{}", timestamps::TIMESTAMP) },
+            None => Timeline::Uniform { start: 0.0, hz: rate_hz },
+        };
+        let duration_s = match &times {
+            Some(times) => times[index].last().copied().unwrap_or(0.0) - times[index].first().copied().unwrap_or(0.0),
+            None => len.saturating_sub(1) as f64 / rate_hz,
+        };
         let streams = described
             .iter()
             .map(|(name, dtype, step_shape)| StreamInfo {
@@ -174,7 +194,7 @@ pub fn open(path: &Path, storage: &Storage, options: &ZarrOptions) -> Result<Ope
                 step_shape: step_shape.clone(),
                 len,
                 kind: kind_of(name, *dtype, step_shape),
-                timeline: Timeline::Uniform { start: 0.0, hz: rate_hz },
+                timeline: timeline.clone(),
                 source: format!("data/{name}"),
             })
             .collect();
@@ -183,7 +203,7 @@ pub fn open(path: &Path, storage: &Storage, options: &ZarrOptions) -> Result<Ope
         episodes.push(EpisodeInfo {
             name: format!("episode_{index}"),
             len,
-            duration_s: (len - 1) as f64 / rate_hz,
+            duration_s,
             streams,
             instruction: None,
             metadata,
@@ -194,11 +214,14 @@ pub fn open(path: &Path, storage: &Storage, options: &ZarrOptions) -> Result<Ope
     let mut metadata = Map::new();
     metadata.insert("layout".into(), Value::from(layout));
     metadata.insert("zarr_format".into(), Value::from(zarr_format));
+    if times.is_some() {
+        metadata.insert("clock".into(), Value::from(format!("data/{}", timestamps::TIMESTAMP)));
+    }
     if !ignored.is_empty() {
         metadata.insert("ignored".into(), Value::Object(ignored));
     }
     let info = DatasetInfo { path: path.to_path_buf(), format: ZARR, rate_hz, episodes, splits: Vec::new(), metadata };
-    Ok((Box::new(ReplayBuffer { store, arrays, starts }), info))
+    Ok((Box::new(ReplayBuffer { store, arrays, starts, times }), info))
 }
 
 fn short(store: &ZarrStore, key: &str, rows: u64, total: u64) -> Error {
@@ -283,11 +306,15 @@ impl FormatReader for ReplayBuffer {
         }
     }
 
-    fn explicit_times(&self, _: &DatasetInfo, _: usize, stream: &StreamInfo, _: &str) -> Result<Arc<[f64]>> {
-        Err(Error::Invalid(format!(
-            "stream `{}`: replay buffer streams are on the step clock and have no explicit timestamps",
-            stream.name
-        )))
+    fn explicit_times(&self, _: &DatasetInfo, episode: usize, stream: &StreamInfo, _: &str) -> Result<Arc<[f64]>> {
+        match self.times.as_ref().and_then(|times| times.get(episode)) {
+            Some(times) => Ok(times.clone()),
+            None => Err(Error::Invalid(format!(
+                "stream `{}`: this replay buffer has no data/{} array; its streams are on the step clock",
+                stream.name,
+                timestamps::TIMESTAMP
+            ))),
+        }
     }
 
     fn as_any(&self) -> &dyn Any {

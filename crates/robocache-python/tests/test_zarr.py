@@ -95,3 +95,61 @@ def test_sequence_windows_equal_diffusion_policys_sequence_sampler(length, pads)
         for key in keys:
             np.testing.assert_array_equal(np.asarray(batch[key])[i], values[key], err_msg=f"window {i} {key}")
             np.testing.assert_array_equal(np.asarray(batch[f"{key}_is_pad"])[i], ~real, err_msg=f"window {i} {key}")
+
+
+def write_timed_buffer(path, times, ends):
+    """A replay buffer as diffusion policy's real-robot recorder leaves it:
+    `data/timestamp` (seconds, f64) beside the data, here a copy of the
+    times as a stream (`clock_copy`) and an action."""
+    zarr = pytest.importorskip("zarr")
+    if int(zarr.__version__.split(".")[0]) >= 3:
+        pytest.skip("written with zarr-python 2's API")
+    root = zarr.open_group(str(path), mode="w")
+    data, meta = root.create_group("data"), root.create_group("meta")
+    data.array("timestamp", np.asarray(times, dtype=np.float64), chunks=(64,))
+    data.array("clock_copy", np.asarray(times, dtype=np.float64)[:, None], chunks=(64, 1))
+    data.array("action", np.arange(len(times) * 2, dtype=np.float32).reshape(-1, 2), chunks=(64, 2))
+    meta.array("episode_ends", np.asarray(ends, dtype=np.int64))
+
+
+def test_a_timestamp_array_is_the_replay_buffers_clock(tmp_path):
+    # Two episodes recorded near 10 Hz with jitter and a 0.4 s stall, on a
+    # wall clock: time windows must follow these times, not i / rate.
+    rng = np.random.default_rng(0)
+    steps = np.concatenate([[0.0], np.cumsum(0.1 + rng.uniform(-0.03, 0.03, 59))])
+    steps[30:] += 0.4
+    times = np.concatenate([1000.0 + steps[:25], 2000.0 + steps[25:]])
+    path = tmp_path / "timed.zarr"
+    write_timed_buffer(path, times, [25, 60])
+    dataset = robocache.open(path)
+    assert [e["len"] for e in dataset.episodes] == [25, 35]
+    np.testing.assert_allclose([e["duration_s"] for e in dataset.episodes],
+                               [times[24] - times[0], times[59] - times[25]])
+    # Time windows on a 20 Hz policy clock: the copy of the clock, linearly
+    # resampled, reads back each window's own times where they are inside
+    # the episode.
+    loader = robocache.Loader(path, ["clock_copy"], windows={"hz": 20.0, "history": 2, "horizon": 4},
+                              batch_size=16, shuffle=False, device="cpu")
+    checked = 0
+    for batch in loader:
+        anchors = np.asarray(batch["anchor"])
+        values = np.asarray(batch["clock_copy"])[..., 0]
+        pad = np.asarray(batch["clock_copy_is_pad"])
+        for b, anchor in enumerate(anchors):
+            wanted = anchor + (np.arange(values.shape[1]) - 2) / 20.0
+            inside = ~pad[b]
+            # f32 values keep about 1e-4 s at 2000 s; a clock of i / rate
+            # would be off by the jitter (up to 30 ms) and the stall (0.4 s).
+            atol = 1e-9 if values.dtype == np.float64 else 1e-3
+            np.testing.assert_allclose(values[b][inside], wanted[inside], rtol=0, atol=atol)
+            checked += int(inside.sum())
+    assert checked > 100
+
+
+def test_timestamps_that_do_not_increase_are_an_error_naming_episode_and_row(tmp_path):
+    times = np.arange(20, dtype=np.float64) * 0.1
+    times[13] = times[12]
+    path = tmp_path / "stalled.zarr"
+    write_timed_buffer(path, times, [10, 20])
+    with pytest.raises(robocache.DatasetError, match=r"data/timestamp.*episode 1, row 13: 1\.2.* after 1\.2"):
+        robocache.open(path)
