@@ -103,6 +103,25 @@ fn diffusion_policys_replay_buffers_read_as_zarr_python_reads_them() {
         }
         let windows = StepWindows::new(info, &StepWindowSpec { seq_length: 4, ..Default::default() }).unwrap();
         assert_eq!(dataset.read_step_window(&windows.window(0).unwrap(), "action").unwrap().len(), 4 * 2);
+        // The image chunks kept decompressed (the frame cache's budget):
+        // the same frames, read twice, as without; a budget of one chunk
+        // evicts as it goes and still reads the same.
+        let uncached: Vec<HostVec> = (0..info.episodes.len()).map(|e| dataset.read_stream(e, "img").unwrap()).collect();
+        for budget in [64 << 20, 24 * 24 * 3 * 4] {
+            dataset.set_frame_cache_budget(budget);
+            for _ in 0..2 {
+                for (episode, expected) in uncached.iter().enumerate() {
+                    assert_eq!(&dataset.read_stream(episode, "img").unwrap(), expected, "{store} budget {budget}");
+                    let (HostVec::U8(rows), HostVec::U8(whole)) =
+                        (dataset.read_rows(episode, "img", 1..3).unwrap(), expected)
+                    else {
+                        panic!("{store}: img is not bytes")
+                    };
+                    assert_eq!(rows[..], whole[24 * 24 * 3..3 * 24 * 24 * 3], "{store} episode {episode} rows 1..3");
+                }
+            }
+        }
+        dataset.set_frame_cache_budget(0);
     }
 }
 

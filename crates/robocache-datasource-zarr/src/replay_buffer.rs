@@ -6,7 +6,7 @@ use std::any::Any;
 use std::collections::HashMap;
 use std::ops::Range;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use robocache_cpu::DType;
 use robocache_datasource::format_reader::{FormatReader, Opened};
@@ -16,7 +16,8 @@ use robocache_datasource::model::{
 use robocache_datasource::{Error, Result};
 use robocache_storage::Storage;
 use serde_json::{Map, Value};
-use zarrs::array::{Array, ArrayCreateError, DataType};
+use zarrs::array::codec::CodecOptions;
+use zarrs::array::{Array, ArrayChunkCacheExt, ArrayCreateError, ChunkCacheDecodedLruSizeLimit, DataType};
 use zarrs::array_subset::ArraySubset;
 
 use crate::jpegxl::JpegXlArray;
@@ -44,6 +45,22 @@ struct ReplayBuffer {
     starts: Vec<u64>,
     /// Each episode's step times, where the buffer has `data/timestamp`.
     times: Option<Vec<Arc<[f64]>>>,
+    /// The image arrays' decompressed chunks, by stream, while the frame
+    /// cache has a budget (a window reads a few rows of chunks of many).
+    chunk_caches: ChunkCaches,
+    /// The streams whose kind is image.
+    image_streams: Vec<String>,
+}
+
+/// Decompressed chunks of the image arrays, by stream.
+#[derive(Default)]
+struct ChunkCaches(RwLock<HashMap<String, Arc<ChunkCacheDecodedLruSizeLimit>>>);
+
+impl std::fmt::Debug for ChunkCaches {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<String> = self.0.read().map(|c| c.keys().cloned().collect()).unwrap_or_default();
+        f.debug_tuple("ChunkCaches").field(&names).finish()
+    }
 }
 
 fn layout_error(store: &ZarrStore, path: &str, problem: impl Into<String>) -> Error {
@@ -221,7 +238,15 @@ pub fn open(path: &Path, storage: &Storage, options: &ZarrOptions) -> Result<Ope
         metadata.insert("ignored".into(), Value::Object(ignored));
     }
     let info = DatasetInfo { path: path.to_path_buf(), format: ZARR, rate_hz, episodes, splits: Vec::new(), metadata };
-    Ok((Box::new(ReplayBuffer { store, arrays, starts, times }), info))
+    let chunk_caches = ChunkCaches::default();
+    let image_streams = described
+        .iter()
+        .filter(|(name, dtype, step_shape)| {
+            matches!(kind_of(name, *dtype, step_shape), StreamKind::All(ChannelKind::Image))
+        })
+        .map(|(name, _, _)| name.clone())
+        .collect();
+    Ok((Box::new(ReplayBuffer { store, arrays, starts, times, chunk_caches, image_streams }), info))
 }
 
 fn short(store: &ZarrStore, key: &str, rows: u64, total: u64) -> Error {
@@ -289,10 +314,14 @@ impl FormatReader for ReplayBuffer {
                 let rows: Range<u64> = start..end;
                 let ranges: Vec<Range<u64>> =
                     std::iter::once(rows).chain(array.shape()[1..].iter().map(|&d| 0..d)).collect();
-                let bytes = array
-                    .retrieve_array_subset(&ArraySubset::new_with_ranges(&ranges))
-                    .and_then(|bytes| bytes.into_fixed().map_err(Into::into))
-                    .map_err(|e| layout_error(&self.store, &stream.source, format!("rows {start}..{end}: {e}")))?;
+                let subset = ArraySubset::new_with_ranges(&ranges);
+                let cache = self.chunk_caches.0.read().ok().and_then(|caches| caches.get(&stream.name).cloned());
+                let bytes = match cache {
+                    Some(cache) => array.retrieve_array_subset_opt_cached(&*cache, &subset, &CodecOptions::default()),
+                    None => array.retrieve_array_subset(&subset),
+                }
+                .and_then(|bytes| bytes.into_fixed().map_err(Into::into))
+                .map_err(|e| layout_error(&self.store, &stream.source, format!("rows {start}..{end}: {e}")))?;
                 if bytes.len() != out.len() {
                     return Err(layout_error(
                         &self.store,
@@ -314,6 +343,26 @@ impl FormatReader for ReplayBuffer {
                 stream.name,
                 timestamps::TIMESTAMP
             ))),
+        }
+    }
+
+    fn set_decoded_frames_budget(&self, bytes: usize) {
+        let images: Vec<&String> = self
+            .arrays
+            .iter()
+            .filter(|(name, array)| matches!(array, DataArray::Zarrs(_)) && self.image_streams.contains(*name))
+            .map(|(name, _)| name)
+            .collect();
+        let Ok(mut caches) = self.chunk_caches.0.write() else { return };
+        caches.clear();
+        if bytes == 0 || images.is_empty() {
+            return;
+        }
+        // The budget shared evenly: each array's chunks are keyed by their
+        // indices in that array, so each array has its own cache.
+        let share = (bytes / images.len()) as u64;
+        for name in images {
+            caches.insert(name.clone(), Arc::new(ChunkCacheDecodedLruSizeLimit::new(share)));
         }
     }
 

@@ -300,12 +300,14 @@ impl DatasetReader {
     /// Sets the byte budget of the decoded-frame cache: camera frames
     /// decoded from a format's video are kept as the
     /// decoder's YUV 4:2:0 planes (1.5 bytes a pixel) in host memory up to this many bytes, the first ones decoded, and
-    /// read from there afterwards (0, the default: none kept). Datasets
-    /// without video ignore it.
+    /// read from there afterwards (0, the default: none kept). Formats that
+    /// decompress frames by blocks keep those instead (a Zarr image array's
+    /// chunks, least recently used out first); the other datasets ignore it.
     pub fn set_frame_cache_budget(&self, bytes: usize) {
         if let Some(video) = self.video() {
             video.set_frame_cache_budget(bytes);
         }
+        self.reader.set_decoded_frames_budget(bytes);
     }
 
     /// Where camera frames of video features are decoded: on the CPU (the

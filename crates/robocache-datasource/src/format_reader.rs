@@ -169,6 +169,12 @@ pub trait FormatReader: Debug + Send + Sync + Any {
         None
     }
 
+    /// The byte budget of the decoded frames a format keeps itself (not
+    /// video: [`FormatReader::video`] has its own), such as a Zarr image
+    /// array's decompressed chunks; 0 keeps none. Formats that keep none
+    /// ignore it.
+    fn set_decoded_frames_budget(&self, _bytes: usize) {}
+
     /// The sidecar index of the dataset opened as `info` and where it goes
     /// by default; `None` for formats without one.
     fn index_file(&self, _info: &DatasetInfo) -> Option<(PathBuf, Vec<u8>)> {
