@@ -12,6 +12,7 @@ compression), frames as float32 channels first, pad masks.
 
     python benches/sequence_sampler.py /tmp/pusht.zarr --make --episodes 100 --steps 150
     python benches/sequence_sampler.py /tmp/pusht.zarr --workers 2 --batches 40 --json out.json
+    python benches/sequence_sampler.py /tmp/pusht.zarr --workers 16 --device cuda --warmup 225 --batches 150
 
 --make writes a PushT-shaped buffer with zarr-python 2 (`img` 96x96x3
 uint8, `state` [5], `action` [2], `meta/episode_ends`). Windows are
@@ -112,12 +113,14 @@ class PushTImageDataset:
                 "action": torch.from_numpy(data["action"])}
 
 
-def timed(batches, warmup, count, batch_size):
+def timed(batches, warmup, count, batch_size, synchronize=lambda: None):
     for _ in range(warmup):
         next(batches)
+    synchronize()
     started = time.perf_counter()
     for _ in range(count):
         next(batches)
+    synchronize()
     return count * batch_size / (time.perf_counter() - started)
 
 
@@ -136,6 +139,8 @@ def main():
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--batches", type=int, default=40)
+    parser.add_argument("--device", default="cpu", help="robocache's device (cuda: the frames converted there; the "
+                        "baseline's batches stay on the CPU, its copy to the GPU not counted)")
     parser.add_argument("--json")
     args = parser.parse_args()
     if args.make:
@@ -155,13 +160,16 @@ def main():
     windows = {"sequence_length": HORIZON, "pad_before": PAD_BEFORE, "pad_after": PAD_AFTER}
     started = time.perf_counter()
     # PushT at 10 Hz (the bench buffer lacks the keypoint arrays robocache knows PushT by).
-    ours = robocache.Loader(robocache.open(args.path, rate_hz=10.0), KEYS, windows=windows, batch_size=args.batch, shuffle=True, device="cpu",
-                            workers=args.workers, frame_layout="chw", frame_dtype="float32", drop_last=True)
+    ours = robocache.Loader(robocache.open(args.path, rate_hz=10.0), KEYS, windows=windows, batch_size=args.batch,
+                            shuffle=True, device=args.device, workers=args.workers, frame_layout="chw",
+                            frame_dtype="float32", drop_last=True)
     ours_open_s = time.perf_counter() - started
-    ours_rate = timed(forever(lambda: iter(ours)), args.warmup, args.batches, args.batch)
+    synchronize = torch.cuda.synchronize if args.device.startswith("cuda") else (lambda: None)
+    ours_rate = timed(forever(lambda: iter(ours)), args.warmup, args.batches, args.batch, synchronize)
 
     rows = {"diffusion policy PushTImageDataset + DataLoader": theirs_rate, "robocache Loader": ours_rate}
-    meta = {"windows": len(theirs), "workers": args.workers, "batch": args.batch, "cpus": os.cpu_count(),
+    meta = {"windows": len(theirs), "workers": args.workers, "device": args.device, "batch": args.batch,
+            "cpus": os.cpu_count(),
             "open_s": {"diffusion policy (copy into memory)": theirs_open_s, "robocache": ours_open_s}}
     if args.json:
         with open(args.json, "w") as out:
