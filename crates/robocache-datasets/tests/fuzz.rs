@@ -37,6 +37,7 @@ fn targets() -> &'static [(PathBuf, PathBuf)] {
             "ros2",
             "zarr/pusht_v2.zarr",
             "zarr/pusht_v3.zarr",
+            "zarr/timed_v2.zarr",
         ];
         let mut out = Vec::new();
         for root in roots.map(|r| fixtures().join(r)) {

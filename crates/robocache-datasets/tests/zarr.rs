@@ -32,6 +32,16 @@ fn largest_difference<R: std::io::Read>(read: &HostVec, expected: npyz::NpyFile<
                 f64::INFINITY
             }
         }
+        HostVec::F64(values) => {
+            let expected: Vec<f64> = expected.into_vec().unwrap();
+            assert_eq!(values.len(), expected.len());
+            let equal = values.iter().zip(&expected).all(|(a, b)| a.to_bits() == b.to_bits());
+            if equal {
+                0.0
+            } else {
+                f64::INFINITY
+            }
+        }
         other => panic!("{} was not written", other.dtype()),
     }
 }
@@ -69,6 +79,10 @@ fn compare(dataset: &Dataset, reference: &str) -> Vec<(String, f64)> {
                 (Some(HostVec::F32(mut all)), HostVec::F32(more)) => {
                     all.extend(more);
                     HostVec::F32(all)
+                }
+                (Some(HostVec::F64(mut all)), HostVec::F64(more)) => {
+                    all.extend(more);
+                    HostVec::F64(all)
                 }
                 (Some(all), part) => panic!("{key}: {} then {}", all.dtype(), part.dtype()),
             });
@@ -259,4 +273,37 @@ fn a_zip_entry_claiming_gigabytes_is_refused() {
         Err(error) => error.to_string(),
     });
     assert!(text.contains("bomb.zarr.zip") && text.contains("data/state/0.0") && text.contains("4294967295"), "{text}");
+}
+
+/// A real robot's buffer (`make_zarr_fixtures.py timed`: wall-clock
+/// seconds near 10 Hz with jitter and a stall in `data/timestamp`): those
+/// times are every stream's clock, the episodes last as long as they say,
+/// the rate is their median step's, the arrays read as zarr-python reads them.
+#[test]
+fn a_real_robots_timestamps_are_its_clock() {
+    use robocache_datasets::StreamTimes;
+
+    let dataset = Dataset::open(fixture("timed_v2.zarr")).unwrap();
+    let info = dataset.info();
+    assert_eq!(info.metadata["clock"], "data/timestamp");
+    assert!((info.rate_hz - 10.0).abs() < 0.3, "the median step's rate: {}", info.rate_hz);
+    let bytes = std::fs::read(fixture("timed_v2.npz")).unwrap();
+    let mut archive = npyz::npz::NpzArchive::new(std::io::Cursor::new(bytes)).unwrap();
+    let times: Vec<f64> = archive.by_name("data/timestamp").unwrap().unwrap().into_vec().unwrap();
+    let mut start = 0;
+    for (episode, end) in [12usize, 25, 40].into_iter().enumerate() {
+        for stream in ["action", "robot_eef_pose", "timestamp"] {
+            let StreamTimes::Explicit(clock) = dataset.times(episode, stream).unwrap() else {
+                panic!("episode {episode} {stream}: not on the timestamps")
+            };
+            assert_eq!(&clock[..], &times[start..end], "episode {episode} {stream}");
+        }
+        assert_eq!(info.episodes[episode].duration_s, times[end - 1] - times[start], "episode {episode}");
+        let HostVec::F64(stamps) = dataset.read_stream(episode, "timestamp").unwrap() else { panic!("f64") };
+        assert_eq!(stamps[..], times[start..end]);
+        start = end;
+    }
+    let compared = compare(&dataset, "timed_v2.npz");
+    assert_eq!(compared.len(), 3, "{compared:?}");
+    assert!(compared.iter().all(|(_, d)| *d == 0.0), "{compared:?}");
 }
