@@ -103,6 +103,34 @@ fn compressed_cameras_decode_to_the_pixels_opencv_gives_act() {
     // A window's frames from the middle of an episode, one read.
     let rows = dataset.read_rows(1, "observations/images/cam_high", 3..6).unwrap();
     assert_eq!(rows.len(), 3 * 48 * 64 * 3);
+
+    // Decoded frames kept within the frame cache's budget: the first pass
+    // decodes and keeps every frame, the second reads them all from memory,
+    // and both equal ACT's reading; a window that straddles held and new
+    // rows reads the same as without the cache.
+    assert_eq!(dataset.frame_cache_usage().unwrap().frames, 0, "no budget: nothing kept");
+    dataset.set_frame_cache_budget(64 << 20);
+    let partial = dataset.read_rows(0, "observations/images/cam_high", 4..6).unwrap();
+    assert_eq!(
+        dataset.read_rows(0, "observations/images/cam_high", 2..8).unwrap().as_slice().as_bytes()[2 * 48 * 64 * 3..],
+        {
+            let mut expected = partial.as_slice().as_bytes().to_vec();
+            expected.extend(dataset.read_rows(0, "observations/images/cam_high", 6..8).unwrap().as_slice().as_bytes());
+            expected
+        }[..]
+    );
+    dataset.reset_frame_cache_counts();
+    for pass in 0..2 {
+        assert_eq!(assert_equal_to_reference(&dataset, &reference), 2 * 7, "pass {pass}");
+        let usage = dataset.frame_cache_usage().unwrap();
+        assert_eq!(usage.frames, 2 * 2 * 10, "pass {pass}: every frame of two cameras of two episodes held");
+        // The first pass finds the six rows the window above kept; the
+        // second finds all forty and decodes nothing.
+        let (hits, misses) = if pass == 0 { (6, 34) } else { (46, 34) };
+        assert_eq!((usage.hits, usage.misses), (hits, misses), "pass {pass}: {usage:?}");
+    }
+    dataset.set_frame_cache_budget(0);
+    assert_eq!(dataset.frame_cache_usage().unwrap().frames, 0);
 }
 
 #[test]

@@ -26,6 +26,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use robocache_cpu::DType;
+use robocache_datasource::decoded_frames::DecodedFrames;
+use robocache_datasource::format_reader::FrameCacheUsage;
 use robocache_datasource::format_reader::{FormatKind, FormatReader, Opened};
 use robocache_datasource::image_decode::{decode_jpeg_as_opencv, jpeg_size};
 use robocache_datasource::model::{
@@ -186,12 +188,17 @@ impl FormatKind for AlohaKind {
         }
         let info =
             DatasetInfo { path: path.to_path_buf(), format: ALOHA, rate_hz, episodes, splits: Vec::new(), metadata };
+        let mut cameras: Vec<String> = compressed.iter().flat_map(|c| c.keys().cloned()).collect();
+        cameras.sort();
+        cameras.dedup();
         let source = AlohaSource {
             names: info.episodes.iter().map(|e| e.name.clone()).collect(),
             files: locals,
             compressed,
             reads_only: self.options.reads_only,
             open: Mutex::new(HashMap::new()),
+            cameras,
+            decoded: DecodedFrames::default(),
         };
         Ok((Box::new(source), info))
     }
@@ -341,6 +348,11 @@ struct AlohaSource {
     compressed: Vec<CompressedFrames>,
     reads_only: bool,
     open: Mutex<HashMap<usize, Arc<Hdf5Source>>>,
+    /// Every compressed camera's key (sorted), for its number in `decoded`.
+    cameras: Vec<String>,
+    /// Decoded JPEG rows within the frame cache's budget, by
+    /// `episode * cameras + camera` and row.
+    decoded: DecodedFrames,
 }
 
 impl AlohaSource {
@@ -366,19 +378,33 @@ impl FormatReader for AlohaSource {
         let Some(&padded) = self.compressed[episode].get(&stream.source) else {
             return file.read_into(stream, rows, out);
         };
-        let padded_stream = StreamInfo { dtype: DType::U8, step_shape: vec![padded], ..stream.clone() };
-        let bytes = file.read(&padded_stream, rows.clone())?;
         let frame_bytes = stream.step_bytes().max(1);
-        for (i, (jpeg, frame)) in
-            bytes.as_slice().as_bytes().chunks(padded).zip(out.chunks_exact_mut(frame_bytes)).enumerate()
-        {
-            decode_jpeg_as_opencv(jpeg, &stream.step_shape, frame).map_err(|problem| Error::Decode {
+        let camera = self.cameras.binary_search(&stream.source).map(|c| episode * self.cameras.len() + c).ok();
+        // Rows the cache holds are copied; the others are read (as one
+        // run from the first to the last of them) and decoded.
+        let mut missing = Vec::new();
+        for (row, frame) in rows.clone().zip(out.chunks_exact_mut(frame_bytes)) {
+            match camera.filter(|_| self.decoded.is_enabled()).and_then(|c| self.decoded.get(c, row)) {
+                Some(held) if held.len() == frame.len() => frame.copy_from_slice(&held),
+                _ => missing.push(row),
+            }
+        }
+        let (Some(&first), Some(&last)) = (missing.first(), missing.last()) else { return Ok(()) };
+        let padded_stream = StreamInfo { dtype: DType::U8, step_shape: vec![padded], ..stream.clone() };
+        let bytes = file.read(&padded_stream, first..last + 1)?;
+        let jpegs: Vec<&[u8]> = bytes.as_slice().as_bytes().chunks(padded).collect();
+        for row in missing {
+            let frame = &mut out[(row - rows.start) * frame_bytes..][..frame_bytes];
+            decode_jpeg_as_opencv(jpegs[row - first], &stream.step_shape, frame).map_err(|problem| Error::Decode {
                 file: self.files[episode].clone(),
                 episode: self.names[episode].clone(),
                 key: stream.name.clone(),
-                step: rows.start + i,
+                step: row,
                 problem,
             })?;
+            if let (Some(camera), true) = (camera, self.decoded.is_enabled()) {
+                self.decoded.insert(camera, row, Arc::from(&*frame));
+            }
         }
         Ok(())
     }
@@ -388,6 +414,18 @@ impl FormatReader for AlohaSource {
             "stream `{}`: ALOHA streams are on the control clock and have no explicit timestamps",
             stream.name
         )))
+    }
+
+    fn set_decoded_frames_budget(&self, bytes: usize) {
+        self.decoded.set_budget(bytes);
+    }
+
+    fn decoded_frames_usage(&self) -> Option<FrameCacheUsage> {
+        (!self.cameras.is_empty()).then(|| self.decoded.usage())
+    }
+
+    fn reset_decoded_frames_counts(&self) {
+        self.decoded.reset_counts();
     }
 
     fn as_any(&self) -> &dyn Any {

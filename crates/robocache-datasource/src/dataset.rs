@@ -327,9 +327,9 @@ impl DatasetReader {
     }
 
     /// What the decoded-frame cache holds and how often it served a frame
-    /// (`None` for datasets without video).
+    /// (`None` for datasets whose format keeps no decoded frames).
     pub fn frame_cache_usage(&self) -> Option<FrameCacheUsage> {
-        self.video().map(|video| video.frame_cache_usage())
+        self.video().map(|video| video.frame_cache_usage()).or_else(|| self.reader.decoded_frames_usage())
     }
 
     /// Forgets the frame cache's hit and miss counts and the video decode
@@ -338,6 +338,7 @@ impl DatasetReader {
         if let Some(video) = self.video() {
             video.reset_counts();
         }
+        self.reader.reset_decoded_frames_counts();
     }
 
     /// The stream's index and description, after checking that `rows` lie in it.

@@ -24,7 +24,8 @@ use std::sync::Arc;
 
 use robocache_cpu::{DType, HostVec};
 use robocache_storage::Storage;
-use robocache_video::{DecodeCounts, DecoderChoice, FrameCacheUsage, FrameFormat};
+pub use robocache_video::FrameCacheUsage;
+use robocache_video::{DecodeCounts, DecoderChoice, FrameFormat};
 
 use crate::model::{DatasetInfo, FormatName, StreamInfo};
 use crate::{Error, Result};
@@ -171,9 +172,18 @@ pub trait FormatReader: Debug + Send + Sync + Any {
 
     /// The byte budget of the decoded frames a format keeps itself (not
     /// video: [`FormatReader::video`] has its own), such as a Zarr image
-    /// array's decompressed chunks; 0 keeps none. Formats that keep none
-    /// ignore it.
+    /// array's decompressed chunks or ALOHA's decoded JPEG rows; 0 keeps
+    /// none. Formats that keep none ignore it.
     fn set_decoded_frames_budget(&self, _bytes: usize) {}
+
+    /// What those decoded frames hold and how often they served a read,
+    /// where the format counts them (`None` otherwise).
+    fn decoded_frames_usage(&self) -> Option<FrameCacheUsage> {
+        None
+    }
+
+    /// Forgets those frames' hit and miss counts.
+    fn reset_decoded_frames_counts(&self) {}
 
     /// The sidecar index of the dataset opened as `info` and where it goes
     /// by default; `None` for formats without one.

@@ -107,6 +107,7 @@
 
 mod cache;
 mod dataset;
+pub mod decoded_frames;
 pub mod direct_read;
 mod error;
 pub mod format_reader;
