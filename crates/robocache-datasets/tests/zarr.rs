@@ -22,27 +22,19 @@ fn largest_difference<R: std::io::Read>(read: &HostVec, expected: npyz::NpyFile<
             assert_eq!(values.len(), expected.len());
             values.iter().zip(&expected).map(|(a, b)| (i32::from(*a) - i32::from(*b)).abs()).max().unwrap_or(0).into()
         }
-        HostVec::F32(values) => {
-            let expected: Vec<f32> = expected.into_vec().unwrap();
-            assert_eq!(values.len(), expected.len());
-            let equal = values.iter().zip(&expected).all(|(a, b)| a.to_bits() == b.to_bits());
-            if equal {
-                0.0
-            } else {
-                f64::INFINITY
-            }
-        }
-        HostVec::F64(values) => {
-            let expected: Vec<f64> = expected.into_vec().unwrap();
-            assert_eq!(values.len(), expected.len());
-            let equal = values.iter().zip(&expected).all(|(a, b)| a.to_bits() == b.to_bits());
-            if equal {
-                0.0
-            } else {
-                f64::INFINITY
-            }
-        }
+        HostVec::F32(values) => bits_differ(values, expected.into_vec().unwrap(), f32::to_bits),
+        HostVec::F64(values) => bits_differ(values, expected.into_vec().unwrap(), f64::to_bits),
         other => panic!("{} was not written", other.dtype()),
+    }
+}
+
+/// 0 where `values` equal `expected` bit for bit, else infinity.
+fn bits_differ<T: Copy, B: PartialEq>(values: &[T], expected: Vec<T>, bits: fn(T) -> B) -> f64 {
+    assert_eq!(values.len(), expected.len());
+    if values.iter().zip(&expected).all(|(a, b)| bits(*a) == bits(*b)) {
+        0.0
+    } else {
+        f64::INFINITY
     }
 }
 

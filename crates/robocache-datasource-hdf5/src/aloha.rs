@@ -379,12 +379,14 @@ impl FormatReader for AlohaSource {
             return file.read_into(stream, rows, out);
         };
         let frame_bytes = stream.step_bytes().max(1);
-        let camera = self.cameras.binary_search(&stream.source).map(|c| episode * self.cameras.len() + c).ok();
+        let camera = (self.cameras.binary_search(&stream.source).ok())
+            .filter(|_| self.decoded.is_enabled())
+            .map(|c| episode * self.cameras.len() + c);
         // Rows the cache holds are copied; the others are read (as one
         // run from the first to the last of them) and decoded.
         let mut missing = Vec::new();
         for (row, frame) in rows.clone().zip(out.chunks_exact_mut(frame_bytes)) {
-            match camera.filter(|_| self.decoded.is_enabled()).and_then(|c| self.decoded.get(c, row)) {
+            match camera.and_then(|c| self.decoded.get(c, row)) {
                 Some(held) if held.len() == frame.len() => frame.copy_from_slice(&held),
                 _ => missing.push(row),
             }
@@ -402,7 +404,7 @@ impl FormatReader for AlohaSource {
                 step: row,
                 problem,
             })?;
-            if let (Some(camera), true) = (camera, self.decoded.is_enabled()) {
+            if let Some(camera) = camera {
                 self.decoded.insert(camera, row, Arc::from(&*frame));
             }
         }

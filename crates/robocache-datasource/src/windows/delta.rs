@@ -280,38 +280,7 @@ fn delta_pads(windows: &[DeltaWindow], offsets: &[i64]) -> Vec<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{ChannelKind, EpisodeInfo, FormatName, StreamInfo, StreamKind, Timeline};
-
-    fn info(lengths: &[usize], fps: f64) -> DatasetInfo {
-        let stream = |len| StreamInfo {
-            name: "action".into(),
-            dtype: robocache_cpu::DType::F32,
-            step_shape: vec![2],
-            len,
-            kind: StreamKind::All(ChannelKind::Continuous),
-            timeline: Timeline::Uniform { start: 0.0, hz: fps },
-            source: "action".into(),
-        };
-        DatasetInfo {
-            path: "x".into(),
-            format: FormatName::new("test"),
-            rate_hz: fps,
-            episodes: lengths
-                .iter()
-                .enumerate()
-                .map(|(i, &len)| EpisodeInfo {
-                    name: format!("episode_{i}"),
-                    len,
-                    duration_s: 0.0,
-                    streams: vec![stream(len)],
-                    instruction: None,
-                    metadata: Default::default(),
-                })
-                .collect(),
-            splits: vec![],
-            metadata: Default::default(),
-        }
-    }
+    use crate::windows::test_info as info;
 
     #[test]
     fn offsets_round_as_python_and_rows_clamp_with_pad() {

@@ -295,28 +295,9 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::model::{EpisodeInfo, FormatName};
 
     fn info(lengths: &[usize]) -> DatasetInfo {
-        DatasetInfo {
-            path: "episodes".into(),
-            format: FormatName::new("test"),
-            rate_hz: 10.0,
-            episodes: lengths
-                .iter()
-                .enumerate()
-                .map(|(i, &len)| EpisodeInfo {
-                    name: format!("episode_{i}"),
-                    len,
-                    duration_s: len as f64 / 10.0,
-                    streams: Vec::new(),
-                    instruction: None,
-                    metadata: Default::default(),
-                })
-                .collect(),
-            splits: Vec::new(),
-            metadata: Default::default(),
-        }
+        crate::windows::test_info(lengths, 10.0)
     }
 
     /// Diffusion policy's `SequenceSampler` windows as its `create_indices`
