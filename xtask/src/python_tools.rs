@@ -17,6 +17,13 @@
 //!   PyTorch (its CUDA build, the one PyPI has, without Triton, which only
 //!   `torch.compile` uses); moto's S3 server and boto3 and nginx (`server_tools`) for the
 //!   remote-dataset tests.
+//!
+//! The test tools are gigabytes (PyTorch's CUDA libraries), and CI installs
+//! them while clippy fills `target/` on a disk it shares: one `pip install`
+//! of them all would hold every downloaded wheel beside the whole install.
+//! [`install_staged`] resolves once, then installs the resolved packages with
+//! the largest ones a call each, so that at most one large wheel waits on
+//! disk at a time.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -97,11 +104,8 @@ impl PythonTools {
             let wanted = format!("{}\n{ROBOMIMIC}\n", TEST_PACKAGES.join("\n"));
             if std::fs::read_to_string(&test_stamp).ok().as_deref() != Some(wanted.as_str()) {
                 eprintln!("installing {} into {} (PyPI)", TEST_PACKAGES.join(", "), venv.display());
-                pip(&TEST_PACKAGES)?;
+                install_staged(&python, &venv.join("robocache-test-resolution.json"), &TEST_PACKAGES)?;
                 pip(&["--no-deps", ROBOMIMIC])?;
-                // Triton (1 GB) serves only `torch.compile`, which no test
-                // calls; torch imports it lazily.
-                run(Command::new(&python).args(["-m", "pip", "uninstall", "--quiet", "--yes", "triton"]))?;
                 std::fs::write(&test_stamp, wanted)?;
             }
             nginx = Some(crate::server_tools::nginx()?);
@@ -163,6 +167,62 @@ pub fn pip_install(python: &Path, args: &[&str]) -> Result<()> {
         .args(args))
 }
 
+/// Packages resolved but not installed: Triton (1 GB installed) serves only
+/// `torch.compile`, which no test calls; torch imports it lazily.
+const LEFT_OUT: [&str; 1] = ["triton"];
+
+/// Installs `packages` and their dependencies as pip resolves them, in
+/// stages: `pip install --dry-run --report` resolves the whole set into
+/// `report` (exact versions), then the large packages (PyTorch and its
+/// NVIDIA libraries) are installed a `pip install --no-deps` each and the
+/// rest in one more, so pip never holds all the downloaded wheels and the
+/// whole install at once. What [`LEFT_OUT`] names is not installed.
+pub fn install_staged(python: &Path, report: &Path, packages: &[&str]) -> Result<()> {
+    run(Command::new(python)
+        .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--dry-run", "--report"])
+        .arg(report)
+        .args(packages))?;
+    let text = std::fs::read_to_string(report)?;
+    let resolved =
+        resolved_packages(&text).map_err(|e| anyhow::anyhow!("pip's resolution {}: {e}", report.display()))?;
+    let (large, small): (Vec<_>, Vec<_>) = resolved
+        .into_iter()
+        .filter(|(name, _)| !LEFT_OUT.contains(&name.as_str()))
+        .map(|(name, version)| {
+            let large = name == "torch" || name.starts_with("nvidia-");
+            (format!("{name}=={version}"), large)
+        })
+        .partition(|(_, large)| *large);
+    for (pin, _) in &large {
+        pip_install(python, &["--no-deps", pin])?;
+    }
+    let small: Vec<&str> = small.iter().map(|(pin, _)| pin.as_str()).collect();
+    if !small.is_empty() {
+        let mut args = vec!["--no-deps"];
+        args.extend(small);
+        pip_install(python, &args)?;
+    }
+    Ok(())
+}
+
+/// The `(name, version)` of each package a `pip install --report` would
+/// install, names normalised as PyPI compares them.
+fn resolved_packages(report: &str) -> std::result::Result<Vec<(String, String)>, String> {
+    let json: serde_json::Value = serde_json::from_str(report).map_err(|e| e.to_string())?;
+    let install = json.get("install").and_then(|v| v.as_array()).ok_or("no \"install\" list")?;
+    install
+        .iter()
+        .map(|item| {
+            let metadata = item.get("metadata").ok_or("an install entry without \"metadata\"")?;
+            let field = |key: &str| {
+                metadata.get(key).and_then(|v| v.as_str()).ok_or(format!("an install entry without metadata.{key}"))
+            };
+            let name = field("name")?.to_ascii_lowercase().replace(['_', '.'], "-");
+            Ok((name, field("version")?.to_owned()))
+        })
+        .collect()
+}
+
 /// Installs `packages` into `python`'s environment unless `stamp` says the
 /// same list is already in.
 pub fn install_once(python: &Path, stamp: &Path, packages: &[&str]) -> Result<()> {
@@ -174,4 +234,22 @@ pub fn install_once(python: &Path, stamp: &Path, packages: &[&str]) -> Result<()
         std::fs::write(stamp, wanted)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::resolved_packages;
+
+    #[test]
+    fn a_reports_packages_are_its_names_and_versions() {
+        let report = r#"{"version": "1", "install": [
+            {"download_info": {"url": "https://x/torch.whl"}, "metadata": {"name": "torch", "version": "2.9.1"}},
+            {"metadata": {"name": "NVIDIA_cublas.cu12", "version": "12.8.4.1"}}]}"#;
+        assert_eq!(
+            resolved_packages(report).unwrap(),
+            [("torch".to_owned(), "2.9.1".to_owned()), ("nvidia-cublas-cu12".to_owned(), "12.8.4.1".to_owned())]
+        );
+        assert!(resolved_packages(r#"{"install": [{"metadata": {"name": "x"}}]}"#).unwrap_err().contains("version"));
+        assert!(resolved_packages("{}").unwrap_err().contains("install"));
+    }
 }
