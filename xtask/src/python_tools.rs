@@ -149,11 +149,16 @@ impl PythonTools {
     }
 }
 
-/// The Python of the virtual environment `venv`, created if missing.
+/// The Python of the virtual environment `venv`, created if missing, with
+/// a pip that resolves from the index's metadata files (PEP 658) instead of
+/// downloading every wheel to read its dependencies: Debian 12's venv comes
+/// with pip 23, whose `--dry-run` of the test tools downloaded PyTorch's
+/// 3 GB of wheels once more.
 pub fn create_venv(venv: &Path) -> Result<PathBuf> {
     let python = venv.join("bin/python");
     if !python.exists() {
         run(Command::new("python3").args(["-m", "venv"]).arg(venv))?;
+        pip_install(&python, &["--upgrade", "pip>=25"])?;
     }
     Ok(python)
 }
