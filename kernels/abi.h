@@ -114,6 +114,7 @@ struct AugmentStage {
 
 struct AugmentArgs {
     const void* frames_in;
+    const unsigned long long* sources;
     const float* src;
     float* work;
     void* out;

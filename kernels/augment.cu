@@ -36,8 +36,15 @@ __device__ __forceinline__ float clamp01(float v) { return v < 0.0f ? 0.0f : (v 
 __device__ __forceinline__ float grey_of(const float* p) { return p[0] * 0.2989f + p[1] * 0.587f + p[2] * 0.114f; }
 
 // Channel `c` of pixel (`x`, `y`) of frame `frame` of the input frames, as a
-// float level (u8 levels divided by 255).
+// float level (u8 levels divided by 255): from the frame's own address where
+// the host gives a table of them (u8, channels last: a frame cache's
+// frames, the level as `gather_rgb` would have written it), else from the
+// batch `frames_in`.
 __device__ __forceinline__ float source_level(const AugmentArgs& a, uint64_t frame, uint32_t x, uint32_t y, int c) {
+    if (a.sources != nullptr) {
+        const uint8_t* pixel = (const uint8_t*)a.sources[frame] + ((uint64_t)y * a.in_width + x) * 3;
+        return (float)pixel[c] / 255.0f;
+    }
     const uint64_t pixels = (uint64_t)a.in_width * a.in_height;
     const uint64_t at = a.layout == LAYOUT_CHW ? (frame * 3 + c) * pixels + (uint64_t)y * a.in_width + x
                                                : (frame * pixels + (uint64_t)y * a.in_width + x) * 3 + c;

@@ -287,12 +287,16 @@ structs! {
     }
 
     /// The arguments of `augment_pass`: pass `pass` of every window's
-    /// augmentation (the first reads `frames_in`, cropped and resized; a
+    /// augmentation (the first reads `frames_in` or `sources`, cropped and resized; a
     /// later one `src`, the previous pass's `work`).
     struct AugmentArgs {
         /// The frames `[frames, in_height, in_width, 3]` or `[frames, 3,
         /// in_height, in_width]` of `in_dtype`.
         frames_in: u64 => "const void* frames_in",
+        /// `[frames]`, or 0: the address of each frame, u8 `[in_height,
+        /// in_width, 3]`, read instead of `frames_in` (the frames a
+        /// device frame cache holds, augmented as they are stacked).
+        sources: u64 => "const unsigned long long* sources",
         /// The previous pass's frames, `float [frames, height, width, 3]`.
         src: u64 => "const float* src",
         /// This pass's frames for the next, `float [frames, height, width, 3]`.

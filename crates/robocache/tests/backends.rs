@@ -1864,23 +1864,61 @@ fn frames_augment_as_the_reference(device: &Device) {
                         Tensor::from_slice(d, &floats, &shape).unwrap()
                     }
                 };
+                let compare = |got: Tensor, want: Tensor, what: &str| {
+                    assert_eq!(got.shape(), want.shape(), "{name} {layout:?} {dtype:?} {what}");
+                    let (got, want): (Vec<f32>, Vec<f32>) = match dtype {
+                        FrameDType::U8 => (
+                            got.to_vec::<u8>().unwrap().into_iter().map(f32::from).collect(),
+                            want.to_vec::<u8>().unwrap().into_iter().map(f32::from).collect(),
+                        ),
+                        FrameDType::F32 => (
+                            got.to_vec::<f32>().unwrap().into_iter().map(|v| v * 255.0).collect(),
+                            want.to_vec::<f32>().unwrap().into_iter().map(|v| v * 255.0).collect(),
+                        ),
+                    };
+                    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                        let close = if inexact { (g - w).abs() <= 1.0 } else { g.to_bits() == w.to_bits() };
+                        assert!(
+                            close,
+                            "{name} {layout:?} {dtype:?} {what} value {i}: {g} vs the reference's {w} (levels)"
+                        );
+                    }
+                };
                 let got = device.augment_frames(&on(device), layout, steps, params).unwrap();
                 let want = Device::cpu().augment_frames(&on(&Device::cpu()), layout, steps, params).unwrap();
-                assert_eq!(got.shape(), want.shape(), "{name} {layout:?} {dtype:?}");
-                let (got, want): (Vec<f32>, Vec<f32>) = match dtype {
-                    FrameDType::U8 => (
-                        got.to_vec::<u8>().unwrap().into_iter().map(f32::from).collect(),
-                        want.to_vec::<u8>().unwrap().into_iter().map(f32::from).collect(),
-                    ),
-                    FrameDType::F32 => (
-                        got.to_vec::<f32>().unwrap().into_iter().map(|v| v * 255.0).collect(),
-                        want.to_vec::<f32>().unwrap().into_iter().map(|v| v * 255.0).collect(),
-                    ),
+                compare(got, want, "batch");
+                // The same frames stacked from where they lie (two tensors,
+                // picked out of order) and augmented in one call.
+                let frame = width * height * 3;
+                let held = |d: &Device| {
+                    let (first, second) = levels.split_at(count / 2 * frame);
+                    [
+                        Tensor::from_slice(d, first, &[count / 2, height, width, 3]).unwrap(),
+                        Tensor::from_slice(d, second, &[count - count / 2, height, width, 3]).unwrap(),
+                    ]
                 };
-                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-                    let close = if inexact { (g - w).abs() <= 1.0 } else { g.to_bits() == w.to_bits() };
-                    assert!(close, "{name} {layout:?} {dtype:?} value {i}: {g} vs the reference's {w} (levels)");
+                let order: Vec<usize> = (0..count).map(|i| (i * 7 + 3) % count).collect();
+                let picks =
+                    |tensors: &[Tensor; 2]| -> Vec<(Tensor, usize)> {
+                        order
+                            .iter()
+                            .map(|&f| {
+                                if f < count / 2 {
+                                    (tensors[0].clone(), f)
+                                } else {
+                                    (tensors[1].clone(), f - count / 2)
+                                }
+                            })
+                            .collect()
+                    };
+                let (on_device, on_cpu) = (picks(&held(device)), picks(&held(&Device::cpu())));
+                fn borrow(p: &[(Tensor, usize)]) -> Vec<(&Tensor, usize)> {
+                    p.iter().map(|(t, i)| (t, *i)).collect()
                 }
+                let got = device.stack_augmented_frames(&borrow(&on_device), layout, dtype, steps, params).unwrap();
+                let cpu = Device::cpu();
+                let stacked = cpu.stack_frames(&borrow(&on_cpu), layout, dtype).unwrap();
+                compare(got, cpu.augment_frames(&stacked, layout, steps, params).unwrap(), "stacked");
             }
         }
     }
@@ -1892,6 +1930,12 @@ fn frames_augment_as_the_reference(device: &Device) {
     assert!(err.to_string().contains("does not fit a 5x4 frame"), "{err}");
     let err = device.augment_frames(&frames, FrameLayout::Hwc, 1, &[FrameAugment::default()]).unwrap_err();
     assert!(err.to_string().contains("2 frames are not 1 windows of 1 frames"), "{err}");
+    let picks = [(&frames, 0), (&frames, 1)];
+    let brighter = single(Op::Brightness(1.5));
+    let err = device.stack_augmented_frames(&picks, FrameLayout::Hwc, FrameDType::U8, 1, &[brighter]).unwrap_err();
+    assert!(err.to_string().contains("2 frames are not 1 windows of 1 frames"), "{err}");
+    let err = device.stack_augmented_frames(&[(&frames, 2)], FrameLayout::Hwc, FrameDType::U8, 1, &[]).unwrap_err();
+    assert!(err.to_string().contains("pick 0"), "{err}");
 }
 
 /// A loader's augmentation: drawn per (seed, epoch, sample) whatever the

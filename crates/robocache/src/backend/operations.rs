@@ -81,6 +81,22 @@ pub(crate) trait CudaOperations {
         params: &[FrameAugment],
         output: (usize, usize),
     ) -> Result<Tensor>;
+    /// [`Device::stack_augmented_frames`] on this device (the picks checked:
+    /// u8 `[height, width, 3]` frames of tensors on this device,
+    /// `steps * params.len()` of them; every crop within the frame and every
+    /// window's output `output`).
+    #[allow(clippy::too_many_arguments)]
+    fn stack_augmented_frames(
+        &self,
+        device: &Device,
+        picks: &[(&Tensor, usize)],
+        size: (usize, usize),
+        layout: FrameLayout,
+        dtype: FrameDType,
+        steps: usize,
+        params: &[FrameAugment],
+        output: (usize, usize),
+    ) -> Result<Tensor>;
     /// A resident stream's episode table in the assembly kernel's layout.
     fn resident_table(&self, device: &Device, stream: &ResidentStream) -> Result<Tensor>;
     /// One batch of windows of resident streams, with its columns.

@@ -53,6 +53,20 @@ impl CudaOperations for CudaDevice {
         self.unreachable()
     }
 
+    fn stack_augmented_frames(
+        &self,
+        _: &Device,
+        _: &[(&Tensor, usize)],
+        _: (usize, usize),
+        _: FrameLayout,
+        _: FrameDType,
+        _: usize,
+        _: &[FrameAugment],
+        _: (usize, usize),
+    ) -> Result<Tensor> {
+        self.unreachable()
+    }
+
     fn resident_table(&self, _: &Device, _: &ResidentStream) -> Result<Tensor> {
         self.unreachable()
     }

@@ -232,26 +232,35 @@ fn index_u32(value: usize, what: &str) -> Result<u32> {
     })
 }
 
+/// The frames an augmentation reads.
+pub(super) enum AugmentSource<'a> {
+    /// A batch `[N, H, W, 3]` or `[N, 3, H, W]` in the call's layout and dtype.
+    Batch(&'a Tensor),
+    /// Each frame where it lies: frame `index` of a u8 `[M, H, W, 3]`
+    /// tensor ([`Device::stack_frames`]' picks), read as the batch stacking
+    /// them would hold it.
+    Picks(&'a [(&'a Tensor, usize)]),
+}
+
 impl CudaDevice {
-    /// [`Device::augment_frames`] on this device; the frames and parameters
-    /// are checked by the caller (every crop within the frame, every
-    /// window's output `output`).
+    /// [`Device::augment_frames`] (a [`AugmentSource::Batch`]) and
+    /// [`Device::stack_augmented_frames`] (its picks) on this device; the
+    /// frames and parameters are checked by the caller: `count` frames of
+    /// `in_size`, every crop within the frame, every window's output
+    /// `output`.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn run_augment_frames(
         &self,
         device: &Device,
-        frames: &Tensor,
+        source: AugmentSource<'_>,
+        (count, in_size): (usize, (usize, usize)),
         layout: FrameLayout,
         dtype: FrameDType,
         steps: usize,
         params: &[FrameAugment],
         output: (usize, usize),
     ) -> Result<Tensor> {
-        let shape = frames.shape();
-        let (count, (in_width, in_height)) = match layout {
-            FrameLayout::Hwc => (shape[0], (shape[2], shape[1])),
-            FrameLayout::Chw => (shape[0], (shape[3], shape[2])),
-        };
+        let (in_width, in_height) = in_size;
         let (width, height) = output;
         let pixels = width * height;
         if pixels > u32::MAX as usize || in_width * in_height > u32::MAX as usize {
@@ -272,11 +281,19 @@ impl CudaDevice {
         // The pool keeps what a batch's augmentation allocates (as the
         // frame conversion's): freed and mapped again at every
         // synchronisation, it cost more than the kernels (docs/architecture.md).
-        self.keep_frames_memory(out_bytes + work_buffers * work_bytes + sums_bytes + tables.bytes())?;
+        self.keep_frames_memory(out_bytes + work_buffers * work_bytes + sums_bytes + tables.bytes() + count * 8)?;
         let out = self.alloc(out_bytes)?;
         if count == 0 || pixels == 0 {
             return Ok(Tensor::on_device(device, DeviceStorage::new(out), dtype.dtype(), out_shape));
         }
+        // Each picked frame's address (the first pass reads them there).
+        let (frames_in, sources): (u64, Vec<u64>) = match source {
+            AugmentSource::Batch(frames) => (device_pointer(frames), Vec::new()),
+            AugmentSource::Picks(picks) => {
+                let frame_bytes = (in_width * in_height * 3) as u64;
+                (0, picks.iter().map(|&(tensor, index)| device_pointer(tensor) + index as u64 * frame_bytes).collect())
+            }
+        };
         // Every table in one upload, each at a 16-byte boundary.
         let mut packed = Vec::with_capacity(tables.bytes());
         let mut place = |bytes: &[u8]| -> Option<usize> {
@@ -294,11 +311,13 @@ impl CudaDevice {
             place(bytemuck::cast_slice(&tables.firsts)),
             place(bytemuck::cast_slice(&tables.weights)),
             place(bytemuck::cast_slice(&tables.frame_lists)),
+            place(bytemuck::cast_slice(&sources)),
         ];
         let len = packed.len();
         let table = Tensor::from_host_vec(device, HostVec::U8(packed), &[len])?;
         let base = device_pointer(&table);
-        let [ops, stages, crops, firsts, weights, frame_list] = at.map(|offset| offset.map_or(0, |o| base + o as u64));
+        let [ops, stages, crops, firsts, weights, frame_list, sources] =
+            at.map(|offset| offset.map_or(0, |o| base + o as u64));
         let mut work = Vec::new();
         for _ in 0..work_buffers {
             work.push(self.alloc(work_bytes)?);
@@ -311,7 +330,8 @@ impl CudaDevice {
         }
         let work_pointer = |pass: usize| work.get(pass % 2).map_or(0, |w| w.device_pointer());
         let mut args = AugmentArgs {
-            frames_in: device_pointer(frames),
+            frames_in,
+            sources,
             src: 0,
             work: 0,
             out: out.device_pointer(),
@@ -347,9 +367,11 @@ impl CudaDevice {
             let config = frame_slots(list.len(), pixels.div_ceil(AUGMENT_PIXELS_PER_THREAD))?;
             args.src = if pass == 0 { 0 } else { work_pointer(pass - 1) };
             args.work = if pass + 1 == tables.passes { 0 } else { work_pointer(pass) };
-            // SAFETY: `frames` is a live tensor of `count` frames of
-            // `in_width x in_height` in `layout` and `dtype` (checked by the
-            // caller); `frame_list` holds the pass's `listed` frames, each
+            // SAFETY: the frames are a live tensor of `count` frames of
+            // `in_width x in_height` in `layout` and `dtype`, or `count`
+            // addresses of u8 frames of that size inside live tensors
+            // (checked by the caller, the picks borrowed through the
+            // launches); `frame_list` holds the pass's `listed` frames, each
             // below `count`, of windows with that pass; the crops lie inside those frames and their tables
             // index `firsts` and `weights` as built above; `stages` holds
             // `count / steps x passes` entries whose operations lie in the

@@ -9,6 +9,7 @@ use robocache_augment::FrameAugment;
 use robocache_cpu::{DType, HostSlice, HostVec, ResampleSpec, VoxelGrid, VoxelMode};
 use robocache_video::ResizePlan;
 
+use super::augment::AugmentSource;
 use super::backend::{host_vec_from_bytes, CudaDevice, DeviceStorage};
 use super::error::cuda_error;
 use super::staging::StagingBuffer;
@@ -268,7 +269,28 @@ impl CudaOperations for CudaDevice {
         params: &[FrameAugment],
         output: (usize, usize),
     ) -> Result<Tensor> {
-        self.run_augment_frames(device, frames, layout, dtype, steps, params, output)
+        let shape = frames.shape();
+        let in_size = match layout {
+            FrameLayout::Hwc => (shape[2], shape[1]),
+            FrameLayout::Chw => (shape[3], shape[2]),
+        };
+        let source = AugmentSource::Batch(frames);
+        self.run_augment_frames(device, source, (shape[0], in_size), layout, dtype, steps, params, output)
+    }
+
+    fn stack_augmented_frames(
+        &self,
+        device: &Device,
+        picks: &[(&Tensor, usize)],
+        size: (usize, usize),
+        layout: FrameLayout,
+        dtype: FrameDType,
+        steps: usize,
+        params: &[FrameAugment],
+        output: (usize, usize),
+    ) -> Result<Tensor> {
+        let source = AugmentSource::Picks(picks);
+        self.run_augment_frames(device, source, (picks.len(), size), layout, dtype, steps, params, output)
     }
 
     fn resident_table(&self, device: &Device, stream: &ResidentStream) -> Result<Tensor> {

@@ -9,6 +9,7 @@ use robocache_augment::{AugmentConfig, Crop, FrameAugment, SampleKey};
 use robocache_datasets::Dataset;
 
 use super::LoaderConfig;
+use crate::ops::augment::in_stream;
 use crate::windows::{rgb_image_size, BatchStream};
 use crate::{Device, Error, FrameLayout, Result};
 
@@ -79,23 +80,53 @@ impl Augmentation {
             .collect()
     }
 
+    /// The parameters of camera stream `stream`'s windows in a batch of
+    /// `samples` of epoch `epoch`, frames of `frame` (width, height): one
+    /// set per sample, drawn from (seed, epoch, sample, camera), or the
+    /// evaluation transform in evaluation mode; `None` for a stream that is
+    /// not a camera or whose windows all get nothing.
+    pub(crate) fn draw(
+        &self,
+        epoch: u64,
+        samples: &[usize],
+        stream: &str,
+        frame: (usize, usize),
+    ) -> Option<Vec<FrameAugment>> {
+        let &(_, place, _) = self.cameras.iter().find(|(name, _, _)| name == stream)?;
+        let augment = self.config.for_camera(stream);
+        let camera = if self.config.same_across_cameras { 0 } else { place };
+        let evaluation = self.evaluation();
+        let params: Vec<FrameAugment> = samples
+            .iter()
+            .map(|&sample| {
+                if evaluation {
+                    augment.evaluation().parameters(frame)
+                } else {
+                    augment.draw(SampleKey { seed: self.seed, epoch, sample: sample as u64, camera }, frame)
+                }
+            })
+            .collect();
+        (!params.iter().all(FrameAugment::is_identity)).then_some(params)
+    }
+
     /// The camera streams of a batch of `samples` of epoch `epoch`
-    /// augmented in place on `device`.
+    /// augmented in place on `device`, but those named in `done` (augmented
+    /// as their frames were stacked from the device frame cache, with
+    /// [`Augmentation::draw`]'s parameters).
     pub(crate) fn apply(
         &self,
         device: &Device,
         epoch: u64,
         samples: &[usize],
         streams: &mut [BatchStream],
+        done: &[String],
     ) -> Result<()> {
-        let evaluation = self.evaluation();
-        for stream in streams.iter_mut() {
-            let Some(&(_, place, _)) = self.cameras.iter().find(|(name, _, _)| *name == stream.name) else { continue };
-            let augment = self.config.for_camera(&stream.name);
+        for stream in streams.iter_mut().filter(|stream| !done.contains(&stream.name)) {
             let shape = stream.data.shape().to_vec();
             let (batch, steps, frame) = match (self.layout, &shape[..]) {
                 (FrameLayout::Hwc, &[b, t, h, w, 3]) => (b, t, (w, h)),
                 (FrameLayout::Chw, &[b, t, 3, h, w]) => (b, t, (w, h)),
+                _ if !self.cameras.iter().any(|(name, _, _)| *name == stream.name) => continue,
                 _ => {
                     return Err(Error::Internal(format!(
                         "camera stream `{}` came as {shape:?}, not frames in the loader's layout",
@@ -103,29 +134,12 @@ impl Augmentation {
                     )))
                 }
             };
-            let camera = if self.config.same_across_cameras { 0 } else { place };
-            let params: Vec<FrameAugment> = samples
-                .iter()
-                .map(|&sample| {
-                    if evaluation {
-                        augment.evaluation().parameters(frame)
-                    } else {
-                        augment.draw(SampleKey { seed: self.seed, epoch, sample: sample as u64, camera }, frame)
-                    }
-                })
-                .collect();
-            if params.iter().all(FrameAugment::is_identity) {
-                continue;
-            }
+            let Some(params) = self.draw(epoch, samples, &stream.name, frame) else { continue };
             let mut frames_shape = vec![batch * steps];
             frames_shape.extend(&shape[2..]);
             let frames = stream.data.clone().reshape(&frames_shape)?;
-            let out = device.augment_frames(&frames, self.layout, steps, &params).map_err(|e| match e {
-                Error::Augment(e) => {
-                    Error::Augment(robocache_augment::Error::Frames(format!("stream `{}`: {e}", stream.name)))
-                }
-                other => other,
-            })?;
+            let out =
+                device.augment_frames(&frames, self.layout, steps, &params).map_err(|e| in_stream(e, &stream.name))?;
             let mut out_shape = vec![batch, steps];
             out_shape.extend(&out.shape()[1..]);
             stream.data = out.reshape(&out_shape)?;

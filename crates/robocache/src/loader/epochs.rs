@@ -14,7 +14,7 @@ use super::augmentation::Augmentation;
 use super::{invalid, Cut, MaskKind, ResidentStreams, Telemetry};
 use crate::assembly::AssemblyRequest;
 use crate::backend::operations::CudaOperations;
-use crate::windows::{BatchStream, WindowBatch};
+use crate::windows::{BatchStream, CachedFrames, WindowBatch};
 use crate::{Device, DeviceFrameCache, Error, FrameOutput, Result, Tensor};
 
 /// What starting an epoch takes, shared by the loader and (weakly) by its
@@ -117,6 +117,7 @@ impl Job {
             .chain(episodes.iter().map(|&e| e as i64))
             .chain(anchors.iter().map(|a| a.to_bits() as i64))
             .collect();
+        let mut augmented: Vec<String> = Vec::new();
         let (mut parts, mut placed_columns) = match &self.resident {
             Some(resident) => {
                 let request =
@@ -136,10 +137,21 @@ impl Job {
                 Cut::Steps(w) => self.device.step_window_batch_from(dataset, w, &samples, &names, along)?,
                 Cut::Times(w) => self.device.time_window_batch(dataset, w, &samples, &names)?,
                 Cut::Deltas(w) => {
-                    if let Some(cache) = cache {
-                        cache.check_use(&self.device, frames.resize)?;
-                    }
-                    self.device.delta_window_batch_from(dataset, w, &samples, &names, frames, cache, along)?
+                    let cached = match cache {
+                        Some(cache) => {
+                            cache.check_use(&self.device, frames.resize)?;
+                            // Cameras the cache serves are augmented as their
+                            // frames are stacked from it.
+                            let draw = |stream: &str, frame: (usize, usize)| {
+                                let params = self.augmentation.as_ref()?.draw(epoch, &samples, stream, frame)?;
+                                augmented.push(stream.to_owned());
+                                Some(params)
+                            };
+                            Some(CachedFrames { cache, augment: Box::new(draw) })
+                        }
+                        None => None,
+                    };
+                    self.device.delta_window_batch_from(dataset, w, &samples, &names, frames, cached, along)?
                 }
             };
             if placed_columns.is_none() {
@@ -165,7 +177,7 @@ impl Job {
             ordered.push(parts.swap_remove(at));
         }
         if let Some(augmentation) = &self.augmentation {
-            augmentation.apply(&self.device, epoch, &samples, &mut ordered)?;
+            augmentation.apply(&self.device, epoch, &samples, &mut ordered, &augmented)?;
         }
         if wait {
             self.device.synchronize()?;

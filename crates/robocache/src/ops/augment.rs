@@ -2,7 +2,7 @@ use rayon::prelude::*;
 use robocache_augment::{reference, FrameAugment};
 use robocache_cpu::{HostSlice, HostVec};
 
-use super::descriptors::{FrameDType, FrameLayout};
+use super::descriptors::{check_frame_picks, FrameDType, FrameLayout};
 use crate::backend::operations::CudaOperations;
 use crate::{Device, Error, Result, Tensor};
 
@@ -71,6 +71,53 @@ impl Device {
     }
 }
 
+impl Device {
+    /// [`Device::stack_frames`] then [`Device::augment_frames`], in one: the
+    /// frames at `picks` (each frame `index` of a u8 `[N, H, W, 3]` tensor
+    /// on this device) as a batch in `layout` and `dtype`, in windows of
+    /// `steps` frames, window `w` augmented by `params[w]`. Equal to the two
+    /// calls, bit for bit; on CUDA the augmentation's first pass reads each
+    /// frame where it lies, so the batch the stack would write is never
+    /// written nor read (the loader's frame cache serves augmented batches
+    /// this way).
+    ///
+    /// ```
+    /// use robocache::augment::{FrameAugment, Op};
+    /// use robocache::{Device, FrameDType, FrameLayout, Tensor};
+    ///
+    /// let device = Device::cpu();
+    /// let held = Tensor::from_slice(&device, &[200u8, 100, 50, 10, 20, 30], &[2, 1, 1, 3])?;
+    /// let picks = [(&held, 1), (&held, 0)];
+    /// let params = [FrameAugment { crop: None, ops: vec![Op::Brightness(0.5)] }];
+    /// let out = device.stack_augmented_frames(&picks, FrameLayout::Hwc, FrameDType::U8, 2, &params)?;
+    /// let stacked = device.stack_frames(&picks, FrameLayout::Hwc, FrameDType::U8)?;
+    /// let apart = device.augment_frames(&stacked, FrameLayout::Hwc, 2, &params)?;
+    /// assert_eq!(out.to_vec::<u8>()?, apart.to_vec::<u8>()?);
+    /// assert_eq!(out.to_vec::<u8>()?, [5, 10, 15, 100, 50, 25]);
+    /// # Ok::<(), robocache::Error>(())
+    /// ```
+    pub fn stack_augmented_frames(
+        &self,
+        picks: &[(&Tensor, usize)],
+        layout: FrameLayout,
+        dtype: FrameDType,
+        steps: usize,
+        params: &[FrameAugment],
+    ) -> Result<Tensor> {
+        let Device::Cuda(cuda) = self else {
+            let stacked = self.stack_frames(picks, layout, dtype)?;
+            return self.augment_frames(&stacked, layout, steps, params);
+        };
+        let size = check_frame_picks(self, picks)?;
+        check_windows(picks.len(), steps, params)?;
+        let output = reference::check_outputs(params, size)?;
+        if params.iter().all(FrameAugment::is_identity) {
+            return self.stack_frames(picks, layout, dtype);
+        }
+        cuda.stack_augmented_frames(self, picks, size, layout, dtype, steps, params, output)
+    }
+}
+
 /// The checks of an [`Device::augment_frames`] call: frames on this device,
 /// u8 or f32, of the layout's rank and 3 channels, a whole number of
 /// windows, one parameter set per window; returns (frames, width, height).
@@ -106,14 +153,28 @@ pub(crate) fn check_augment_frames(
         }
         .into());
     }
-    if steps == 0 || count != steps * params.len() {
+    check_windows(count, steps, params)?;
+    Ok((count, width, height))
+}
+
+/// An augmentation error of camera stream `stream`, naming it.
+pub(crate) fn in_stream(error: Error, stream: &str) -> Error {
+    match error {
+        Error::Augment(e) => Error::Augment(robocache_augment::Error::Frames(format!("stream `{stream}`: {e}"))),
+        other => other,
+    }
+}
+
+/// `count` frames are windows of `steps`, one parameter set each.
+fn check_windows(count: usize, steps: usize, params: &[FrameAugment]) -> Result<()> {
+    if steps == 0 || Some(count) != steps.checked_mul(params.len()) {
         return Err(robocache_augment::Error::Frames(format!(
             "{count} frames are not {} windows of {steps} frames (one parameter set per window)",
             params.len()
         ))
         .into());
     }
-    Ok((count, width, height))
+    Ok(())
 }
 
 /// Frames as float levels `[N, H, W, 3]` (u8 as `level / 255`).

@@ -1,7 +1,7 @@
 //! The operations on a [`Device`](crate::Device), one module each; this module
 //! holds the conversions from tensors to the CPU reference's borrowed inputs.
 
-mod augment;
+pub(crate) mod augment;
 pub(crate) mod descriptors;
 mod frames;
 mod fusion;

@@ -20,6 +20,8 @@ mod angles;
 pub(crate) mod causal;
 mod video_frames;
 
+pub(crate) use video_frames::CachedFrames;
+
 use angles::unwrap_angles;
 pub(crate) use angles::{unwrap_angle_channels, AngleUnwrap};
 
@@ -259,7 +261,8 @@ impl Device {
         cache: &DeviceFrameCache,
     ) -> Result<WindowBatch> {
         cache.check_use(self, frames.resize)?;
-        self.delta_window_batch_from(dataset, windows, samples, streams, frames, Some(cache), None)
+        let cached = CachedFrames { cache, augment: Box::new(|_, _| None) };
+        self.delta_window_batch_from(dataset, windows, samples, streams, frames, Some(cached), None)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -270,7 +273,7 @@ impl Device {
         samples: &[usize],
         streams: &[&str],
         frames: FrameOutput,
-        cache: Option<&DeviceFrameCache>,
+        mut cached: Option<CachedFrames<'_>>,
         columns: Option<&[i64]>,
     ) -> Result<WindowBatch> {
         let cut: Vec<_> = samples.iter().map(|&s| windows.window(s)).collect::<Result<_, _>>()?;
@@ -336,16 +339,16 @@ impl Device {
         // Video first, into its own staging buffers (each uploaded as it is
         // filled), so that no thread holds the upload's buffer while it
         // waits for the pool to lend another.
-        let mut video_reads = match cache {
+        let mut video_reads = match cached {
             None => self.read_video_streams_at_once(dataset, windows, &cut, streams)?,
             Some(_) => Vec::new(),
         };
         let mut decoded: Vec<Option<(Tensor, Vec<bool>)>> = Vec::with_capacity(plans.len());
         for plan in &plans {
             let (name, offsets, steps) = (plan.name, plan.offsets, plan.offsets.len());
-            decoded.push(match (plan.video, cache) {
-                (Some(size), Some(cache)) => {
-                    let converted = self.cached_video_frames(dataset, cache, name, &cut, offsets, size, frames)?;
+            decoded.push(match (plan.video, cached.as_mut()) {
+                (Some(size), Some(cached)) => {
+                    let converted = self.cached_video_frames(dataset, cached, name, &cut, offsets, size, frames)?;
                     let mut shape = vec![cut.len(), steps];
                     shape.extend(&converted.shape()[1..]);
                     let pad = cut.iter().flat_map(|w| offsets.iter().map(move |&d| w.row(d).1)).collect();

@@ -8,7 +8,19 @@ use robocache_video::yuv420_len;
 use crate::batch_buffer::BatchBuffer;
 use crate::device_frame_cache::{EpisodeFrame, HeldFrame, Lookup};
 use crate::{Device, DeviceFrameCache, Error, FrameDType, FrameLayout, FrameOutput, Result, Tensor};
+use robocache_augment::FrameAugment;
 use robocache_cpu::DType;
+
+/// The device frame cache a batch's camera frames come from, and what the
+/// frames it stacks get: `augment` gives each window's parameters for a
+/// stream and its frames' size (width, height), or `None` for none.
+/// Frames augmented as they are stacked are read once, where the cache
+/// holds them ([`Device::stack_augmented_frames`]).
+pub(crate) struct CachedFrames<'a> {
+    pub(crate) cache: &'a DeviceFrameCache,
+    #[allow(clippy::type_complexity)]
+    pub(crate) augment: Box<dyn FnMut(&str, (usize, usize)) -> Option<Vec<FrameAugment>> + 'a>,
+}
 
 /// The YUV planes of one video stream of a batch, read before its turn
 /// ([`Device::read_video_streams_at_once`]) and on the device, with its pad
@@ -84,18 +96,21 @@ impl Device {
     /// holds stacked from there, the others read as YUV (each once), put on
     /// this device, converted to 8-bit RGB and resized there, and kept in
     /// `cache` while it has room. A frame another batch is decoding for the
-    /// cache is waited for once this batch's own frames are kept.
+    /// cache is waited for once this batch's own frames are kept. Frames
+    /// the cache's `augment` gives parameters for are augmented as they
+    /// are stacked.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn cached_video_frames(
         &self,
         dataset: &Dataset,
-        cache: &DeviceFrameCache,
+        cached: &mut CachedFrames<'_>,
         name: &str,
         cut: &[DeltaWindow],
         offsets: &[i64],
         (width, height): (usize, usize),
         frames: FrameOutput,
     ) -> Result<Tensor> {
+        let cache = cached.cache;
         // Each distinct frame once, in the order first asked for.
         let mut distinct: Vec<EpisodeFrame> = Vec::new();
         let mut position = std::collections::HashMap::new();
@@ -162,6 +177,12 @@ impl Device {
             .map(|source| source.ok_or_else(|| Error::Internal("a frame of the batch has no source".into())))
             .collect::<Result<_>>()?;
         let picks: Vec<(&Tensor, usize)> = slots.iter().map(|&s| (sources[s].0.as_ref(), sources[s].1)).collect();
-        self.stack_frames(&picks, frames.layout, frames.dtype)
+        let held = picks.first().map(|(tensor, _)| (tensor.shape()[2], tensor.shape()[1]));
+        match held.and_then(|size| (cached.augment)(name, size)) {
+            Some(params) => self
+                .stack_augmented_frames(&picks, frames.layout, frames.dtype, offsets.len(), &params)
+                .map_err(|e| crate::ops::augment::in_stream(e, name)),
+            None => self.stack_frames(&picks, frames.layout, frames.dtype),
+        }
     }
 }
