@@ -1018,47 +1018,57 @@ fn device_frame_cache_serves_the_batches_it_would_decode(device: &Device) {
             crop: Some(CropBox { left: 8, top: 2, width: 32, height: 28 }),
         }),
     };
-    let config = |cache_bytes: usize| LoaderConfig {
-        frames,
-        workers: 3,
-        seed: 11,
-        device_frame_cache_bytes: cache_bytes,
-        ..LoaderConfig::new(&[cameras[0], cameras[1], "action"], WindowSpec::Deltas(deltas.clone()), 8)
-    };
     let frame_bytes = 24 * 20 * 3;
     let total_frames = dataset.info().episodes.iter().map(|e| e.len).sum::<usize>();
-    let plain = Loader::new(device, dataset.clone(), config(0)).unwrap();
-    let cached = Loader::new(device, dataset.clone(), config(1 << 30)).unwrap();
-    let small = Loader::new(device, dataset.clone(), config(10 * frame_bytes + 5)).unwrap();
-    assert!(plain.telemetry().device_frame_cache.is_none());
-    let mut misses_after_first = 0;
-    for epoch in 0..2 {
-        for (batch, ((a, b), c)) in plain.epoch(epoch).zip(cached.epoch(epoch)).zip(small.epoch(epoch)).enumerate() {
-            let (a, b, c) = (a.unwrap(), b.unwrap(), c.unwrap());
-            assert_eq!(a.samples, b.samples);
-            for camera in cameras {
-                let (want, got, few) =
-                    (a.stream(camera).unwrap(), b.stream(camera).unwrap(), c.stream(camera).unwrap());
-                assert_eq!(got.data.shape(), want.data.shape());
-                assert_eq!(got.data.shape()[1..], [3, 3, 20, 24]);
-                let bits = |t: &Tensor| t.to_vec::<f32>().unwrap().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
-                assert!(bits(&got.data) == bits(&want.data), "epoch {epoch} batch {batch} {camera}: cached frames");
-                assert!(bits(&few.data) == bits(&want.data), "epoch {epoch} batch {batch} {camera}: small cache");
-                assert_eq!(got.mask.to_vec::<bool>().unwrap(), want.mask.to_vec::<bool>().unwrap());
+    // Without augmentation, and with LeRobot's (frames the cache holds are
+    // augmented as they are stacked from it, the others after their decode).
+    for augment in [None, Some(robocache::augment::preset("lerobot", &[]).unwrap())] {
+        let config = |cache_bytes: usize| LoaderConfig {
+            frames,
+            workers: 3,
+            seed: 11,
+            device_frame_cache_bytes: cache_bytes,
+            augment: augment.clone(),
+            ..LoaderConfig::new(&[cameras[0], cameras[1], "action"], WindowSpec::Deltas(deltas.clone()), 8)
+        };
+        let plain = Loader::new(device, dataset.clone(), config(0)).unwrap();
+        let cached = Loader::new(device, dataset.clone(), config(1 << 30)).unwrap();
+        let small = Loader::new(device, dataset.clone(), config(10 * frame_bytes + 5)).unwrap();
+        assert!(plain.telemetry().device_frame_cache.is_none());
+        let mut misses_after_first = 0;
+        for epoch in 0..2 {
+            for (batch, ((a, b), c)) in plain.epoch(epoch).zip(cached.epoch(epoch)).zip(small.epoch(epoch)).enumerate()
+            {
+                let (a, b, c) = (a.unwrap(), b.unwrap(), c.unwrap());
+                assert_eq!(a.samples, b.samples);
+                for camera in cameras {
+                    let (want, got, few) =
+                        (a.stream(camera).unwrap(), b.stream(camera).unwrap(), c.stream(camera).unwrap());
+                    assert_eq!(got.data.shape(), want.data.shape());
+                    assert_eq!(got.data.shape()[1..], [3, 3, 20, 24]);
+                    let bits = |t: &Tensor| t.to_vec::<f32>().unwrap().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                    let what = if augment.is_some() { "augmented" } else { "frames" };
+                    assert!(bits(&got.data) == bits(&want.data), "epoch {epoch} batch {batch} {camera}: cached {what}");
+                    assert!(
+                        bits(&few.data) == bits(&want.data),
+                        "epoch {epoch} batch {batch} {camera}: small cache, {what}"
+                    );
+                    assert_eq!(got.mask.to_vec::<bool>().unwrap(), want.mask.to_vec::<bool>().unwrap());
+                }
             }
+            let usage = cached.telemetry().device_frame_cache.unwrap();
+            assert_eq!(usage.frames, 2 * total_frames, "epoch {epoch}: every frame of both cameras held");
+            assert_eq!(usage.bytes, usage.frames * frame_bytes);
+            if epoch == 0 {
+                misses_after_first = usage.misses;
+                assert_eq!(usage.misses, 2 * total_frames as u64, "each frame decoded once: {usage:?}");
+            } else {
+                assert_eq!(usage.misses, misses_after_first, "the second epoch decodes nothing: {usage:?}");
+                assert!(usage.hits >= 2 * total_frames as u64, "{usage:?}");
+            }
+            let few = small.telemetry().device_frame_cache.unwrap();
+            assert_eq!((few.frames, few.bytes, few.budget_bytes), (10, 10 * frame_bytes, 10 * frame_bytes + 5));
         }
-        let usage = cached.telemetry().device_frame_cache.unwrap();
-        assert_eq!(usage.frames, 2 * total_frames, "epoch {epoch}: every frame of both cameras held");
-        assert_eq!(usage.bytes, usage.frames * frame_bytes);
-        if epoch == 0 {
-            misses_after_first = usage.misses;
-            assert_eq!(usage.misses, 2 * total_frames as u64, "each frame decoded once: {usage:?}");
-        } else {
-            assert_eq!(usage.misses, misses_after_first, "the second epoch decodes nothing: {usage:?}");
-            assert!(usage.hits >= 2 * total_frames as u64, "{usage:?}");
-        }
-        let few = small.telemetry().device_frame_cache.unwrap();
-        assert_eq!((few.frames, few.bytes, few.budget_bytes), (10, 10 * frame_bytes, 10 * frame_bytes + 5));
     }
 
     // A cache serves batches of its own resize only, and step windows keep none.
