@@ -1,7 +1,8 @@
 //! A loader's augmentation of its camera streams ([`LoaderConfig::augment`]):
 //! parameters drawn per window and camera from (seed, epoch, sample), or
 //! the evaluation transform in evaluation mode, applied on the loader's
-//! device after the frames are converted.
+//! device after the frames are converted, or, for the frames its device
+//! frame cache serves, as they are stacked from it.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
