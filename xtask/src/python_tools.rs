@@ -193,18 +193,14 @@ pub fn install_staged(python: &Path, report: &Path, packages: &[&str]) -> Result
     let (large, small): (Vec<_>, Vec<_>) = resolved
         .into_iter()
         .filter(|(name, _)| !LEFT_OUT.contains(&name.as_str()))
-        .map(|(name, version)| {
-            let large = name == "torch" || name.starts_with("nvidia-");
-            (format!("{name}=={version}"), large)
-        })
-        .partition(|(_, large)| *large);
-    for (pin, _) in &large {
+        .map(|(name, version)| format!("{name}=={version}"))
+        .partition(|pin| pin.starts_with("torch==") || pin.starts_with("nvidia-"));
+    for pin in &large {
         pip_install(python, &["--no-deps", pin])?;
     }
-    let small: Vec<&str> = small.iter().map(|(pin, _)| pin.as_str()).collect();
     if !small.is_empty() {
         let mut args = vec!["--no-deps"];
-        args.extend(small);
+        args.extend(small.iter().map(String::as_str));
         pip_install(python, &args)?;
     }
     Ok(())

@@ -278,14 +278,6 @@ impl CudaDevice {
         let tables = Tables::new(params, (in_width, in_height), steps)?;
         let work_buffers = tables.passes.saturating_sub(1).min(2);
         let sums_bytes = tables.passes * count * 8;
-        // The pool keeps what a batch's augmentation allocates (as the
-        // frame conversion's): freed and mapped again at every
-        // synchronisation, it cost more than the kernels (docs/architecture.md).
-        self.keep_frames_memory(out_bytes + work_buffers * work_bytes + sums_bytes + tables.bytes() + count * 8)?;
-        let out = self.alloc(out_bytes)?;
-        if count == 0 || pixels == 0 {
-            return Ok(Tensor::on_device(device, DeviceStorage::new(out), dtype.dtype(), out_shape));
-        }
         // Each picked frame's address (the first pass reads them there).
         let (frames_in, sources): (u64, Vec<u64>) = match source {
             AugmentSource::Batch(frames) => (device_pointer(frames), Vec::new()),
@@ -294,6 +286,15 @@ impl CudaDevice {
                 (0, picks.iter().map(|&(tensor, index)| device_pointer(tensor) + index as u64 * frame_bytes).collect())
             }
         };
+        let sources_bytes = sources.len() * size_of::<u64>();
+        // The pool keeps what a batch's augmentation allocates (as the
+        // frame conversion's): freed and mapped again at every
+        // synchronisation, it cost more than the kernels (docs/architecture.md).
+        self.keep_frames_memory(out_bytes + work_buffers * work_bytes + sums_bytes + tables.bytes() + sources_bytes)?;
+        let out = self.alloc(out_bytes)?;
+        if count == 0 || pixels == 0 {
+            return Ok(Tensor::on_device(device, DeviceStorage::new(out), dtype.dtype(), out_shape));
+        }
         // Every table in one upload, each at a 16-byte boundary.
         let mut packed = Vec::with_capacity(tables.bytes());
         let mut place = |bytes: &[u8]| -> Option<usize> {
