@@ -59,6 +59,7 @@ impl Info {
             path: String::new(),
             problem: format!("not JSON: {e}"),
         })?;
+        check_storage_format(&path, &raw)?;
         let info: Info = serde_json::from_value(raw.clone()).map_err(|e| Error::Layout {
             file: path.clone(),
             path: String::new(),
@@ -98,6 +99,24 @@ impl Info {
             features.push((name.clone(), feature));
         }
         Ok((info, version, features, raw))
+    }
+}
+
+/// Refuses a root whose `storage_format` is not Parquet (LeRobot's main
+/// branch also writes `"lance"` roots, which robocache does not read yet:
+/// docs/datasets.md says why), before its other keys give a vaguer error.
+fn check_storage_format(path: &Path, raw: &Value) -> Result<()> {
+    match raw.get("storage_format") {
+        None => Ok(()),
+        Some(Value::String(format)) if format == "parquet" => Ok(()),
+        Some(other) => Err(Error::Layout {
+            file: path.to_path_buf(),
+            path: "storage_format".into(),
+            problem: format!(
+                "is {other}; robocache reads LeRobot roots stored as Parquet (\"parquet\" or absent), not yet \
+                 those stored in Lance (docs/datasets.md, \"LeRobot stored in Lance\")"
+            ),
+        }),
     }
 }
 
@@ -466,6 +485,17 @@ pub(crate) fn parquet_files(storage: &Storage, dir: &Path) -> Result<Vec<PathBuf
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_root_stored_in_lance_is_named_as_such() {
+        let path = Path::new("root/meta/info.json");
+        assert!(check_storage_format(path, &serde_json::json!({"codebase_version": "v3.0"})).is_ok());
+        assert!(check_storage_format(path, &serde_json::json!({"storage_format": "parquet"})).is_ok());
+        let error = check_storage_format(path, &serde_json::json!({"storage_format": "lance"})).unwrap_err();
+        let text = error.to_string();
+        assert!(text.contains("storage_format") && text.contains("\"lance\"") && text.contains("info.json"), "{text}");
+        assert!(check_storage_format(path, &serde_json::json!({"storage_format": 3})).is_err());
+    }
 
     #[test]
     fn templates_fill_as_python_formats_them() {
