@@ -1838,6 +1838,22 @@ fn frames_augment_as_the_reference(device: &Device) {
                 },
                 crop(2, 1, 19, 15, (23, 17), vec![Op::Hue(0.05), Op::Sharpness(1.5), Op::Contrast(0.9)]),
                 crop(0, 0, 20, 16, (23, 17), vec![Op::Contrast(1.1), Op::Blur { kernel: (3, 5), sigma: (0.8, 1.2) }]),
+                // The first pass replayed where the second reads it: a crop
+                // and per-pixel operations (noise at each neighbour's own
+                // position) under an affine, a sharpness and a contrast.
+                crop(
+                    1,
+                    2,
+                    21,
+                    14,
+                    (23, 17),
+                    vec![Op::Saturation(1.6), affine(-4.0, (2, -1), 0.95, Interpolation::Nearest)],
+                ),
+                FrameAugment {
+                    crop: None,
+                    ops: vec![Op::Noise { mean: 0.0, sigma: 0.05, key: 5 }, Op::Sharpness(1.8), Op::Gamma(1.1)],
+                },
+                crop(0, 1, 22, 15, (23, 17), vec![Op::Brightness(1.1), Op::Contrast(0.8), Op::Sharpness(0.4)]),
             ],
         ),
         (
