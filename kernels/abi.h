@@ -110,8 +110,6 @@ struct AugmentStage {
     uint32_t active;
     uint32_t last;
     uint32_t sums_next;
-    uint32_t store;
-    uint32_t replay;
 };
 
 struct AugmentArgs {

@@ -11,12 +11,6 @@
 // also reads the frames (to float, each window's crop resized to its output);
 // a window's last pass writes the output in its layout and dtype; a pass
 // whose next one starts with a contrast sums the grey of what it writes.
-// A second pass that starts with a contrast, a sharpness or an affine
-// replays the first (`AugmentStage::replay`): it recomputes the first pass's
-// values from the frames where it reads them (its own pixel, 9 or 4
-// neighbours), so the first pass writes no work buffer: it only sums the
-// grey for a contrast, or does not run at all. A blur reads too many
-// neighbours to replay them.
 // One launch per pass (`augment_pass`, the host passing `src` and `work`
 // buffers in turn) over the frames whose windows have that pass (a list the
 // host makes): a window with fewer passes than others costs nothing after.
@@ -221,45 +215,15 @@ __device__ __forceinline__ void apply_pointwise(const AugmentOp& op, float mean,
     }
 }
 
-// The previous pass's values of frame `frame`, as a later pass's first
-// operation reads them: from `src` (the previous pass's frame, `width` x
-// `height`, float RGB channels last), or, where the host replays the first
-// pass (`AugmentStage::replay`), recomputed from the frames: the read (and
-// its crop) and the per-pixel operations `prefix[0 .. count)`, the very
-// operations in the very order the first pass would have run, so the same
-// bits, with no work buffer written or read.
-struct Previous {
-    const float* src;
-    const AugmentOp* prefix;
-    uint32_t count;
-
-    __device__ __forceinline__ void at(const AugmentArgs& a, uint64_t frame, uint32_t x, uint32_t y, float* v) const {
-        const uint32_t pixel = y * a.width + x;
-        if (src != nullptr) {
-            const float* in = src + (uint64_t)pixel * 3;
-            v[0] = in[0];
-            v[1] = in[1];
-            v[2] = in[2];
-            return;
-        }
-        load_pixel(a, frame, x, y, v);
-        for (uint32_t k = 0; k < count; ++k) {
-            apply_pointwise(prefix[k], 0.0f, frame, a.steps, a.width * a.height, pixel, v);
-        }
-    }
-};
-
 // The first operation of a later pass at pixel (`x`, `y`): those that read
-// neighbours of the previous pass's values (`previous`), the others on its
-// own pixel. Each channel's sums add the same terms in the same order as the
-// reference.
-__device__ __forceinline__ void apply_first(const AugmentArgs& a, const AugmentOp& op, const Previous& previous, float mean,
-                                            uint64_t frame, uint32_t x, uint32_t y, float* v) {
+// neighbours of the previous pass's frame `src` (`width` x `height`, float
+// RGB channels last), the others on its own pixel.
+__device__ __forceinline__ void apply_first(const AugmentArgs& a, const AugmentOp& op, const float* src, float mean, uint64_t frame,
+                            uint32_t x, uint32_t y, float* v) {
     const uint32_t pixels = a.width * a.height, pixel = y * a.width + x;
+    const float* in = src + (uint64_t)pixel * 3;
     switch (op.kind) {
         case AUG_SHARPNESS: {
-            float in[3];
-            previous.at(a, frame, x, y, in);
             const bool border = x == 0 || y == 0 || x + 1 >= a.width || y + 1 >= a.height;
             if (a.width <= 2 || a.height <= 2) {
                 for (int c = 0; c < 3; ++c) {
@@ -267,32 +231,20 @@ __device__ __forceinline__ void apply_first(const AugmentArgs& a, const AugmentO
                 }
                 return;
             }
-            if (border) {
-                for (int c = 0; c < 3; ++c) {
-                    v[c] = clamp01(in[c]);
-                }
-                return;
-            }
             const float wa = 1.0f / 13.0f, wb = 5.0f / 13.0f;
-            float blurred[3] = {0.0f, 0.0f, 0.0f};
-            // Not unrolled: one copy of a replayed read, not nine (their
-            // registers would spill in every pass).
-#pragma unroll 1
-            for (int dy = 0; dy < 3; ++dy) {
-#pragma unroll 1
-                for (int dx = 0; dx < 3; ++dx) {
-                    float n[3] = {in[0], in[1], in[2]};
-                    if (dx != 1 || dy != 1) {
-                        previous.at(a, frame, x + dx - 1, y + dy - 1, n);
-                    }
-                    const float w = dx == 1 && dy == 1 ? wb : wa;
-                    for (int c = 0; c < 3; ++c) {
-                        blurred[c] += n[c] * w;
+            for (int c = 0; c < 3; ++c) {
+                if (border) {
+                    v[c] = clamp01(in[c]);
+                    continue;
+                }
+                float blurred = 0.0f;
+                for (int dy = 0; dy < 3; ++dy) {
+                    for (int dx = 0; dx < 3; ++dx) {
+                        const float w = dx == 1 && dy == 1 ? wb : wa;
+                        blurred += src[((uint64_t)(y + dy - 1) * a.width + (x + dx - 1)) * 3 + c] * w;
                     }
                 }
-            }
-            for (int c = 0; c < 3; ++c) {
-                v[c] = clamp01(in[c] + (blurred[c] - in[c]) * op.values[0]);
+                v[c] = clamp01(in[c] + (blurred - in[c]) * op.values[0]);
             }
             return;
         }
@@ -308,38 +260,32 @@ __device__ __forceinline__ void apply_first(const AugmentArgs& a, const AugmentO
             auto inside = [&](int64_t px, int64_t py) {
                 return px >= 0 && py >= 0 && px < (int64_t)a.width && py < (int64_t)a.height;
             };
-            // The previous values at (`px`, `py`), zero outside the frame.
-            auto levels = [&](int64_t px, int64_t py, float* n) {
-                if (inside(px, py)) {
-                    previous.at(a, frame, (uint32_t)px, (uint32_t)py, n);
-                } else {
-                    n[0] = n[1] = n[2] = 0.0f;
-                }
+            auto level = [&](int64_t px, int64_t py, int c) {
+                return inside(px, py) ? src[((uint64_t)py * a.width + (uint64_t)px) * 3 + c] : 0.0f;
             };
             if (op.kind == AUG_AFFINE_NEAREST) {
-                levels((int64_t)rintf(ix), (int64_t)rintf(iy), v);
+                const int64_t px = (int64_t)rintf(ix), py = (int64_t)rintf(iy);
+                for (int c = 0; c < 3; ++c) {
+                    v[c] = level(px, py, c);
+                }
                 return;
             }
             const float x0f = floorf(ix), y0f = floorf(iy);
             const float fx = ix - x0f, fy = iy - y0f;
             const int64_t x0 = (int64_t)x0f, y0 = (int64_t)y0f;
+            const float weights[4] = {(1.0f - fx) * (1.0f - fy), fx * (1.0f - fy), (1.0f - fx) * fy, fx * fy};
+            const int64_t tx[4] = {x0, x0 + 1, x0, x0 + 1};
+            const int64_t ty[4] = {y0, y0, y0 + 1, y0 + 1};
             float mask = 0.0f;
-            float sum[3] = {0.0f, 0.0f, 0.0f};
-            // Not unrolled: one copy of a replayed read, not four.
-#pragma unroll 1
             for (int k = 0; k < 4; ++k) {
-                const int64_t tx = x0 + (k & 1), ty = y0 + (k >> 1);
-                // The taps' weights (1 - fx)(1 - fy), fx (1 - fy), (1 - fx) fy, fx fy.
-                const float weight = ((k & 1) ? fx : 1.0f - fx) * ((k >> 1) ? fy : 1.0f - fy);
-                mask += (inside(tx, ty) ? 1.0f : 0.0f) * weight;
-                float n[3];
-                levels(tx, ty, n);
-                for (int c = 0; c < 3; ++c) {
-                    sum[c] += n[c] * weight;
-                }
+                mask += (inside(tx[k], ty[k]) ? 1.0f : 0.0f) * weights[k];
             }
             for (int c = 0; c < 3; ++c) {
-                v[c] = sum[c] * mask;
+                float sum = 0.0f;
+                for (int k = 0; k < 4; ++k) {
+                    sum += level(tx[k], ty[k], c) * weights[k];
+                }
+                v[c] = sum * mask;
             }
             return;
         }
@@ -347,23 +293,22 @@ __device__ __forceinline__ void apply_first(const AugmentArgs& a, const AugmentO
         case AUG_BLUR_COLUMNS: {
             const bool rows = op.kind == AUG_BLUR_ROWS;
             const int64_t half = op.taps / 2;
-            float sum[3] = {0.0f, 0.0f, 0.0f};
-            for (uint32_t k = 0; k < op.taps; ++k) {
-                const float weight = a.weights[op.key + k];
-                // Never replayed (the host stores the pass before a blur).
-                const uint64_t p = rows ? (uint64_t)y * a.width + reflect((int64_t)x + k - half, a.width)
-                                        : (uint64_t)reflect((int64_t)y + k - half, a.height) * a.width + x;
-                for (int c = 0; c < 3; ++c) {
-                    sum[c] += previous.src[p * 3 + c] * weight;
-                }
-            }
             for (int c = 0; c < 3; ++c) {
-                v[c] = sum[c];
+                float sum = 0.0f;
+                for (uint32_t k = 0; k < op.taps; ++k) {
+                    const float weight = a.weights[op.key + k];
+                    const uint64_t p = rows ? (uint64_t)y * a.width + reflect((int64_t)x + k - half, a.width)
+                                            : (uint64_t)reflect((int64_t)y + k - half, a.height) * a.width + x;
+                    sum += src[p * 3 + c] * weight;
+                }
+                v[c] = sum;
             }
             return;
         }
         default:
-            previous.at(a, frame, x, y, v);
+            for (int c = 0; c < 3; ++c) {
+                v[c] = in[c];
+            }
             apply_pointwise(op, mean, frame, a.steps, pixels, pixel, v);
     }
 }
@@ -419,22 +364,16 @@ extern "C" __global__ void __launch_bounds__(256, 4) augment_pass(AugmentArgs a)
         if (!stage.active) {
             continue;  // never listed; the same for the whole block
         }
-        // The window's operations up to the end of this pass: a replaying
-        // pass also runs those of the first pass.
-        const uint32_t from = stage.replay ? 0 : stage.first;
-        const AugmentOp* row = a.ops + window * a.slots + from;
-        const uint32_t held = stage.first + stage.count - from;
-        if (held <= SHARED_OPS) {
+        const AugmentOp* ops = a.ops + window * a.slots + stage.first;
+        if (stage.count <= SHARED_OPS) {
             // Every thread of the block is on this frame: its operations are
             // read once, not once a thread.
-            if (threadIdx.x < held) {
-                shared_ops[threadIdx.x] = row[threadIdx.x];
+            if (threadIdx.x < stage.count) {
+                shared_ops[threadIdx.x] = ops[threadIdx.x];
             }
             __syncthreads();
-            row = shared_ops;
+            ops = shared_ops;
         }
-        const AugmentOp* ops = row + (stage.first - from);
-        const Previous previous = {stage.replay ? nullptr : a.src + frame * pixels * 3, row, stage.first};
         unsigned long long grey_sum = 0;
         for (uint32_t j = 0; j < AUGMENT_PIXELS_PER_THREAD; ++j) {
             const uint32_t pixel = at.pixel + j * threads;
@@ -452,7 +391,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) augment_pass(AugmentArgs a)
                     ops[0].kind == AUG_CONTRAST
                         ? (float)((double)a.sums[(uint64_t)(a.pass - 1) * a.frames + frame] / 4294967296.0 / (double)pixels)
                         : 0.0f;
-                apply_first(a, ops[0], previous, mean, frame, x, y, v);
+                apply_first(a, ops[0], a.src + frame * pixels * 3, mean, frame, x, y, v);
                 k = 1;
             }
             for (; k < stage.count; ++k) {
@@ -470,7 +409,7 @@ extern "C" __global__ void __launch_bounds__(256, 4) augment_pass(AugmentArgs a)
                         ((float*)a.out)[to] = v[c];
                     }
                 }
-            } else if (stage.store) {
+            } else {
                 float* out = a.work + (frame * pixels + pixel) * 3;
                 for (int c = 0; c < 3; ++c) {
                     out[c] = v[c];

@@ -284,14 +284,6 @@ structs! {
         /// 1: the next pass starts with a contrast, so this one sums the
         /// grey of what it writes into `sums[pass]`.
         sums_next: u32 => "uint32_t sums_next",
-        /// 1 (not the last pass): it writes `work` for the next; 0: the
-        /// next replays it, so it only sums (`sums_next`) or is not run.
-        store: u32 => "uint32_t store",
-        /// 1 (a second pass): its first operation reads the first pass's
-        /// values recomputed from the frames (the read, its crop, and the
-        /// per-pixel operations `0 .. first`) where it needs them, not
-        /// from `src`.
-        replay: u32 => "uint32_t replay",
     }
 
     /// The arguments of `augment_pass`: pass `pass` of every window's

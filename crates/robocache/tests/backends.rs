@@ -1838,9 +1838,9 @@ fn frames_augment_as_the_reference(device: &Device) {
                 },
                 crop(2, 1, 19, 15, (23, 17), vec![Op::Hue(0.05), Op::Sharpness(1.5), Op::Contrast(0.9)]),
                 crop(0, 0, 20, 16, (23, 17), vec![Op::Contrast(1.1), Op::Blur { kernel: (3, 5), sigma: (0.8, 1.2) }]),
-                // The first pass replayed where the second reads it: a crop
-                // and per-pixel operations (noise at each neighbour's own
-                // position) under an affine, a sharpness and a contrast.
+                // A crop and per-pixel operations (noise at each
+                // neighbour's own position) under an affine, a sharpness
+                // and a contrast.
                 crop(
                     1,
                     2,

@@ -52,7 +52,7 @@ impl Tables {
         for pass in 0..tables.passes {
             let start = tables.frame_lists.len();
             for (window, stages) in stages.iter().enumerate() {
-                if stages.get(pass).is_some_and(|stage| stage.active == 1) {
+                if pass < stages.len() {
                     let first = index_u32(window * steps, "frames")?;
                     let end = index_u32((window + 1) * steps, "frames")?;
                     tables.frame_lists.extend(first..end);
@@ -188,44 +188,25 @@ fn starts_a_pass(kind: AugmentKind) -> bool {
     )
 }
 
-/// Whether a second pass that starts with `kind` recomputes the first
-/// pass's values where it reads them (its pixel, or 4 or 9 neighbours)
-/// instead of reading them from a work buffer the first pass wrote: all but
-/// a blur, whose taps are too many to recompute.
-fn replays_the_first_pass(kind: AugmentKind) -> bool {
-    matches!(
-        kind,
-        AugmentKind::Contrast | AugmentKind::Sharpness | AugmentKind::AffineNearest | AugmentKind::AffineBilinear
-    )
-}
-
 /// A window's operations cut into passes: the first reads the frames and
 /// applies the per-pixel operations before the first that
 /// [`starts_a_pass`]; each later pass starts with one of those and runs the
-/// per-pixel operations after it. A second pass that
-/// [`replays_the_first_pass`] leaves the first pass nothing to write: it
-/// runs only to sum the grey for a contrast, else not at all (inactive).
+/// per-pixel operations after it.
 fn stages(ops: &[AugmentOp]) -> Vec<AugmentStage> {
     let mut starts = vec![0];
     starts.extend((0..ops.len()).filter(|&k| starts_a_pass(ops[k].kind)));
     let passes = starts.len();
-    let second_replays = starts.get(1).is_some_and(|&second| replays_the_first_pass(ops[second].kind));
     (0..passes)
         .map(|pass| {
             let first = starts[pass];
             let end = starts.get(pass + 1).copied().unwrap_or(ops.len());
             let sums_next = starts.get(pass + 1).is_some_and(|&next| ops[next].kind == AugmentKind::Contrast);
-            let last = pass + 1 == passes;
-            let replayed = pass == 0 && second_replays;
-            let store = !(last || replayed);
             AugmentStage {
                 first: first as u32,
                 count: (end - first) as u32,
-                active: u32::from(last || store || sums_next),
-                last: u32::from(last),
+                active: 1,
+                last: u32::from(pass + 1 == passes),
                 sums_next: u32::from(sums_next),
-                store: u32::from(store),
-                replay: u32::from(pass == 1 && second_replays),
             }
         })
         .collect()
@@ -381,9 +362,6 @@ impl CudaDevice {
             pad: 0,
         };
         for (pass, list) in tables.pass_lists.iter().enumerate() {
-            if list.is_empty() {
-                continue; // every window replays this (first) pass in the next
-            }
             args.pass = pass as u32;
             args.frame_list = frame_list + (list.start * size_of::<u32>()) as u64;
             args.listed = list.len() as u64;
@@ -424,11 +402,6 @@ mod tests {
         stages(&kinds(list)).iter().map(|s| (s.first, s.count, s.last, s.sums_next)).collect()
     }
 
-    /// (active, store, replay) of each pass.
-    fn runs(list: &[AugmentKind]) -> Vec<(u32, u32, u32)> {
-        stages(&kinds(list)).iter().map(|s| (s.active, s.store, s.replay)).collect()
-    }
-
     #[test]
     fn passes_start_where_an_operation_reads_neighbours_or_the_mean() {
         use AugmentKind::*;
@@ -447,25 +420,7 @@ mod tests {
             cut(&[BlurRows, BlurColumns, AffineBilinear, Contrast]),
             [(0, 0, 0, 0), (0, 1, 0, 0), (1, 1, 0, 0), (2, 1, 0, 1), (3, 1, 1, 0)]
         );
-        // Passes after the second always run.
-        let active: Vec<u32> = stages(&kinds(&[Sharpness, AffineNearest])).iter().map(|s| s.active).collect();
-        assert_eq!(active, [0, 1, 1]);
-    }
-
-    #[test]
-    fn a_second_pass_replays_the_first_unless_it_blurs() {
-        use AugmentKind::*;
-        // One pass: it writes the output, nothing is replayed.
-        assert_eq!(runs(&[Brightness, Hue]), [(1, 0, 0)]);
-        // A sharpness or an affine second: the first pass does not run.
-        assert_eq!(runs(&[Brightness, Sharpness]), [(0, 0, 0), (1, 0, 1)]);
-        assert_eq!(runs(&[AffineBilinear, Hue]), [(0, 0, 0), (1, 0, 1)]);
-        // A contrast second: the first pass runs to sum the grey, storing nothing.
-        assert_eq!(runs(&[Brightness, Contrast, Saturation]), [(1, 0, 0), (1, 0, 1)]);
-        // Only the second pass replays; a third reads what the second stored.
-        assert_eq!(runs(&[Contrast, Sharpness, AffineNearest]), [(1, 0, 0), (1, 1, 1), (1, 1, 0), (1, 0, 0)]);
-        // A blur second reads the first pass's stored frame.
-        assert_eq!(runs(&[Hue, BlurRows, BlurColumns]), [(1, 1, 0), (1, 1, 0), (1, 0, 0)]);
+        assert!(stages(&kinds(&[Sharpness, AffineNearest])).iter().all(|s| s.active == 1));
     }
 
     #[test]
@@ -475,15 +430,13 @@ mod tests {
             FrameAugment { crop: None, ops: vec![Op::Brightness(1.1)] },
             FrameAugment { crop: None, ops: vec![Op::Contrast(0.9), Op::Sharpness(1.2)] },
             FrameAugment::default(),
-            FrameAugment { crop: None, ops: vec![Op::Sharpness(1.5)] },
         ];
         let tables = Tables::new(&params, (8, 6), 2).unwrap();
         assert_eq!(tables.passes, 3);
         let lists: Vec<&[u32]> = tables.pass_lists.iter().map(|r| &tables.frame_lists[r.clone()]).collect();
-        // The last window's sharpness replays its first pass, which is not run.
-        assert_eq!(lists, [&[0, 1, 2, 3, 4, 5][..], &[2, 3, 6, 7], &[2, 3]]);
+        assert_eq!(lists, [&[0, 1, 2, 3, 4, 5][..], &[2, 3], &[2, 3]]);
         // Windows with fewer passes fill their rows with inactive stages.
         let active: Vec<u32> = tables.stages.iter().map(|s| s.active).collect();
-        assert_eq!(active, [1, 0, 0, 1, 1, 1, 1, 0, 0, 0, 1, 0]);
+        assert_eq!(active, [1, 0, 0, 1, 1, 1, 1, 0, 0]);
     }
 }
