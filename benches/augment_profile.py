@@ -20,6 +20,7 @@ import sys
 import time
 
 import torch
+from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -30,12 +31,12 @@ def kernel_times(prof):
     """{kernel name: (total us, launches)} of the profiled CUDA kernels."""
     totals = {}
     for event in prof.events():
-        if event.device_type != torch.autograd.DeviceType.CUDA:
+        if event.device_type != DeviceType.CUDA:
             continue
         name = event.name
         if "memcpy" in name.lower() or "memset" in name.lower():
             name = "(" + name.split(" ")[0] + ")"
-        us = event.device_time if hasattr(event, "device_time") else event.cuda_time
+        us = event.device_time_total
         total, count = totals.get(name, (0.0, 0))
         totals[name] = (total + us, count + 1)
     return totals
