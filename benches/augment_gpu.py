@@ -48,6 +48,27 @@ def write_file(path):
         data.attrs["total"] = EPISODES * STEPS
 
 
+def lerobot_root(robocache, path):
+    """The LeRobot root (H.264 cameras) robocache writes from the HDF5 file at `path`, and its camera streams."""
+    root = path.replace(".hdf5", "-lerobot")
+    if not os.path.exists(root):
+        robocache.open(path).to_lerobot(root, fps=20, task="lift", cameras="video")
+    return root, [s for s in robocache.Dataset(root).streams if "image" in s]
+
+
+def frame_cache_loader(robocache, root, video, batch, augment, workers=8):
+    """A CUDA loader of `delta_timestamps` windows of 2 frames over `root`, its GPU frame cache filled: two epochs
+    read (the first decodes)."""
+    loader = robocache.Loader(root, video, delta_timestamps={camera: [-0.05, 0.0] for camera in video},
+                              batch_size=batch, device="cuda", device_frame_cache_bytes=16 << 30, workers=workers,
+                              prefetch=8, augment=augment, drop_last=True)
+    for epoch in range(2):
+        loader.set_epoch(epoch)
+        for _ in loader:
+            pass
+    return loader
+
+
 def lerobot_transforms():
     """LeRobot's ImageTransforms with its defaults turned on (its RandomSubsetApply, torchvision v2)."""
     from torchvision.transforms import v2
@@ -155,19 +176,9 @@ def main():
     # delta_timestamps windows on a LeRobot root (H.264, written by robocache's
     # writer), epochs 2 and 3 served by the frame cache on the GPU: what the
     # augmentation costs where frames cost least.
-    root = args.file.replace(".hdf5", "-lerobot")
-    if not os.path.exists(root):
-        robocache.open(args.file).to_lerobot(root, fps=20, task="lift", cameras="video")
-    video = [s for s in robocache.Dataset(root).streams if "image" in s]
-    deltas = {camera: [-0.05, 0.0] for camera in video}
+    root, video = lerobot_root(robocache, args.file)
     for augment in [None, "lerobot", "act"]:
-        ours = robocache.Loader(root, video, delta_timestamps=deltas, batch_size=args.batch, device="cuda",
-                                device_frame_cache_bytes=16 << 30, workers=8, prefetch=8, augment=augment,
-                                drop_last=True)
-        for epoch in range(2):  # the first decodes and fills the cache
-            ours.set_epoch(epoch)
-            for _ in ours:
-                pass
+        ours = frame_cache_loader(robocache, root, video, args.batch, augment)
         torch.cuda.synchronize()
         t0 = time.perf_counter()
         done = 0

@@ -24,7 +24,7 @@ from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from augment_gpu import CAMERAS, write_file  # noqa: E402
+from augment_gpu import CAMERAS, frame_cache_loader, lerobot_root, write_file  # noqa: E402
 
 
 def kernel_times(prof):
@@ -54,22 +54,12 @@ def main():
 
     if not os.path.exists(args.file):
         write_file(args.file)
-    root = args.file.replace(".hdf5", "-lerobot")
-    if not os.path.exists(root):
-        robocache.open(args.file).to_lerobot(root, fps=20, task="lift", cameras="video")
-    video = [s for s in robocache.Dataset(root).streams if "image" in s]
-    deltas = {camera: [-0.05, 0.0] for camera in video}
+    root, video = lerobot_root(robocache, args.file)
     frames_per_batch = args.batch * 2 * len(CAMERAS)
     rows = []
     for name in args.augment:
         augment = None if name == "none" else name
-        ours = robocache.Loader(root, video, delta_timestamps=deltas, batch_size=args.batch, device="cuda",
-                                device_frame_cache_bytes=16 << 30, workers=args.workers, prefetch=8, augment=augment,
-                                drop_last=True)
-        for epoch in range(2):  # the first decodes and fills the cache
-            ours.set_epoch(epoch)
-            for _ in ours:
-                pass
+        ours = frame_cache_loader(robocache, root, video, args.batch, augment, workers=args.workers)
         torch.cuda.synchronize()
         t0 = time.perf_counter()
         done = 0
