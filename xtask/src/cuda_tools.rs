@@ -521,12 +521,14 @@ pub fn gpu_bundle() -> Result<()> {
         "PYTHONPATH=pydeps-live python3 live_windows.py --device cuda:0 --json $OUT/live.json || status=1\n",
     ));
     // Augmentation against LeRobot's CPU transforms, torchvision on the GPU
-    // batch and kornia, in one process (docs/benchmarks.md, "Augmentation").
+    // batch and kornia, in one process (docs/benchmarks.md, "Augmentation");
+    // then the frame-cache loaders' kernels per batch under PyTorch's profiler.
     script.push_str(concat!(
         "fi\nif want augment; then\n",
         "echo \"== augmentation: robocache vs LeRobot's transforms, torchvision on the batch, kornia\"\n",
         "python3 -m pip install --quiet --no-index --no-deps --find-links wheels --target pydeps-augment python/*.whl h5py kornia kornia_rs || status=1\n",
         "PYTHONPATH=pydeps-augment python3 augment_gpu.py --json $OUT/augment.json || status=1\n",
+        "PYTHONPATH=pydeps-augment python3 augment_profile.py --epochs 6 | tee $OUT/augment-profile.txt || status=1\n",
     ));
     // The harness with the PyTorch baseline in the same run (docs/performance.md).
     script.push_str(concat!(
@@ -552,6 +554,7 @@ pub fn gpu_bundle() -> Result<()> {
     std::fs::copy(root().join("benches/lerobot_loader.py"), bundle.join("lerobot_loader.py"))?;
     std::fs::copy(root().join("benches/live_windows.py"), bundle.join("live_windows.py"))?;
     std::fs::copy(root().join("benches/augment_gpu.py"), bundle.join("augment_gpu.py"))?;
+    std::fs::copy(root().join("benches/augment_profile.py"), bundle.join("augment_profile.py"))?;
     let python = bundle.join("python");
     crate::wheel(&python)?;
     std::fs::create_dir_all(python.join("tests"))?;
